@@ -1,0 +1,67 @@
+"""The public face of the AMD emulator: what a command processor (mockgpu's PM4 engine, or a test) hands it, and what comes back.
+
+A `Dispatch` carries exactly what a PM4 DISPATCH_DIRECT carries on real hardware (the COMPUTE_* registers plus the workgroup
+counts); `AMDGPU.dispatch()` runs it to completion and returns `DispatchStats`. Memory is the host's own address space
+(GPU VA == CPU VA on the KFD path), guarded by a `MemoryMap` that knows which ranges are mapped to the GPU: any access
+outside them raises `GPUMemoryFault` instead of touching host memory.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+
+ARCHS = ("gfx1100", "gfx1201", "gfx942", "gfx950")
+
+class GPUFault(Exception):
+  """Base class of every fault the emulated GPU can raise. The host process survives it; the dispatch is abandoned."""
+
+class GPUMemoryFault(GPUFault):
+  """A lane touched memory no mapping covers (or wrote to a read-only one)."""
+  def __init__(self, addr:int, write:bool, pc:int|None=None, inst:str|None=None, wave:tuple|None=None, detail:str=""):
+    self.addr, self.write, self.pc, self.inst, self.wave = addr, write, pc, inst, wave
+    where = f" at pc={pc:#x} ({inst})" if pc is not None else ""
+    super().__init__(f"GPU memory fault: {'write' if write else 'read'} of unmapped address {addr:#x}{where}"
+                     f"{f' wave={wave}' if wave else ''}{f': {detail}' if detail else ''}")
+
+class GPUHangFault(GPUFault):
+  """A dispatch exceeded its instruction/cycle budget (the watchdog)."""
+  def __init__(self, budget:int, executed:int, pc:int|None=None, wave:tuple|None=None):
+    self.budget, self.executed, self.pc, self.wave = budget, executed, pc, wave
+    super().__init__(f"GPU hang: dispatch exceeded its watchdog budget of {budget} wave-instructions ({executed} executed)"
+                     f"{f', last pc={pc:#x}' if pc is not None else ''}{f' wave={wave}' if wave else ''}")
+
+class GPUIllegalInstruction(GPUFault):
+  """The decoder met bytes that are no instruction of this arch, or an instruction the emulator does not implement."""
+  def __init__(self, pc:int, word:int|bytes, reason:str):
+    self.pc, self.word, self.reason = pc, word, reason
+    super().__init__(f"illegal instruction at pc={pc:#x} ({word.hex() if isinstance(word, bytes) else hex(word)}): {reason}")
+
+@dataclass
+class Dispatch:
+  """One compute dispatch as the command processor sees it. Register values are raw COMPUTE_* register contents."""
+  code_addr: int                        # byte address of the first instruction (COMPUTE_PGM_LO/HI << 8)
+  grid: tuple[int, int, int]            # workgroup counts x, y, z (DISPATCH_DIRECT dims)
+  workgroup: tuple[int, int, int]       # threads per workgroup x, y, z (COMPUTE_NUM_THREAD_X/Y/Z)
+  user_sgprs: list[int]                 # COMPUTE_USER_DATA_0.. (count = RSRC2.USER_SGPR)
+  rsrc1: int = 0
+  rsrc2: int = 0
+  rsrc3: int = 0
+  wave32: bool = True                   # DISPATCH_INITIATOR bit 15 on RDNA; always False on CDNA
+  lds_bytes: int | None = None          # None: derive from RSRC2.LDS_SIZE
+  scratch_base: int = 0                 # COMPUTE_DISPATCH_SCRATCH_BASE (byte address), 0 = no scratch
+  scratch_per_lane: int = 0             # bytes of private memory per lane (from TMPRING_SIZE.WAVESIZE)
+  grid_offset: tuple[int, int, int] = (0, 0, 0)  # COMPUTE_START_X/Y/Z
+
+@dataclass
+class DispatchStats:
+  """What one dispatch cost. `cycles` is the timing model's shader-clock count from first wave launch to last wave end."""
+  workgroups: int = 0
+  waves: int = 0
+  wave_instructions: int = 0
+  cycles: int = 0
+  clock_mhz: float = 0.0
+  bytes_read: int = 0
+  bytes_written: int = 0
+  lds_bytes: int = 0
+  timeline: list = field(default_factory=list)   # optional per-wave (wave, pc, issue_cycle) records when requested
+
+  @property
+  def seconds(self) -> float: return self.cycles / (self.clock_mhz * 1e6) if self.clock_mhz else 0.0

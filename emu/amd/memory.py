@@ -1,0 +1,99 @@
+"""The GPU's view of host memory: a set of mapped address ranges, with checked, lane-vectorised reads and writes.
+
+GPU VA == CPU VA (the KFD model), so a mapped range is read and written in place through numpy views of host memory.
+Every access is checked against the map first; an access that any lane makes outside every range raises
+`GPUMemoryFault` before any lane's data moves, so a faulting instruction never writes a byte anywhere.
+"""
+from __future__ import annotations
+import bisect, ctypes
+import numpy as np
+from emu.amd.api import GPUMemoryFault
+
+class Mapping:
+  """One mapped range [addr, addr+size), viewed as bytes in place."""
+  __slots__ = ("addr", "size", "name", "writable", "view")
+  def __init__(self, addr:int, size:int, name:str, writable:bool, backing:np.ndarray|None):
+    self.addr, self.size, self.name, self.writable = addr, size, name, writable
+    self.view = backing if backing is not None else np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(addr))
+  @property
+  def end(self) -> int: return self.addr + self.size
+  def __repr__(self): return f"Mapping({self.addr:#x}+{self.size:#x} {self.name!r}{'' if self.writable else ' ro'})"
+
+class MemoryMap:
+  """The ranges mapped to one GPU. Not thread-safe by itself: the owner serialises dispatches and map changes."""
+  def __init__(self):
+    self._starts: list[int] = []
+    self._maps: list[Mapping] = []
+
+  def map(self, addr:int, size:int, name:str="", writable:bool=True, backing:np.ndarray|None=None) -> Mapping:
+    """Map [addr, addr+size). `backing` (a uint8 array of `size`) stands in for host memory at addr, e.g. for a device-local
+    aperture; by default the range is host memory at that address, which the caller must keep alive while mapped."""
+    if size <= 0: raise ValueError(f"cannot map {size} bytes at {addr:#x}")
+    i = bisect.bisect_right(self._starts, addr)
+    if (i > 0 and self._maps[i-1].end > addr) or (i < len(self._maps) and self._maps[i].addr < addr + size):
+      raise ValueError(f"mapping {addr:#x}+{size:#x} overlaps {self._maps[i-1] if i > 0 and self._maps[i-1].end > addr else self._maps[i]}")
+    m = Mapping(addr, size, name, writable, backing)
+    self._starts.insert(i, addr)
+    self._maps.insert(i, m)
+    return m
+
+  def unmap(self, addr:int) -> Mapping:
+    """Remove the range that starts at addr; later accesses to it fault."""
+    i = bisect.bisect_left(self._starts, addr)
+    if i == len(self._starts) or self._starts[i] != addr: raise KeyError(f"no mapping starts at {addr:#x}")
+    self._starts.pop(i)
+    return self._maps.pop(i)
+
+  def find(self, addr:int, size:int=1) -> Mapping | None:
+    """The mapping that holds all of [addr, addr+size), or None."""
+    i = bisect.bisect_right(self._starts, addr) - 1
+    if i >= 0 and addr + size <= (m:=self._maps[i]).end: return m
+    return None
+
+  def __iter__(self): return iter(list(self._maps))
+
+  # ---- scalar (whole-buffer) access, used by command processors and DMA engines ----
+  def _span(self, addr:int, size:int, write:bool) -> np.ndarray:
+    if (m:=self.find(addr, size)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{size} bytes")
+    return m.view[addr - m.addr : addr - m.addr + size]
+
+  def read(self, addr:int, size:int) -> bytes:
+    """Read `size` bytes that must lie in one mapping."""
+    return self._span(addr, size, False).tobytes()
+
+  def write(self, addr:int, data:bytes|bytearray|memoryview|np.ndarray):
+    """Write bytes that must lie in one mapping."""
+    src = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)
+    self._span(addr, src.size, True)[:] = src
+
+  # ---- lane-vectorised access, used by the shader executors ----
+  def _locate(self, addrs:np.ndarray, nbytes:int, write:bool) -> list[tuple[Mapping, np.ndarray]]:
+    """Group lane addresses by mapping; fault on the first lane whose [addr, addr+nbytes) is not inside one writable mapping."""
+    addrs = np.asarray(addrs, dtype=np.uint64)
+    idx = np.searchsorted(np.asarray(self._starts, dtype=np.uint64), addrs, side="right").astype(np.int64) - 1
+    groups: list[tuple[Mapping, np.ndarray]] = []
+    bad = idx < 0
+    for i in np.unique(idx[~bad]):
+      m, sel = self._maps[int(i)], np.nonzero(idx == i)[0]
+      over = addrs[sel] + np.uint64(nbytes) > np.uint64(m.end)
+      if over.any() or (write and not m.writable): bad[sel[over] if over.any() else sel] = True
+      else: groups.append((m, sel))
+    if bad.any():
+      lane = int(np.nonzero(bad)[0][0])
+      raise GPUMemoryFault(int(addrs[lane]), write, detail=f"lane {lane}, {nbytes}-byte access")
+    return groups
+
+  def gather(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    """Read `nbytes` (1, 2, 4, 8, 12 or 16) at each lane address; returns a (lanes, nbytes) uint8 array."""
+    out = np.empty((len(addrs), nbytes), dtype=np.uint8)
+    offs = np.arange(nbytes, dtype=np.int64)
+    for m, sel in self._locate(addrs, nbytes, False):
+      out[sel] = m.view[(np.asarray(addrs, dtype=np.uint64)[sel].astype(np.int64) - m.addr)[:, None] + offs]
+    return out
+
+  def scatter(self, addrs:np.ndarray, data:np.ndarray):
+    """Write row i of `data` (a (lanes, nbytes) uint8 array) at addrs[i]. Lanes are written in order: the last lane wins."""
+    data = np.asarray(data, dtype=np.uint8)
+    nbytes, offs = data.shape[1], np.arange(data.shape[1], dtype=np.int64)
+    for m, sel in self._locate(addrs, nbytes, True):
+      m.view[(np.asarray(addrs, dtype=np.uint64)[sel].astype(np.int64) - m.addr)[:, None] + offs] = data[sel]
