@@ -1,0 +1,110 @@
+"""`python -m mockgpu doctor`: tells what this machine can run, and for anything missing, the exact fix.
+
+Every fact is measured, not assumed: the libLLVM that tinygrad loads is found by asking tinygrad in a child process,
+and each AMD target is checked by compiling a tiny kernel for it with tinygrad's own LLVM compiler (a libLLVM that
+does not know a processor says so and emits generic code, which the check catches).
+"""
+from __future__ import annotations
+import importlib.util, json, os, subprocess, sys, sysconfig
+
+# AMD targets the bench emulates, and the oldest LLVM that compiles for each (LLVM's AMDGPU processor table)
+AMD_TARGETS = {"gfx1100": 16, "gfx1201": 19, "gfx942": 18, "gfx950": 20}
+DEBIAN_LLVM_FIX = "apt-get update && apt-get install -y libllvm19 libllvm22   (libllvm22 comes from bookworm's security updates; gfx950 needs it)"
+
+_PROBE_LLVM = r"""
+import ctypes, json
+from tinygrad.runtime.autogen import llvm
+maj, mnr, pat = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint32()
+llvm.LLVMGetVersion(ctypes.byref(maj), ctypes.byref(mnr), ctypes.byref(pat))
+print(json.dumps({"path": llvm.dll._name, "version": f"{maj.value}.{mnr.value}.{pat.value}"}))
+"""
+
+_PROBE_TARGET = r"""
+import sys
+from tinygrad.runtime.support.compiler_llvm import AMDLLVMCompiler
+src = 'define amdgpu_kernel void @k(ptr addrspace(1) %p) { store i32 7, ptr addrspace(1) %p\n ret void }'
+AMDLLVMCompiler(sys.argv[1]).compile(src)
+"""
+
+def _child(code:str, *args:str, env:dict|None=None) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+
+def probe_llvm() -> dict:
+  """The libLLVM tinygrad loads in this environment: {'path', 'version'}, or {'error'} when it finds none it can use."""
+  r = _child(_PROBE_LLVM)
+  if r.returncode != 0 or not r.stdout.strip(): return {"error": ((r.stderr or "").strip().splitlines() or ["no output"])[-1][:200]}
+  return json.loads(r.stdout.strip().splitlines()[-1])
+
+def probe_target(arch:str) -> tuple[bool, str]:
+  """Whether tinygrad's LLVM compiler really targets `arch`; (ok, reason)."""
+  r = _child(_PROBE_TARGET, arch)
+  err = (r.stderr or "").strip()
+  if "not a recognized processor" in err: return False, "this libLLVM does not know the processor"
+  if r.returncode != 0: return False, (err.splitlines() or ["compile failed"])[-1][:160]
+  return True, "compiles"
+
+def newest_system_llvm() -> str | None:
+  """The newest libLLVM-N.so on the machine's library path (what LLVM_PATH should name when an older one is picked)."""
+  best = None
+  for d in ("/usr/lib", "/usr/lib64", "/usr/local/lib", f"/usr/lib/{_multiarch()}"):
+    if not os.path.isdir(d): continue
+    for name in os.listdir(d):
+      if name.startswith("libLLVM-") and name.endswith(".so") and name[8:-3].isdigit():
+        if best is None or int(name[8:-3]) > best[0]: best = (int(name[8:-3]), os.path.join(d, name))
+  return best[1] if best else None
+
+def _target_fix(need:int, newer:str|None) -> str:
+  if newer and int(os.path.basename(newer)[8:-3]) >= need: return f"export LLVM_PATH={newer}"
+  pkg = "libllvm22" if need > 19 else "libllvm19"
+  cmd = f"apt-get update && apt-get install -y {pkg}" + ("   (from bookworm's security updates)" if pkg == "libllvm22" else "")
+  return (cmd if os.geteuid() == 0 else "ask an administrator to run: " + cmd) + (f", then export LLVM_PATH=/usr/lib/{_multiarch()}/libLLVM-22.so"
+                                                                                  if pkg == "libllvm22" else "")
+
+def _multiarch() -> str: return sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
+
+def doctor(out=print) -> int:
+  """Print the report; return 0 when everything the bench needs for every AMD target is present, 1 otherwise."""
+  problems = 0
+  def line(ok:bool|None, what:str, detail:str, fix:str|None=None):
+    nonlocal problems
+    out(f"  [{'ok' if ok else ('--' if ok is None else '!!')}] {what:<22} {detail}")
+    if not ok and fix: out(f"       fix: {fix}")
+    problems += ok is False
+
+  out("tinygrad-emu doctor")
+  out(f"  python {sys.version.split()[0]} at {sys.executable}")
+  if (spec:=importlib.util.find_spec("tinygrad")) is None:
+    line(False, "tinygrad", "not installed", "pip install -e . (pins tinygrad==0.14.0)")
+    return 1
+  from importlib.metadata import PackageNotFoundError, version
+  try: tg_version = version("tinygrad")
+  except PackageNotFoundError: tg_version = "unknown (a checkout on sys.path?)"
+  tg_dir = os.path.dirname(spec.origin or "")
+  line(tg_version == "0.14.0" or None, "tinygrad", f"{tg_version} at {tg_dir}",
+       None if tg_version == "0.14.0" else "the bench is pinned to tinygrad 0.14.0; other versions may work but are untested")
+
+  from mockgpu import hook
+  r = _child("import test.mockgpu as m; print(m.__file__)")
+  hook_ok = r.returncode == 0 and r.stdout.strip().startswith(os.path.dirname(os.path.abspath(__file__)))
+  line(hook_ok, "import hook", f"active in new interpreters: test.mockgpu -> {r.stdout.strip() or r.stderr.strip().splitlines()[-1:]}",
+       "pip install -e . (installs tinygrad_emu_hook.pth), or run scripts with `python -m mockgpu run SCRIPT`" if hook.enabled()
+       else "unset TINYGRAD_EMU_HOOK (it is set to disable the hook)")
+  line(hook.installed() or None, "", f"active in this interpreter: {hook.installed()}")
+
+  info = probe_llvm()
+  if "error" in info:
+    line(False, "libLLVM", f"tinygrad cannot load a usable libLLVM ({info['error']}): AMD kernels cannot be compiled",
+         DEBIAN_LLVM_FIX if os.geteuid() == 0 else "ask an administrator to run: " + DEBIAN_LLVM_FIX)
+  else:
+    major = int(info["version"].split(".")[0])
+    newer = newest_system_llvm()
+    fix = f"export LLVM_PATH={newer}" if newer and newer != info["path"] and int(os.path.basename(newer)[8:-3]) > major else DEBIAN_LLVM_FIX
+    line(major >= 18, "libLLVM", f"{info['version']} from {info['path']}{' (LLVM_PATH)' if os.environ.get('LLVM_PATH') else ''}",
+         f"tinygrad needs LLVM >= 18: {fix}")
+    for arch, need in AMD_TARGETS.items():
+      ok, why = probe_target(arch) if major >= 18 else (False, "libLLVM too old")
+      line(ok, f"  target {arch}", f"{why} (needs LLVM >= {need})", None if ok else _target_fix(need, newer))
+
+  out("  emulated devices: see `python -m emu.demo` for what runs today")
+  out("doctor: all good" if problems == 0 else f"doctor: {problems} problem{'s' if problems != 1 else ''} found (fixes above)")
+  return 0 if problems == 0 else 1
