@@ -1,0 +1,23 @@
+"""Process-wide counters of what the emulated devices did, for reports such as the demo's table.
+
+Engines call `record_dispatch` once per finished dispatch; readers take `totals()` before and after a piece of work
+and subtract. Device time is the emulator's own (cycles at the shader clock), never host wall time.
+"""
+from __future__ import annotations
+import threading
+
+_lock = threading.Lock()
+_totals = {"dispatches": 0, "waves": 0, "wave_instructions": 0, "cycles": 0, "device_s": 0.0}
+
+def record_dispatch(stats) -> None:
+  """Add one finished dispatch (an `emu.amd.api.DispatchStats`, or anything with the same fields)."""
+  with _lock:
+    _totals["dispatches"] += 1
+    _totals["waves"] += stats.waves
+    _totals["wave_instructions"] += stats.wave_instructions
+    _totals["cycles"] += stats.cycles
+    _totals["device_s"] += stats.seconds
+
+def totals() -> dict:
+  """A snapshot of the counters since the process started."""
+  with _lock: return dict(_totals)
