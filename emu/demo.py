@@ -4,7 +4,7 @@
 reads DEV once, at import) and prints a table: device, program, correct?, kernels, wave-instructions, emulated time,
 wall time. A device the bench cannot run yet shows as "not available" with the reason.
 
-  --devices gfx1100,nv   only these devices (names from the table below)
+  --devices gfx1100,nv   only these devices (names in DEVICES; `reference` runs tinygrad's PYTHON backend instead)
   --programs matmul,...  only these programs
   --timeout S            per-device time limit in seconds (default 900)
 """
@@ -27,6 +27,8 @@ DEVICES = [
   DemoDevice("gfx1100-am", "MOCKPCI+AMD:LLVM:gfx1100"),
   DemoDevice("nv", "MOCK+NV:PTX"),
 ]
+# tinygrad's own UOp interpreter: not an emulated device, but checks the demo's numpy references (`--devices reference`)
+REFERENCE = DemoDevice("reference", "PYTHON")
 
 # ---- the programs: each returns (tinygrad result, numpy reference) ----
 def _rand(rng, *shape): return rng.standard_normal(shape).astype(np.float32)
@@ -58,10 +60,10 @@ def prog_softmax(T, rng):
 def prog_mlp_train_step(T, rng):
   """One SGD step of a 2-layer MLP with a mean-squared-error loss; compares the updated weights."""
   x, y, w1, w2, lr = _rand(rng, 16, 8), _rand(rng, 16, 4), _rand(rng, 8, 32) * 0.3, _rand(rng, 32, 4) * 0.3, 0.1
-  tw1, tw2 = T(w1, requires_grad=True), T(w2, requires_grad=True)
+  tw1, tw2 = T(w1), T(w2)
   loss = ((T(x) @ tw1).relu() @ tw2 - T(y)).square().mean()
-  loss.backward()
-  got = np.concatenate([(tw1 - lr * tw1.grad).numpy().ravel(), (tw2 - lr * tw2.grad).numpy().ravel()])
+  g1t, g2t = loss.gradient(tw1, tw2)
+  got = np.concatenate([(tw1 - lr * g1t).numpy().ravel(), (tw2 - lr * g2t).numpy().ravel()])
   x64, h = x.astype(np.float64), x.astype(np.float64) @ w1
   hr = np.maximum(h, 0)
   d_out = 2 * (hr @ w2 - y) / y.size
@@ -73,9 +75,9 @@ PROGRAMS = {"elementwise": prog_elementwise, "reduction": prog_reduction, "matmu
 
 # ---- child: runs inside a process started with DEV set ----
 def _device_counters() -> dict:
-  """Emulator counters published by mockgpu (absent for devices that publish none)."""
-  try: from mockgpu import stats
-  except ImportError: return {}
+  """Emulator counters published by mockgpu; empty when tinygrad is not running on a mock device."""
+  if not os.environ.get("DEV", "").startswith("MOCK"): return {}
+  from mockgpu import stats
   return stats.totals()
 
 def _child(programs:list[str]) -> int:
@@ -143,14 +145,15 @@ def main(argv:list[str]|None=None) -> int:
   args = ap.parse_args(argv)
   if args.child is not None: return _child(args.child.split(","))
   wanted, programs = args.devices.split(","), args.programs.split(",")
-  if bad:=[n for n in wanted if n not in {d.name for d in DEVICES}] + [p for p in programs if p not in PROGRAMS]:
+  known = DEVICES + [REFERENCE]
+  if bad:=[n for n in wanted if n not in {d.name for d in known}] + [p for p in programs if p not in PROGRAMS]:
     ap.error(f"unknown device/program {bad}; devices: {[d.name for d in DEVICES]}, programs: {list(PROGRAMS)}")
   def progress(d, row):
     what = row.get("program", "device")
     status = "not available: " + row["unavailable"] if "unavailable" in row else ("ok" if row["correct"] else "WRONG " + row.get("detail", ""))
     print(f"  {d.name:<11} {what:<15} {status}", file=sys.stderr, flush=True)
   table, all_ok, any_ran = [], True, False
-  for d in [d for d in DEVICES if d.name in wanted]:
+  for d in [d for d in known if d.name in wanted]:
     print(f"[demo] {d.name} (DEV={d.dev})", file=sys.stderr, flush=True)
     for row in run_device(d, programs, args.timeout, progress):
       if "unavailable" in row: table.append((d.name, "-", "not available", "", "", "", "", row["unavailable"])); continue

@@ -1,0 +1,22 @@
+"""The demo's orchestration and its numpy references (checked on tinygrad's PYTHON backend, an independent UOp interpreter)."""
+import os, subprocess, sys
+
+def demo(*args, timeout=600):
+  return subprocess.run([sys.executable, "-m", "emu.demo", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ})
+
+def test_references_agree_with_tinygrad_python_backend():
+  r = demo("--devices", "reference", "--programs", "elementwise,reduction,conv2d,softmax,mlp_train_step")
+  rows = [l.split() for l in r.stdout.splitlines() if l.startswith("reference")]
+  assert [row[1] for row in rows] == ["elementwise", "reduction", "conv2d", "softmax", "mlp_train_step"], r.stdout + r.stderr
+  assert all(row[2] == "yes" for row in rows), r.stdout
+  assert r.returncode == 0
+
+def test_unknown_device_is_a_usage_error():
+  r = demo("--devices", "gfx9999")
+  assert r.returncode == 2 and "unknown device/program" in r.stderr
+
+def test_broken_device_reports_reason_not_crash():
+  # an interface name tinygrad does not know: the device cannot open, and the table says why
+  sys_env = {**os.environ, "DEV": "NOSUCH+AMD"}
+  r = subprocess.run([sys.executable, "-m", "emu.demo", "--child", "elementwise"], capture_output=True, text=True, timeout=300, env=sys_env)
+  assert r.returncode == 0 and '"unavailable"' in r.stdout
