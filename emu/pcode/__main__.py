@@ -1,0 +1,63 @@
+"""CLI: `python -m emu.pcode report [ARCH...]` (coverage and cold compile time) and `python -m emu.pcode show ARCH OPCODE`."""
+from __future__ import annotations
+import argparse, collections, os, sys, tempfile, time
+from emu.pcode.abi import Unsupported
+from emu.pcode import compiler
+
+def report(arch:str) -> dict:
+  """Cold-compile every op of an arch (fresh cache dir); print and return the counts."""
+  old = os.environ.get("EMU_PCODE_CACHE")
+  with tempfile.TemporaryDirectory() as d:
+    os.environ["EMU_PCODE_CACHE"] = d
+    compiler.compile_op.cache_clear()
+    ops = compiler.ops_for(arch)
+    done, over, bad, times = 0, 0, collections.defaultdict(list), []
+    t0 = time.perf_counter()
+    for i, op in enumerate(ops):
+      t = time.perf_counter()
+      try:
+        c = compiler.compile_op(arch, op)
+        if c.override: over += 1
+        else: done += 1
+      except Unsupported as e: bad[e.category].append(f"{op.name} ({e.reason[:80]})")
+      except Exception as e: bad["crash"].append(f"{op.name} ({type(e).__name__}: {str(e)[:80]})")
+      times.append((time.perf_counter() - t, op.name))
+      if (i + 1) % 250 == 0: print(f"  {arch}: {i + 1}/{len(ops)}", file=sys.stderr)
+    total = time.perf_counter() - t0
+  compiler.compile_op.cache_clear()
+  if old is None: os.environ.pop("EMU_PCODE_CACHE", None)
+  else: os.environ["EMU_PCODE_CACHE"] = old
+  nbad = sum(len(v) for v in bad.values())
+  print(f"{arch}: {len(ops)} opcodes with pcode, {done} compiled, {over} overridden, {nbad} unsupported; cold compile {total:.2f}s")
+  for cat, items in sorted(bad.items()):
+    print(f"  unsupported ({cat}): {len(items)}")
+    for it in items: print(f"    {it}")
+  print("  slowest: " + ", ".join(f"{n} {t*1000:.1f}ms" for t, n in sorted(times, reverse=True)[:5]))
+  return {"ops": len(ops), "compiled": done, "overridden": over, "unsupported": nbad, "seconds": total}
+
+def show(arch:str, name:str):
+  """Print the vendor pcode beside the generated source of one opcode."""
+  ops = [op for op in compiler.ops_for(arch) if op.name == name.upper()]
+  if not ops: sys.exit(f"{arch} has no opcode {name}")
+  for op in ops:
+    print(f"=== {arch} {type(op).__name__}.{op.name}\n--- vendor pcode\n{compiler.pcode_table(arch).get(op, '(none)')}")
+    try:
+      c = compiler.compile_op(arch, op)
+      print(f"--- {c.kind} op; reads {sorted(c.reads)} writes {sorted(c.writes)} widths {c.widths} lane masks {sorted(c.lane_masks)}")
+      print(c.source or f"(override: {c.override})")
+    except Unsupported as e: print(f"--- unsupported: {e}")
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(prog="python -m emu.pcode", description=__doc__)
+  sub = ap.add_subparsers(dest="cmd", required=True)
+  r = sub.add_parser("report", help="compile every opcode of the archs from a cold cache and summarise")
+  r.add_argument("archs", nargs="*", default=["rdna3", "rdna4", "cdna"])
+  s = sub.add_parser("show", help="vendor pcode beside the generated code")
+  s.add_argument("arch")
+  s.add_argument("opcode")
+  a = ap.parse_args(argv)
+  if a.cmd == "report":
+    for arch in a.archs: report(compiler.arch_name(arch))
+  else: show(compiler.arch_name(a.arch), a.opcode)
+
+if __name__ == "__main__": main()

@@ -1,0 +1,116 @@
+"""The contract between compiled pcode ops and the executor that calls them (emu/amd).
+
+Getting an op
+-------------
+`emu.pcode.compile_op(arch, op) -> CompiledOp` compiles one opcode (an enum member from
+tinygrad.runtime.autogen.amd.<arch>.enum, e.g. VOP2Op.V_ADD_F32_E32) of arch 'rdna3' | 'rdna4' | 'cdna'
+(aliases: gfx1100/gfx1151 -> rdna3, gfx1200/gfx1201 -> rdna4, gfx942/gfx950 -> cdna). Results are memoised per process
+and the generated source is cached on disk. It raises `Unsupported` (with `.category` and `.reason`) when the op
+cannot be compiled. Ops whose behaviour belongs to the executor (branches on the wave's PC are *not* among them:
+S_BRANCH etc. compile; waits, barriers, S_ENDPGM, S_NOP, S_SLEEP, messages are) come back with
+`kind == 'executor'` and `fn is None`. `emu.pcode.ops_for(arch)` lists every opcode that has pcode or an override.
+
+Calling an op
+-------------
+`op.fn(st)` takes one `OpState` (any object with the attributes below works) and returns nothing: it reads the
+attributes named in `op.reads` and sets the attributes named in `op.writes`. The executor fills only what the op
+reads and takes back only what it writes. One `OpState` may be reused between calls.
+
+There are three kinds of op:
+
+'vector'  per-lane ops (VOP1/2/3/3P/C, VINTERP, DS, FLAT/GLOBAL/SCRATCH, MUBUF/MTBUF). Called once per batch of
+          active lanes (any number of lanes, from any number of waves that run in lockstep).
+          - `n`: batch size; `laneId`: uint64 (n,) lane index of each row within its wave.
+          - operands <= 64 bits (S0 S1 S2 D0 DATA DATA2 ADDR RETURN_DATA VDATA ...): numpy uint64 (n,) raw bits,
+            zero-extended. Operands wider than 64 bits (`op.widths[name] > 64`, e.g. VDATA of *_B96/B128 loads,
+            DATA of B128 stores): numpy uint32 (n, width/32), dword 0 first. Writes follow the same layout.
+          - D0 (and any other written operand listed in `op.reads`) must be preloaded with the destination's old
+            value: partial writes (`D0[31:16] = ...`, `D0.f16 = ...` keeps bits 63:16) merge into it.
+            The op writes D0 zero-extended to `op.widths['D0']` bits; the executor stores that many bits.
+          - lane-mask registers (`op.lane_masks`, e.g. VCC, EXEC, D0 of VOPC, D1 carry-out of V_MAD_U64_U32):
+            numpy uint64 (n,) of 0/1, the bit of this lane. The executor extracts them from the SGPR mask before
+            the call and packs them back into bit `laneId` after it (for EXEC writes by V_CMPX as well).
+          - instruction fields are Python ints: OFFSET OFFSET0 OFFSET1 SRC0 VDST OPSEL SIMM16 SIMM32 ...
+          - wave-wide values that are the same for all lanes (M0, SCC) may be Python ints.
+          - ADDR: for DS ops the lane's address VGPR (no instruction offset: the op adds OFFSET/OFFSET0/OFFSET1);
+            for every other memory op the final effective byte address the executor computed (vaddr + saddr +
+            offset, buffer resource, scratch swizzle). Calc*Addr(...) helpers in the pcode evaluate to ADDR.
+          - MEM: a `VectorMemory` (see below): LDS for DS ops, global memory otherwise.
+          - VGPR (only when 'VGPR' in op.reads/op.writes, e.g. V_INTERP_*): 2-D uint32 array indexed VGPR[lanes, reg]
+            with lanes a uint64 array of in-wave lane indices of this batch's wave (the executor calls such ops one
+            wave at a time).
+'scalar'  SOP1/2/K/C/P and SMEM. Called once per wave with Python ints: S0 S1 D0 SDATA (raw bits; SDATA may be up
+          to 512 bits as one int), SCC (0/1), VCC/EXEC (full mask ints, low 32 bits in wave32), M0, PC (byte address of
+          this instruction; if 'PC' in op.writes the op set the next PC, else the executor advances normally),
+          SIMM16/SIMM32 raw bits, ADDR (int), MEM a `ScalarMemory`, SGPR (indexable SGPR[i] -> 32-bit int, settable)
+          for S_MOVREL*, HW_REGISTERS (indexable) for S_GETREG/S_SETREG.
+'wave'    VALU ops that work on the whole wave (V_READLANE, V_WRITELANE, V_READFIRSTLANE, V_PERMLANE*): called once
+          per wave with Python ints like 'scalar' plus VGPR (2-D uint32 array, VGPR[lane, reg]), SRC0/VDST register
+          numbers, EXEC as an int mask.
+
+Every kind may read `WAVE32`/`WAVE64` (bools) and the mode bits `MODE_IEEE` (bool, WAVE_MODE.IEEE) and `ROUND_MODE`
+(int, 0 = round to nearest even). Floating-point results follow numpy's IEEE arithmetic (round to nearest even) with
+denormals kept; a float op never raises or warns.
+
+Memory
+------
+`op.mem` is '' (no memory), 'r', 'w' or 'rw'. `op.mem_rmw` is True for read-modify-write ops (atomics): their
+vectorised body is only correct if no two lanes of one call share an address; the executor must split a batch with
+aliasing addresses (one lane per call is always correct, in lane order).
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+import numpy as np
+
+ARCH_ALIASES = {"rdna3": "rdna3", "gfx1100": "rdna3", "gfx1151": "rdna3", "rdna4": "rdna4", "gfx1200": "rdna4", "gfx1201": "rdna4",
+                "cdna": "cdna", "gfx942": "cdna", "gfx950": "cdna"}
+KINDS = ("vector", "scalar", "wave", "executor")
+
+class Unsupported(Exception):
+  """An opcode the pcode compiler cannot turn into an op. `category` groups reasons in reports ('no pcode', 'parse error',
+  'missing helper', 'codegen', ...); `reason` says what exactly."""
+  def __init__(self, category:str, reason:str, op:str=""):
+    self.category, self.reason, self.op = category, reason, op
+    super().__init__(f"{op}: {category}: {reason}" if op else f"{category}: {reason}")
+
+class VectorMemory(Protocol):
+  """Memory as a vector op sees it. Addresses are uint64 (n,) arrays of byte addresses, one per lane."""
+  def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    """Little-endian load of `nbytes` (1, 2, 4 or 8) per lane; returns uint64 (n,) zero-extended values."""
+  def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
+    """Store the low `nbytes` (1, 2, 4 or 8) of each uint64 value little-endian at its lane's address, lanes in order."""
+
+class ScalarMemory(Protocol):
+  """Memory as a scalar (SMEM) op sees it: one address, Python ints."""
+  def read(self, addr:int, nbytes:int) -> int:
+    """Little-endian load of `nbytes` (1, 2, 4 or 8) at addr."""
+  def write(self, addr:int, value:int, nbytes:int) -> None:
+    """Store the low `nbytes` of value little-endian at addr."""
+
+class OpState:
+  """The attribute bag an op reads and writes (see the module docstring for each attribute). Any object will do."""
+  def __init__(self, **kw): self.__dict__.update(kw)
+  def __repr__(self): return f"OpState({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
+
+@dataclass
+class CompiledOp:
+  """One opcode's executable semantics.
+
+  fn(st) runs the op on an `OpState` (None for kind 'executor'). `reads`/`writes` name the OpState attributes it uses;
+  `widths` gives the bit width of each operand it touches (S0/S1/S2/D0/D1/DATA/DATA2/ADDR/VDATA/SDATA/RETURN_DATA ...);
+  `lane_masks` names the lane-mask registers a vector op accesses as one bit per lane. `source` is the generated Python,
+  `pcode` the vendor text it came from, `override` the reason when the semantics come from the override table."""
+  arch: str
+  name: str
+  kind: str
+  fn: Callable[[OpState], None] | None
+  reads: frozenset[str] = frozenset()
+  writes: frozenset[str] = frozenset()
+  widths: dict[str, int] = field(default_factory=dict)
+  lane_masks: frozenset[str] = frozenset()
+  mem: str = ""
+  mem_rmw: bool = False
+  source: str = ""
+  pcode: str = ""
+  override: str = ""

@@ -1,0 +1,758 @@
+"""Typed code generator: pcode statements -> the Python source of one op function `op(st)`.
+
+Two modes share one generator: 'np' (vector ops: per-lane values are numpy arrays, lane-dependent control flow becomes
+masked selects) and 'py' (scalar and wave ops: Python ints, numpy float scalars, plain control flow). Every expression
+compiles to a `Val`: code, static type, whether it differs per lane, and whether an integer may carry bits beyond its
+width (`dirty`; cleaned lazily where it matters). The generator runs twice: the first pass only learns variable types
+and which variables vary per lane.
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from emu.pcode.nodes import (Assign, Binary, Break, Call, Cast, Concat, Declare, ExprStmt, For, If, Index, Lambda, Name, Num, Return, Slice,
+                             Ternary, Unary, View, While)
+from emu.pcode import helpers
+
+class CodegenError(Exception):
+  """A construct the generator does not handle (reported as 'codegen' unsupported)."""
+
+@dataclass(frozen=True)
+class Val:
+  code: str
+  typ: tuple
+  vary: bool = False
+  dirty: bool = False
+
+LANE_OPERANDS = {"S0", "S1", "S2", "S3", "D0", "D1", "DATA", "DATA0", "DATA1", "DATA2", "ADDR", "VDATA", "RETURN_DATA", "VADDR", "SRC0_LANE"}
+UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "VDST", "OFFSET", "OFFSET0", "OFFSET1", "OPSEL", "OPSEL_HI",
+                "WAVE32", "WAVE64", "MODE_IEEE", "ROUND_MODE", "EXECZ", "VCCZ", "SDATA", "SGPR", "HW_REGISTERS", "TTMP", "TBA", "TMA", "TrapID",
+                "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP"}
+MASK_REGS = {"EXEC", "VCC"}
+FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
+# per-arch spellings of the same operand in memory pseudocode (all address helpers evaluate to ADDR anyway)
+ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA"}
+_FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan"}
+_DT = {("f", 16): "np.float16", ("f", 32): "np.float32", ("f", 64): "np.float64", ("bf", 16): "np.float32"}
+
+def isint(t): return t[0] in ("u", "i", "b")
+def isfloat(t): return t[0] in ("f", "bf")
+def mask(w:int) -> int: return (1 << w) - 1
+
+class Gen:
+  """Generate one op body. `mode` 'np' or 'py'; `info` is the pre-scan (see `scan`)."""
+  def __init__(self, mode:str, info:dict, vt:dict|None=None, vary:set|None=None):
+    self.mode, self.info = mode, info
+    self.final = vt is not None
+    self.vt: dict = dict(vt) if vt else {}
+    self.vary: set = set(vary) if vary else set()
+    self.lines: list[str] = []
+    self.ind = 1
+    self.mask: str | None = None
+    self.loop_alive: list = []
+    self.ntmp = 0
+    self.env: list[dict] = [{}]
+    self.lambdas: dict = {}
+    self.reads: set = set()
+    self.writes: set = set()
+    self.widths: dict = {}
+    self.floats = False
+    self.ret: list = []
+
+  # ---- plumbing ----
+  def emit(self, line:str): self.lines.append("  " * self.ind + line)
+  def tmp(self, prefix:str="_t") -> str:
+    self.ntmp += 1
+    return f"{prefix}{self.ntmp}"
+  def bind(self, v:Val, prefix:str="_t") -> Val:
+    if v.code.isidentifier() or v.code.lstrip("-").isdigit(): return v
+    name = self.tmp(prefix)
+    self.emit(f"{name} = {v.code}")
+    return Val(name, v.typ, v.vary, v.dirty)
+  def np(self, vary:bool) -> bool: return self.mode == "np" and vary
+  def opnd_width(self, name:str) -> int: return self.info["widths"].get(name, 32)
+  def is_wide(self, name:str) -> bool: return self.mode == "np" and self.opnd_width(name) > 64 and name in self.info["operands"]
+
+  # ---- representation conversions ----
+  def const(self, value:int, vary:bool) -> str:
+    """An integer constant next to a value of the given variance (uint64 arrays need non-negative constants)."""
+    return str(value & ((1 << 64) - 1)) if self.np(vary) else str(value)
+
+  def clean(self, v:Val) -> Val:
+    """The canonical form of an integer value: masked (unsigned) or sign-extended (signed) to its width."""
+    if not isint(v.typ) or not v.dirty: return Val(v.code, v.typ, v.vary)
+    k, w = v.typ
+    if w > 64 or not self.np(v.vary):
+      return Val(f"sext({v.code}, {w})" if k == "i" else f"(({v.code}) & {hex(mask(w))})", v.typ, v.vary)
+    if w == 64: return Val(v.code, v.typ, v.vary)
+    return Val(f"sext({v.code}, {w})" if k == "i" else f"(({v.code}) & {hex(mask(w))})", v.typ, v.vary)
+
+  def bits(self, v:Val) -> Val:
+    """The raw bits of a value as an unsigned integer of its width."""
+    k, w = v.typ
+    if k == "bool": return Val(f"({v.code}).astype(np.uint64)" if self.np(v.vary) else f"int({v.code})", ("u", 1), v.vary)
+    if k == "bf": return Val(f"bf16_bits({v.code})", ("u", 16), v.vary)
+    if k == "f": return Val(f"f2bits({v.code}, {w})", ("u", w), v.vary)
+    v = self.clean(v)
+    if k == "i": return Val(f"(({v.code}) & {hex(mask(w))})" if w < 64 or not self.np(v.vary) else v.code, ("u", w), v.vary)
+    return Val(v.code, ("u", w), v.vary)
+
+  def from_bits(self, b:Val, t:tuple) -> Val:
+    """Reinterpret unsigned bits b (any width) as type t (truncating or zero-extending)."""
+    k, w = t
+    if k == "f": self.floats = True; return Val(f"bits2f({b.code}, {w})", t, b.vary)
+    if k == "bf": self.floats = True; return Val(f"bf16_from_bits({b.code})", t, b.vary)
+    if k == "bool": return Val(f"(({b.code}) != 0)", t, b.vary)
+    if b.typ[1] > w or b.dirty or k == "i" and b.typ != t: return self.clean(Val(b.code, t, b.vary, True))
+    if w > 64 and b.typ[1] <= 64 and self.mode == "np" and b.vary: return Val(f"wide({b.code})", t, b.vary)
+    return Val(b.code, t, b.vary)
+
+  def conv(self, v:Val, t:tuple, numeric:bool=True) -> Val:
+    """Convert v to type t: ints by truncation/extension, floats numerically; int<->float numerically when `numeric`, else
+    as a bit reinterpretation."""
+    if v.typ == t: return self.clean(v)
+    if t[0] == "bool":
+      if v.typ[0] == "bool": return v
+      return Val(f"(({self.clean(v).code}) != 0)", t, v.vary)
+    if isint(t):
+      if v.typ[0] == "bool": v = self.bits(v)
+      if isfloat(v.typ):
+        if not numeric: return self.from_bits(self.bits(v), t)
+        return Val(f"toint({v.code}, {t[1]}, {t[0] == 'i'})", t, v.vary)
+      if self.mode == "np" and v.vary:
+        if t[1] > 64 and v.typ[1] <= 64:
+          c = self.clean(v)
+          return self.clean(Val(f"sext(wide({c.code}), 64)" if v.typ[0] == "i" else f"wide({c.code})", t, True, True))
+        if t[1] <= 64 and v.typ[1] > 64: return self.clean(Val(f"u64(({v.code}) & {hex(mask(64))})", t, True, True))
+      c = self.clean(v)
+      if v.typ[0] != "i" and t[1] >= v.typ[1] and t[0] != "i": return Val(c.code, t, v.vary)
+      if v.typ[0] == "i" and t[0] == "i" and t[1] >= v.typ[1]: return Val(c.code, t, v.vary)
+      return self.clean(Val(c.code, t, v.vary, True))
+    # to float
+    self.floats = True
+    if v.typ[0] == "bool": v = self.bits(v)
+    if isint(v.typ):
+      if not numeric: return self.from_bits(self.bits(v), t)
+      c = self.clean(v)
+      code = f"tofloat({c.code}, {32 if t[0] == 'bf' else t[1]}, {v.typ[0] == 'i'})"
+      return Val(f"bf16_round({code})" if t[0] == "bf" else code, t, v.vary)
+    if t[0] == "bf": return Val(f"bf16_round({v.code})", t, v.vary)
+    if v.typ[0] == "bf" and t == ("f", 32): return Val(v.code, t, v.vary)
+    dt = _DT[t]
+    if self.np(v.vary): return Val(f"np.asarray({v.code}).astype({dt})", t, v.vary)
+    return Val(f"{dt}({v.code})", t, v.vary)
+
+  def lane(self, v:Val) -> str:
+    """Code of v usable next to uint64 lane arrays (Python ints masked to 64 bits)."""
+    if v.vary or self.mode != "np" or not isint(v.typ): return v.code
+    if v.code.lstrip("-").isdigit(): return str(int(v.code) & mask(64))
+    return f"u64({v.code})"
+
+  # ---- expressions ----
+  def expr(self, e) -> Val:
+    m = getattr(self, "e_" + type(e).__name__, None)
+    if m is None: raise CodegenError(f"expression {type(e).__name__}")
+    return m(e)
+
+  def e_Num(self, e:Num) -> Val:
+    if isinstance(e.value, float) or (e.typ and isfloat(e.typ)):
+      t = e.typ if e.typ and e.typ != ("f", 64) else ("f", 64)
+      self.floats = True
+      code = repr(float(e.value))
+      return Val(code if t == ("f", 64) else f"{_DT[t]}({code})", t if e.typ else ("f", 64))
+    t = e.typ or ("i", 32)
+    v = e.value & mask(t[1]) if t[0] != "i" else e.value
+    return Val(str(v) if v >= 0 else f"({v})", t)
+
+  def e_Name(self, e:Name, field:str|None=None) -> Val:
+    n = ALIASES.get(e.id, e.id)
+    for scope in reversed(self.env):
+      if n in scope: return scope[n]
+    if n in self.vt or n in self.info["vars"]:
+      t = self.vt.get(n) or self.info["vars"].get(n)
+      if isinstance(t, tuple) and len(t) == 3: raise CodegenError(f"array {n} used as a value")
+      return Val(n, t, n in self.vary)
+    if n == "laneId":
+      if self.mode != "np": raise CodegenError("laneId outside a vector op")
+      self.reads.add("laneId")
+      return Val("laneId", ("u", 32), True)
+    if n in _FLOAT_CONST and n != "NAN": self.floats = True; return Val(f"float('{_FLOAT_CONST[n]}')" if n == "INF" else _FLOAT_CONST[n], ("f", 64))
+    if n in ("TRUE", "FALSE", "true", "false"): return Val(str(n.lower() == "true"), ("bool", 1))
+    if n in helpers.CONSTANTS: return Val(n, helpers.CONSTANTS[n])
+    if n in self.info["operands"] or n in UNIFORM_REGS or n in MASK_REGS:
+      self.reads.add(n)
+      if self.mode == "np" and n in MASK_REGS | {"D0", "D1"} and n in self.info["lanemask"]:
+        raise CodegenError(f"whole-register use of lane mask {n} in a vector op")
+      vary = self.mode == "np" and n in self.info["operands"]
+      if n in MASK_REGS: return Val(n, ("b", 64))
+      w = self.opnd_width(n) if n in self.info["operands"] else 64 if n in ("PC",) else 32
+      if n == "SCC": w = 1
+      if self.is_wide(n): return Val(f"wide({n})", ("b", w), True)
+      return Val(n, ("b", w), vary)
+    raise CodegenError(f"unknown name {n}")
+
+  def e_View(self, e:View) -> Val:
+    if isinstance(e.expr, Name) and (e.expr.id, e.name) in FIELD_NAMES:
+      n = FIELD_NAMES[(e.expr.id, e.name)]
+      self.reads.add(n)
+      return Val(n, ("bool", 1))
+    if isinstance(e.expr, Name) and e.expr.id in ("NAN", "INF", "DENORM") and e.typ:
+      self.floats = True
+      if e.expr.id == "DENORM": raise CodegenError("DENORM outside a comparison")
+      return Val(f"{_DT[e.typ]}(float('{e.expr.id.lower()}'))", e.typ)
+    if e.typ is None:
+      if e.name == "f" or e.name == "u":  # `S0.f` in a few entries: the op's own width
+        return self.expr(e.expr)
+      raise CodegenError(f"field .{e.name}")
+    if isinstance(e.expr, Index) and isinstance(e.expr.expr, Name) and e.expr.expr.id == "MEM": return self.mem_read(e.expr.index, e.typ)
+    v = self.expr(e.expr)
+    if v.typ == e.typ: return v
+    if isfloat(v.typ) and isfloat(e.typ) and v.typ[1] == e.typ[1] and v.typ[0] == e.typ[0]: return v
+    if v.typ[0] == "bool": return self.conv(v, e.typ)
+    return self.from_bits(self.bits(v), e.typ)
+
+  def mem_read(self, addr, t:tuple) -> Val:
+    a = self.conv(self.expr(addr), ("u", 64))
+    self.reads.add("MEM"); self.info["mem"].add("r")
+    nb = t[1] // 8
+    if self.mode == "np":
+      m = f", {self.mask}" if self.mask else ""
+      b = Val(f"mread(MEM, {self.lane(a)}, {nb}, n{m})", ("u", t[1]), True)
+      self.reads.add("n")
+    else: b = Val(f"MEM.read({a.code}, {nb})", ("u", t[1]))
+    return self.from_bits(b, t)
+
+  def e_Index(self, e:Index) -> Val:
+    base = e.expr
+    if isinstance(base, Index) and isinstance(base.expr, Name) and base.expr.id == "VGPR":
+      lane, reg = self.conv(self.expr(base.index), ("u", 32)), self.conv(self.expr(e.index), ("u", 32))
+      self.reads.add("VGPR")
+      if self.np(lane.vary): return Val(f"VGPR[{lane.code}, {reg.code}].astype(np.uint64)", ("b", 32), True)
+      return Val(f"int(VGPR[{lane.code}, {reg.code}])", ("b", 32))
+    if isinstance(base, Name) and base.id == "SGPR":
+      self.reads.add("SGPR")
+      return Val(f"SGPR[{self.conv(self.expr(e.index), ('u', 32)).code}]", ("b", 32))
+    lm = self.lanemask_name(e)
+    if lm:
+      self.reads.add(lm)
+      return Val(lm, ("u", 1), True)
+    if isinstance(base, Name) and isinstance(self.vt.get(base.id) or self.info["vars"].get(base.id), tuple) and \
+       len(self.vt.get(base.id) or self.info["vars"].get(base.id)) == 3:
+      _, et, _cnt = self.vt.get(base.id) or self.info["vars"][base.id]
+      i = self.conv(self.expr(e.index), ("u", 32))
+      if self.np(i.vary): raise CodegenError("per-lane array index")
+      return Val(f"{base.id}[{i.code}]", et, base.id in self.vary)
+    v, i = self.expr(base), self.conv(self.expr(e.index), ("u", 32))
+    if isfloat(v.typ) or v.typ[0] == "bool": v = self.bits(v)
+    v = self.clean(v)
+    if self.np(v.vary or i.vary) or v.typ[1] > 64:
+      return Val(f"(shr({self.lane(v)}, {self.lane(i)}) & 1)", ("u", 1), v.vary or i.vary)
+    return Val(f"(({v.code} >> {i.code}) & 1)", ("u", 1), v.vary or i.vary)
+
+  def lanemask_name(self, e:Index) -> str | None:
+    """X[laneId] / X.u64[laneId] on a lane-mask register in a vector op -> X."""
+    if self.mode != "np": return None
+    b = e.expr.expr if isinstance(e.expr, View) else e.expr
+    i = e.index.expr if isinstance(e.index, View) else e.index
+    if isinstance(b, Name) and isinstance(i, Name) and ALIASES.get(i.id, i.id) == "laneId" and b.id in self.info["lanemask"]: return b.id
+    return None
+
+  def slice_bounds(self, e:Slice) -> tuple:
+    hi, lo = e.hi, e.lo
+    if isinstance(hi, Binary) and hi.op == "+" and hi.a == lo and isinstance(hi.b, Num): return None, hi.b.value + 1, lo
+    if isinstance(hi, Binary) and hi.op == "-" and isinstance(hi.a, Binary) and hi.a.op == "+" and hi.a.a == lo and isinstance(hi.a.b, Num):
+      return None, hi.a.b.value, lo  # `lo +: w`
+    h, lw = helpers.const_eval(hi), helpers.const_eval(lo)
+    if h is None or lw is None: raise CodegenError("slice with non-constant width")
+    if h < lw: raise CodegenError("reversed slice")
+    return lw, h - lw + 1, lo
+
+  def e_Slice(self, e:Slice) -> Val:
+    lo_c, w, lo = self.slice_bounds(e)
+    if isinstance(e.expr, Name) and self.is_wide(e.expr.id) and lo_c is not None and lo_c % 32 == 0 and w in (32, 64):
+      n = e.expr.id
+      self.reads.add(n)
+      k = lo_c // 32
+      if w == 32: return Val(f"{n}[:, {k}].astype(np.uint64)", ("u", 32), True)
+      return Val(f"({n}[:, {k}].astype(np.uint64) | ({n}[:, {k+1}].astype(np.uint64) << np.uint64(32)))", ("u", 64), True)
+    v = self.expr(e.expr)
+    if isfloat(v.typ) or v.typ[0] == "bool": v = self.bits(v)
+    v = self.clean(v)
+    lov = Val(str(lo_c), ("i", 32)) if lo_c is not None else self.conv(self.expr(lo), ("u", 32))
+    if v.typ[0] == "i": v = self.bits(v)
+    if self.np(v.vary or lov.vary) and v.typ[1] <= 64:
+      sh = f"({self.lane(v)} >> np.uint64({lov.code}))" if not lov.vary else f"shr({self.lane(v)}, {lov.code})"
+      return Val(f"({sh} & {hex(mask(w))})" if w < 64 else sh, ("u", w), True)
+    if lo_c == 0: return Val(f"(({v.code}) & {hex(mask(w))})", ("u", w), v.vary)
+    return Val(f"((({v.code}) >> {lov.code}) & {hex(mask(w))})", ("u", w), v.vary)
+
+  def e_Cast(self, e:Cast) -> Val:
+    k, w = e.typ
+    t = {"u": ("u", w), "i": ("i", w), "b": ("u", w), "f": ("f", w)}[k]
+    v = self.expr(e.expr)
+    if k == "b" and isfloat(v.typ): return self.bits(v) if v.typ[1] == w else self.conv(self.bits(v), t)
+    if k == "f" and isint(v.typ) and w == 16 and isinstance(e.expr, Num) is False and v.typ[1] == 16: return self.from_bits(v, t)
+    return self.conv(v, t)
+
+  def arith_type(self, a:Val, b:Val) -> tuple:
+    if isfloat(a.typ) or isfloat(b.typ):
+      fa = a.typ if isfloat(a.typ) else None
+      fb = b.typ if isfloat(b.typ) else None
+      ws = [t[1] if t[0] == "f" else 32 for t in (fa, fb) if t]
+      # untyped float literals (f64 here) adopt the other operand's width, like numpy's weak scalars
+      if fa and fb and a.code[:1].isdigit() and fb != ("f", 64): return fb if fb[0] == "f" else ("f", 32)
+      if fa and fb and b.code[:1].isdigit() and fa != ("f", 64): return fa if fa[0] == "f" else ("f", 32)
+      return ("f", max(ws))
+    ta = a.typ if a.typ[0] != "bool" else ("u", 1)
+    tb = b.typ if b.typ[0] != "bool" else ("u", 1)
+    w = max(32, ta[1], tb[1])
+    return ("i" if ta[0] == "i" and tb[0] == "i" else "u", w)
+
+  def e_Unary(self, e:Unary) -> Val:
+    v = self.expr(e.expr)
+    if e.op == "!":
+      c = self.conv(v, ("bool", 1))
+      return Val(f"(~{c.code})" if self.np(c.vary) else f"(not {c.code})", ("bool", 1), c.vary)
+    if isfloat(v.typ):
+      if e.op == "-": return Val(f"(-{v.code})", v.typ, v.vary)
+      raise CodegenError(f"unary {e.op} on float")
+    if v.typ[0] == "bool": v = self.bits(v)
+    t = (v.typ[0], max(32, v.typ[1]))
+    if e.op == "~": return Val(f"(~{self.lane(v)})", t, v.vary, True)
+    if self.np(v.vary): return Val(f"(np.uint64(0) - {v.code})", t, v.vary, True)
+    return Val(f"(-{v.code})", t, v.vary, True)
+
+  def e_Binary(self, e:Binary) -> Val:
+    op = e.op
+    if op in ("&&", "||"):
+      a, b = self.conv(self.expr(e.a), ("bool", 1)), self.conv(self.expr(e.b), ("bool", 1))
+      if self.np(a.vary or b.vary): return Val(f"({a.code} {'&' if op == '&&' else '|'} {b.code})", ("bool", 1), True)
+      return Val(f"({a.code} {'and' if op == '&&' else 'or'} {b.code})", ("bool", 1))
+    if op in ("==", "!=") and isinstance(e.b, View) and isinstance(e.b.expr, Name) and e.b.expr.id == "DENORM":
+      a = self.conv(self.expr(e.a), e.b.typ)
+      self.floats = True
+      return Val(f"({'' if op == '==' else '~'}is_denorm({a.code}))", ("bool", 1), a.vary)
+    a, b = self.expr(e.a), self.expr(e.b)
+    vary = a.vary or b.vary
+    if op == "**":
+      self.floats = True
+      t = self.arith_type(a, b) if isfloat(a.typ) or isfloat(b.typ) else ("f", 64)
+      return Val(f"pow_f({self.conv(a, t).code}, {self.conv(b, t).code})", t, vary)
+    t = self.arith_type(a, b)
+    if op in ("==", "!=", "<", "<=", ">", ">="):
+      if a.typ[0] == "bool" and b.typ[0] == "bool" or isint(t) and (a.typ[0] == "bool" or b.typ[0] == "bool"):
+        a, b = self.bits(a), self.bits(b)
+      a, b = self.conv(a, t), self.conv(b, t)
+      if isint(t) and t[1] > 64 and self.mode == "np": return Val(f"np.asarray({a.code} {op} {b.code}, dtype=bool)", ("bool", 1), vary)
+      if isint(t) and t[0] == "i": return Val(f"(i64({a.code}) {op} i64({b.code}))", ("bool", 1), vary)
+      if isint(t): return Val(f"({self.lane(a) if vary else a.code} {op} {self.lane(b) if vary else b.code})", ("bool", 1), vary)
+      return Val(f"({a.code} {op} {b.code})", ("bool", 1), vary)
+    if isfloat(t):
+      if op not in ("+", "-", "*", "/"): raise CodegenError(f"float operator {op}")
+      self.floats = True
+      a, b = self.conv(a, t), self.conv(b, t)
+      if t[0] == "bf": t = ("f", 32)
+      return Val(f"({a.code} {op} {b.code})", t, vary)
+    if a.typ[0] == "bool": a = self.bits(a)
+    if b.typ[0] == "bool": b = self.bits(b)
+    if t[1] > 64 and self.mode == "np" and vary:
+      a, b = self.conv(a, t), self.conv(b, t)
+    if op in ("+", "-", "*", "&", "|", "^"):
+      if t[1] <= 64 and self.np(vary): return Val(f"({self.lane(a)} {op} {self.lane(b)})", t, vary, True)
+      return Val(f"({a.code} {op} {b.code})", t, vary, True)
+    if op == "<<":
+      sh = self.conv(b, ("u", 64))
+      if self.np(vary) and t[1] <= 64:
+        c = helpers.const_eval(e.b)
+        if c is not None and c < 64 and not a.vary: return Val(f"shl({self.lane(a)}, {c})", t, vary, True)
+        if c is not None and c < 64: return Val(f"({self.lane(a)} << np.uint64({c}))", t, vary, True)
+        return Val(f"shl({self.lane(a)}, {sh.code})", t, vary, True)
+      return Val(f"({a.code} << {sh.code})", t, vary, True)
+    if op == ">>":
+      ca, sh = self.conv(a, (a.typ[0] if a.typ[0] != "b" else "u", max(32, a.typ[1]))), self.conv(b, ("u", 64))
+      ta = ca.typ
+      if self.np(vary) and ta[1] <= 64: return Val(f"shr({self.lane(ca)}, {sh.code}, {ta[0] == 'i'})", ta, vary)
+      return Val(f"({ca.code} >> {sh.code})", ta, vary)
+    if op in ("/", "%"):
+      a, b = self.conv(a, t), self.conv(b, t)
+      return Val(f"{'idiv' if op == '/' else 'imod'}({self.lane(a)}, {self.lane(b)}, {t[0] == 'i'})", t, vary, True)
+    raise CodegenError(f"operator {op}")
+
+  def e_Ternary(self, e:Ternary) -> Val:
+    c = self.conv(self.expr(e.cond), ("bool", 1))
+    a, b = self.expr(e.a), self.expr(e.b)
+    if a.typ == b.typ: t = a.typ
+    elif a.typ[0] == "bool" and b.typ[0] == "bool": t = ("bool", 1)
+    else:
+      a2 = a if a.typ[0] != "bool" else self.bits(a)
+      b2 = b if b.typ[0] != "bool" else self.bits(b)
+      t = self.arith_type(a2, b2)
+      if isint(a2.typ) and isint(b2.typ): t = (t[0], max(a2.typ[1], b2.typ[1]))
+    a, b = self.conv(a, t), self.conv(b, t)
+    vary = c.vary or a.vary or b.vary
+    if self.np(vary):
+      if t[1] > 64: return Val(f"np.where({c.code}, {a.code}, {b.code})", t, True)
+      return Val(f"where({c.code}, {self.lane(a)}, {self.lane(b)})", t, True)
+    return Val(f"({a.code} if {c.code} else {b.code})", t, False)
+
+  def e_Concat(self, e:Concat) -> Val:
+    parts = [self.bits(self.expr(x)) for x in e.items]
+    total = sum(p.typ[1] for p in parts)
+    vary = any(p.vary for p in parts)
+    big = total > 64 and self.mode == "np" and vary
+    code, sh = None, 0
+    for p in reversed(parts):
+      pc = f"wide({p.code})" if big else self.lane(p) if self.np(vary) else p.code
+      term = pc if sh == 0 else (f"({pc} << {sh})" if not self.np(vary) or big else f"({pc} << np.uint64({sh}))")
+      code = term if code is None else f"({term} | {code})"
+      sh += p.typ[1]
+    return Val(code, ("u", total), vary)
+
+  def e_Call(self, e:Call) -> Val:
+    if e.name in self.lambdas: return self.call_lambda(e)
+    h = helpers.HELPERS.get(e.name)
+    if h is None: raise helpers.MissingHelper(e.name)
+    if h.missing: raise helpers.MissingHelper(h.missing)
+    args = [self.expr(a) for a in e.args]
+    if h.args is not None:
+      if len(h.args) != len(args): raise CodegenError(f"{e.name} takes {len(h.args)} arguments, got {len(args)}")
+      args = [a if want is None else self.conv(a, helpers.arg_type(want, [x.typ for x in args])) for a, want in zip(args, h.args)]
+    else: args = [self.clean(a) for a in args]
+    vary = any(a.vary for a in args)
+    ret = h.ret([a.typ for a in args]) if callable(h.ret) else h.ret
+    if isfloat(ret) or any(isfloat(a.typ) for a in args): self.floats = True
+    extra = ""
+    if h.needs_n:
+      self.reads.add("n")
+      extra = ", n=n" if self.mode == "np" else ", n=None"
+    if h.lanes: args = [Val(self.lane(a), a.typ, a.vary) for a in args]
+    return Val(f"{h.fn}({', '.join(a.code for a in args)}{extra})", ret, vary or h.vary_result and self.mode == "np", h.dirty)
+
+  def call_lambda(self, e:Call) -> Val:
+    lam = self.lambdas[e.name]
+    if len(lam.params) != len(e.args): raise CodegenError(f"lambda {e.name} arity")
+    scope = {p: self.bind(self.expr(a), "_a") for p, a in zip(lam.params, e.args)}
+    self.env.append(scope)
+    try:
+      if not isinstance(lam.body, list): return self.bind(self.expr(lam.body), "_l")
+      r = self.tmp("_r")
+      self.ret.append(r)
+      body_vary = any(v.vary for v in scope.values()) and self.mode == "np"
+      if body_vary: self.vary.add(r)
+      if r in self.vt:
+        self.emit(f"{r} = {self.zero(self.vt[r], r in self.vary)}")
+      self.block(lam.body)
+      self.ret.pop()
+      t = self.vt.get(r, ("u", 32))
+      return Val(r, t, r in self.vary)
+    finally:
+      self.env.pop()
+
+  # ---- statements ----
+  def zero(self, t, vary:bool) -> str:
+    if len(t) == 3: return f"[{self.zero(t[1], vary)}] * {t[2]}"
+    if self.np(vary):
+      if isfloat(t): return f"np.zeros(n, {_DT[t]})"
+      if t[0] == "bool": return "np.zeros(n, bool)"
+      return "np.zeros(n, np.uint64)" if t[1] <= 64 else "np.zeros(n, object)"
+    if isfloat(t): return f"{_DT[t]}(0.0)"
+    return "False" if t[0] == "bool" else "0"
+
+  def block(self, stmts:list):
+    for s in stmts:
+      m = getattr(self, "s_" + type(s).__name__, None)
+      if m is None: raise CodegenError(f"statement {type(s).__name__}")
+      m(s)
+
+  def s_Declare(self, s:Declare):
+    t = ({"u": "u", "i": "i", "b": "u", "f": "f"}[s.typ[0]], s.typ[1])
+    self.settype(s.name, ("arr", t, s.count) if s.count else t)
+    self.emit(f"{s.name} = {self.zero(self.vt[s.name], s.name in self.vary)}")
+
+  def settype(self, name:str, t):
+    old = self.vt.get(name)
+    if self.final: return
+    if old is None or old == t: self.vt[name] = t; return
+    if len(old) == 3 or len(t) == 3: return
+    if isint(old) and isint(t): self.vt[name] = ("i" if old[0] == t[0] == "i" else "u", max(old[1], t[1]))
+    elif isfloat(t) and not isfloat(old): self.vt[name] = t
+    elif isfloat(t) and isfloat(old): self.vt[name] = max(old, t, key=lambda x: x[1])
+
+  def s_ExprStmt(self, s:ExprStmt):
+    if s.expr.name in helpers.NOOPS: return
+    self.emit(self.expr(s.expr).code)
+
+  def s_Break(self, s:Break):
+    if self.loop_alive and self.loop_alive[-1]:
+      a = self.loop_alive[-1]
+      self.emit(f"{a} = {a} & ~{self.mask}" if self.mask != a else f"{a} = np.zeros(n, bool)")
+    else: self.emit("break")
+
+  def s_Return(self, s:Return):
+    if not self.ret: raise CodegenError("return outside a lambda")
+    r = self.ret[-1]
+    v = self.expr(s.value)
+    self.settype(r, v.typ if v.typ[0] != "bool" else ("u", 1))
+    if v.vary or self.mask: self.vary.add(r)
+    self.assign_var(r, v)
+
+  def s_If(self, s:If):
+    conds = [self.conv(self.expr(c), ("bool", 1)) for c, _ in s.arms[:1]]
+    if not conds[0].vary or self.mode != "np":
+      first = True
+      for cond, body in s.arms:
+        c = conds[0] if first else self.conv(self.expr(cond), ("bool", 1))
+        if c.vary and self.mode == "np": raise CodegenError("per-lane elsif after a uniform if")
+        self.emit(f"{'if' if first else 'elif'} {c.code}:")
+        self.ind += 1; n0 = len(self.lines); self.block(body)
+        if len(self.lines) == n0: self.emit("pass")
+        self.ind -= 1; first = False
+      if s.orelse:
+        self.emit("else:")
+        self.ind += 1; n0 = len(self.lines); self.block(s.orelse)
+        if len(self.lines) == n0: self.emit("pass")
+        self.ind -= 1
+      return
+    saved, rest = self.mask, None
+    for i, (cond, body) in enumerate(s.arms):
+      c = conds[0] if i == 0 else self.conv(self.expr(cond), ("bool", 1))
+      cc = f"np.broadcast_to({c.code}, (n,))" if not c.vary else c.code
+      m = self.tmp("_m")
+      parts = [p for p in (saved, rest, cc) if p]
+      self.emit(f"{m} = {' & '.join(parts)}")
+      if i < len(s.arms) - 1 or s.orelse:
+        r2 = self.tmp("_m")
+        self.emit(f"{r2} = {rest + ' & ' if rest else ''}~{cc}")
+        rest = r2
+      self.mask = m
+      self.block(body)
+      self.mask = saved
+    if s.orelse:
+      m = self.tmp("_m")
+      self.emit(f"{m} = {' & '.join(p for p in (saved, rest) if p)}")
+      self.mask = m
+      self.block(s.orelse)
+      self.mask = saved
+
+  def s_For(self, s:For):
+    a, b = self.conv(self.expr(s.start), ("i", 64)), self.conv(self.expr(s.end), ("i", 64))
+    if a.vary or b.vary: raise CodegenError("per-lane loop bounds")
+    self.settype(s.var, ("i", 32))
+    alive = None
+    if self.mode == "np" and self.has_break(s.body):
+      alive = self.tmp("_alive")
+      self.emit(f"{alive} = {self.mask} & True" if self.mask else f"{alive} = np.ones(n, bool)")
+    self.emit(f"for {s.var} in range({a.code}, {b.code} + 1):")
+    self.ind += 1
+    saved = self.mask
+    self.loop_alive.append(alive)
+    if alive: self.mask = alive
+    n0 = len(self.lines)
+    self.block(s.body)
+    if len(self.lines) == n0: self.emit("pass")
+    if alive: self.emit(f"if not {alive}.any(): break")
+    self.loop_alive.pop()
+    self.mask = saved
+    self.ind -= 1
+
+  def has_break(self, body) -> bool:
+    for st in body:
+      if isinstance(st, Break): return True
+      if isinstance(st, If) and any(self.has_break(b) for _, b in st.arms) or isinstance(st, If) and self.has_break(st.orelse): return True
+    return False
+
+  def s_While(self, s:While):
+    c = self.conv(self.expr(s.cond), ("bool", 1))
+    if c.vary and self.mode == "np": raise CodegenError("per-lane while")
+    self.emit(f"while {c.code}:")
+    self.ind += 1; self.block(s.body); self.ind -= 1
+
+  def s_Assign(self, s:Assign):
+    if isinstance(s.value, Lambda):
+      self.lambdas[s.target.id] = s.value
+      return
+    value = s.value
+    if s.op != "=": value = Binary(s.op[:-1], s.target, s.value)
+    self.assign(s.target, value)
+
+  def assign_var(self, name:str, v:Val):
+    t = self.vt.get(name, v.typ)
+    if len(t) == 3: raise CodegenError(f"assignment to array {name}")
+    new = self.conv(v, t, numeric=isinstance(v.code, str) and v.code.lstrip("(-").replace(".", "").replace(")", "").isdigit())
+    if self.mask and self.mode == "np":
+      self.vary.add(name)
+      self.emit(f"{name} = where({self.mask}, {self.lane(new)}, {name})")
+    elif self.mode == "np" and name in self.vary and not new.vary:
+      self.emit(f"{name} = {self.zero(t, True)} + {self.lane(new)}" if isint(t) else f"{name} = np.full(n, {new.code}, {_DT.get(t, 'bool')})")
+    else: self.emit(f"{name} = {new.code}")
+
+  def assign(self, target, value):
+    # variables
+    if isinstance(target, Name) and ALIASES.get(target.id, target.id) not in self.info["operands"] and target.id not in UNIFORM_REGS | MASK_REGS:
+      v = self.expr(value)
+      if not self.final:
+        self.settype(target.id, v.typ if v.typ[0] != "bool" else ("u", 1))
+        if v.vary or self.mask: self.vary.add(target.id)
+      self.assign_var(target.id, v)
+      return
+    if isinstance(target, View) and isinstance(target.expr, Name) and target.typ and \
+       ALIASES.get(target.expr.id, target.expr.id) not in self.info["operands"] and target.expr.id not in UNIFORM_REGS | MASK_REGS:
+      v = self.expr(value)
+      name = target.expr.id
+      if not self.final:
+        self.settype(name, target.typ)
+        if v.vary or self.mask: self.vary.add(name)
+      tv = self.conv(v, target.typ, numeric=False)
+      if self.vt.get(name) != target.typ:
+        tv = self.from_bits(self.bits(tv), self.vt[name])
+      self.assign_var(name, tv)
+      return
+    # MEM[addr].type = value
+    if isinstance(target, View) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "MEM":
+      a = self.conv(self.expr(target.expr.index), ("u", 64))
+      v = self.bits(self.conv(self.expr(value), target.typ, numeric=False))
+      self.reads.add("MEM"); self.info["mem"].add("w")
+      nb = target.typ[1] // 8
+      if self.mode == "np":
+        self.reads.add("n")
+        self.emit(f"mwrite(MEM, {self.lane(a)}, {self.lane(v)}, {nb}, n{', ' + self.mask if self.mask else ''})")
+      else: self.emit(f"MEM.write({a.code}, {v.code}, {nb})")
+      return
+    # VGPR[lane][reg] = value
+    if isinstance(target, Index) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "VGPR":
+      lane, reg = self.conv(self.expr(target.expr.index), ("u", 32)), self.conv(self.expr(target.index), ("u", 32))
+      v = self.conv(self.expr(value), ("u", 32), numeric=False)
+      if self.mode == "np": raise CodegenError("VGPR write in a vector op")
+      self.writes.add("VGPR"); self.reads.add("VGPR")
+      self.emit(f"VGPR[{lane.code}, {reg.code}] = {v.code}")
+      return
+    if isinstance(target, Index) and isinstance(target.expr, Name) and target.expr.id == "SGPR":
+      i, v = self.conv(self.expr(target.index), ("u", 32)), self.conv(self.expr(value), ("u", 32), numeric=False)
+      self.writes.add("SGPR"); self.reads.add("SGPR")
+      self.emit(f"SGPR[{i.code}] = {v.code}")
+      return
+    # lane-mask bit: VCC.u64[laneId] = value
+    if isinstance(target, Index) and (lm := self.lanemask_name(target)):
+      v = self.bits(self.conv(self.expr(value), ("bool", 1)))
+      self.writes.add(lm)
+      self.store_opnd(lm, Val(v.code, ("u", 1), True))
+      return
+    # arrays: tmp[i] = value
+    if isinstance(target, Index) and isinstance(target.expr, Name) and len(self.vt.get(target.expr.id, ()) or ()) == 3:
+      _, et, _ = self.vt[target.expr.id]
+      i = self.conv(self.expr(target.index), ("u", 32))
+      if self.np(i.vary): raise CodegenError("per-lane array index")
+      v = self.conv(self.expr(value), et, numeric=False)
+      if v.vary or self.mask: self.vary.add(target.expr.id)
+      if self.mask: self.emit(f"{target.expr.id}[{i.code}] = where({self.mask}, {self.lane(v)}, {target.expr.id}[{i.code}])")
+      else: self.emit(f"{target.expr.id}[{i.code}] = {v.code}")
+      return
+    # { hi, lo } = value
+    if isinstance(target, Concat):
+      v = self.bind(self.bits(self.expr(value)))
+      sh = 0
+      for part in reversed(target.items):
+        w = part.typ[1] if isinstance(part, View) and part.typ else 32
+        piece = Val(f"(({v.code} >> {sh}) & {hex(mask(w))})", ("u", w), v.vary) if not (self.mode == "np" and v.typ[1] > 64) else \
+          Val(f"u64(({v.code} >> {sh}) & {hex(mask(w))})", ("u", w), True)
+        if self.np(v.vary) and v.typ[1] <= 64: piece = Val(f"(({v.code} >> np.uint64({sh})) & {hex(mask(w))})", ("u", w), True)
+        self.assign_raw(part, piece)
+        sh += w
+      return
+    self.assign_raw(target, self.expr(value))
+
+  def assign_raw(self, target, v:Val):
+    """Assignment to an operand/register, a typed view of one, a slice or a bit of one (or of a variable)."""
+    if isinstance(target, Name):
+      n = ALIASES.get(target.id, target.id)
+      if n in self.info["lanemask"] and self.mode == "np": raise CodegenError(f"whole-register write of lane mask {n} in a vector op")
+      w = 1 if n == "SCC" else self.opnd_width(n) if n in self.info["operands"] else 64 if n in MASK_REGS | {"PC"} else 32
+      self.writes.add(n)
+      self.store_opnd(n, self.conv(self.bits(v) if v.typ[0] != "bool" else v, ("u", w), numeric=False))
+      return
+    if isinstance(target, View) and isinstance(target.expr, Name) and target.typ:
+      n = ALIASES.get(target.expr.id, target.expr.id)
+      if n in self.info["lanemask"] and target.typ[1] == 1 and self.mode == "np":
+        self.writes.add(n)
+        self.store_opnd(n, self.bits(self.conv(v, ("bool", 1))))
+        return
+      b = self.bits(self.conv(v, target.typ, numeric=False))
+      self.write_bits(n, 0, target.typ[1], b)
+      return
+    if isinstance(target, Slice):
+      base = target.expr.expr if isinstance(target.expr, View) else target.expr
+      if not isinstance(base, Name): raise CodegenError("slice assignment to an expression")
+      lo_c, w, lo = self.slice_bounds(target)
+      lov = lo_c if lo_c is not None else self.conv(self.expr(lo), ("u", 32))
+      self.write_bits(ALIASES.get(base.id, base.id), lov, w, self.conv(self.bits(v) if v.typ[0] != "bool" else self.bits(v), ("u", w),
+                                                                        numeric=False))
+      return
+    if isinstance(target, Index):
+      base = target.expr.expr if isinstance(target.expr, View) else target.expr
+      if not isinstance(base, Name): raise CodegenError("bit assignment to an expression")
+      i = self.conv(self.expr(target.index), ("u", 32))
+      n = ALIASES.get(base.id, base.id)
+      if n in self.vt or n not in self.info["operands"] | UNIFORM_REGS | MASK_REGS:
+        if n not in self.vt: self.settype(n, ("u", 64))
+        cur = Val(n, self.vt[n], n in self.vary)
+      else:
+        self.reads.add(n); self.writes.add(n)
+        cur = self.e_Name(base)
+      b = self.bits(self.conv(v, ("bool", 1)))
+      new = Val(f"bitset({self.lane(cur)}, {self.lane(i)}, {self.lane(b)})", cur.typ, cur.vary or i.vary or b.vary)
+      if n in self.vt: self.assign_var(n, new)
+      else: self.store_opnd(n, new)
+      return
+    raise CodegenError(f"assignment target {type(target).__name__}")
+
+  def write_bits(self, n:str, lo, w:int, b:Val):
+    """Replace bits [lo, lo+w) of operand or variable n with b (unsigned, w bits)."""
+    is_var = n in self.vt or (n not in self.info["operands"] and n not in UNIFORM_REGS | MASK_REGS)
+    if is_var:
+      if n not in self.vt or (not self.final and isint(self.vt[n]) and self.vt[n][1] < (lo if isinstance(lo, int) else 0) + w):
+        self.settype(n, ("u", max(32, (lo if isinstance(lo, int) else 64) + w)))
+      if b.vary or self.mask: self.vary.add(n)
+      t = self.vt[n]
+      cur = self.bits(Val(n, t, n in self.vary))
+      new = self.merge(cur, lo, w, b, t[1])
+      self.assign_var(n, self.from_bits(new, t) if isfloat(t) else Val(new.code, t, new.vary))
+      return
+    width = 1 if n == "SCC" else self.opnd_width(n) if n in self.info["operands"] else 64 if n in MASK_REGS | {"PC"} else 32
+    self.writes.add(n)
+    if self.is_wide(n) and isinstance(lo, int) and lo % 32 == 0 and w in (32, 64):
+      k = lo // 32
+      cols = [(k, f"{b.code}")] if w == 32 else [(k, f"{b.code}"), (k + 1, f"({b.code} >> np.uint64(32))")]
+      for col, code in cols:
+        val = f"np.asarray({self.lane(Val(code, b.typ, b.vary))}, dtype=np.uint64).astype(np.uint32)"
+        if self.mask: val = f"where({self.mask}, {val}, {n}[:, {col}])"
+        self.emit(f"{n}[:, {col}] = {val}")
+      return
+    if self.is_wide(n): raise CodegenError(f"unaligned write to wide operand {n}")
+    if lo == 0 and w >= min(width, 32) and w >= width:
+      self.store_opnd(n, b)
+      return
+    if lo == 0 and w >= 32:
+      self.store_opnd(n, b)
+      return
+    self.reads.add(n)
+    cur = Val(n, ("u", width), self.mode == "np" and n in self.info["operands"])
+    self.store_opnd(n, self.merge(cur, lo, w, b, width))
+
+  def merge(self, cur:Val, lo, w:int, b:Val, width:int) -> Val:
+    vary = cur.vary or b.vary or (not isinstance(lo, int) and lo.vary)
+    if isinstance(lo, int):
+      keep = mask(max(width, lo + w)) & ~(mask(w) << lo)
+      if self.np(vary) and max(width, lo + w) <= 64:
+        return Val(f"(({self.lane(cur)} & {hex(keep)}) | ({self.lane(b)} << np.uint64({lo})))", ("u", max(width, lo + w)), True)
+      return Val(f"(({cur.code} & {hex(keep)}) | ({b.code} << {lo}))", ("u", max(width, lo + w)), vary)
+    if self.np(vary):
+      return Val(f"((({self.lane(cur)}) & ~shl({hex(mask(w))}, {self.lane(lo)})) | shl({self.lane(b)}, {self.lane(lo)}))", ("u", width), True, True)
+    return Val(f"(({cur.code} & ~({hex(mask(w))} << {lo.code})) | ({b.code} << {lo.code}))", ("u", width), vary, True)
+
+  def store_opnd(self, n:str, v:Val):
+    self.writes.add(n)
+    code = self.lane(v) if self.mode == "np" else v.code
+    if self.mode == "np" and n in self.info["operands"] | self.info["lanemask"]:
+      if not v.vary: code = f"np.full(n, {code}, np.uint64)"; self.reads.add("n")
+      if self.mask:
+        self.reads.add(n)
+        code = f"where({self.mask}, {code}, {n})"
+    self.emit(f"{n} = {code}")

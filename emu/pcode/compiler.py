@@ -1,0 +1,127 @@
+"""Compile one opcode: pcode text -> parse -> pre-scan -> two generator passes -> Python source -> `CompiledOp`."""
+from __future__ import annotations
+import importlib
+from functools import cache
+from emu.pcode.abi import ARCH_ALIASES, CompiledOp, Unsupported
+from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
+from emu.pcode.helpers import MissingHelper, namespace
+from emu.pcode.lexer import PcodeSyntaxError
+from emu.pcode.nodes import Call, Index, Name, Slice, View
+from emu.pcode.parser import parse
+from emu.pcode import cache as disk, overrides
+
+GENERATOR_VERSION = 2
+SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
+
+def arch_name(arch:str) -> str:
+  """'gfx1100' -> 'rdna3' etc."""
+  if arch not in ARCH_ALIASES: raise ValueError(f"unknown arch {arch!r}: expected one of {sorted(ARCH_ALIASES)}")
+  return ARCH_ALIASES[arch]
+
+@cache
+def pcode_table(arch:str) -> dict:
+  """The wheel's PCODE dict for an arch (opcode enum member -> vendor text)."""
+  return importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch_name(arch)}.str_pcode").PCODE
+
+def ops_for(arch:str) -> list:
+  """Every opcode of the arch that has pcode or an override, in table order."""
+  a = arch_name(arch)
+  ops = list(pcode_table(a))
+  return ops + [op for op in overrides.extra_ops(a) if op not in pcode_table(a)]
+
+def walk(node):
+  """Yield every AST node below (and including) node."""
+  yield node
+  if isinstance(node, list):
+    for x in node: yield from walk(x)
+  elif isinstance(node, tuple):
+    for x in node: yield from walk(x)
+  elif hasattr(node, "__dataclass_fields__"):
+    for f in node.__dataclass_fields__: yield from walk(getattr(node, f))
+
+def scan(stmts, mode:str) -> dict:
+  """Operand widths, lane-mask registers and declared variables of an entry."""
+  widths: dict[str, int] = {}
+  lanemask, operands = set(), set()
+  def note(n, w):
+    n = ALIASES.get(n, n)
+    if n in LANE_OPERANDS or n.startswith(("VDATA", "SDATA", "RETURN_DATA", "DATA")):
+      operands.add(n); widths[n] = max(widths.get(n, 0), w)
+  for node in walk(stmts):
+    if isinstance(node, View) and isinstance(node.expr, Name) and node.typ: note(node.expr.id, node.typ[1])
+    elif isinstance(node, Slice) and isinstance(node.expr, (Name, View)):
+      base = node.expr if isinstance(node.expr, Name) else node.expr.expr
+      from emu.pcode.helpers import const_eval
+      hi = const_eval(node.hi)
+      if isinstance(base, Name) and hi is not None: note(base.id, hi + 1)
+    elif isinstance(node, Name): note(node.id, 32)
+    if isinstance(node, Index) and mode == "np":
+      b = node.expr.expr if isinstance(node.expr, View) else node.expr
+      i = node.index.expr if isinstance(node.index, View) else node.index
+      if isinstance(b, Name) and isinstance(i, Name) and ALIASES.get(i.id, i.id) == "laneId" and b.id in MASK_REGS | {"D0", "D1", "SDST"}:
+        lanemask.add(b.id)
+    if isinstance(node, View) and isinstance(node.expr, Name) and node.expr.id == "D1" and node.typ and node.typ[1] == 1: lanemask.add("D1")
+  for r in lanemask: operands.discard(r)
+  for k in list(widths):
+    if widths[k] > 64: widths[k] = -(-widths[k] // 32) * 32
+    elif widths[k] > 32: widths[k] = 64
+    elif widths[k] > 16 or k == "ADDR": widths[k] = 32 if k != "ADDR" else max(widths[k], 64 if mode == "np" else 64)
+  return {"widths": widths, "lanemask": lanemask, "operands": operands, "vars": {}, "mem": set()}
+
+def kind_of(fmt:str, stmts) -> str:
+  """'scalar' for SALU/SMEM formats; 'wave' for vector ops that index VGPR by a lane number that is not per-lane data or
+  use whole-wave EXEC; else 'vector'."""
+  if fmt in SCALAR_FORMATS: return "scalar"
+  names = {n.id for n in walk(stmts) if isinstance(n, Name)}
+  if "VGPR" in names and "laneId" not in names or "s_ff1_i32_b64" in {c.name for c in walk(stmts) if isinstance(c, Call)}: return "wave"
+  return "vector"
+
+def generate(arch:str, op, text:str) -> tuple[str, dict]:
+  """The Python source of one op and its metadata (kind, reads, writes, widths, lane_masks, mem)."""
+  fmt = type(op).__name__
+  try: stmts = parse(text)
+  except PcodeSyntaxError as e: raise Unsupported("parse error", str(e), op.name) from None
+  kind = kind_of(fmt, stmts)
+  mode = "np" if kind == "vector" else "py"
+  info = scan(stmts, mode)
+  try:
+    g1 = Gen(mode, info)
+    g1.block(stmts)
+    info["mem"] = set()
+    g = Gen(mode, info, g1.vt, g1.vary)
+    g.block(stmts)
+  except MissingHelper as e: raise Unsupported("missing helper", str(e), op.name) from None
+  except CodegenError as e: raise Unsupported("codegen", str(e), op.name) from None
+  reads = sorted((g.reads - {"n"}) | ({"n"} if mode == "np" else set()))
+  writes = sorted(g.writes)
+  widths = {k: v for k, v in info["widths"].items() if k in g.reads | g.writes}
+  for k in g.writes & info["lanemask"]: widths[k] = 1
+  body = [f"  {r} = st.{r}" for r in reads if r != "st"]
+  for w in writes:
+    if w not in reads and mode == "np" and widths.get(w, 0) > 64: body.append(f"  {w} = np.zeros((n, {widths[w] // 32}), np.uint32)")
+  gl = g.lines
+  if g.floats and mode == "np": body.append("  with np.errstate(all='ignore'):"); gl = ["  " + x for x in gl]
+  body += gl + [f"  st.{w} = {w}" for w in writes]
+  if not gl: body.append("  pass")
+  src = "def op(st):\n" + "\n".join(body) + "\n"
+  meta = {"kind": kind, "reads": reads, "writes": writes, "widths": widths, "lane_masks": sorted(info["lanemask"] & (g.reads | g.writes)),
+          "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}}
+  return src, meta
+
+@cache
+def compile_op(arch:str, op) -> CompiledOp:
+  """Compile one opcode of an arch into a `CompiledOp` (memoised; generated source cached on disk). Raises Unsupported."""
+  a = arch_name(arch)
+  if (ov := overrides.lookup(a, op)) is not None: return ov
+  text = pcode_table(a).get(op)
+  if text is None: raise Unsupported("no pcode", "the wheel has no pseudocode for this opcode", op.name)
+  entry = disk.load(a, op, text, GENERATOR_VERSION)
+  if entry is None:
+    src, meta = generate(a, op, text)
+    entry = disk.store(a, op, text, GENERATOR_VERSION, src, meta)
+  src, meta = entry
+  ns = namespace()
+  try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
+  except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
+  return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
+                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text)

@@ -1,0 +1,218 @@
+"""The pcode's helper functions (fma, isNAN, f32_to_f16, v_max3_u32, signext, CalcGlobalAddr ...) mapped onto Python.
+
+Floating-point work is delegated to `emu.pcode.numerics`; integer and bit helpers live here. `HELPERS` maps a pcode name to a
+`Helper` describing the Python function (its name in the generated module's namespace, see `namespace()`), the argument
+types the generator converts to and the result type. A helper whose numerics function does not exist yet has `missing`
+set, and ops that call it are reported as unsupported (missing helper).
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+import numpy as np
+from emu.pcode import numerics as N
+from emu.pcode import runtime as R
+from emu.pcode.nodes import Binary, Num, Unary
+
+class MissingHelper(Exception):
+  """The pcode calls a helper that has no implementation."""
+
+@dataclass(frozen=True)
+class Helper:
+  fn: str
+  ret: object                    # a Type, or a function of the argument types
+  args: tuple | None = None      # per argument: a Type, 'arg0' (the first argument's type), 'float' (any float) or None (as is)
+  missing: str = ""
+  needs_n: bool = False
+  lanes: bool = False            # integer arguments must be uint64-compatible
+  dirty: bool = False
+  vary_result: bool = False
+
+def arg_type(want, types:list) -> tuple:
+  """The type an argument is converted to."""
+  if want == "arg0": return types[0]
+  if want == "float": return types[0] if types[0][0] in ("f", "bf") else ("f", 32)
+  return want
+
+def const_eval(e):
+  """The value of a constant integer expression, else None."""
+  if isinstance(e, Num) and isinstance(e.value, int): return e.value
+  if isinstance(e, Unary) and e.op == "-" and (v := const_eval(e.expr)) is not None: return -v
+  if isinstance(e, Binary):
+    a, b = const_eval(e.a), const_eval(e.b)
+    if a is None or b is None: return None
+    return {"+": a + b, "-": a - b, "*": a * b, "<<": a << b if b < 256 else None, ">>": a >> b}.get(e.op)
+  return None
+
+def _same(types): return types[0]
+F32, F64, F16, BF16 = ("f", 32), ("f", 64), ("f", 16), ("bf", 16)
+U32, I32, U64, I64, U16, I16, U8, BOOL = ("u", 32), ("i", 32), ("u", 64), ("i", 64), ("u", 16), ("i", 16), ("u", 8), ("bool", 1)
+
+# ---- implementations (vectorised; scalars come in as numpy scalars or Python ints) ----
+def _dt(x): return np.asarray(x).dtype
+def fma(a, b, c): return {np.float32: N.fma_f32, np.float64: N.fma_f64, np.float16: N.fma_f16}[_dt(a).type](a, b, c)
+def _ret(x, like): return x if isinstance(like, np.ndarray) else x[()] if isinstance(x, np.ndarray) else x
+def isnan(x): return _ret(N.is_nan(x), x)
+def is_snan(x): return _ret(N.is_signal_nan(x), x)
+def is_qnan(x): return _ret(N.is_quiet_nan(x), x)
+def quiet(x): return _ret(N.quiet_nan(x), x)
+def is_denorm(x): return _ret(np.asarray((N.exponent_field(x) == 0) & (x != 0)), x)
+def exponent(x): return R.u64(np.asarray(N.exponent_field(x)).astype(np.int64)) if isinstance(x, np.ndarray) else int(N.exponent_field(x))
+def mantissa(x): return _ret(np.asarray(N.mantissa_field(x), dtype=np.uint64), x) if isinstance(x, np.ndarray) else int(N.mantissa_field(x))
+def sign(x):
+  if np.asarray(x).dtype.kind == "f": return _ret(np.asarray(N.sign_bit(x)).astype(np.uint64), x) if isinstance(x, np.ndarray) else int(N.sign_bit(x))
+  raise TypeError("sign() of an integer")
+def fabs(x): return np.abs(x)
+def ldexp(x, e):
+  e = R.i64(e) if isinstance(e, np.ndarray) else e
+  return _ret(N.ldexp(x, e), x)
+def f1(name):
+  fn = getattr(N, name)
+  return lambda x: _ret(fn(x), x)
+def pow_f(a, b):
+  if np.all(np.asarray(a) == 2.0): return _ret(N.exp2(b), b)
+  with np.errstate(all="ignore"): return np.power(a, b)
+def cvt(fn):
+  return lambda x: _ret(fn(x), x)
+def to_int(kind):
+  def f(x):
+    r = np.asarray(N.float_to_int(x, kind))
+    r = r.astype(np.int64).view(np.uint64) if r.dtype.kind == "i" else r.astype(np.uint64)
+    return r if isinstance(x, np.ndarray) else int(R.sext(int(r), 64)) if kind[0] == "i" else int(r)
+  return f
+def from_int(fmt, signed):
+  def f(x):
+    v = R.i64(x) if signed and isinstance(x, np.ndarray) else x
+    return _ret(N.int_to_float(np.asarray(v), getattr(N, fmt.upper())), x)
+  return f
+def bf16_round(x): return R.bf16_from_bits(R.bf16_bits(x))
+def signext(x): return x
+def signext_from_bit(x, n):
+  if isinstance(x, np.ndarray) or isinstance(n, np.ndarray):
+    n = np.asarray(n, dtype=np.uint64)
+    sh = np.where(n == 0, np.uint64(0), np.uint64(64) - n)
+    r = ((np.asarray(x, dtype=np.uint64) << sh).view(np.int64) >> sh.astype(np.int64)).view(np.uint64)
+    return np.where(n == 0, np.uint64(0), r)
+  return 0 if n == 0 else R.sext(x, n)
+def _vmax(*a): return np.maximum.reduce(a) if any(isinstance(x, np.ndarray) for x in a) else max(a)
+def _vmin(*a): return np.minimum.reduce(a) if any(isinstance(x, np.ndarray) for x in a) else min(a)
+def _imax(signed):
+  def f(*a):
+    r = _vmax(*[R.i64(x) for x in a]) if signed else _vmax(*a)
+    return r.view(np.uint64) if isinstance(r, np.ndarray) and r.dtype == np.int64 else r
+  return f
+def _imin(signed):
+  def f(*a):
+    r = _vmin(*[R.i64(x) for x in a]) if signed else _vmin(*a)
+    return r.view(np.uint64) if isinstance(r, np.ndarray) and r.dtype == np.int64 else r
+  return f
+def _imed3(signed):
+  def f(a, b, c):
+    mx, mn = _imax(signed), _imin(signed)
+    return mx(mn(a, b), mn(mx(a, b), c))
+  return f
+def fmax(a, b, ieee=False): return _ret(N.max_f(a, b, ieee), a)
+def fmin(a, b, ieee=False): return _ret(N.min_f(a, b, ieee), a)
+def fmax3(a, b, c): return fmax(fmax(a, b), c)
+def fmin3(a, b, c): return fmin(fmin(a, b), c)
+def popcount(x):
+  if isinstance(x, np.ndarray): return np.bitwise_count(x.astype(np.uint64)).astype(np.uint64)
+  return int(x).bit_count()
+def reverse_bits(x):
+  if isinstance(x, np.ndarray): return np.array([int(f"{int(v) & 0xffffffff:032b}"[::-1], 2) for v in x], dtype=np.uint64)
+  return int(f"{x & 0xffffffff:032b}"[::-1], 2)
+def ff1(w):
+  def f(x):
+    x = int(x) & ((1 << w) - 1)
+    return -1 if x == 0 else (x & -x).bit_length() - 1
+  return f
+def sad_u8(a, b, c):
+  acc = c
+  for i in range(4):
+    x, y = (a >> (8 * i)) & 0xff, (b >> (8 * i)) & 0xff
+    acc = acc + (np.where(x > y, x - y, y - x) if isinstance(x, np.ndarray) else abs(x - y))
+  return acc
+def msad_u8(a, b, c):
+  acc = c
+  for i in range(4):
+    x, y = (a >> (8 * i)) & 0xff, (b >> (8 * i)) & 0xff
+    d = np.where(x > y, x - y, y - x) if isinstance(x, np.ndarray) else abs(x - y)
+    acc = acc + (np.where(y == 0, 0, d).astype(np.uint64) if isinstance(d, np.ndarray) else (0 if y == 0 else d))
+  return acc
+def calc_addr(*args, **kw):
+  raise RuntimeError("address helpers are resolved to ADDR at compile time")
+def trig(fn):
+  return lambda x: _ret(fn(x), x)
+
+def _f(t): return lambda types: t
+_CVT = {  # name: (numerics function, argument type, result type)
+  "f32_to_f16": (N.f32_to_f16, F32, F16), "f16_to_f32": (N.f16_to_f32, F16, F32), "f32_to_f64": (N.f32_to_f64, F32, F64),
+  "f64_to_f32": (N.f64_to_f32, F64, F32), "f64_to_f16": (N.f64_to_f16, F64, F16), "bf16_to_f32": (None, BF16, F32),
+}
+HELPERS: dict[str, Helper] = {
+  "fma": Helper("fma", _same, ("float", "arg0", "arg0")),
+  "isNAN": Helper("isnan", BOOL, ("float",)), "isSignalNAN": Helper("is_snan", BOOL, ("float",)), "isQuietNAN": Helper("is_qnan", BOOL, ("float",)),
+  "cvtToQuietNAN": Helper("quiet", _same, ("float",)), "abs": Helper("fabs", _same, (None,)),
+  "exponent": Helper("exponent", I32, ("float",)), "mantissa": Helper("mantissa", U64, ("float",)), "sign": Helper("sign", U32, ("float",)),
+  "ldexp": Helper("ldexp", _same, ("float", ("i", 32))),
+  "sqrt": Helper("sqrt_", _same, ("float",)), "trunc": Helper("trunc_", _same, ("float",)), "floor": Helper("floor_", _same, ("float",)),
+  "ceil": Helper("ceil_", _same, ("float",)), "fract": Helper("fract_", _same, ("float",)), "log2": Helper("log2_", _same, ("float",)),
+  "sin": Helper("sin_", _same, ("float",)), "cos": Helper("cos_", _same, ("float",)), "rint": Helper("rint_", _same, ("float",)),
+  "pow": Helper("pow_f", lambda t: t[1] if t[1][0] == "f" else F32, (None, "float")),
+  "signext": Helper("signext", lambda t: ("i", 64), (None,)),
+  "signext_from_bit": Helper("signext_from_bit", lambda t: ("i", 64), (("u", 64), ("u", 32)), lanes=True),
+  "count_ones": Helper("popcount", U32, (("u", 64),)), "countbits": Helper("popcount", U32, (("u", 64),)),
+  "reverse_bits": Helper("reverse_bits", U32, (U32,)),
+  "s_ff1_i32_b32": Helper("ff1_32", I32, (U32,)), "s_ff1_i32_b64": Helper("ff1_64", I32, (U64,)),
+  "v_sad_u8": Helper("sad_u8", U32, (U32, U32, U32), lanes=True, dirty=True),
+  "v_msad_u8": Helper("msad_u8", U32, (U32, U32, U32), lanes=True, dirty=True),
+  "f32_to_f16": Helper("f32_to_f16", F16, (F32,)), "f16_to_f32": Helper("f16_to_f32", F32, (F16,)),
+  "f32_to_f64": Helper("f32_to_f64", F64, (F32,)), "f64_to_f32": Helper("f64_to_f32", F32, (F64,)),
+  "bf16_to_f32": Helper("bf16_to_f32_", F32, (BF16,)),
+  "f32_to_i32": Helper("f32_to_i32", I32, (F32,)), "f32_to_u32": Helper("f32_to_u32", U32, (F32,)),
+  "f64_to_i32": Helper("f64_to_i32", I32, (F64,)), "f64_to_u32": Helper("f64_to_u32", U32, (F64,)),
+  "f16_to_i16": Helper("f16_to_i16", I16, (F16,)), "f16_to_u16": Helper("f16_to_u16", U16, (F16,)),
+  "f32_to_u8": Helper("f32_to_u8", U8, (F32,)),
+  "i32_to_f32": Helper("i32_to_f32", F32, (I32,)), "u32_to_f32": Helper("u32_to_f32", F32, (U32,)),
+  "i32_to_f64": Helper("i32_to_f64", F64, (I32,)), "u32_to_f64": Helper("u32_to_f64", F64, (U32,)),
+  "i16_to_f16": Helper("i16_to_f16", F16, (I16,)), "u16_to_f16": Helper("u16_to_f16", F16, (U16,)),
+  "u8_to_u32": Helper("signext", U32, (U8,)), "u4_to_u32": Helper("signext", U32, (("u", 4),)),
+  "i32_to_i16": Helper("signext", I16, (I32,)), "u32_to_u16": Helper("signext", U16, (U32,)),
+}
+for _k, _s in (("u32", False), ("i32", True), ("u16", False), ("i16", True), ("u64", False), ("i64", True)):
+  _t = ("i" if _s else "u", int(_k[1:]))
+  HELPERS[f"v_max_{_k}"] = Helper(f"imax_{_s}", _t, (_t, _t), lanes=True)
+  HELPERS[f"v_min_{_k}"] = Helper(f"imin_{_s}", _t, (_t, _t), lanes=True)
+  HELPERS[f"v_max3_{_k}"] = Helper(f"imax_{_s}", _t, (_t, _t, _t), lanes=True)
+  HELPERS[f"v_min3_{_k}"] = Helper(f"imin_{_s}", _t, (_t, _t, _t), lanes=True)
+  HELPERS[f"v_med3_{_k}"] = Helper(f"imed3_{_s}", _t, (_t, _t, _t), lanes=True)
+for _k in ("f16", "f32", "f64"):
+  _t = ("f", int(_k[1:]))
+  HELPERS[f"v_max_{_k}"] = Helper("fmax", _t, (_t, _t))
+  HELPERS[f"v_min_{_k}"] = Helper("fmin", _t, (_t, _t))
+  HELPERS[f"v_max3_{_k}"] = Helper("fmax3", _t, (_t, _t, _t))
+  HELPERS[f"v_min3_{_k}"] = Helper("fmin3", _t, (_t, _t, _t))
+for _n in ("CalcDsAddr", "CalcGlobalAddr", "CalcFlatAddr", "CalcScratchAddr", "CalcBufferAddr", "CalcScalarGlobalAddr", "CalcScalarBufferAddr",
+           "CalcScalarScratchAddr"):
+  HELPERS[_n] = Helper("ADDR", U64)  # resolved by the generator: the executor passes the effective address as ADDR
+
+CONSTANTS = {"ROUND_NEAREST_EVEN": ("u", 32), "ROUND_TOWARD_ZERO": ("u", 32)}
+NOOPS = {"nop", "s_nop"}
+
+def namespace() -> dict:
+  """The globals every generated op module runs with."""
+  ns = {k: getattr(R, k) for k in ("sext", "i64", "u64", "wide", "words", "shl", "shr", "idiv", "imod", "f2bits", "bits2f", "bf16_from_bits",
+                                   "bf16_bits", "tofloat", "toint", "where", "bitset", "mread", "mwrite")}
+  ns.update(np=np, fma=fma, isnan=isnan, is_snan=is_snan, is_qnan=is_qnan, quiet=quiet, is_denorm=is_denorm, exponent=exponent, mantissa=mantissa,
+            sign=sign, fabs=fabs, ldexp=ldexp, pow_f=pow_f, signext=signext, signext_from_bit=signext_from_bit, popcount=popcount,
+            reverse_bits=reverse_bits, ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
+            fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=0, ROUND_TOWARD_ZERO=3)
+  for n in ("sqrt", "trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
+  ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")
+  for name, (fn, _a, _r) in _CVT.items():
+    if fn is not None: ns[name] = cvt(fn)
+  ns["bf16_to_f32_"] = lambda x: x
+  for k in ("i32", "u32", "i16", "u16", "u8"):
+    for src in ("f32", "f64", "f16"): ns[f"{src}_to_{k}"] = to_int(k)
+  for fmt, w in (("f32", 32), ("f64", 64), ("f16", 16)):
+    for k in ("i32", "u32", "i16", "u16"): ns[f"{k}_to_{fmt}"] = from_int(fmt, k[0] == "i")
+  for s in (False, True): ns[f"imax_{s}"], ns[f"imin_{s}"], ns[f"imed3_{s}"] = _imax(s), _imin(s), _imed3(s)
+  return ns
