@@ -244,10 +244,11 @@ def _is_rne(rm) -> bool:
 
 def _narrow(x64, f: Fmt, rm=RM_NE, ftz: bool = False, rnd=None) -> np.ndarray:
   """Round float64 (exact) values to the typed numpy float of format f. Nearest-even uses numpy's cast, which rounds
-  f64 -> f32 / f16 directly and correctly (subnormals, overflow to inf, NaN payload kept and quieted)."""
-  if rnd is None and not ftz and _is_rne(rm):
+  f64 -> f32 / f16 directly and correctly (subnormals, overflow to inf)."""
+  x64 = np.asarray(x64, np.float64)
+  if rnd is None and not ftz and _is_rne(rm) and not np.isnan(x64).any():   # (numpy's f16 cast mangles NaN payloads)
     with np.errstate(all="ignore"):
-      return np.asarray(x64, np.float64).astype(_FLOAT_OF[f.width])
+      return x64.astype(_FLOAT_OF[f.width])
   return encode(x64, f, rm, ftz=ftz, rnd=rnd).view(_FLOAT_OF[f.width])
 
 
