@@ -28,6 +28,7 @@ UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "
                 "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP"}
 MASK_REGS = {"EXEC", "VCC"}
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
+HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
 # per-arch spellings of the same operand in memory pseudocode (all address helpers evaluate to ADDR anyway)
 ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA"}
 _FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan"}
@@ -56,6 +57,7 @@ class Gen:
     self.widths: dict = {}
     self.floats = False
     self.ret: list = []
+    self.defined: set = set()
 
   # ---- plumbing ----
   def emit(self, line:str): self.lines.append("  " * self.ind + line)
@@ -164,6 +166,7 @@ class Gen:
 
   def e_Name(self, e:Name, field:str|None=None) -> Val:
     n = ALIASES.get(e.id, e.id)
+    if n == "DST": n = self.info["dst"]  # *MOVREL*: the destination register number from the instruction (VDST or SDST)
     for scope in reversed(self.env):
       if n in scope: return scope[n]
     if n in self.vt or n in self.info["vars"]:
@@ -174,6 +177,11 @@ class Gen:
       if self.mode != "np": raise CodegenError("laneId outside a vector op")
       self.reads.add("laneId")
       return Val("laneId", ("u", 32), True)
+    if n in HALF_REGS:
+      if self.mode == "np": raise CodegenError(f"{n} in a vector op")
+      reg, sh = HALF_REGS[n]
+      self.reads.add(reg)
+      return Val(f"(({reg} >> {sh}) & 0xffffffff)" if sh else f"({reg} & 0xffffffff)", ("b", 32))
     if n in _FLOAT_CONST and n != "NAN": self.floats = True; return Val(f"float('{_FLOAT_CONST[n]}')" if n == "INF" else _FLOAT_CONST[n], ("f", 64))
     if n in ("TRUE", "FALSE", "true", "false"): return Val(str(n.lower() == "true"), ("bool", 1))
     if n in helpers.CONSTANTS: return Val(n, helpers.CONSTANTS[n])
@@ -205,6 +213,7 @@ class Gen:
     if isinstance(e.expr, Index) and isinstance(e.expr.expr, Name) and e.expr.expr.id == "MEM": return self.mem_read(e.expr.index, e.typ)
     v = self.expr(e.expr)
     if v.typ == e.typ: return v
+    if v.typ[0] == "i" and isint(e.typ) and e.typ[1] > v.typ[1]: return self.conv(v, e.typ)  # n.i32 of an i16 sign-extends
     if isfloat(v.typ) and isfloat(e.typ) and v.typ[1] == e.typ[1] and v.typ[0] == e.typ[0]: return v
     if v.typ[0] == "bool": return self.conv(v, e.typ)
     return self.from_bits(self.bits(v), e.typ)
@@ -238,7 +247,7 @@ class Gen:
        len(self.vt.get(base.id) or self.info["vars"].get(base.id)) == 3:
       _, et, _cnt = self.vt.get(base.id) or self.info["vars"][base.id]
       i = self.conv(self.expr(e.index), ("u", 32))
-      if self.np(i.vary): raise CodegenError("per-lane array index")
+      if self.np(i.vary): return Val(f"pick({base.id}, {i.code})", et, True)
       return Val(f"{base.id}[{i.code}]", et, base.id in self.vary)
     v, i = self.expr(base), self.conv(self.expr(e.index), ("u", 32))
     if isfloat(v.typ) or v.typ[0] == "bool": v = self.bits(v)
@@ -262,10 +271,15 @@ class Gen:
       return None, hi.a.b.value, lo  # `lo +: w`
     h, lw = helpers.const_eval(hi), helpers.const_eval(lo)
     if h is None or lw is None: raise CodegenError("slice with non-constant width")
-    if h < lw: raise CodegenError("reversed slice")
+    if h < lw: raise CodegenError("reversed slice")  # `x[0 : 31]` (bit reversal) is handled by e_Slice
     return lw, h - lw + 1, lo
 
   def e_Slice(self, e:Slice) -> Val:
+    h, lw = helpers.const_eval(e.hi), helpers.const_eval(e.lo)
+    if h is not None and lw is not None and h < lw:  # S0.u32[0 : 31]: the bits in reverse order
+      if h != 0: raise CodegenError("reversed slice not starting at bit 0")
+      v = self.bits(self.expr(Slice(e.expr, e.lo, e.hi)))
+      return Val(f"reverse_bits({self.lane(v)}, {lw + 1})", ("u", lw + 1), v.vary)
     lo_c, w, lo = self.slice_bounds(e)
     if isinstance(e.expr, Name) and self.is_wide(e.expr.id) and lo_c is not None and lo_c % 32 == 0 and w in (32, 64):
       n = e.expr.id
@@ -465,6 +479,12 @@ class Gen:
   def s_Declare(self, s:Declare):
     t = ({"u": "u", "i": "i", "b": "u", "f": "f"}[s.typ[0]], s.typ[1])
     self.settype(s.name, ("arr", t, s.count) if s.count else t)
+    self.defined.add(s.name)
+    if s.name == "S" and s.count == 3:  # V_FMA_MIX*: `declare S : 32'B[3]` names the three source operands
+      self.reads.update(("S0", "S1", "S2"))
+      if self.mode == "np": self.vary.add("S")
+      self.emit("S = [S0, S1, S2]")
+      return
     self.emit(f"{s.name} = {self.zero(self.vt[s.name], s.name in self.vary)}")
 
   def settype(self, name:str, t):
@@ -496,21 +516,7 @@ class Gen:
 
   def s_If(self, s:If):
     conds = [self.conv(self.expr(c), ("bool", 1)) for c, _ in s.arms[:1]]
-    if not conds[0].vary or self.mode != "np":
-      first = True
-      for cond, body in s.arms:
-        c = conds[0] if first else self.conv(self.expr(cond), ("bool", 1))
-        if c.vary and self.mode == "np": raise CodegenError("per-lane elsif after a uniform if")
-        self.emit(f"{'if' if first else 'elif'} {c.code}:")
-        self.ind += 1; n0 = len(self.lines); self.block(body)
-        if len(self.lines) == n0: self.emit("pass")
-        self.ind -= 1; first = False
-      if s.orelse:
-        self.emit("else:")
-        self.ind += 1; n0 = len(self.lines); self.block(s.orelse)
-        if len(self.lines) == n0: self.emit("pass")
-        self.ind -= 1
-      return
+    if not conds[0].vary or self.mode != "np": return self.plain_if(conds[0], s.arms, s.orelse)
     saved, rest = self.mask, None
     for i, (cond, body) in enumerate(s.arms):
       c = conds[0] if i == 0 else self.conv(self.expr(cond), ("bool", 1))
@@ -532,10 +538,37 @@ class Gen:
       self.block(s.orelse)
       self.mask = saved
 
+  def plain_if(self, c:Val, arms:list, orelse:list, kw:str="if"):
+    """if/elif/else as Python control flow (uniform condition). An elsif whose condition needs statements of its own (a lambda
+    call) becomes `else:` + a nested `if`."""
+    self.emit(f"{kw} {c.code}:")
+    self.suite(arms[0][1])
+    if len(arms) > 1:
+      saved, self.lines = self.lines, []
+      self.ind += 1
+      c2 = self.conv(self.expr(arms[1][0]), ("bool", 1))
+      self.ind -= 1
+      prelude, self.lines = self.lines, saved
+      if c2.vary and self.mode == "np": raise CodegenError("per-lane elsif after a uniform if")
+      if not prelude: return self.plain_if(c2, arms[1:], orelse, "elif")
+      self.emit("else:")
+      self.lines += prelude
+      self.ind += 1; self.plain_if(c2, arms[1:], orelse); self.ind -= 1
+    elif orelse:
+      self.emit("else:")
+      self.suite(orelse)
+
+  def suite(self, body:list):
+    """An indented block that is never empty."""
+    self.ind += 1; n0 = len(self.lines); self.block(body)
+    if len(self.lines) == n0: self.emit("pass")
+    self.ind -= 1
+
   def s_For(self, s:For):
     a, b = self.conv(self.expr(s.start), ("i", 64)), self.conv(self.expr(s.end), ("i", 64))
     if a.vary or b.vary: raise CodegenError("per-lane loop bounds")
     self.settype(s.var, ("i", 32))
+    self.defined.add(s.var)
     alive = None
     if self.mode == "np" and self.has_break(s.body):
       alive = self.tmp("_alive")
@@ -577,6 +610,7 @@ class Gen:
     t = self.vt.get(name, v.typ)
     if len(t) == 3: raise CodegenError(f"assignment to array {name}")
     new = self.conv(v, t, numeric=isinstance(v.code, str) and v.code.lstrip("(-").replace(".", "").replace(")", "").isdigit())
+    self.defined.add(name)
     if self.mask and self.mode == "np":
       self.vary.add(name)
       self.emit(f"{name} = where({self.mask}, {self.lane(new)}, {name})")
@@ -617,12 +651,15 @@ class Gen:
       else: self.emit(f"MEM.write({a.code}, {v.code}, {nb})")
       return
     # VGPR[lane][reg] = value
+    if isinstance(target, View) and isinstance(target.expr, Index) and (target.expr.expr == Name("SGPR") or
+                                                                        isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
+      target = target.expr  # SGPR[i].b32 / VGPR[lane][reg].b32: a whole register
     if isinstance(target, Index) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "VGPR":
       lane, reg = self.conv(self.expr(target.expr.index), ("u", 32)), self.conv(self.expr(target.index), ("u", 32))
       v = self.conv(self.expr(value), ("u", 32), numeric=False)
-      if self.mode == "np": raise CodegenError("VGPR write in a vector op")
       self.writes.add("VGPR"); self.reads.add("VGPR")
-      self.emit(f"VGPR[{lane.code}, {reg.code}] = {v.code}")
+      if self.mode == "np": self.emit(f"vgpr_write(VGPR, {lane.code}, {self.lane(reg)}, {self.lane(v)}{', ' + self.mask if self.mask else ''})")
+      else: self.emit(f"VGPR[{lane.code}, {reg.code}] = {v.code}")
       return
     if isinstance(target, Index) and isinstance(target.expr, Name) and target.expr.id == "SGPR":
       i, v = self.conv(self.expr(target.index), ("u", 32)), self.conv(self.expr(value), ("u", 32), numeric=False)
@@ -668,6 +705,9 @@ class Gen:
       self.writes.add(n)
       self.store_opnd(n, self.conv(self.bits(v) if v.typ[0] != "bool" else v, ("u", w), numeric=False))
       return
+    if isinstance(target, View) and isinstance(target.expr, (Slice, Index)) and target.typ:  # X[31 : 16].f16 = value
+      self.assign_raw(target.expr, self.bits(self.conv(v, target.typ, numeric=False)))
+      return
     if isinstance(target, View) and isinstance(target.expr, Name) and target.typ:
       n = ALIASES.get(target.expr.id, target.expr.id)
       if n in self.info["lanemask"] and target.typ[1] == 1 and self.mode == "np":
@@ -692,6 +732,9 @@ class Gen:
       n = ALIASES.get(base.id, base.id)
       if n in self.vt or n not in self.info["operands"] | UNIFORM_REGS | MASK_REGS:
         if n not in self.vt: self.settype(n, ("u", 64))
+        if n not in self.defined:
+          self.defined.add(n)
+          self.emit(f"{n} = {self.zero(self.vt[n], n in self.vary)}")
         cur = Val(n, self.vt[n], n in self.vary)
       else:
         self.reads.add(n); self.writes.add(n)
@@ -711,6 +754,9 @@ class Gen:
         self.settype(n, ("u", max(32, (lo if isinstance(lo, int) else 64) + w)))
       if b.vary or self.mask: self.vary.add(n)
       t = self.vt[n]
+      if n not in self.defined:  # a partial write to a fresh variable (`tmp[31 : 16].f16 = ...`) starts from zero
+        self.defined.add(n)
+        self.emit(f"{n} = {self.zero(t, n in self.vary)}")
       cur = self.bits(Val(n, t, n in self.vary))
       new = self.merge(cur, lo, w, b, t[1])
       self.assign_var(n, self.from_bits(new, t) if isfloat(t) else Val(new.code, t, new.vary))

@@ -10,7 +10,7 @@ from emu.pcode.nodes import Call, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -66,7 +66,7 @@ def scan(stmts, mode:str) -> dict:
     if widths[k] > 64: widths[k] = -(-widths[k] // 32) * 32
     elif widths[k] > 32: widths[k] = 64
     elif widths[k] > 16 or k == "ADDR": widths[k] = 32 if k != "ADDR" else max(widths[k], 64 if mode == "np" else 64)
-  return {"widths": widths, "lanemask": lanemask, "operands": operands, "vars": {}, "mem": set()}
+  return {"widths": widths, "lanemask": lanemask, "operands": operands, "vars": {}, "mem": set(), "dst": "VDST" if mode == "np" else "SDST"}
 
 def kind_of(fmt:str, stmts) -> str:
   """'scalar' for SALU/SMEM formats; 'wave' for vector ops that index VGPR by a lane number that is not per-lane data or

@@ -116,9 +116,6 @@ def fmin3(a, b, c): return fmin(fmin(a, b), c)
 def popcount(x):
   if isinstance(x, np.ndarray): return np.bitwise_count(x.astype(np.uint64)).astype(np.uint64)
   return int(x).bit_count()
-def reverse_bits(x):
-  if isinstance(x, np.ndarray): return np.array([int(f"{int(v) & 0xffffffff:032b}"[::-1], 2) for v in x], dtype=np.uint64)
-  return int(f"{x & 0xffffffff:032b}"[::-1], 2)
 def ff1(w):
   def f(x):
     x = int(x) & ((1 << w) - 1)
@@ -160,7 +157,7 @@ HELPERS: dict[str, Helper] = {
   "signext": Helper("signext", lambda t: ("i", 64), (None,)),
   "signext_from_bit": Helper("signext_from_bit", lambda t: ("i", 64), (("u", 64), ("u", 32)), lanes=True),
   "count_ones": Helper("popcount", U32, (("u", 64),)), "countbits": Helper("popcount", U32, (("u", 64),)),
-  "reverse_bits": Helper("reverse_bits", U32, (U32,)),
+  "reverse_bits": Helper("reverse_bits32", U32, (U32,), lanes=True),
   "s_ff1_i32_b32": Helper("ff1_32", I32, (U32,)), "s_ff1_i32_b64": Helper("ff1_64", I32, (U64,)),
   "v_sad_u8": Helper("sad_u8", U32, (U32, U32, U32), lanes=True, dirty=True),
   "v_msad_u8": Helper("msad_u8", U32, (U32, U32, U32), lanes=True, dirty=True),
@@ -200,10 +197,11 @@ NOOPS = {"nop", "s_nop"}
 def namespace() -> dict:
   """The globals every generated op module runs with."""
   ns = {k: getattr(R, k) for k in ("sext", "i64", "u64", "wide", "words", "shl", "shr", "idiv", "imod", "f2bits", "bits2f", "bf16_from_bits",
-                                   "bf16_bits", "tofloat", "toint", "where", "bitset", "mread", "mwrite")}
+                                   "bf16_bits", "tofloat", "toint", "where", "bitset", "mread", "mwrite",
+                                   "vgpr_write", "pick", "reverse_bits")}
   ns.update(np=np, fma=fma, isnan=isnan, is_snan=is_snan, is_qnan=is_qnan, quiet=quiet, is_denorm=is_denorm, exponent=exponent, mantissa=mantissa,
             sign=sign, fabs=fabs, ldexp=ldexp, pow_f=pow_f, signext=signext, signext_from_bit=signext_from_bit, popcount=popcount,
-            reverse_bits=reverse_bits, ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
+            reverse_bits32=lambda x: R.reverse_bits(x, 32), ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
             fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=0, ROUND_TOWARD_ZERO=3)
   for n in ("sqrt", "trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
   ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")

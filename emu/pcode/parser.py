@@ -3,6 +3,7 @@
 Precedence follows C (lowest first): ?: , ||, &&, |, ^, &, == != <>, < <= > >=, << >>, + -, * / %, ** , unary, postfix.
 """
 from __future__ import annotations
+import keyword
 from emu.pcode.lexer import PcodeSyntaxError, tokenize
 from emu.pcode.nodes import (Assign, Binary, Break, Call, Cast, Concat, Declare, ExprStmt, For, If, Index, Lambda, Name, Num, Return, Slice,
                              Ternary, Unary, View, While)
@@ -11,6 +12,10 @@ TYPE_NAMES = {"u": "u", "i": "i", "b": "b", "f": "f", "bf": "bf"}
 _BINOPS = [["||"], ["&&"], ["|"], ["^"], ["&"], ["==", "!=", "<>"], ["<", "<=", ">", ">="], ["<<", ">>"], ["+", "-"], ["*", "/", "%"], ["**"]]
 _COMPOUND = {"+=", "-=", "*=", "/=", "|=", "&=", "^=", "<<=", ">>="}
 _ENDS = {"endif", "elsif", "else", "endfor", "endwhile", "eof"}
+
+def ident(name:str) -> str:
+  """A pcode identifier as a Python-safe name (`in` -> `in_`)."""
+  return name + "_" if keyword.iskeyword(name) else name
 
 def view_type(name:str):
   """`u32` -> ('u', 32), `bf16` -> ('bf', 16), `f` (S0.f in some entries) -> None; anything else is a plain field."""
@@ -45,9 +50,9 @@ class Parser:
   def block(self) -> list:
     out = []
     self.skip_seps()
-    while not (self.peek()[0] == "eof" or (self.peek()[0] == "id" and self.peek()[1] in _ENDS)):
+    while not (self.peek()[0] == "eof" or (self.peek()[0] == "id" and self.peek()[1] in _ENDS) or self.at(")")):  # `)` ends a lambda body
       out.append(self.statement())
-      if not (self.peek()[0] in ("nl", "eof") or self.at(";") or (self.peek()[0] == "id" and self.peek()[1] in _ENDS)):
+      if not (self.peek()[0] in ("nl", "eof") or self.at(";", ")") or (self.peek()[0] == "id" and self.peek()[1] in _ENDS)):
         raise PcodeSyntaxError(f"expected end of statement, got {self.peek()[1]!r} (token {self.i})")
       self.skip_seps()
     return out
@@ -55,7 +60,7 @@ class Parser:
   def statement(self):
     if self.accept("if"): return self.if_rest()
     if self.accept("for"):
-      var = self.next()[1]
+      var = ident(self.next()[1])
       self.expect("in")
       start = self.expr()
       self.expect(":")
@@ -73,7 +78,7 @@ class Parser:
     if self.accept("break"): return Break()
     if self.accept("return"): return Return(self.expr())
     if self.accept("declare"):
-      name = self.next()[1]
+      name = ident(self.next()[1])
       self.expect(":")
       kind, typ = self.next()
       if kind != "sized": raise PcodeSyntaxError(f"declare {name}: expected a type, got {typ!r}")
@@ -116,7 +121,7 @@ class Parser:
       self.accept(",")
     self.expect("(")
     self.skip_seps()
-    if self.at("if"):
+    if self.at("if", "declare", "for"):
       body = self.block()
       self.expect(")")
       return Lambda(tuple(params), body)
@@ -166,7 +171,7 @@ class Parser:
           args.append(self.expr())
           self.accept(",")
         return Call(val, tuple(args))
-      return Name(val)
+      return Name(ident(val))
     if kind == "op" and val == "(":
       e = self.expr()
       if self.accept(","):  # (a, b) tuple: only as a concat-like target, parse as Concat

@@ -139,3 +139,22 @@ def mwrite(mem, addr, value, nbytes:int, n:int, mask=None):
   value = np.broadcast_to(value.astype(np.uint64) if value.dtype != object else (value & M64).astype(np.uint64), (n,))
   if mask is None: mem.write(addr, value, nbytes)
   elif mask.any(): mem.write(addr[mask], value[mask], nbytes)
+
+def vgpr_write(vgpr, lanes, reg, value, mask=None):
+  """VGPR[lanes, reg] = value for a batch of one wave's lanes (only where mask is set)."""
+  lanes, reg, value = np.broadcast_arrays(np.asarray(lanes, dtype=np.uint64), np.asarray(reg, dtype=np.uint64), np.asarray(value, dtype=np.uint64))
+  if mask is not None: lanes, reg, value = lanes[mask], reg[mask], value[mask]
+  vgpr[lanes.astype(np.intp), reg.astype(np.intp)] = value.astype(np.uint32)
+
+def pick(arr:list, idx):
+  """arr[idx] with a per-lane index into a Python list of per-lane values (indices past the end read the last element:
+  such lanes are masked off by the caller's control flow)."""
+  return np.choose(np.minimum(np.asarray(idx, dtype=np.uint64), len(arr) - 1).astype(np.intp), arr)
+
+def reverse_bits(x, w:int):
+  """The low w bits of x in reverse order."""
+  if isinstance(x, np.ndarray):
+    r = np.zeros_like(x, dtype=np.uint64)
+    for i in range(w): r |= ((x >> np.uint64(i)) & np.uint64(1)) << np.uint64(w - 1 - i)
+    return r
+  return int(f"{int(x) & ((1 << w) - 1):0{w}b}"[::-1], 2)
