@@ -1,0 +1,211 @@
+"""Vector ALU executors: VOP1, VOP2, VOP3, VOP3SD, VOP3P, VOPC, VINTERP (incl. DPP16/DPP8 forms) and VOPD dual issue.
+
+Semantics come from the pcode op; this module resolves operands (constants, 16-bit halves, neg/abs/opsel), routes DPP
+lanes, gathers the active lanes of all waves in the batch into one flat call, and writes results back under EXEC.
+"""
+from __future__ import annotations
+import numpy as np
+from tinygrad.runtime.autogen.amd.common import Fmt
+from emu.amd.arch import ArchSpec
+from emu.amd.decode import Instr
+from emu.amd.dpp import dpp16_route, dpp16_write_enable, dpp8_route
+from emu.amd.operands import (Src, resolve_src, float_kind, apply_neg_abs, apply_omod_clamp, write_vgpr_lanes, read_vgpr_lanes,
+                              write_sgpr)
+from emu.amd.semantics import get_op
+from emu.amd.step import Machine, Step
+from emu.pcode.abi import OpState
+
+U64 = np.uint64
+SRC_FIELDS = {"VOP1": {"S0": "src0"}, "VOP2": {"S0": "src0", "S1": "vsrc1"}, "VOPC": {"S0": "src0", "S1": "vsrc1"},
+              "VOP3": {"S0": "src0", "S1": "src1", "S2": "src2"}, "VOP3SD": {"S0": "src0", "S1": "src1", "S2": "src2"},
+              "VOP3P": {"S0": "src0", "S1": "src1", "S2": "src2"}, "VINTERP": {"S0": "src0", "S1": "src1", "S2": "src2"}}
+E32 = ("VOP1", "VOP2", "VOPC")      # encodings whose 16-bit VGPR operands use bit 7 of the register number as the high-half select
+OWN_MODIFIER_FIELDS = {"OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS"}
+
+def rawf(inst, name:str) -> int:
+  """The raw bits of field `name` (register fields decode to operand objects; executors want the number)."""
+  bf = dict(inst._fields)[name]
+  return (inst._raw >> bf.lo) & bf.mask
+
+def mask_lane_bits(st, wv:np.ndarray, ln:np.ndarray, reg:int) -> np.ndarray:
+  """Bit `ln` of the lane mask in SGPR reg (reg+1 for lanes 32-63) of each wave wv, as uint64 0/1."""
+  return ((st.sgpr[wv, reg + (ln >> 5)] >> (ln & 31).astype(np.uint32)) & 1).astype(U64)
+
+def store_lane_bits(st, ws:np.ndarray, wi:np.ndarray, ln:np.ndarray, reg:int, bits:np.ndarray):
+  """Write a lane mask for waves ws: bit ln of wave ws[wi] from `bits`, every other lane 0 (inactive lanes write 0)."""
+  if reg == st.spec.null_reg: return
+  full = np.zeros((len(ws), st.lanes), dtype=bool)
+  full[wi, ln] = np.asarray(bits).astype(U64) & U64(1) != 0
+  st.store_mask_bits(ws, reg, full)
+
+class SrcSpec:
+  """A source operand plus the per-operand modifiers of its encoding."""
+  def __init__(self, src:Src, fkind:int, neg:bool=False, abs_:bool=False, packed:tuple|None=None):
+    self.src, self.fkind, self.neg, self.abs, self.packed = src, fkind, neg, abs_, packed
+  def read(self, st, wv, ln) -> np.ndarray:
+    v = self.src.read_lanes(st, wv, ln)
+    if self.packed is not None:
+      (lo_sel, hi_sel, neg_lo, neg_hi) = self.packed
+      lo, hi = (v >> U64(16 * lo_sel)) & U64(0xffff), (v >> U64(16 * hi_sel)) & U64(0xffff)
+      if self.fkind:
+        if neg_lo: lo ^= U64(0x8000)
+        if neg_hi: hi ^= U64(0x8000)
+      return lo | (hi << U64(16))
+    return apply_neg_abs(v, self.src.bits, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
+
+class ValuStep(Step):
+  """One VALU instruction (any VOP encoding except VOPD)."""
+  def __init__(self, instr:Instr, spec:ArchSpec):
+    super().__init__(instr, spec)
+    inst, fmt = instr.inst, instr.fmt
+    self.op = op = get_op(spec.family, instr.op, raw=instr.raw)
+    operands, bits = inst.operands, inst.op_bits
+    own_mods = not (OWN_MODIFIER_FIELDS & op.reads)
+    opsel = getattr(inst, "opsel", 0) or 0
+    neg, abs_ = getattr(inst, "neg", 0) or 0, getattr(inst, "abs", 0) or 0
+    if instr.variant == "DPP16" and fmt in E32:
+      neg, abs_ = inst.src0_neg | (inst.src1_neg << 1), inst.src0_abs | (inst.src1_abs << 1)
+    self.srcs: dict[str, SrcSpec] = {}
+    for i, (name, field) in enumerate(SRC_FIELDS[fmt].items()):
+      if name not in op.reads: continue
+      code = (inst.vsrc0.offset if instr.variant in ("DPP16", "DPP8") else getattr(inst, field).offset) if field == "src0" else \
+        getattr(inst, field).offset
+      fm = operands.get(field, operands.get(field.lstrip("v"), (None,)))[0]
+      w = op.widths.get(name, bits.get(field, 32))
+      hi = False
+      if w == 16 and code >= 256:
+        if fmt in E32 and code >= 256 + 128: code, hi = code - 128, True
+        elif fmt not in E32 and own_mods: hi = bool((opsel >> i) & 1)
+      pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w == 32
+      src = resolve_src(code, w, fm, instr.literal, spec, packed=pk)
+      if hi: src = Src(src.kind, src.reg, 16, src.value, hi=True)
+      packed = None
+      if fmt == "VOP3P" and pk and own_mods:
+        ohi = (inst.opsel_hi >> i) & 1 if i < 2 else inst.opsel_hi2
+        packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
+      self.srcs[name] = SrcSpec(src, float_kind(fm), bool((neg >> i) & 1) and own_mods and packed is None, bool((abs_ >> i) & 1) and own_mods,
+                                packed)
+    # destination
+    dfmt = operands.get("vdst", (None,))[0]
+    self.d_bits = op.widths.get("D0", bits.get("vdst", 32))
+    self.d_hi = False
+    self.vdst = rawf(inst, "vdst") if hasattr(inst, "vdst") else 0
+    if self.d_bits == 16 and fmt in E32 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
+    elif self.d_bits == 16 and fmt in ("VOP3", "VOP3SD", "VINTERP") and own_mods: self.d_hi = bool((opsel >> 3) & 1)
+    self.d_float = float_kind(dfmt) if dfmt is not None else 0
+    self.omod, self.clamp = getattr(inst, "omod", 0) or 0, bool(getattr(inst, "clmp", 0))
+    # lane-mask registers
+    vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" else spec.vcc_lo
+    src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands else None
+    self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
+    self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else vcc}
+    self.fields = {k: v for k, v in self._fields(inst).items() if k in op.reads}
+    self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
+    # DPP
+    self.dpp = None
+    if instr.variant == "DPP16":
+      self.dpp = ("16", inst.dpp, bool(inst.fi), bool(inst.bc), inst.row_mask, inst.bank_mask)
+    elif instr.variant == "DPP8":
+      self.dpp = ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
+
+  def _fields(self, inst) -> dict:
+    f = {name.upper(): getattr(inst, name) for name, bf in inst._fields if isinstance(getattr(inst, name), int)}
+    f.update(SIMM32=self.instr.literal or 0, SRC0=(inst.src0.offset - 256) if hasattr(inst, "src0") else 0,
+             VDST=inst.vdst.offset - 256 if hasattr(inst, "vdst") else 0)
+    if "OPSEL_HI" in f: f["OPSEL_HI"] = inst.opsel_hi | (inst.opsel_hi2 << 2)
+    return f
+
+  def _route(self, st, ws:np.ndarray, act:np.ndarray):
+    """Apply DPP: returns (active lanes, source lane per lane, lanes that read 0)."""
+    if self.dpp[0] == "16":
+      _, ctrl, fi, bc, row_mask, bank_mask = self.dpp
+      src, valid = dpp16_route(ctrl, st.lanes)
+      act = act & dpp16_write_enable(row_mask, bank_mask, st.lanes)
+    else:
+      src, fi, bc, valid = dpp8_route(self.dpp[1], st.lanes), self.dpp[2], True, np.ones(st.lanes, dtype=bool)
+    ok = valid[None, :] & (fi | st.exec_bits(ws)[:, src])
+    return act & (ok | bc), src, ~ok
+
+  def execute(self, m:Machine, ws:np.ndarray):
+    st = m.st
+    if self.op.kind == "wave": return self._wave(m, ws)
+    act, src_lane, zero = st.exec_bits(ws), None, None
+    if self.dpp is not None:
+      act, src_lane, zero = self._route(st, ws, act)
+    if self.per_wave:
+      for i in range(len(ws)): self._batch(m, ws[i:i+1], act[i:i+1], src_lane, None if zero is None else zero[i:i+1])
+    else: self._batch(m, ws, act, src_lane, zero)
+
+  def _batch(self, m:Machine, ws, act, src_lane, zero):
+    st, op = m.st, self.op
+    wi, ln = np.nonzero(act)
+    wv = ws[wi]
+    if len(wv) == 0:
+      for name in op.lane_masks & op.writes: store_lane_bits(st, ws, wi, ln, self.mask_write[name], np.zeros(0, dtype=U64))
+      return
+    o = OpState(n=len(wv), laneId=ln.astype(U64), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0, **self.fields)
+    for name, s in self.srcs.items():
+      if name == "S0" and src_lane is not None:
+        v = s.read(st, wv, src_lane[ln])
+        o.S0 = np.where(zero[wi, ln], U64(0), v)
+      else: setattr(o, name, s.read(st, wv, ln))
+    for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, wv, ln, self.mask_read[name]))
+    if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = read_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, self.d_hi)
+    if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
+    if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
+    if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, wv, ln, self.spec.exec_lo)
+    if self.per_wave: o.VGPR = st.vgpr[int(ws[0])]
+    op.fn(o)
+    for name in op.lane_masks & op.writes: store_lane_bits(st, ws, wi, ln, self.mask_write[name], getattr(o, name))
+    if "D0" in op.writes and "D0" not in op.lane_masks:
+      d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, self.omod, self.clamp) if self.d_float else o.D0
+      write_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, d, self.d_hi)
+
+  def _wave(self, m:Machine, ws:np.ndarray):
+    """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints."""
+    st, op = m.st, self.op
+    for w in (int(x) for x in ws):
+      o = OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w], EXEC=st.get_mask(w, self.spec.exec_lo),
+                  M0=int(st.sgpr[w, self.spec.m0_reg]), **self.fields)
+      for name, s in self.srcs.items(): setattr(o, name, s.src.read_int(st, w) if s.src.kind != "vgpr" else 0)
+      if "D0" in op.reads: o.D0 = int(st.sgpr[w, self.vdst]) if self.instr.sdst_dest else 0
+      op.fn(o)
+      if "D0" in op.writes and self.instr.sdst_dest: write_sgpr(st, w, self.vdst, 32, int(o.D0))
+      if "EXEC" in op.writes: st.set_mask(w, self.spec.exec_lo, int(o.EXEC))
+
+def _vopd_op(spec:ArchSpec, dual):
+  """The VOP1/VOP2/VOP3 opcode a VOPD half performs (V_DUAL_X -> V_X_E32)."""
+  name = "V_" + dual.name[len("V_DUAL_"):]
+  for enum_name in ("VOP2Op", "VOP1Op", "VOP3Op"):
+    e = getattr(spec.enum, enum_name)
+    for cand in (name + "_E32", name, name + "_E64"):
+      if cand in e.__members__: return e[cand]
+  raise KeyError(name)
+
+class VopdStep(Step):
+  """VOPD: two VOP2/VOP1-class ops issued together; both read their sources before either writes."""
+  def __init__(self, instr:Instr, spec:ArchSpec):
+    super().__init__(instr, spec)
+    inst, lit = instr.inst, instr.literal
+    self.halves = []
+    for opf, s0f, s1f, df in (("opx", "srcx0", "vsrcx1", "vdstx"), ("opy", "srcy0", "vsrcy1", "vdsty")):
+      op = get_op(spec.family, _vopd_op(spec, getattr(inst, opf)), raw=instr.raw)
+      srcs = {"S0": resolve_src(getattr(inst, s0f).offset, 32, Fmt.FMT_NUM_F32, lit, spec),
+              "S1": Src("vgpr", getattr(inst, s1f).offset - 256, 32)}
+      self.halves.append((op, {k: v for k, v in srcs.items() if k in op.reads}, getattr(inst, df).offset - 256))
+
+  def execute(self, m:Machine, ws:np.ndarray):
+    st = m.st
+    wi, ln = np.nonzero(st.exec_bits(ws))
+    wv = ws[wi]
+    if len(wv) == 0: return
+    states = []
+    for op, srcs, vdst in self.halves:
+      o = OpState(n=len(wv), laneId=ln.astype(U64), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0,
+                  SIMM32=self.instr.literal or 0)
+      for name, s in srcs.items(): setattr(o, name, s.read_lanes(st, wv, ln))
+      if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32)
+      if "VCC" in op.reads: o.VCC = mask_lane_bits(st, wv, ln, self.spec.vcc_lo)
+      states.append(o)
+    for (op, _, _), o in zip(self.halves, states): op.fn(o)
+    for (op, _, vdst), o in zip(self.halves, states): write_vgpr_lanes(st, wv, ln, vdst, 32, np.asarray(o.D0, dtype=U64))

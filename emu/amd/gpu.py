@@ -1,0 +1,35 @@
+"""`AMDGPU`: the emulated GPU's entry point for command processors and tests."""
+from __future__ import annotations
+import os
+from emu.amd.api import Dispatch, DispatchStats
+from emu.amd.arch import get_spec
+from emu.amd.dispatcher import Dispatcher
+from emu.amd.memory import MemoryMap
+from emu.amd.trace import Tracer
+
+DEFAULT_WATCHDOG = 50_000_000
+
+def watchdog_budget(watchdog:int|None=None) -> int:
+  """The wave-instruction budget of one dispatch: the argument, else env EMU_WATCHDOG, else 50M."""
+  return watchdog if watchdog is not None else int(os.environ.get("EMU_WATCHDOG", DEFAULT_WATCHDOG))
+
+class AMDGPU:
+  """One emulated AMD GPU.
+
+  `AMDGPU(arch="gfx1100", memory=MemoryMap(), watchdog=None, trace=None, timing=True)`; `dispatch(Dispatch)` runs a dispatch to
+  completion and returns DispatchStats, or raises GPUMemoryFault / GPUHangFault / GPUIllegalInstruction.
+  watchdog: wave-instruction budget per dispatch (None: env EMU_WATCHDOG or 50M). trace: print an instruction trace
+  (None: env EMU_TRACE=1). timing: run the cycle model (emu.amd.timing) to fill DispatchStats.cycles.
+  """
+  def __init__(self, arch:str="gfx1100", memory:MemoryMap|None=None, watchdog:int|None=None, trace:bool|None=None, timing:bool=True):
+    self.spec = get_spec(arch)
+    self.arch, self.memory = arch, memory if memory is not None else MemoryMap()
+    self.watchdog = watchdog_budget(watchdog)
+    self.trace = trace if trace is not None else os.environ.get("EMU_TRACE", "0") not in ("", "0")
+    self.timing = timing
+
+  def dispatch(self, d:Dispatch) -> DispatchStats:
+    """Run one dispatch to completion."""
+    from emu.amd.timing import TimingModel
+    tm = TimingModel(self.spec) if self.timing else None
+    return Dispatcher(self.spec, self.memory, self.watchdog, Tracer() if self.trace else None, tm).run(d)

@@ -1,0 +1,142 @@
+"""Operand meaning: what a source code (0-511) denotes and how its bits are fetched, modified and written back.
+
+Owned here, not by the pcode: inline constants (128-208 integers, 240-248 floats in the operand's own float format,
+248 = 1/(2*pi)), literals (a 32-bit literal for a 64-bit float operand is its high half; for 64-bit integer operands it is
+zero-extended, as LLVM's disassembler models it), NULL/M0/VCC/EXEC/SCC/VCCZ/EXECZ numbering, 16-bit halves, neg/abs
+on float operands, and clamp/omod on float results.
+"""
+from __future__ import annotations
+import struct
+from dataclasses import dataclass
+import numpy as np
+from tinygrad.runtime.autogen.amd.common import Fmt
+from emu.amd.arch import ArchSpec
+from emu.amd.wave import WaveState
+
+U64 = np.uint64
+INV_2PI = 0.15915494309189535
+_FLOATS = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4.0, 247: -4.0, 248: INV_2PI}
+# exact encodings of 1/(2*pi) the hardware uses per width (the f16/f32 ones are not plain roundings of each other)
+_INV_2PI_BITS = {16: 0x3118, 32: 0x3e22f983, 64: 0x3fc45f306dc9c882}
+VCCZ, EXECZ, SCC_SRC, LDS_DIRECT, LIT_SRC = 251, 252, 253, 254, 255
+APERTURES = range(235, 239)   # SHARED_BASE/LIMIT, PRIVATE_BASE/LIMIT: no apertures are modelled, they read 0
+
+def float_kind(fmt:Fmt|None) -> int:
+  """Float width (16/32/64) an operand format holds, or 0 for integer/bit formats. Packed f16 counts as 16; bf16 as 0."""
+  name = fmt.name if fmt is not None else ""
+  if "BF16" in name: return 0
+  for w in (16, 32, 64):
+    if name.endswith(f"F{w}"): return w
+  return 0
+
+def float_bits(x:float, width:int) -> int:
+  """IEEE bits of x at `width` (16, 32 or 64)."""
+  if x == INV_2PI: return _INV_2PI_BITS[width]
+  return {16: lambda: int(np.float16(x).view(np.uint16)), 32: lambda: struct.unpack("<I", struct.pack("<f", x))[0],
+          64: lambda: struct.unpack("<Q", struct.pack("<d", x))[0]}[width]()
+
+def inline_constant(code:int, bits:int, fkind:int, packed:bool=False) -> int | None:
+  """Raw bits of inline constant `code` for an operand of `bits` width and float kind `fkind`; None if code is no constant."""
+  mask = (1 << min(bits, 64)) - 1
+  if 128 <= code <= 208: val = (code - 128 if code <= 192 else 192 - code) & mask
+  elif code in _FLOATS: val = float_bits(_FLOATS[code], fkind or (64 if bits == 64 else 16 if bits == 16 else 32))
+  else: return None
+  return val | (val << 16) if packed and bits == 32 else val
+
+@dataclass(frozen=True)
+class Src:
+  """One decoded source operand."""
+  kind: str          # 'sgpr' | 'vgpr' | 'const' | 'scc' | 'vccz' | 'execz'
+  reg: int = 0       # register number (SGPR operand number, or VGPR index)
+  bits: int = 32
+  value: int = 0     # raw bits of a constant or literal
+  hi: bool = False   # 16-bit operand taken from bits 31:16
+
+  @property
+  def nregs(self) -> int: return max(1, (self.bits + 31) // 32)
+
+  def read_lanes(self, st:WaveState, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:
+    """Raw bits for each (wave, lane) pair: uint64 (n,), or uint32 (n, k) for operands wider than 64 bits."""
+    if self.kind != "vgpr": return self.read_waves(st, wv)
+    if self.bits > 64: return st.vgpr[wv[:, None], ln[:, None], self.reg + np.arange(self.nregs)]
+    v = st.vgpr[wv, ln, self.reg].astype(U64)
+    if self.bits == 64: v |= st.vgpr[wv, ln, self.reg + 1].astype(U64) << U64(32)
+    return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
+
+  def _sgpr_lanes(self, st:WaveState, wv:np.ndarray) -> np.ndarray:
+    if self.bits > 64: return st.sgpr[wv[:, None], self.reg + np.arange(self.nregs)]
+    v = st.sgpr[wv, self.reg].astype(U64)
+    if self.bits == 64: v |= st.sgpr[wv, self.reg + 1].astype(U64) << U64(32)
+    return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
+
+  def read_waves(self, st:WaveState, ws:np.ndarray) -> np.ndarray:
+    """One uint64 value per wave (scalar operands only)."""
+    if self.kind == "const": return np.full(len(ws), self.value, dtype=U64)
+    if self.kind == "sgpr": return self._sgpr_lanes(st, ws)
+    if self.kind == "scc": return st.scc[ws].astype(U64)
+    reg = st.spec.vcc_lo if self.kind == "vccz" else st.spec.exec_lo
+    z = st.sgpr[ws, reg] == 0
+    if st.lanes == 64: z &= st.sgpr[ws, reg + 1] == 0
+    return z.astype(U64)
+
+  def read_int(self, st:WaveState, w:int) -> int:
+    """The operand of one wave as a Python int (scalar ops)."""
+    if self.kind == "sgpr" and self.bits > 64: return sum(int(st.sgpr[w, self.reg + i]) << (32 * i) for i in range(self.nregs))
+    return int(self.read_waves(st, np.array([w]))[0])
+
+def resolve_src(code:int, bits:int, fmt:Fmt|None, literal:int|None, spec:ArchSpec, packed:bool=False) -> Src:
+  """Decode source operand `code` (0-511) of `bits` width."""
+  if code >= 256: return Src("vgpr", code - 256, bits)
+  if code == LIT_SRC:
+    lit = literal or 0
+    return Src("const", bits=bits, value=(lit << 32) if bits == 64 and float_kind(fmt) == 64 else lit)
+  if (c := inline_constant(code, bits, float_kind(fmt), packed)) is not None: return Src("const", bits=bits, value=c)
+  if code == SCC_SRC: return Src("scc", bits=bits)
+  if code == VCCZ: return Src("vccz", bits=bits)
+  if code == EXECZ: return Src("execz", bits=bits)
+  if code in APERTURES or code == spec.null_reg: return Src("const", bits=bits, value=0)
+  if code < 128: return Src("sgpr", code, bits)
+  raise ValueError(f"source operand {code} is not valid")
+
+# ---- modifiers ----
+def apply_neg_abs(v:np.ndarray, width:int, neg:bool, abs_:bool) -> np.ndarray:
+  """Sign-bit abs/neg on float raw bits of `width`."""
+  sign = U64(1 << (width - 1))
+  if abs_: v = v & ~sign
+  if neg: v = v ^ sign
+  return v
+
+_FT = {16: (np.float16, np.uint16), 32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}
+
+def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool) -> np.ndarray:
+  """Output modifiers of a float result: omod 1 = *2, 2 = *4, 3 = /2, then clamp to [0, 1]."""
+  if not (omod or clamp) or width not in _FT: return v
+  ft, it = _FT[width]
+  f = (v & U64((1 << width) - 1)).astype(it).view(ft)
+  with np.errstate(all="ignore"):
+    if omod: f = f * ft((2.0, 4.0, 0.5)[omod - 1])
+    if clamp: f = np.where(np.isnan(f), ft(0), np.clip(f, ft(0), ft(1)))
+  return f.astype(ft).view(it).astype(U64)
+
+# ---- destination writes ----
+def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, val:np.ndarray, hi:bool=False):
+  """Store `bits` of val (uint64 (n,), or uint32 (n, k) when wider than 64) into VGPR reg.. of each (wave, lane)."""
+  if bits > 64:
+    k = (bits + 31) // 32
+    st.vgpr[wv[:, None], ln[:, None], reg + np.arange(k)] = np.asarray(val, dtype=np.uint32)[:, :k]
+  elif bits == 16:
+    old = st.vgpr[wv, ln, reg]
+    v16 = (val & U64(0xffff)).astype(np.uint32)
+    st.vgpr[wv, ln, reg] = (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16
+  else:
+    st.vgpr[wv, ln, reg] = (val & U64(0xffffffff)).astype(np.uint32)
+    if bits == 64: st.vgpr[wv, ln, reg + 1] = (val >> U64(32)).astype(np.uint32)
+
+def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, hi:bool=False) -> np.ndarray:
+  """The current value of a VGPR destination (for merging partial writes)."""
+  return Src("vgpr", reg, bits, hi=hi).read_lanes(st, wv, ln)
+
+def write_sgpr(st:WaveState, w:int, reg:int, bits:int, value:int):
+  """Store a scalar result of `bits` width into SGPR reg.. of wave w; writes to NULL are dropped."""
+  if reg == st.spec.null_reg: return
+  for i in range(max(1, (bits + 31) // 32)): st.sgpr[w, reg + i] = (value >> (32 * i)) & 0xffffffff
