@@ -1,0 +1,28 @@
+"""The emulated GPU's timestamp counter.
+
+AMD GPUs expose a 100 MHz "GPU clock counter" (RELEASE_MEM DATA_SEL=3, SDMA TIMESTAMP, tinygrad's timestamp_divider=100).
+Here it is a pure function of the emulated work: it starts at 0 when the GPU is created and advances only when the GPU does
+something (a dispatch by its timing model's cycles at its shader clock, a copy by its bytes at the modelled DMA bandwidth,
+each executed packet by a small fixed cost). Wall time never leaks in, so runs are deterministic; device time and wall time
+are unrelated except that both are monotonic.
+"""
+from __future__ import annotations
+
+TICKS_PER_SECOND = 100_000_000  # 100 MHz
+PACKET_TICKS = 1                # 10 ns of command-processor time per packet
+DMA_BYTES_PER_SECOND = 50e9     # SDMA copy bandwidth model
+
+class DeviceClock:
+  """A monotonic 64-bit tick counter at 100 MHz, advanced by the engines."""
+  def __init__(self): self.ticks = 0
+
+  def now(self) -> int:
+    """The current counter value."""
+    return self.ticks
+
+  def advance_seconds(self, seconds:float):
+    """Advance by `seconds` of device time (at least one tick, so ordered events get distinct timestamps)."""
+    self.ticks += max(1, round(seconds * TICKS_PER_SECOND))
+
+  def advance_packet(self): self.ticks += PACKET_TICKS
+  def advance_copy(self, nbytes:int): self.advance_seconds(nbytes / DMA_BYTES_PER_SECOND)

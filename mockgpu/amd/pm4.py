@@ -1,0 +1,148 @@
+"""The PM4 command processor of a compute queue (MEC): type-3 packets from the ring and from indirect buffers.
+
+Register addresses and field layouts come from tinygrad's own register modules for the GC version the GPU publishes, so the
+processor decodes exactly what tinygrad encodes. DISPATCH_DIRECT turns the COMPUTE_* registers into an `emu.amd.api.Dispatch`
+and hands it to the GPU; everything cache-related (ACQUIRE_MEM, EVENT_WRITE flushes, RELEASE_MEM cache actions) is a no-op
+because emulated memory is coherent.
+"""
+from __future__ import annotations
+import importlib
+from typing import Callable
+from emu.amd.api import Dispatch, DispatchStats
+from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
+
+# PM4 type-3 opcodes (tinygrad.runtime.autogen.am.pm4_nv / pm4_soc15 PACKET3_*)
+NOP, DISPATCH_DIRECT, PRED_EXEC, WAIT_REG_MEM, INDIRECT_BUFFER, COPY_DATA = 0x10, 0x15, 0x23, 0x3C, 0x3F, 0x40
+EVENT_WRITE, RELEASE_MEM, ACQUIRE_MEM, SET_SH_REG, SET_UCONFIG_REG = 0x46, 0x49, 0x58, 0x76, 0x79
+SH_REG_BASE, UCONFIG_REG_BASE = 0x2c00, 0xc000
+NAMES = {NOP: "NOP", DISPATCH_DIRECT: "DISPATCH_DIRECT", PRED_EXEC: "PRED_EXEC", WAIT_REG_MEM: "WAIT_REG_MEM", INDIRECT_BUFFER: "INDIRECT_BUFFER",
+         COPY_DATA: "COPY_DATA", EVENT_WRITE: "EVENT_WRITE", RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG",
+         SET_UCONFIG_REG: "SET_UCONFIG_REG"}
+MAX_IB_DEPTH = 4
+
+def compare(func:int, value:int, ref:int) -> bool:
+  """WAIT_REG_MEM / POLL_REGMEM compare functions (0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 >)."""
+  return [True, value < ref, value <= ref, value == ref, value != ref, value >= ref, value > ref, False][func & 7]
+
+class ComputeRegs:
+  """Addresses of the COMPUTE_* registers a dispatch reads, resolved through tinygrad's register module for `gc_version`."""
+  NAMES = ("PGM_LO", "PGM_HI", "PGM_RSRC1", "PGM_RSRC2", "PGM_RSRC3", "TMPRING_SIZE", "DISPATCH_SCRATCH_BASE_LO", "DISPATCH_SCRATCH_BASE_HI",
+           "USER_DATA_0", "NUM_THREAD_X", "NUM_THREAD_Y", "NUM_THREAD_Z", "START_X", "START_Y", "START_Z")
+  def __init__(self, gc_version:tuple[int, int, int]):
+    from tinygrad.runtime.support.amd import AMDIP
+    offs = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if gc_version[0] == 9 else 'navi'}_offsets")
+    self.gc = AMDIP("gc", gc_version, bases={i: tuple(getattr(offs, f"GC_BASE__INST{i}_SEG{s}", 0) for s in range(6)) for i in range(6)})
+    self.addr = {n: getattr(self.gc, f"regCOMPUTE_{n}").addr[0] for n in self.NAMES}
+    self.wave64_only = gc_version[0] == 9
+    self.scratch_granule = 1024 if gc_version[0] == 9 else 256  # TMPRING_SIZE.WAVESIZE unit, bytes per wave64
+
+class PM4Engine(Engine):
+  """A PM4 compute queue. `dispatch(Dispatch) -> DispatchStats` runs kernels (the emulator behind the GPU)."""
+  name = "PM4"
+  unit = 4
+
+  def __init__(self, gpu:GPUContext, ring_addr:int, ring_size:int, rptr_addr:int, wptr_addr:int, regs:ComputeRegs,
+               dispatch:Callable[[Dispatch], DispatchStats]):
+    super().__init__(gpu, ring_addr, ring_size, rptr_addr, wptr_addr)
+    self.regs, self.dispatch = regs, dispatch
+    self.reg: dict[int, int] = {}
+    self._next_ib: list[int] | None = None
+    self.ibs: list[list[int]] = []  # stack of [addr, size_dw, pos_dw] for the indirect buffers being executed
+    self.handlers = {NOP: self._nop, SET_SH_REG: self._set_sh, SET_UCONFIG_REG: self._set_uconfig, ACQUIRE_MEM: self._nop,
+                     EVENT_WRITE: self._nop, RELEASE_MEM: self._release_mem, WAIT_REG_MEM: self._wait_reg_mem, DISPATCH_DIRECT: self._dispatch,
+                     INDIRECT_BUFFER: self._indirect_buffer, COPY_DATA: self._copy_data, PRED_EXEC: self._pred_exec}
+
+  def pending(self) -> bool: return self.dead is None and (bool(self.ibs) or self.rptr < self.wptr)
+
+  def _where(self) -> str:
+    return f"IB {self.ibs[-1][0]:#x} dword {self.ibs[-1][2]}" if self.ibs else f"ring offset {(self.rptr * 4) % self.ring_size:#x}"
+
+  def _fetch(self, i:int) -> int:
+    """Dword i of the current stream (the innermost IB, or the ring), relative to the current packet."""
+    if self.ibs:
+      addr, size, pos = self.ibs[-1]
+      if pos + i >= size: raise PacketError(f"PM4 packet runs past the end of {self._where()} (IB size {size} dwords)")
+      return self.read32(addr + (pos + i) * 4)
+    return self.ring_dword(self.rptr + i)
+
+  def _advance(self, n:int):
+    if self.ibs:
+      self.ibs[-1][2] += n
+      while self.ibs and self.ibs[-1][2] >= self.ibs[-1][1]: self.ibs.pop()
+    else: self.rptr += n
+
+  def step(self):
+    hdr = self._fetch(0)
+    kind = hdr >> 30
+    if kind == 2: return self._advance(1)  # type-2 filler
+    if kind != 3: raise PacketError(f"PM4: malformed packet header {hdr:#010x} (type {kind}) at {self._where()}")
+    op, count = (hdr >> 8) & 0xff, ((hdr >> 16) & 0x3fff) + 1
+    if (handler:=self.handlers.get(op)) is None: raise PacketError(f"PM4: unsupported opcode {op:#x} (header {hdr:#010x}) at {self._where()}")
+    body = [self._fetch(1 + i) for i in range(count)]
+    self._next_ib: list[int] | None = None
+    skip = handler(body, self._where())  # may raise Stall: nothing has advanced yet, the packet is retried later
+    self._advance(1 + count + (skip or 0))
+    if self._next_ib is not None: self.ibs.append(self._next_ib)
+
+  # ---- packets ----
+  def _nop(self, body, where): pass
+
+  def _set_regs(self, base:int, body:list[int]):
+    for i, v in enumerate(body[1:]): self.reg[base + body[0] + i] = v
+
+  def _set_sh(self, body, where): self._set_regs(SH_REG_BASE, body)
+  def _set_uconfig(self, body, where): self._set_regs(UCONFIG_REG_BASE, body)
+
+  def _release_mem(self, body, where):
+    if len(body) < 6: raise PacketError(f"PM4: RELEASE_MEM with {len(body)} payload dwords at {where}")
+    data_sel, int_sel = (body[1] >> 29) & 7, (body[1] >> 24) & 7
+    addr, data = body[2] | (body[3] << 32), body[4] | (body[5] << 32)
+    ctxid = body[6] if len(body) > 6 else 0
+    if data_sel == 1: self.write32(addr, data)
+    elif data_sel == 2: self.write64(addr, data)
+    elif data_sel == 3: self.write64(addr, self.gpu.clock.now())
+    elif data_sel != 0: raise PacketError(f"PM4: RELEASE_MEM DATA_SEL={data_sel} is not emulated at {where}")
+    if int_sel in (1, 2, 3, 4): self.gpu.interrupt("CP", ctxid)
+
+  def _wait_reg_mem(self, body, where):
+    info, lo, hi, ref, mask = body[0], body[1], body[2], body[3], body[4]
+    func, mem_space, operation = info & 7, (info >> 4) & 3, (info >> 6) & 3
+    if mem_space == 1: value = self.read32((lo & ~3) | (hi << 32))
+    elif operation == 1: return  # write-wait-write register handshake (the HDP flush): the flush completes at once
+    else: value = self.reg.get(lo, 0)
+    if not compare(func, value & mask, ref & mask): raise Stall()
+
+  def _dispatch(self, body, where):
+    r, a = self.reg, self.regs.addr
+    get = lambda n: r.get(a[n], 0)
+    rsrc2 = get("PGM_RSRC2")
+    user_sgprs = [r.get(a["USER_DATA_0"] + i, 0) for i in range((rsrc2 >> 1) & 0x1f)]
+    num_thread = lambda n: self.regs.gc.regCOMPUTE_NUM_THREAD_X.decode(get(n))["num_thread_full"]
+    wavesize = self.regs.gc.regCOMPUTE_TMPRING_SIZE.decode(get("TMPRING_SIZE"))["wavesize"]
+    d = Dispatch(code_addr=((get("PGM_HI") << 32) | get("PGM_LO")) << 8, grid=(body[0], body[1], body[2]),
+                 workgroup=(num_thread("NUM_THREAD_X"), num_thread("NUM_THREAD_Y"), num_thread("NUM_THREAD_Z")), user_sgprs=user_sgprs,
+                 rsrc1=get("PGM_RSRC1"), rsrc2=rsrc2, rsrc3=get("PGM_RSRC3"), wave32=not self.regs.wave64_only and bool(body[3] & (1 << 15)),
+                 scratch_base=((get("DISPATCH_SCRATCH_BASE_HI") << 32) | get("DISPATCH_SCRATCH_BASE_LO")) << 8,
+                 scratch_per_lane=wavesize * self.regs.scratch_granule // 64, grid_offset=(get("START_X"), get("START_Y"), get("START_Z")))
+    self.dispatch(d)
+
+  def _indirect_buffer(self, body, where):
+    addr, size = (body[0] & ~3) | ((body[1] & 0xffff) << 32), body[2] & 0xfffff
+    if len(self.ibs) >= MAX_IB_DEPTH: raise PacketError(f"PM4: INDIRECT_BUFFER nested deeper than {MAX_IB_DEPTH} at {where}")
+    if body[2] & (1 << 23) and size: self._next_ib = [addr, size, 0]  # entered once the IB packet itself is consumed
+
+  def _copy_data(self, body, where):
+    ctl, src_sel, dst_sel, is64 = body[0], body[0] & 0xf, (body[0] >> 8) & 0xf, bool(body[0] & (1 << 16))
+    src = body[1] | (body[2] << 32)
+    if src_sel == 5: value = src  # immediate
+    elif src_sel in (1, 2): value = self.read64(src) if is64 else self.read32(src)
+    elif src_sel in (0, 4): value = self.reg.get(body[1], 0)  # memory-mapped / perf-counter register: unmodelled ones read 0
+    elif src_sel == 9: value = self.gpu.clock.now()
+    else: raise PacketError(f"PM4: COPY_DATA SRC_SEL={src_sel} (control {ctl:#x}) is not emulated at {where}")
+    dst = body[3] | (body[4] << 32)
+    if dst_sel == 0: self.reg[body[3]] = value & 0xffffffff
+    elif dst_sel in (1, 2, 5): (self.write64 if is64 else self.write32)(dst, value)
+    else: raise PacketError(f"PM4: COPY_DATA DST_SEL={dst_sel} (control {ctl:#x}) is not emulated at {where}")
+
+  def _pred_exec(self, body, where):
+    return 0 if (body[0] >> 24) & 1 else body[0] & 0x3fff  # one XCC: execute the block when XCC 0 is selected, else skip it
