@@ -1,0 +1,1 @@
+"""Fuzz targets; each module registers its targets with fuzz.registry on import."""

@@ -1,0 +1,99 @@
+"""Target `x86`: tinygrad's x86 ISA renderer (tinygrad/renderer/isa/x86.py) against its PYTHON backend.
+
+A random small program (fuzz.tiny_program) is scheduled by tinygrad; every kernel is compiled with X86Renderer (whose render()
+emits machine code directly and whose X86Compiler only un-hexes it, so no assembler is involved) and run in unicorn
+(fuzz.x86_unicorn), never on the host. The output buffer must match the same program realised on Device["PYTHON"].
+Kinds: `x86-mismatch` (wrong values), `x86-fault` (crash, bad access or runaway loop in unicorn), `x86-compile-error`
+(the renderer raised), `reference-error` (the PYTHON backend raised: not an x86 bug, kept apart), `unicorn-invalid-insn`
+(unicorn cannot execute an instruction the renderer emitted). Where unicorn ignores VEX 3-operand semantics (see
+x86_unicorn.vex_faithful: true of unicorn 2.1.x) value mismatches cannot be blamed on the renderer and are filed as
+`x86-mismatch-unverified`.
+"""
+from __future__ import annotations
+import random
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.codegen import do_to_program
+from tinygrad.engine.realize import get_call_arg_uops
+from tinygrad.helpers import Context, Target as TGTarget
+from tinygrad.renderer.isa.x86 import X86Renderer
+from tinygrad.uop.ops import Ops
+from fuzz import tiny_program, x86_unicorn
+from fuzz.finding import Finding
+from fuzz.registry import Target, register
+from fuzz.shrink import greedy
+
+RENDERER = X86Renderer(TGTarget("CPU", "X86", "x86_64,native"))
+VEX_OK = x86_unicorn.vex_faithful()
+TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-9}
+
+def _np_dtype(t:Tensor) -> np.dtype: return np.dtype(t.dtype.fmt) if t.dtype.fmt else np.dtype(t.dtype.name)
+
+def run_x86(case:dict) -> np.ndarray:
+  """Schedule the program, compile each kernel with X86Renderer and execute the kernels in order in unicorn; the output array."""
+  ins = [Tensor(tiny_program.input_array(i), device="PYTHON").realize() for i in case["inputs"]]
+  out = tiny_program.build(case, ins)
+  shape, dt = out.shape, _np_dtype(out)
+  linear = out.schedule_linear()
+  mem: dict = {}  # BUFFER uop -> bytes
+  def content(b) -> bytes:
+    if b not in mem: mem[b] = b.buffer.as_memoryview().tobytes() if b.buffer.is_allocated() else bytes(b.buffer.nbytes)
+    return mem[b]
+  for call in linear.src:
+    if call.src[0].op is not Ops.SINK: raise Finding("x86-unsupported", f"schedule item {call.src[0].op}", key=(str(call.src[0].op),))
+    try: prg = do_to_program(call.src[0], RENDERER)
+    except Exception as e: raise Finding("x86-compile-error", f"{type(e).__name__}: {e}", key=(type(e).__name__,)) from None
+    code, info = next(s.arg for s in prg.src if s.op is Ops.BINARY), prg.arg
+    bufs = get_call_arg_uops(call)
+    names = {f"b{i}": b for i, b in enumerate(bufs)}
+    if any(v.expr != "core_id" for v in info.vars): raise Finding("x86-unsupported", f"kernel vars {info.vars}", key=("vars",))
+    for core in range(int(info.global_size[0]) if info.vars else 1):
+      args = [f"b{i}" for i in info.globals] + [core for _ in info.vars]
+      try: res = x86_unicorn.call(code, args, {n: content(b) for n, b in names.items()})
+      except x86_unicorn.Fault as e:
+        kind = "unicorn-invalid-insn" if "INSN_INVALID" in str(e) else "x86-fault"
+        raise Finding(kind, f"{e}; steps {case['steps']}", key=(str(e).split(" at ")[0][:40],)) from None
+      for n, b in names.items(): mem[b] = res[n]
+  ob = out.uop.buf_uop
+  return np.frombuffer(content(ob), dtype=dt)[:int(np.prod(shape))].reshape(shape)
+
+def run_reference(case:dict) -> np.ndarray:
+  """The same program realised by tinygrad's PYTHON backend."""
+  ins = [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]]
+  try: return tiny_program.build(case, ins).numpy()
+  except Exception as e: raise Finding("reference-error", f"{type(e).__name__}: {e}", key=(type(e).__name__,)) from None
+
+def generate(rng:random.Random) -> dict: return tiny_program.generate(rng)
+
+def check(case:dict) -> None:
+  """Raise a Finding when the x86-rendered program, run in unicorn, disagrees with the PYTHON backend."""
+  with Context(DEV="PYTHON"):
+    ref = run_reference(case)
+    got = run_x86(case)
+  if got.shape != ref.shape: raise Finding("x86-mismatch", f"shape {got.shape} != {ref.shape}", key=("shape",))
+  if got.dtype.kind == "f":
+    tol = TOL.get(got.dtype.name, 1e-5)
+    ok = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol, atol=tol, equal_nan=True)
+  else: ok = got == ref
+  if not ok.all():
+    i = tuple(int(k) for k in np.argwhere(~ok)[0])
+    ops = sorted({s[0] if s[0] not in ("unary", "binary") else s[1] for s in case["steps"]})
+    raise Finding("x86-mismatch" if VEX_OK else "x86-mismatch-unverified",
+                  f"{(~ok).sum()} of {ok.size} values differ, first at {i}: x86 {got[i]!r} vs PYTHON {ref[i]!r}; steps {case['steps']}",
+                  key=(got.dtype.name, *ops))
+
+def simpler(case:dict):
+  """Drop a step, drop the second input, or replace an input value by 0 or 1."""
+  for i in range(len(case["steps"])): yield {**case, "steps": case["steps"][:i] + case["steps"][i+1:]}
+  for j, inp in enumerate(case["inputs"]):
+    for k, v in enumerate(inp["data"]):
+      for nv in (0, 1):
+        if v == nv: continue
+        new = {**inp, "data": inp["data"][:k] + [nv] + inp["data"][k+1:]}
+        yield {**case, "inputs": case["inputs"][:j] + [new] + case["inputs"][j+1:]}
+
+def minimise(case:dict, fails) -> dict:
+  """Shrink steps first, then input values, while the same finding persists."""
+  return greedy(case, fails, simpler, budget=40)
+
+register(Target("x86", generate, check, minimise, doc="tinygrad's x86 ISA renderer run in unicorn vs the PYTHON backend"))

@@ -1,0 +1,111 @@
+"""Random small tinygrad programs as JSON data: inputs (dtype, shape, values) and a list of steps applied to the first input.
+
+`generate(rng)` draws one, tracking shapes and dtypes so every step is valid; `build(case, inputs)` turns it into a Tensor.
+"""
+from __future__ import annotations
+import math, random
+import numpy as np
+from tinygrad import Tensor, dtypes
+
+FLOATS, INTS = ("float32", "float64", "float16"), ("int32", "int64", "int8", "uint8")
+EDGE = {"f": [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -7.25, 1e-3, 65504.0, 1e30, float("inf"), float("-inf"), float("nan")],
+        "i": [0, 1, -1, 2, 7, 100, -128, 127, 255, 2**31-1, -2**31]}
+UNARY_F = ("neg", "abs", "relu", "sqrt", "exp2", "log2", "square", "trunc", "recip")
+UNARY_I = ("neg", "abs", "relu", "square")
+BINARY_F, BINARY_I = ("add", "sub", "mul", "max", "min", "div", "lt"), ("add", "sub", "mul", "max", "min", "lt", "and", "xor", "idiv")
+
+def _values(rng:random.Random, dtype:str, n:int) -> list:
+  info = np.iinfo(dtype) if dtype in INTS else None
+  out = []
+  for _ in range(n):
+    if dtype in FLOATS: out.append(rng.choice(EDGE["f"]) if rng.random() < 0.3 else round(rng.uniform(-10, 10), 3))
+    else: out.append(int(np.clip(rng.choice(EDGE["i"]) if rng.random() < 0.3 else rng.randint(-20, 20), info.min, info.max)))
+  return out
+
+def generate(rng:random.Random, max_steps:int=6) -> dict:
+  """A random program: 1-2 inputs of one shape (1-3 dims of 1-6), then up to `max_steps` steps."""
+  shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
+  dtype = rng.choice(FLOATS + INTS)
+  inputs = [{"dtype": dtype, "shape": shape, "data": _values(rng, dtype, math.prod(shape))} for _ in range(rng.randint(1, 2))]
+  steps, shp, dt = [], list(shape), dtype
+  for _ in range(rng.randint(1, max_steps)):
+    kind = rng.choice(["unary", "binary", "binary", "reduce", "permute", "reshape", "expand", "pad", "shrink", "flip", "cast", "where"])
+    ax = rng.randrange(len(shp))
+    if kind == "unary": steps.append(["unary", rng.choice(UNARY_F if dt in FLOATS else UNARY_I)])
+    elif kind == "binary":
+      op = rng.choice(BINARY_F if dt in FLOATS else BINARY_I)
+      if op == "idiv": steps.append(["binary", op, "const", rng.choice([1, 2, 3, 7, -5])])
+      elif rng.random() < 0.4: steps.append(["binary", op, "const", _values(rng, dt, 1)[0]])
+      elif shp == shape and dt == dtype and rng.random() < 0.5: steps.append(["binary", op, "input", rng.randrange(len(inputs))])
+      else: steps.append(["binary", op, "flip", ax])
+    elif kind == "where" and shp == shape and dt == dtype: steps.append(["where", rng.randrange(len(inputs))])
+    elif kind == "reduce" and len(shp) > 1:
+      steps.append(["reduce", rng.choice(["sum", "max"]), ax]); shp.pop(ax)
+    elif kind == "permute":
+      perm = list(range(len(shp))); rng.shuffle(perm); steps.append(["permute", perm]); shp = [shp[p] for p in perm]
+    elif kind == "reshape":
+      n = math.prod(shp); shp = [n] if len(shp) > 1 or n == 1 else [d:=next(k for k in range(2, n + 1) if n % k == 0), n // d]
+      steps.append(["reshape", shp])
+    elif kind == "expand" and len(shp) < 4:
+      n = rng.randint(2, 4); steps.append(["expand", ax, n]); shp.insert(ax, n)
+    elif kind == "pad": steps.append(["pad", ax, rng.randint(0, 2), rng.randint(0, 2)]); shp[ax] += steps[-1][2] + steps[-1][3]
+    elif kind == "shrink" and shp[ax] > 1:
+      a = rng.randrange(shp[ax]); b = rng.randint(a + 1, shp[ax]); steps.append(["shrink", ax, a, b]); shp[ax] = b - a
+    elif kind == "flip": steps.append(["flip", ax])
+    elif kind == "cast": dt = rng.choice([d for d in FLOATS + INTS if d != dt]); steps.append(["cast", dt])
+  return {"inputs": inputs, "steps": steps}
+
+def _binary(x:Tensor, op:str, y) -> Tensor:
+  match op:
+    case "add": return x + y
+    case "sub": return x - y
+    case "mul": return x * y
+    case "max": return x.maximum(y)
+    case "min": return x.minimum(y)
+    case "div": return x / y
+    case "idiv": return x // y
+    case "and": return x & y
+    case "xor": return x ^ y
+    case "lt": return (x < y).where(x, y)  # keeps the dtype: bool outputs are not what we want to compare
+  raise ValueError(f"unknown binary op {op}")
+
+def _unary(x:Tensor, op:str) -> Tensor:
+  match op:
+    case "neg": return -x
+    case "abs": return x.abs()
+    case "relu": return x.relu()
+    case "sqrt": return x.abs().sqrt()
+    case "exp2": return x.clip(-60, 60).exp2()
+    case "log2": return (x.abs() + 1).log2()
+    case "square": return x * x
+    case "trunc": return x.trunc()
+    case "recip": return x.reciprocal()
+  raise ValueError(f"unknown unary op {op}")
+
+def input_array(spec:dict) -> np.ndarray:
+  """The numpy array of one input spec."""
+  return np.array(spec["data"], dtype=spec["dtype"]).reshape(spec["shape"])
+
+def build(case:dict, inputs:list[Tensor]) -> Tensor:
+  """Apply the case's steps to `inputs[0]` (other inputs serve as operands); the result is made contiguous."""
+  x = inputs[0]
+  for st in case["steps"]:
+    match st:
+      case ["unary", op]: x = _unary(x, op)
+      case ["binary", op, "const", v]: x = _binary(x, op, Tensor(v, dtype=x.dtype, device=x.device))
+      case ["binary", op, "input", j]: x = _binary(x, op, inputs[j])
+      case ["binary", op, "flip", ax]: x = _binary(x, op, x.flip(ax))
+      case ["where", j]: x = (x > 0).where(x, inputs[j])
+      case ["reduce", "sum", ax]: x = x.sum(ax, dtype=x.dtype)
+      case ["reduce", "max", ax]: x = x.max(ax)
+      case ["permute", perm]: x = x.permute(*perm)
+      case ["reshape", shape]: x = x.reshape(*shape)
+      case ["expand", ax, n]: x = x.unsqueeze(ax).expand(*[n if i == ax else -1 for i in range(x.ndim + 1)])
+      case ["pad", ax, a, b]: x = x.pad(tuple((a, b) if i == ax else (0, 0) for i in range(x.ndim)))
+      case ["shrink", ax, a, b]: x = x.shrink(tuple((a, b) if i == ax else None for i in range(x.ndim)))
+      case ["flip", ax]: x = x.flip(ax)
+      case ["cast", dt]:
+        if dtypes.is_float(x.dtype) and dt in INTS: x = x.isnan().where(0, x).clip(-100, 100)  # out-of-range float->int is UB
+        x = x.cast(getattr(dtypes, dt))
+      case _: raise ValueError(f"bad step {st}")
+  return x.contiguous()
