@@ -9,7 +9,7 @@ wall time. A device the bench cannot run yet shows as "not available" with the r
   --timeout S            per-device time limit in seconds (default 900)
 """
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, time
+import argparse, importlib.util, json, os, subprocess, sys, time
 from dataclasses import dataclass
 import numpy as np
 
@@ -29,6 +29,18 @@ DEVICES = [
 ]
 # tinygrad's own UOp interpreter: not an emulated device, but checks the demo's numpy references (`--devices reference`)
 REFERENCE = DemoDevice("reference", "PYTHON")
+
+def unavailable_reason(d:DemoDevice) -> str | None:
+  """Why the bench cannot run this device yet, or None when it can (checked before starting a child process)."""
+  iface, _, rest = d.dev.partition("+")
+  if iface.startswith("MOCKPCI") and importlib.util.find_spec("mockgpu.pci") is None:
+    return "the AM driver's PCI device is not emulated yet (mockgpu/pci)"
+  if rest.startswith("NV") and importlib.util.find_spec("mockgpu.nv") is None: return "the NVIDIA RM/UVM mock is not written yet (mockgpu/nv)"
+  if rest.startswith("AMD"):
+    from emu.amd.arch import SPECS
+    arch = (rest.split(":") + ["", ""])[2] or "gfx1100"
+    if arch not in SPECS or not SPECS[arch].supported: return f"the AMD emulator does not implement {arch} yet"
+  return None
 
 # ---- the programs: each returns (tinygrad result, numpy reference) ----
 def _rand(rng, *shape): return rng.standard_normal(shape).astype(np.float32)
@@ -111,6 +123,9 @@ def _fmt_time(s) -> str:
 
 def run_device(d:DemoDevice, programs:list[str], timeout:float, progress) -> list[dict]:
   """Run the programs on one device in a child process; one result row per program (or one 'unavailable' row)."""
+  if (why:=unavailable_reason(d)) is not None:
+    progress(d, row:={"unavailable": why})
+    return [row]
   env = {**os.environ, "DEV": d.dev, **dict(d.env)}
   cmd = [sys.executable, "-m", "emu.demo", "--child", ",".join(programs)]
   rows: list[dict] = []

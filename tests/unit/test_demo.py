@@ -20,3 +20,20 @@ def test_broken_device_reports_reason_not_crash():
   sys_env = {**os.environ, "DEV": "NOSUCH+AMD"}
   r = subprocess.run([sys.executable, "-m", "emu.demo", "--child", "elementwise"], capture_output=True, text=True, timeout=300, env=sys_env)
   assert r.returncode == 0 and '"unavailable"' in r.stdout
+
+def test_gfx1100_rows_correct_with_emulator_counters():
+  r = demo("--devices", "gfx1100", "--programs", "elementwise,matmul")
+  rows = {row[1]: row for row in (l.split() for l in r.stdout.splitlines()) if row and row[0] == "gfx1100"}
+  assert set(rows) == {"elementwise", "matmul"}, r.stdout + r.stderr
+  for row in rows.values():
+    assert row[2] == "yes" and int(row[3]) >= 1 and int(row[4].replace(",", "")) > 0, row   # correct, kernels, wave-instructions
+  assert r.returncode == 0
+
+def test_unimplemented_devices_say_why():
+  from emu.demo import DEVICES, unavailable_reason
+  from emu.amd.arch import SPECS
+  for d in DEVICES:
+    arch = d.dev.split(":")[-1]
+    if d.dev.startswith("MOCKKFD+AMD"): assert (unavailable_reason(d) is None) == SPECS[arch].supported, d
+  r = demo("--devices", "nv")
+  assert "not available" in r.stdout and r.returncode == 1   # nothing ran: the demo does not claim success
