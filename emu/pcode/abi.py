@@ -46,7 +46,11 @@ There are three kinds of op:
           for S_MOVREL*, HW_REGISTERS (indexable) for S_GETREG/S_SETREG.
 'wave'    VALU ops that work on the whole wave (V_READLANE, V_WRITELANE, V_READFIRSTLANE, V_PERMLANE*): called once
           per wave with Python ints like 'scalar' plus VGPR (2-D uint32 array, VGPR[lane, reg]), SRC0/VDST register
-          numbers, EXEC as an int mask.
+          numbers, EXEC as an int mask. WMMA (V_WMMA_*, rdna3 wave32, semantics hand-written: emu.pcode.handwritten) is a
+          'wave' op too: it reads VGPR, SRC0 SRC1 SRC2 VDST (0-based VGPR numbers of A, B, C and D), OPSEL, NEG (the VOP3P
+          neg bits: signedness of A/B for IU8/IU4) and CLAMP, and writes the 8 D registers of all 32 lanes in VGPR.
+Scalar S_MOVRELD*/S_MOVRELSD* also read SDST (the destination SGPR number); vector V_MOVREL*/V_SWAPREL* read SRC0/VDST
+register numbers and VGPR like V_INTERP_* (and may write VGPR[lanes, reg], one wave per call).
 
 Every kind may read `WAVE32`/`WAVE64` (bools) and the mode bits `MODE_IEEE` (bool, WAVE_MODE.IEEE) and `ROUND_MODE`
 (int, 0 = round to nearest even). Floating-point results follow numpy's IEEE arithmetic (round to nearest even) with

@@ -28,10 +28,12 @@ UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "
                 "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP"}
 MASK_REGS = {"EXEC", "VCC"}
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
+CONST_FIELDS = {("WAVE_STATUS", "PRIV"): "0"}  # the emulator runs user code only
 HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
 # per-arch spellings of the same operand in memory pseudocode (all address helpers evaluate to ADDR anyway)
-ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA"}
-_FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan"}
+ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA",
+           "ADDR_BASE": "ADDR"}
+_FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan", "MAX_FLOAT_F32": "3.4028234663852886e+38"}
 _DT = {("f", 16): "np.float16", ("f", 32): "np.float32", ("f", 64): "np.float64", ("bf", 16): "np.float32"}
 
 def isint(t): return t[0] in ("u", "i", "b")
@@ -202,6 +204,7 @@ class Gen:
       n = FIELD_NAMES[(e.expr.id, e.name)]
       self.reads.add(n)
       return Val(n, ("bool", 1))
+    if isinstance(e.expr, Name) and (e.expr.id, e.name) in CONST_FIELDS: return Val(CONST_FIELDS[(e.expr.id, e.name)], ("u", 1))
     if isinstance(e.expr, Name) and e.expr.id in ("NAN", "INF", "DENORM") and e.typ:
       self.floats = True
       if e.expr.id == "DENORM": raise CodegenError("DENORM outside a comparison")
@@ -651,8 +654,8 @@ class Gen:
       else: self.emit(f"MEM.write({a.code}, {v.code}, {nb})")
       return
     # VGPR[lane][reg] = value
-    if isinstance(target, View) and isinstance(target.expr, Index) and (target.expr.expr == Name("SGPR") or
-                                                                        isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
+    if isinstance(target, View) and isinstance(target.expr, Index) and \
+       (target.expr.expr == Name("SGPR") or isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
       target = target.expr  # SGPR[i].b32 / VGPR[lane][reg].b32: a whole register
     if isinstance(target, Index) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "VGPR":
       lane, reg = self.conv(self.expr(target.expr.index), ("u", 32)), self.conv(self.expr(target.index), ("u", 32))
@@ -770,6 +773,9 @@ class Gen:
         val = f"np.asarray({self.lane(Val(code, b.typ, b.vary))}, dtype=np.uint64).astype(np.uint32)"
         if self.mask: val = f"where({self.mask}, {val}, {n}[:, {col}])"
         self.emit(f"{n}[:, {col}] = {val}")
+      return
+    if self.is_wide(n) and lo == 0 and w == width:
+      self.emit(f"{n} = {f'np.where({self.mask}[:, None], words({b.code}, {w // 32}), {n})' if self.mask else f'words({b.code}, {w // 32})'}")
       return
     if self.is_wide(n): raise CodegenError(f"unaligned write to wide operand {n}")
     if lo == 0 and w >= min(width, 32) and w >= width:

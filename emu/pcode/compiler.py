@@ -10,7 +10,7 @@ from emu.pcode.nodes import Call, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -113,7 +113,7 @@ def compile_op(arch:str, op) -> CompiledOp:
   """Compile one opcode of an arch into a `CompiledOp` (memoised; generated source cached on disk). Raises Unsupported."""
   a = arch_name(arch)
   if (ov := overrides.lookup(a, op)) is not None: return ov
-  text = pcode_table(a).get(op)
+  reason, text = overrides.fixed_pcode(op) or ("", pcode_table(a).get(op))
   if text is None: raise Unsupported("no pcode", "the wheel has no pseudocode for this opcode", op.name)
   entry = disk.load(a, op, text, GENERATOR_VERSION)
   if entry is None:
@@ -124,4 +124,4 @@ def compile_op(arch:str, op) -> CompiledOp:
   try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
-                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text)
+                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason)

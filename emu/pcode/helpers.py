@@ -134,6 +134,14 @@ def msad_u8(a, b, c):
     d = np.where(x > y, x - y, y - x) if isinstance(x, np.ndarray) else abs(x - y)
     acc = acc + (np.where(y == 0, 0, d).astype(np.uint64) if isinstance(d, np.ndarray) else (0 if y == 0 else d))
   return acc
+def is_even(x): return _ret(np.asarray(np.fmod(x, 2.0) == 0), x)
+def to_norm(signed:bool):
+  """f16/f32 -> snorm/unorm 16: clamp to [-1, 1] / [0, 1], scale by 32767 / 65535, round to nearest even; NaN -> 0."""
+  def f(x):
+    v = np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0)
+    r = np.rint(np.clip(v, -1.0 if signed else 0.0, 1.0) * (32767.0 if signed else 65535.0)).astype(np.int64)
+    return r.view(np.uint64) if isinstance(x, np.ndarray) else int(r)
+  return f
 def calc_addr(*args, **kw):
   raise RuntimeError("address helpers are resolved to ADDR at compile time")
 def trig(fn):
@@ -173,6 +181,11 @@ HELPERS: dict[str, Helper] = {
   "i16_to_f16": Helper("i16_to_f16", F16, (I16,)), "u16_to_f16": Helper("u16_to_f16", F16, (U16,)),
   "u8_to_u32": Helper("signext", U32, (U8,)), "u4_to_u32": Helper("signext", U32, (("u", 4),)),
   "i32_to_i16": Helper("signext", I16, (I32,)), "u32_to_u16": Helper("signext", U16, (U32,)),
+  "isEven": Helper("is_even", BOOL, ("float",)),
+  "f16_to_snorm": Helper("to_snorm", I16, (F16,)), "f32_to_snorm": Helper("to_snorm", I16, (F32,)),
+  "f16_to_unorm": Helper("to_unorm", U16, (F16,)), "f32_to_unorm": Helper("to_unorm", U16, (F32,)),
+  "v_cvt_i16_f32": Helper("f32_to_i16", I16, (F32,)), "v_cvt_u16_f32": Helper("f32_to_u16", U16, (F32,)),
+  "writeableBitMask": Helper("writeable_mask", U32, (U32, None)),
 }
 for _k, _s in (("u32", False), ("i32", True), ("u16", False), ("i16", True), ("u64", False), ("i64", True)):
   _t = ("i" if _s else "u", int(_k[1:]))
@@ -202,6 +215,7 @@ def namespace() -> dict:
   ns.update(np=np, fma=fma, isnan=isnan, is_snan=is_snan, is_qnan=is_qnan, quiet=quiet, is_denorm=is_denorm, exponent=exponent, mantissa=mantissa,
             sign=sign, fabs=fabs, ldexp=ldexp, pow_f=pow_f, signext=signext, signext_from_bit=signext_from_bit, popcount=popcount,
             reverse_bits32=lambda x: R.reverse_bits(x, 32), ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
+            is_even=is_even, to_snorm=to_norm(True), to_unorm=to_norm(False), writeable_mask=lambda reg, priv: 0xffffffff,
             fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=0, ROUND_TOWARD_ZERO=3)
   for n in ("sqrt", "trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
   ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")

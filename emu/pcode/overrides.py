@@ -1,19 +1,23 @@
-"""The override table: opcodes whose vendor pcode is prose or wrong, with the reason for each.
+"""The override table: opcodes whose vendor pcode is prose, incomplete or wrong, with the reason for each.
 
-`EXECUTOR_OWNED`: control/wait/barrier ops whose behaviour is the executor's (they come back as kind 'executor').
-Each entry is tested in tests/unit/pcode/test_overrides.py."""
+Three kinds of entry, looked up by mnemonic (the same name on every arch unless the table says otherwise):
+- `EXECUTOR_OWNED`: control/wait/barrier ops and ops whose pcode is prose about hardware the executor owns (cross-lane
+  swizzles, GS registers, buffer formats): they come back as kind 'executor' with `fn is None`.
+- `PCODE_FIXES`: corrected pcode, compiled by the normal compiler (the vendor entry leaves a table empty or names an operand
+  the executor never provides).
+- `HANDWRITTEN`: semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers, WMMA).
+Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py."""
 from __future__ import annotations
 from emu.pcode.abi import CompiledOp
 
+_COUNTER_WAIT = "memory counter wait (executor)"
+_CACHE = "cache control"
+_FORMAT = "converts through the buffer resource's data format, which only the executor decodes (pcode: ConvertFromFormat/ConvertToFormat)"
 EXECUTOR_OWNED = {
-  "S_WAITCNT": "waits on memory counters: timing, owned by the executor", "S_WAITCNT_VSCNT": "memory counter wait (executor)",
-  "S_WAITCNT_VMCNT": "memory counter wait (executor)", "S_WAITCNT_LGKMCNT": "memory counter wait (executor)",
-  "S_WAITCNT_EXPCNT": "memory counter wait (executor)", "S_WAIT_LOADCNT": "memory counter wait (executor)",
-  "S_WAIT_STORECNT": "memory counter wait (executor)", "S_WAIT_DSCNT": "memory counter wait (executor)",
-  "S_WAIT_KMCNT": "memory counter wait (executor)",
-  "S_WAIT_SAMPLECNT": "memory counter wait (executor)", "S_WAIT_BVHCNT": "memory counter wait (executor)",
-  "S_WAIT_EXPCNT": "memory counter wait (executor)",
-  "S_WAIT_LOADCNT_DSCNT": "memory counter wait (executor)", "S_WAIT_STORECNT_DSCNT": "memory counter wait (executor)",
+  "S_WAITCNT": "waits on memory counters: timing, owned by the executor", "S_WAITCNT_VSCNT": _COUNTER_WAIT, "S_WAITCNT_VMCNT": _COUNTER_WAIT,
+  "S_WAITCNT_LGKMCNT": _COUNTER_WAIT, "S_WAITCNT_EXPCNT": _COUNTER_WAIT, "S_WAIT_LOADCNT": _COUNTER_WAIT, "S_WAIT_STORECNT": _COUNTER_WAIT,
+  "S_WAIT_DSCNT": _COUNTER_WAIT, "S_WAIT_KMCNT": _COUNTER_WAIT, "S_WAIT_SAMPLECNT": _COUNTER_WAIT, "S_WAIT_BVHCNT": _COUNTER_WAIT,
+  "S_WAIT_EXPCNT": _COUNTER_WAIT, "S_WAIT_LOADCNT_DSCNT": _COUNTER_WAIT, "S_WAIT_STORECNT_DSCNT": _COUNTER_WAIT,
   "S_WAIT_ALU": "dependency wait (executor)", "S_WAIT_IDLE": "wait (executor)", "S_WAIT_EVENT": "wait (executor)",
   "S_BARRIER": "workgroup barrier (executor/dispatcher)", "S_BARRIER_WAIT": "workgroup barrier (executor)",
   "S_BARRIER_SIGNAL": "workgroup barrier (executor)", "S_BARRIER_SIGNAL_ISFIRST": "workgroup barrier (executor)",
@@ -22,22 +26,53 @@ EXECUTOR_OWNED = {
   "S_SLEEP_VAR": "timing only", "S_SETPRIO": "scheduling priority; timing only", "S_CODE_END": "padding, never executed",
   "S_SENDMSG": "message to the SPI/host (executor)", "S_SENDMSGHALT": "message (executor)", "S_SENDMSG_RTN_B32": "message (executor)",
   "S_SENDMSG_RTN_B64": "message (executor)", "S_TRAP": "trap entry (executor)", "S_RFE_B64": "trap return (executor)",
-  "S_ICACHE_INV": "cache control",
-  "S_DCACHE_INV": "cache control", "S_GL1_INV": "cache control", "S_TTRACEDATA": "trace (executor)", "S_TTRACEDATA_IMM": "trace (executor)",
+  "S_ICACHE_INV": _CACHE, "S_DCACHE_INV": _CACHE, "S_GL1_INV": _CACHE, "S_TTRACEDATA": "trace (executor)", "S_TTRACEDATA_IMM": "trace (executor)",
   "S_CLAUSE": "scheduling hint", "S_SETHALT": "halts the wave (executor)", "S_WAKEUP": "wave wakeup (executor)", "S_INST_PREFETCH": "prefetch hint",
   "S_ROUND_MODE": "mode register write (executor)", "S_DENORM_MODE": "mode register write (executor)", "S_VERSION": "no operation",
-  "S_DCACHE_WB": "cache control", "S_DCACHE_INV_VOL": "cache control", "S_DCACHE_WB_VOL": "cache control", "BUFFER_WBL2": "cache control",
-  "BUFFER_INV": "cache control", "BUFFER_GL0_INV": "cache control", "BUFFER_GL1_INV": "cache control", "BUFFER_WBINVL1": "cache control",
-  "BUFFER_WBINVL1_VOL": "cache control", "GLOBAL_INV": "cache control", "GLOBAL_WB": "cache control", "GLOBAL_WBINV": "cache control",
+  "S_DCACHE_WB": _CACHE, "S_DCACHE_INV_VOL": _CACHE, "S_DCACHE_WB_VOL": _CACHE, "BUFFER_WBL2": _CACHE, "BUFFER_INV": _CACHE,
+  "BUFFER_GL0_INV": _CACHE, "BUFFER_GL1_INV": _CACHE, "BUFFER_WBINVL1": _CACHE, "BUFFER_WBINVL1_VOL": _CACHE, "GLOBAL_INV": _CACHE,
+  "GLOBAL_WB": _CACHE, "GLOBAL_WBINV": _CACHE,
   "S_CBRANCH_CDBGSYS": "debugger branch (executor)", "S_CBRANCH_CDBGUSER": "debugger branch (executor)",
   "S_CBRANCH_CDBGSYS_OR_USER": "debugger branch (executor)", "S_CBRANCH_CDBGSYS_AND_USER": "debugger branch (executor)",
+  # prose pcode about hardware outside one lane's registers
+  "DS_SWIZZLE_B32": "cross-lane swizzle; the pcode is C-like prose over thread_in/thread_out (executor moves data between lanes)",
+  "DS_ADD_GS_REG_RTN": "geometry-shader ordered-count registers (graphics only; prose pcode)",
+  "DS_SUB_GS_REG_RTN": "geometry-shader ordered-count registers (graphics only; prose pcode)",
+  "DS_BVH_STACK_RTN_B32": "ray-tracing traversal stack (prose pcode with DECODE_ADDR/DATA_VALID functions)",
+  "DS_APPEND": "wave-wide LDS/GDS counter at M0.base, incremented by the active-lane count (prose pcode; executor)",
+  "DS_CONSUME": "wave-wide LDS/GDS counter at M0.base, decremented by the active-lane count (prose pcode; executor)",
+  "DS_CONDXCHG32_RTN_B64": "GDS conditional exchange; the pcode redeclares its own operands (ADDR = S0, RETURN_DATA as an array)",
+  "LDS_DIRECT_LOAD": "LDS-direct parameter load (the pcode is a field list; executor)", "IMAGE_GET_LOD": "texture sampling (prose pcode)",
+  **{f"{p}_{d}FORMAT_{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")
+     for d in ("", "D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW")},
 }
 
+# name -> (reason, corrected pcode)
+PCODE_FIXES = {
+  "V_CVT_OFF_F32_I4_E32": ("the vendor entry declares CVT_OFF_TABLE but never fills it; the table is i4 / 16 (0, 0.0625 ... 0.4375, -0.5 ... "
+                           "-0.0625)", "D0.f32 = 32'F(S0.i4.i32) * 0.0625F"),
+  "GLOBAL_LOAD_ADDTID_B32": ("ADDR is the effective address the executor computes (SGPR base + offset + laneId * 4); the pcode names the "
+                             "SGPR pair SGPR_ADDR", "RETURN_DATA.u32 = MEM[ADDR].u32"),
+  "GLOBAL_STORE_ADDTID_B32": ("ADDR is the effective address the executor computes (SGPR base + offset + laneId * 4); the pcode names the "
+                              "SGPR pair SGPR_ADDR", "MEM[ADDR].u32 = DATA.u32"),
+}
+PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
+_RNDNE = "the vendor's floor(x + 0.5) rounds x + 0.5 first (0.49999997 -> 1.0); the instruction rounds to the nearest even integer exactly"
+for _w in ("F16", "F32", "F64"):
+  for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64", f"S_RNDNE_{_w}"):
+    PCODE_FIXES[_name] = (_RNDNE, f"D0.{_w.lower()} = rint(S0.{_w.lower()})")
+
+def fixed_pcode(op) -> tuple[str, str] | None:
+  """(reason, corrected pcode) for an opcode whose vendor pcode is replaced, else None."""
+  return PCODE_FIXES.get(op.name)
+
 def lookup(arch:str, op) -> CompiledOp | None:
-  """The override for an opcode, or None when its pcode is used."""
+  """The executor-owned or hand-written op for an opcode, or None when its (possibly corrected) pcode is compiled."""
   if op.name in EXECUTOR_OWNED: return CompiledOp(arch, op.name, "executor", None, override=EXECUTOR_OWNED[op.name])
-  return None
+  from emu.pcode import handwritten
+  return handwritten.lookup(arch, op)
 
 def extra_ops(arch:str) -> list:
-  """Opcodes with an override but no pcode entry (none yet)."""
-  return []
+  """Opcodes with a hand-written override but no pcode entry."""
+  from emu.pcode import handwritten
+  return handwritten.extra_ops(arch)

@@ -2,7 +2,7 @@
 or from the ISA text worked by hand, never from the compiler."""
 import numpy as np
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.enum import DSOp, GLOBALOp, SOP1Op, SOP2Op, SOPCOp, VOP1Op, VOP2Op, VOP3Op, VOP3SDOp, VOPCOp
+from tinygrad.runtime.autogen.amd.rdna3.enum import DSOp, GLOBALOp, SOP1Op, SOP2Op, SOPCOp, VOP1Op, VOP2Op, VOP3Op, VOP3POp, VOP3SDOp, VOPCOp
 from emu.pcode import OpState, Unsupported, compile_op
 
 def u32(*v): return np.array([x & 0xffffffff for x in v], dtype=np.uint64)
@@ -114,5 +114,48 @@ def test_ds_load_store_and_atomic():
   assert compile_op("rdna3", DSOp.DS_ADD_RTN_U32).mem_rmw
 
 def test_unsupported_is_reported():
-  with pytest.raises(Unsupported): compile_op("rdna3", VOP3Op.V_DIV_FIXUP_F32)
+  from tinygrad.runtime.autogen.amd.rdna3.enum import MIMGOp
+  with pytest.raises(Unsupported): compile_op("rdna3", MIMGOp.IMAGE_SAMPLE)  # no pcode in the wheel
   assert compile_op("gfx1100", VOP2Op.V_ADD_F32_E32).kind == "vector"
+
+# ---- packed / sub-dword writes, byte permutes, bit reversal (expected values worked by hand from the ISA text) ----
+def test_v_pk_add_f16_halves_independent():
+  a = np.array([[1.5, 65504.0], [-0.0, np.inf]], np.float16)  # [lo, hi] per lane
+  b = np.array([[2.25, 65504.0], [-0.0, -1.0]], np.float16)
+  st = run(VOP3POp.V_PK_ADD_F16, S0=a.view(np.uint32).astype(np.uint64).ravel(), S1=b.view(np.uint32).astype(np.uint64).ravel())
+  got = st.D0.astype(np.uint32).view(np.float16).reshape(2, 2)
+  assert got[0, 0] == 3.75 and got[0, 1] == np.inf and got.view(np.uint16)[1, 0] == 0x8000 and got[1, 1] == np.inf
+
+def test_v_pk_mad_i16_wraps_per_half():
+  st = run(VOP3POp.V_PK_MAD_I16, S0=u32(0x7fff_0003), S1=u32(0x0002_fffe), S2=u32(0x0001_0001))
+  assert int(st.D0[0]) == (((0x7fff * 2 + 1) & 0xffff) << 16) | ((3 * -2 + 1) & 0xffff)
+
+def test_global_load_d16_hi_i8_keeps_low_half():
+  m = Mem(8)
+  m.b[3] = 0x80
+  st = run(GLOBALOp.GLOBAL_LOAD_D16_HI_I8, ADDR=np.array([3], np.uint64), MEM=m, VDATA=u32(0x1234_5678))
+  assert int(st.VDATA[0]) == 0xff80_5678
+
+def test_v_perm_b32_selectors():
+  # bytes of {S0, S1}: 0-3 from S1, 4-7 from S0; 8-11 replicate sign bits of bytes 1,3,5,7; 12 -> 0x00; >= 13 -> 0xff
+  st = run(VOP3Op.V_PERM_B32, S0=u32(0x8899aabb, 0x11223344), S1=u32(0xccddeeff, 0x55667788), S2=u32(0x07000401, 0x0c0d0b08))
+  assert int(st.D0[0]) == 0x88ffbbee and int(st.D0[1]) == 0x00ff0000
+
+def test_v_sat_pk_u8_i16_and_brev():
+  assert int(run(VOP1Op.V_SAT_PK_U8_I16_E32, S0=u32(0xff80_0123)).D0[0]) == 0x00ff
+  assert int(run(VOP1Op.V_SAT_PK_U8_I16_E32, S0=u32(0x0042_0100)).D0[0]) == 0x42ff
+  assert run(SOP1Op.S_BREV_B32, S0=0x0000_0001).D0 == 0x8000_0000 and run(SOP1Op.S_BREV_B64, S0=0x3).D0 == 0xc000_0000_0000_0000
+  assert list(run(VOP1Op.V_BFREV_B32_E32, S0=u32(0x1, 0xf0000000)).D0) == [0x80000000, 0xf]
+
+def test_s_min_f32_signed_zero_and_nan():
+  f = lambda x: int(np.float32(x).view(np.uint32))  # noqa: E731
+  assert run(SOP2Op.S_MIN_F32, S0=f(0.0), S1=f(-0.0), MODE_IEEE=False).D0 == 0x80000000
+  assert run(SOP2Op.S_MIN_F32, S0=f(np.nan), S1=f(2.0), MODE_IEEE=False).D0 == f(2.0)
+  assert run(SOP2Op.S_MAX_F32, S0=f(-1.0), S1=f(3.0), MODE_IEEE=True).D0 == f(3.0)
+
+def test_v_readfirstlane_picks_lowest_active_lane():
+  c = compile_op("rdna3", VOP1Op.V_READFIRSTLANE_B32_E32)
+  vgpr = np.arange(32 * 4, dtype=np.uint32).reshape(32, 4)
+  st = OpState(VGPR=vgpr, SRC0=2, EXEC=0b1000, WAVE32=True, WAVE64=False)
+  c.fn(st)
+  assert st.D0 == 3 * 4 + 2

@@ -1,0 +1,219 @@
+"""Hand-written semantics for the override table (see emu.pcode.overrides): ops whose vendor pcode is wrong or prose.
+
+IEEE division (what LLVM emits for an f32/f64 `a / b`):
+  d' = V_DIV_SCALE(d, d, n); n' = V_DIV_SCALE(n, d, n) -> VCC; r = V_RCP(d'); Newton steps with V_FMA on d', n', r giving a
+  quotient q' and residual e; q = V_DIV_FMAS(e, r, q') (uses VCC); result = V_DIV_FIXUP(q, d, n).
+DIV_SCALE scales operands by 2**±64 (f32; 2**±128 for f64) so the Newton steps see no denormals and no overflow. When it scales
+numerator and denominator alike the quotient is unchanged (VCC = 0); when it scales only one of them it sets VCC and the
+quotient is off by 2**±64, which DIV_FMAS undoes inside its fused multiply-add (one rounding, so denormal quotients round
+correctly): 2**+64 if the scaled quotient S2 is large (exponent above the bias), else 2**-64. DIV_FIXUP handles the special
+operands (NaN, 0, inf) and a quotient that overflowed in the scaled domain, and applies the sign.
+The vendor pcode gets this wrong: DIV_SCALE leaves D0 unwritten when no scaling is needed, writes VCC as a whole register,
+tests `1.0 / d` for denormal in f64 (never true for f32 d) and scales a huge denominator up instead of down; DIV_FMAS always
+scales by 2**32 (2**64 for f64); DIV_FIXUP names undefined constants (UNDERFLOW_F32, OVERFLOW_F32).
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from typing import Callable
+import numpy as np
+from emu.pcode import numerics as N
+from emu.pcode import runtime as R
+from emu.pcode.abi import CompiledOp
+
+@dataclass(frozen=True)
+class _Fmt:
+  ftype: type
+  utype: type
+  bias: int
+  mbits: int
+  scale: int     # DIV_SCALE/DIV_FMAS scale exponent
+  far: int       # exponent difference n - d from which the quotient is near overflow
+  tiny: int      # numerator exponent field at or below which the numerator is too small for the residual
+
+_F32 = _Fmt(np.float32, np.uint32, 127, 23, 64, 96, 23)
+_F64 = _Fmt(np.float64, np.uint64, 1023, 52, 128, 768, 53)
+_F16 = _Fmt(np.float16, np.uint16, 15, 10, 0, 0, 0)
+
+def _f(bits, f:_Fmt): return np.asarray(bits).astype(f.utype).view(f.ftype)
+def _bits(x, f:_Fmt): return np.asarray(x, f.ftype).view(f.utype).astype(np.uint64)
+def _expf(x, f:_Fmt): return ((x.view(f.utype).astype(np.int64) >> f.mbits) & (2 * f.bias + 1))
+
+def div_scale(f:_Fmt):
+  def op(st):
+    s0, d, n = _f(st.S0, f), _f(st.S1, f), _f(st.S2, f)
+    ed, en = _expf(d, f), _expf(n, f)
+    with np.errstate(all="ignore"):
+      tiny_min = np.float64(2.0) ** (1 - f.bias)
+      q64 = n.astype(np.float64) / d.astype(np.float64) if f is _F32 else np.abs(n) / np.abs(d)
+      zero = (d == 0) | (n == 0)
+      far = ~zero & (en - ed >= f.far)
+      d_den = ~zero & ~far & (ed == 0)
+      d_huge = ~zero & ~far & ~d_den & (np.abs(d.astype(np.float64)) > 1 / tiny_min)   # 1/d is denormal
+      q_den = ~zero & ~far & ~d_den & (np.abs(q64) < tiny_min) & np.isfinite(q64)
+      n_tiny = ~zero & ~far & ~d_den & ~d_huge & ~q_den & (en <= f.tiny)
+      is_d, is_n = s0.view(f.utype) == d.view(f.utype), s0.view(f.utype) == n.view(f.utype)
+      up, down = N.ldexp(s0, f.scale), N.ldexp(s0, -f.scale)
+      out = np.where(zero, np.asarray(np.nan, f.ftype), s0)
+      out = np.where(far & is_d, up, out)                    # quotient near overflow: scale only the denominator up
+      out = np.where(d_den | n_tiny, up, out)                # both up: ratio unchanged
+      out = np.where(d_huge & q_den & is_d, down, out)       # 1/d and n/d denormal: scale only the denominator down
+      out = np.where(d_huge & ~q_den, down, out)             # 1/d denormal: both down
+      out = np.where(~d_huge & q_den & is_n, up, out)        # n/d denormal: scale only the numerator up
+    st.D0 = _bits(out, f)
+    st.VCC = (far | q_den).astype(np.uint64)
+  return op
+
+def div_fmas(f:_Fmt):
+  def op(st):
+    a, b, c = _f(st.S0, f), _f(st.S1, f), _f(st.S2, f)
+    vcc = np.asarray(st.VCC).astype(bool)
+    k = np.where(vcc, np.where(_expf(c, f) > f.bias, f.scale, -f.scale), 0)
+    with np.errstate(all="ignore"):
+      if f is _F32:
+        # round to odd at 53 bits (RZ with the inexact bit as sticky), scale exactly in f64, then one rounding to f32
+        A, B, C = (x.astype(np.float64) for x in (a, b, c))
+        rz, ru = N.fma_f64(A, B, C, N.RM_ZERO), N.fma_f64(A, B, C, N.RM_UP)
+        odd = np.where(np.isfinite(rz) & (rz != ru), rz.view(np.uint64) | np.uint64(1), rz.view(np.uint64)).view(np.float64)
+        r = N.f64_to_f32(np.where(np.isfinite(rz), odd, N.fma_f64(A, B, C)) * np.float64(2.0) ** k)
+      else: r = N.ldexp(N.fma_f64(a, b, c), k)  # scaled results below the f64 normal range round twice
+    st.D0 = _bits(r, f)
+  return op
+
+def div_fixup(f:_Fmt):
+  def op(st):
+    q, d, n = _f(st.S0, f), _f(st.S1, f), _f(st.S2, f)
+    neg = np.signbit(d) ^ np.signbit(n)
+    inf, zero = np.where(neg, -np.inf, np.inf).astype(f.ftype), np.where(neg, -0.0, 0.0).astype(f.ftype)
+    default_nan = _f(np.uint64(0xffc00000 if f is _F32 else 0xfff8000000000000 if f is _F64 else 0xfe00), f)
+    with np.errstate(all="ignore"):
+      out = np.where(neg, -np.abs(q), np.abs(q)).astype(f.ftype)
+      out = np.where(~np.isfinite(q), inf, out)                          # the quotient overflowed in the scaled domain
+      out = np.where((np.abs(d) == np.inf) | (n == 0), zero, out)        # x/inf, 0/y
+      out = np.where((d == 0) | (np.abs(n) == np.inf), inf, out)         # x/0, inf/y
+      out = np.where(((d == 0) & (n == 0)) | ((np.abs(d) == np.inf) & (np.abs(n) == np.inf)), default_nan, out)
+      out = np.where(np.isnan(d), N.quiet_nan(d), out)
+      out = np.where(np.isnan(n), N.quiet_nan(n), out)
+    st.D0 = _bits(out, f)
+  return op
+
+def _two_over_pi_bits(nbits:int) -> int:
+  """floor(2/pi * 2**nbits), exactly (pi by Machin's formula in integer arithmetic with guard bits)."""
+  prec = nbits + 64
+  def arctan_inv(x:int) -> int:
+    total, term, k, x2 = 0, (1 << prec) // x, 0, x * x
+    while term:
+      total += term // (2 * k + 1) if k % 2 == 0 else -(term // (2 * k + 1))
+      term //= x2
+      k += 1
+    return total
+  pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
+  return ((2 << (2 * prec)) // pi) >> (prec - nbits)
+
+_TWO_OVER_PI = _two_over_pi_bits(1201)  # the fraction bits b_1200 .. b_0 of 2/pi
+
+def trig_preop(st):
+  """V_TRIG_PREOP_F64: 53 bits of 2/pi starting `S1[4:0] * 53` bits (plus S0's excess exponent over 1077) below the binary
+  point, as a double scaled to their position (2**-53-shift; 2**128 more when S0's exponent field is >= 1968). The vendor pcode
+  keeps the low 53 bits of the shifted constant instead of the top ones and builds 2/pi from a double."""
+  x = _f(st.S0, _F64)
+  e = _expf(x, _F64)
+  out = np.empty(len(x), np.float64)
+  for i, (ei, s1) in enumerate(zip(e.tolist(), np.asarray(st.S1).tolist())):
+    shift = (int(s1) & 31) * 53 + max(ei - 1077, 0)
+    chunk = (_TWO_OVER_PI << 53 >> (1201 - shift)) & ((1 << 53) - 1)
+    out[i] = N.ldexp(np.float64(chunk), -53 - shift + (128 if ei >= 1968 else 0))
+  st.D0 = out.view(np.uint64)
+
+# ---- WMMA (RDNA3 wave32), layout of AMD's RDNA3 ISA guide / GPUOpen's WMMA article ----
+# A (16x16): lane i (and its copy i + 16) holds row i, element k at bits [w*k, w*k + w) of the register run SRC0...
+# B (16x16): lane j (and j + 16) holds column j the same way, from SRC1. C/D: register v of lane l holds element
+# [2v + l // 16][l % 16] (f32/i32: the whole register; f16/bf16: the low half, or the high half when OPSEL bit 2 is set).
+_WMMA_IN = {"F16": (16, "f16"), "BF16": (16, "bf16"), "IU8": (8, "iu"), "IU4": (4, "iu")}
+
+def _unpack_rows(vgpr, reg:int, w:int) -> np.ndarray:
+  """16 elements of w bits per lane, lanes 0-15, as a (16, 16) uint64 array."""
+  words = vgpr[0:16, reg:reg + (16 * w) // 32].astype(np.uint64)
+  k = np.arange(16)
+  return (words[:, (k * w) // 32] >> ((k * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
+
+def _values(bits:np.ndarray, w:int, kind:str, signed:bool) -> np.ndarray:
+  if kind == "f16": return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+  if kind == "bf16": return (bits << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+  v = bits.astype(np.int64)
+  return np.where(signed & (v >= (1 << (w - 1))), v - (1 << w), v)
+
+def wmma(src:str, dst:str):
+  w, kind = _WMMA_IN[src]
+  def op(st):
+    vgpr, hi = st.VGPR, (int(st.OPSEL) >> 2) & 1
+    neg = int(getattr(st, "NEG", 0))
+    a = _values(_unpack_rows(vgpr, int(st.SRC0), w), w, kind, bool(neg & 1))
+    b = _values(_unpack_rows(vgpr, int(st.SRC1), w), w, kind, bool(neg & 2)).T
+    c_words = np.stack([vgpr[0:16, int(st.SRC2):int(st.SRC2) + 8], vgpr[16:32, int(st.SRC2):int(st.SRC2) + 8]], axis=2)  # [col, v, row%2]
+    c_bits = c_words.transpose(1, 2, 0).reshape(16, 16).astype(np.uint64)  # [2v + half, col]
+    if dst == "F32": c = c_bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    elif dst == "I32": c = c_bits.astype(np.uint32).view(np.int32).astype(np.int64)
+    else: c = _values((c_bits >> np.uint64(16 * hi)) & np.uint64(0xffff), 16, dst.lower(), False)
+    with np.errstate(all="ignore"):
+      d = a @ b + c  # f64 products are exact; one rounding to the output format below
+      if dst == "F32": out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
+      elif dst == "F16": out = d.astype(np.float16).view(np.uint16).astype(np.uint64)
+      elif dst == "BF16": out = np.asarray(R.bf16_bits(d.astype(np.float32)), np.uint64)
+      else:
+        d = d.astype(np.int64)
+        out = (np.clip(d, -(1 << 31), (1 << 31) - 1) if st.CLAMP else d).astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+    if dst in ("F16", "BF16"):
+      old = np.stack([vgpr[0:16, int(st.VDST):int(st.VDST) + 8], vgpr[16:32, int(st.VDST):int(st.VDST) + 8]], axis=2)
+      old = old.transpose(1, 2, 0).reshape(16, 16).astype(np.uint64)
+      out = (old & ~np.uint64(0xffff << (16 * hi))) | (out << np.uint64(16 * hi))
+    out = out.reshape(8, 2, 16).transpose(2, 0, 1).astype(np.uint32)  # [col, v, half]
+    vgpr[0:16, int(st.VDST):int(st.VDST) + 8] = out[:, :, 0]
+    vgpr[16:32, int(st.VDST):int(st.VDST) + 8] = out[:, :, 1]
+    st.VGPR = vgpr
+  return op
+
+@dataclass(frozen=True)
+class Hand:
+  """One hand-written op: the reason, kind, function and the operand metadata of its `CompiledOp`."""
+  reason: str
+  kind: str
+  fn: Callable
+  reads: tuple
+  writes: tuple
+  widths: dict
+  lane_masks: tuple = ()
+
+_DIV = "IEEE division helper; the vendor pcode is wrong (see emu.pcode.handwritten)"
+HANDWRITTEN: dict[str, Hand] = {
+  "V_DIV_SCALE_F32": Hand(_DIV, "vector", div_scale(_F32), ("S0", "S1", "S2"), ("D0", "VCC"), {"S0": 32, "S1": 32, "S2": 32, "D0": 32, "VCC": 1},
+                          ("VCC",)),
+  "V_DIV_SCALE_F64": Hand(_DIV, "vector", div_scale(_F64), ("S0", "S1", "S2"), ("D0", "VCC"), {"S0": 64, "S1": 64, "S2": 64, "D0": 64, "VCC": 1},
+                          ("VCC",)),
+  "V_DIV_FMAS_F32": Hand(_DIV, "vector", div_fmas(_F32), ("S0", "S1", "S2", "VCC"), ("D0",), {"S0": 32, "S1": 32, "S2": 32, "D0": 32, "VCC": 1},
+                         ("VCC",)),
+  "V_DIV_FMAS_F64": Hand(_DIV, "vector", div_fmas(_F64), ("S0", "S1", "S2", "VCC"), ("D0",), {"S0": 64, "S1": 64, "S2": 64, "D0": 64, "VCC": 1},
+                         ("VCC",)),
+  "V_DIV_FIXUP_F32": Hand(_DIV, "vector", div_fixup(_F32), ("S0", "S1", "S2"), ("D0",), {"S0": 32, "S1": 32, "S2": 32, "D0": 32}),
+  "V_DIV_FIXUP_F64": Hand(_DIV, "vector", div_fixup(_F64), ("S0", "S1", "S2"), ("D0",), {"S0": 64, "S1": 64, "S2": 64, "D0": 64}),
+  "V_DIV_FIXUP_F16": Hand(_DIV, "vector", div_fixup(_F16), ("S0", "S1", "S2"), ("D0",), {"S0": 16, "S1": 16, "S2": 16, "D0": 16}),
+  "V_TRIG_PREOP_F64": Hand("trig range reduction constant; the vendor pcode takes the wrong end of the shifted 2/pi (see trig_preop)", "vector",
+                           trig_preop, ("S0", "S1"), ("D0",), {"S0": 64, "S1": 32, "D0": 64}),
+}
+_WMMA = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): wave32 register layout in "
+         "emu.pcode.handwritten")
+for _src, _dst in (("F16", "F32"), ("BF16", "F32"), ("F16", "F16"), ("BF16", "BF16"), ("IU8", "I32"), ("IU4", "I32")):
+  HANDWRITTEN[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), ("VGPR", "SRC0", "SRC1", "SRC2", "VDST", "OPSEL", "NEG",
+                                                                                          "CLAMP"), ("VGPR",), {})
+
+def lookup(arch:str, op) -> CompiledOp | None:
+  """The hand-written op for an opcode of an arch, or None."""
+  h = HANDWRITTEN.get(op.name)
+  if h is None: return None
+  if arch != "rdna3" and h.kind == "wave": return None  # WMMA: the rdna3 wave32 layout only
+  reads = frozenset(h.reads) | ({"n"} if h.kind == "vector" else set())
+  return CompiledOp(arch, op.name, h.kind, h.fn, reads, frozenset(h.writes), dict(h.widths), frozenset(h.lane_masks), override=h.reason,
+                    source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})")
+
+def extra_ops(arch:str) -> list:
+  """Opcodes with a hand-written op and no pcode entry (none: every hand-written op replaces a vendor entry)."""
+  return []

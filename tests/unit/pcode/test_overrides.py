@@ -1,0 +1,186 @@
+"""The override table (emu.pcode.overrides): every corrected or hand-written entry has a test stating why it is needed.
+Expected values come from numpy's IEEE arithmetic or from constants published independently of the ISA text."""
+import numpy as np
+import pytest
+from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp, SOPPOp, VOP1Op, VOP3Op, VOP3POp, VOP3SDOp
+from emu.pcode import OpState, compile_op, ops_for
+from emu.pcode.overrides import EXECUTOR_OWNED, PCODE_FIXES
+from emu.pcode.handwritten import HANDWRITTEN
+
+def call(op, **kw):
+  c = compile_op("rdna3", op)
+  n = next(len(v) for v in kw.values() if isinstance(v, np.ndarray))
+  st = OpState(n=n, laneId=np.arange(n, dtype=np.uint64), D0=np.zeros(n, np.uint64), **kw)
+  c.fn(st)
+  return st
+
+def b32(x): return np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+def b64(x): return np.asarray(x, np.float64).view(np.uint64)
+def neg32(b): return b ^ np.uint64(0x80000000)
+def neg64(b): return b ^ np.uint64(1 << 63)
+
+def llvm_fdiv_f32(a, b):
+  """The gfx11 f32 division sequence LLVM emits (denormals on): div_scale x2, rcp, 4 fma, div_fmas, div_fixup."""
+  n, d = b32(a), b32(b)
+  den = call(VOP3SDOp.V_DIV_SCALE_F32, S0=d, S1=d, S2=n).D0
+  st = call(VOP3SDOp.V_DIV_SCALE_F32, S0=n, S1=d, S2=n)
+  num, vcc = st.D0, st.VCC
+  rcp = call(VOP1Op.V_RCP_F32_E32, S0=den).D0
+  fma = lambda x, y, z: call(VOP3Op.V_FMA_F32, S0=x, S1=y, S2=z).D0  # noqa: E731
+  e = fma(neg32(den), rcp, b32(np.ones(len(n), np.float32)))
+  rcp = fma(e, rcp, rcp)
+  q = call(VOP3Op.V_MUL_F32, S0=num, S1=rcp).D0
+  r = fma(neg32(den), q, num)
+  q = fma(r, rcp, q)
+  r = fma(neg32(den), q, num)
+  q = call(VOP3Op.V_DIV_FMAS_F32, S0=r, S1=rcp, S2=q, VCC=vcc).D0
+  return call(VOP3Op.V_DIV_FIXUP_F32, S0=q, S1=d, S2=n).D0
+
+def llvm_fdiv_f64(a, b):
+  n, d = b64(a), b64(b)
+  den = call(VOP3SDOp.V_DIV_SCALE_F64, S0=d, S1=d, S2=n).D0
+  st = call(VOP3SDOp.V_DIV_SCALE_F64, S0=n, S1=d, S2=n)
+  num, vcc = st.D0, st.VCC
+  fma = lambda x, y, z: call(VOP3Op.V_FMA_F64, S0=x, S1=y, S2=z).D0  # noqa: E731
+  one = b64(np.ones(len(n)))
+  rcp = call(VOP1Op.V_RCP_F64_E32, S0=den).D0
+  rcp = fma(fma(neg64(den), rcp, one), rcp, rcp)
+  rcp = fma(fma(neg64(den), rcp, one), rcp, rcp)
+  q = call(VOP3Op.V_MUL_F64, S0=num, S1=rcp).D0
+  r = fma(neg64(den), q, num)
+  q = call(VOP3Op.V_DIV_FMAS_F64, S0=r, S1=rcp, S2=q, VCC=vcc).D0
+  return call(VOP3Op.V_DIV_FIXUP_F64, S0=q, S1=d, S2=n).D0
+
+F32_CASES = [(1.0, 3.0), (-7.0, 2.0), (2.0, 3.0), (1e-40, 3.0), (3.0, 1e-40), (1e-40, 1e-41), (1e-45, 2.0), (3e38, 1e-3), (3e38, 1e-30),
+             (1e-30, 3e38), (1.0, 3e38), (5e37, 3e38), (1e-38, 3e38), (1e-20, 1e19), (3e38, 0.5), (1.0, 0.0), (-1.0, 0.0), (0.0, 0.0),
+             (0.0, -5.0), (np.inf, 2.0), (2.0, -np.inf), (np.inf, np.inf), (np.nan, 1.0), (1.0, np.nan), (-0.0, 3.0), (1e-44, 1e-45),
+             (1.17549435e-38, 0.9999999), (16777215.0, 16777216.0), (1e-42, 1e30), (3.4028235e38, 1.1754944e-38)]
+
+def test_llvm_f32_division_is_correctly_rounded():
+  a = np.array([x for x, _ in F32_CASES], np.float32)
+  b = np.array([y for _, y in F32_CASES], np.float32)
+  rng = np.random.default_rng(0)
+  ra = (rng.standard_normal(2000) * 2.0 ** rng.integers(-140, 127, 2000)).astype(np.float32)
+  rb = (rng.standard_normal(2000) * 2.0 ** rng.integers(-140, 127, 2000)).astype(np.float32)
+  a, b = np.concatenate([a, ra]), np.concatenate([b, rb])
+  with np.errstate(all="ignore"): want = a / b
+  got = llvm_fdiv_f32(a, b).astype(np.uint32).view(np.float32)
+  ok = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+  assert ok.all(), [(a[i], b[i], got[i], want[i]) for i in np.nonzero(~ok)[0][:5]]
+
+def test_llvm_f64_division_is_correctly_rounded():
+  cases = [(1.0, 3.0), (1e-310, 3.0), (3.0, 1e-310), (1e308, 1e-10), (1e-300, 1e300), (1.0, 1e308), (1.0, 0.0), (0.0, 0.0), (np.inf, np.inf),
+           (np.nan, 2.0), (-0.0, 1.0), (5e-324, 2.0)]
+  a, b = np.array([x for x, _ in cases]), np.array([y for _, y in cases])
+  rng = np.random.default_rng(1)
+  a = np.concatenate([a, rng.standard_normal(500) * 2.0 ** rng.integers(-900, 900, 500)])
+  b = np.concatenate([b, rng.standard_normal(500) * 2.0 ** rng.integers(-900, 900, 500)])
+  with np.errstate(all="ignore"): want = a / b
+  got = llvm_fdiv_f64(a, b).view(np.float64)
+  ok = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+  assert ok.all(), [(a[i], b[i], got[i], want[i]) for i in np.nonzero(~ok)[0][:5]]
+
+def test_div_scale_sets_vcc_only_when_scaling_one_operand():
+  # 1/3: no scaling, D0 = S0 (the vendor pcode leaves D0 unwritten); 1e-40 / 3: numerator scaled by 2**64 and VCC set
+  st = call(VOP3SDOp.V_DIV_SCALE_F32, S0=b32([1.0, 1e-40]), S1=b32([3.0, 3.0]), S2=b32([1.0, 1e-40]))
+  assert list(st.VCC) == [0, 1] and st.D0[0] == b32(1.0) and st.D0[1] == b32(np.float32(1e-40) * np.float32(2.0 ** 64))
+
+def test_div_fixup_f16_special_cases():
+  h = lambda *v: np.array(v, np.float16).view(np.uint16).astype(np.uint64)  # noqa: E731
+  st = call(VOP3Op.V_DIV_FIXUP_F16, S0=h(0.5, 0.5, 0.5, 0.5, 0.5), S1=h(2.0, 0.0, -np.inf, 0.0, -4.0), S2=h(1.0, -3.0, 1.0, 0.0, 2.0))
+  got = st.D0.astype(np.uint16).view(np.float16)
+  assert got[0] == 0.5 and got[1] == -np.inf and got[2] == 0 and np.signbit(got[2]) and np.isnan(got[3]) and got[4] == -0.5
+
+# 2/pi in hex, 24 bits per word: the two_over_pi table of fdlibm's __kernel_rem_pio2 (Sun Microsystems, 1993)
+TWO_OVER_PI_HEX = "A2F9836E4E441529FC2757D1F534DDC0DB6295993C439041FE5163"
+
+def test_trig_preop_f64_walks_the_bits_of_2_over_pi():
+  ref = int(TWO_OVER_PI_HEX, 16)
+  nbits = 4 * len(TWO_OVER_PI_HEX)
+  st = call(VOP3Op.V_TRIG_PREOP_F64, S0=b64([1.0, 1.0, 1.0]), S1=np.array([0, 1, 2], np.uint64))
+  for k, v in enumerate(st.D0.view(np.float64)):
+    chunk = (ref >> (nbits - 53 * (k + 1))) & ((1 << 53) - 1)
+    assert v == np.ldexp(float(chunk), -53 * (k + 1)), k
+  # a large input shifts the window by its exponent field's excess over 1077 (2**60: 1083 - 1077 = 6 bits)
+  big = call(VOP3Op.V_TRIG_PREOP_F64, S0=b64([2.0 ** 60]), S1=np.array([0], np.uint64)).D0.view(np.float64)[0]
+  assert big == np.ldexp(float((ref >> (nbits - 53 - 6)) & ((1 << 53) - 1)), -53 - 6)
+
+def test_cvt_off_f32_i4_table():
+  # vendor entry: an empty CVT_OFF_TABLE; the table is the signed 4-bit value / 16
+  got = call(VOP1Op.V_CVT_OFF_F32_I4_E32, S0=np.arange(16, dtype=np.uint64) | np.uint64(0xf0)).D0.astype(np.uint32).view(np.float32)
+  assert list(got) == [i / 16 for i in range(8)] + [(i - 16) / 16 for i in range(8, 16)]
+
+def test_addtid_memory_ops_use_the_effective_address():
+  class Mem:
+    def __init__(self): self.w = {}
+    def read(self, addrs, nbytes): return np.array([0x1234 + int(a) for a in addrs], np.uint64)
+    def write(self, addrs, values, nbytes): self.w.update(zip(map(int, addrs), map(int, values)))
+  m = Mem()
+  assert list(call(GLOBALOp.GLOBAL_LOAD_ADDTID_B32, ADDR=np.array([8, 12], np.uint64), MEM=m).RETURN_DATA) == [0x123c, 0x1240]
+  call(GLOBALOp.GLOBAL_STORE_ADDTID_B32, ADDR=np.array([8, 12], np.uint64), DATA=np.array([5, 6], np.uint64), MEM=m)
+  assert m.w == {8: 5, 12: 6}
+
+def test_every_override_has_a_reason_and_compiles():
+  names = {op.name: op for op in ops_for("rdna3")}
+  for name in (*EXECUTOR_OWNED, *PCODE_FIXES, *HANDWRITTEN):
+    if name not in names: continue
+    c = compile_op("rdna3", names[name])
+    assert c.override, name
+    assert (c.kind == "executor") == (name in EXECUTOR_OWNED), name
+  assert compile_op("rdna3", SOPPOp.S_ENDPGM).fn is None
+
+@pytest.mark.parametrize("arch", ["rdna3"])
+def test_no_unsupported_ops(arch):
+  from emu.pcode import Unsupported
+  bad = []
+  for op in ops_for(arch):
+    try: compile_op(arch, op)
+    except Unsupported as e: bad.append(str(e))
+  assert bad == [], bad[:5]
+
+def test_rndne_rounds_exactly():
+  x = np.array([0.49999997, 0.5, 1.5, 2.5, -2.5, -0.5, 8388609.0, np.inf, -0.0], np.float32)
+  got = call(VOP1Op.V_RNDNE_F32_E32, S0=b32(x)).D0.astype(np.uint32).view(np.float32)
+  assert got.view(np.uint32).tolist() == np.rint(x).view(np.uint32).tolist()
+  x64 = np.array([0.49999999999999994, 2.5, 4503599627370497.0])
+  assert call(VOP1Op.V_RNDNE_F64_E32, S0=b64(x64)).D0.view(np.float64).tolist() == np.rint(x64).tolist()
+
+# ---- WMMA: A row i in lane i (and i + 16), B column j in lane j, C/D element [2v + lane // 16][lane % 16] in register v ----
+def wmma_regs(a, b, c, w:int, c_dtype):
+  """Pack A/B (16x16 raw w-bit codes) and C (16x16 of c_dtype) into a (32, 64) VGPR file at v0, v8, v16 (by hand, from the layout)."""
+  vgpr = np.zeros((32, 64), np.uint32)
+  for lane in range(32):
+    for k in range(16):
+      vgpr[lane, (k * w) // 32] |= np.uint32(int(a[lane % 16, k]) << ((k * w) % 32))
+      vgpr[lane, 8 + (k * w) // 32] |= np.uint32(int(b[k, lane % 16]) << ((k * w) % 32))
+    for v in range(8):
+      vgpr[lane, 16 + v] = np.array([c[2 * v + lane // 16, lane % 16]], c_dtype).view(np.uint32 if c_dtype != np.float16 else np.uint16)[0]
+  return vgpr
+
+def run_wmma(op, vgpr, opsel=0, neg=0, clamp=0):
+  c = compile_op("rdna3", op)
+  assert c.kind == "wave"
+  st = OpState(VGPR=vgpr, SRC0=0, SRC1=8, SRC2=16, VDST=24, OPSEL=opsel, NEG=neg, CLAMP=clamp, EXEC=0xffffffff, WAVE32=True)
+  c.fn(st)
+  return np.array([[st.VGPR[(r % 2) * 16 + col, 24 + r // 2] for col in range(16)] for r in range(16)], np.uint32)
+
+def test_wmma_f32_f16_matches_numpy_matmul():
+  rng = np.random.default_rng(2)
+  a, b = rng.standard_normal((16, 16)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
+  c = rng.standard_normal((16, 16)).astype(np.float32)
+  d = run_wmma(VOP3POp.V_WMMA_F32_16X16X16_F16, wmma_regs(a.view(np.uint16), b.view(np.uint16), c, 16, np.float32)).view(np.float32)
+  want = a.astype(np.float64) @ b.astype(np.float64) + c
+  assert np.allclose(d, want, rtol=1e-6, atol=1e-6)
+
+def test_wmma_hand_worked_identity_and_i8():
+  # A = I, B[k][j] = k*16 + j, C = 1: D[r][j] = r*16 + j + 1; D[3][5] sits in register v25 (= 24 + 3 // 2) of lane 16 + 5
+  eye, bm = np.eye(16, dtype=np.float16), np.arange(256, dtype=np.float16).reshape(16, 16)
+  d = run_wmma(VOP3POp.V_WMMA_F32_16X16X16_F16, wmma_regs(eye.view(np.uint16), bm.view(np.uint16), np.ones((16, 16), np.float32), 16,
+                                                          np.float32)).view(np.float32)
+  assert d[3, 5] == 3 * 16 + 5 + 1 and (d == np.arange(256).reshape(16, 16) + 1).all()
+  # iu8 with A signed (NEG bit 0): row 0 of A all -1 (0xff), B all 2 -> D[0][j] = -32; unsigned A reads 255 -> 16 * 510
+  a8 = np.zeros((16, 16), np.uint8); a8[0] = 0xff
+  b8 = np.full((16, 16), 2, np.uint8)
+  regs = wmma_regs(a8, b8, np.zeros((16, 16), np.int32), 8, np.int32)
+  assert run_wmma(VOP3POp.V_WMMA_I32_16X16X16_IU8, regs.copy(), neg=1).view(np.int32)[0, 7] == -32
+  assert run_wmma(VOP3POp.V_WMMA_I32_16X16X16_IU8, regs.copy(), neg=0).view(np.int32)[0, 7] == 16 * 510
