@@ -34,7 +34,14 @@ There are three kinds of op:
           - wave-wide values that are the same for all lanes (M0, SCC) may be Python ints.
           - ADDR: for DS ops the lane's address VGPR (no instruction offset: the op adds OFFSET/OFFSET0/OFFSET1);
             for every other memory op the final effective byte address the executor computed (vaddr + saddr +
-            offset, buffer resource, scratch swizzle). Calc*Addr(...) helpers in the pcode evaluate to ADDR.
+            offset, buffer resource, scratch swizzle). Calc*Addr(...) helpers in the pcode evaluate to ADDR whatever their
+            arity and argument names (rdna4: vgpr_a/v_addr/s_saddr/sgpr_o/flat_scratch/sgpr_base/offset; cdna: VADDR/SADDR/
+            SRSRC/SBASE/SOFFSET), so rdna3, rdna4 and cdna memory ops take the same inputs; a CalcDsAddr with an offset
+            argument, and every DS entry that never names the offset (rdna3 atomics, byte/short loads and stores), use
+            ADDR + OFFSET (OFFSET = offset0 | offset1 << 8), so DS ops read OFFSET whenever the hardware adds it.
+          - ops that read VGPR[laneId][SRC0] or write VGPR[laneId][VDST] bits (rdna4 V_CVT_F32_FP8 with OPSEL byte select,
+            V_CVT_PK_FP8_F32 / V_CVT_SR_FP8_F32 and cdna V_CVT_SCALEF32_* that keep the other destination bytes) list
+            'VGPR' in reads/writes and work like V_INTERP_* (one wave per call, VGPR[lanes, reg]).
           - MEM: a `VectorMemory` (see below): LDS for DS ops, global memory otherwise.
           - VGPR (only when 'VGPR' in op.reads/op.writes, e.g. V_INTERP_*): 2-D uint32 array indexed VGPR[lanes, reg]
             with lanes a uint64 array of in-wave lane indices of this batch's wave (the executor calls such ops one
@@ -49,6 +56,9 @@ There are three kinds of op:
           numbers, EXEC as an int mask. WMMA (V_WMMA_*, rdna3 wave32, semantics hand-written: emu.pcode.handwritten) is a
           'wave' op too: it reads VGPR, SRC0 SRC1 SRC2 VDST (0-based VGPR numbers of A, B, C and D), OPSEL, NEG (the VOP3P
           neg bits: signedness of A/B for IU8/IU4) and CLAMP, and writes the 8 D registers of all 32 lanes in VGPR.
+          rdna4 V_WMMA_* (F16/BF16/IU8/IU4/FP8/BF8 inputs, 16x16x16 and IU4 16x16x32) take the same inputs in the RDNA4
+          wave32 layout (no lane duplication; f16/bf16 D packed in 4 registers, f32/i32 D in 8: see emu.pcode.handwritten).
+V_BITOP3_B16/B32 (cdna) read the instruction fields OMOD, ABS and NEG as ints (their bits form the truth table).
 Scalar S_MOVRELD*/S_MOVRELSD* also read SDST (the destination SGPR number); vector V_MOVREL*/V_SWAPREL* read SRC0/VDST
 register numbers and VGPR like V_INTERP_* (and may write VGPR[lanes, reg], one wave per call).
 

@@ -25,17 +25,21 @@ class Val:
 LANE_OPERANDS = {"S0", "S1", "S2", "S3", "D0", "D1", "DATA", "DATA0", "DATA1", "DATA2", "ADDR", "VDATA", "RETURN_DATA", "VADDR", "SRC0_LANE"}
 UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "VDST", "OFFSET", "OFFSET0", "OFFSET1", "OPSEL", "OPSEL_HI",
                 "WAVE32", "WAVE64", "MODE_IEEE", "ROUND_MODE", "EXECZ", "VCCZ", "SDATA", "SGPR", "HW_REGISTERS", "TTMP", "TBA", "TMA", "TrapID",
-                "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP"}
+                "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP", "OMOD"}
 MASK_REGS = {"EXEC", "VCC"}
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
 CONST_FIELDS = {("WAVE_STATUS", "PRIV"): "0"}  # the emulator runs user code only
 HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
 # per-arch spellings of the same operand in memory pseudocode (all address helpers evaluate to ADDR anyway)
 ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA",
-           "ADDR_BASE": "ADDR"}
+           "ADDR_BASE": "ADDR", "wave32": "WAVE32"}
+_NAN_HELPERS = {"isSignalNAN", "isQuietNAN", "isNAN", "cvtToQuietNAN"}
 _FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan", "MAX_FLOAT_F32": "3.4028234663852886e+38"}
 _DT = {("f", 16): "np.float16", ("f", 32): "np.float32", ("f", 64): "np.float64", ("bf", 16): "np.float32"}
 
+def is_vgpr(e) -> bool:
+  """`VGPR[lane][reg]`."""
+  return isinstance(e, Index) and isinstance(e.expr, Index) and e.expr.expr == Name("VGPR")
 def isint(t): return t[0] in ("u", "i", "b")
 def isfloat(t): return t[0] in ("f", "bf")
 def mask(w:int) -> int: return (1 << w) - 1
@@ -187,6 +191,7 @@ class Gen:
     if n in _FLOAT_CONST and n != "NAN": self.floats = True; return Val(f"float('{_FLOAT_CONST[n]}')" if n == "INF" else _FLOAT_CONST[n], ("f", 64))
     if n in ("TRUE", "FALSE", "true", "false"): return Val(str(n.lower() == "true"), ("bool", 1))
     if n in helpers.CONSTANTS: return Val(n, helpers.CONSTANTS[n])
+    if n == "ADDR" and self.info.get("ds_offset"): return self.ds_addr()
     if n in self.info["operands"] or n in UNIFORM_REGS or n in MASK_REGS:
       self.reads.add(n)
       if self.mode == "np" and n in MASK_REGS | {"D0", "D1"} and n in self.info["lanemask"]:
@@ -199,6 +204,19 @@ class Gen:
       return Val(n, ("b", w), vary)
     raise CodegenError(f"unknown name {n}")
 
+  def ds_addr(self) -> Val:
+    """A DS op's byte address: the address VGPR (ADDR) plus the instruction's 16-bit OFFSET."""
+    self.reads.update(("ADDR", "OFFSET"))
+    return Val("(ADDR + u64(OFFSET))" if self.mode == "np" else "(ADDR + OFFSET)", ("u", 64), self.mode == "np")
+
+  def calc_addr(self, e:Call) -> Val:
+    """Calc*Addr(...) (every arch's spelling and arity): the effective address the executor passes as ADDR. The arguments are not
+    evaluated (they name per-arch register fields). CalcDsAddr with a non-zero offset argument adds the instruction offset, as DS
+    ops get the bare address VGPR."""
+    if e.name == "CalcDsAddr" and any(helpers.const_eval(a) != 0 for a in e.args[1:]): return self.ds_addr()
+    self.reads.add("ADDR")
+    return Val("ADDR", ("u", 64), self.mode == "np")
+
   def e_View(self, e:View) -> Val:
     if isinstance(e.expr, Name) and (e.expr.id, e.name) in FIELD_NAMES:
       n = FIELD_NAMES[(e.expr.id, e.name)]
@@ -209,6 +227,7 @@ class Gen:
       self.floats = True
       if e.expr.id == "DENORM": raise CodegenError("DENORM outside a comparison")
       return Val(f"{_DT[e.typ]}(float('{e.expr.id.lower()}'))", e.typ)
+    if e.expr == Name("INST") and e.typ is None: return self.e_Name(Name(e.name))  # INST.OMOD: an instruction field
     if e.typ is None:
       if e.name == "f" or e.name == "u":  # `S0.f` in a few entries: the op's own width
         return self.expr(e.expr)
@@ -242,6 +261,7 @@ class Gen:
     if isinstance(base, Name) and base.id == "SGPR":
       self.reads.add("SGPR")
       return Val(f"SGPR[{self.conv(self.expr(e.index), ('u', 32)).code}]", ("b", 32))
+    if base == Name("MEM"): return self.mem_read(e.index, ("b", 32))  # untyped MEM[a]: a dword
     lm = self.lanemask_name(e)
     if lm:
       self.reads.add(lm)
@@ -303,8 +323,11 @@ class Gen:
 
   def e_Cast(self, e:Cast) -> Val:
     k, w = e.typ
-    t = {"u": ("u", w), "i": ("i", w), "b": ("u", w), "f": ("f", w)}[k]
+    t = {"u": ("u", w), "i": ("i", w), "b": ("u", w), "f": ("f", w), "bf": ("bf", w)}[k]
     v = self.expr(e.expr)
+    if k == "f" and isinstance(e.expr, View) and e.expr.name in ("fp8", "bf8"):  # 32'F(S0[7 : 0].fp8): decode the 8-bit float
+      self.floats = True
+      return self.conv(Val(f"{e.expr.name}_to_f32({self.clean(v).code})", ("f", 32), v.vary), t)
     if k == "b" and isfloat(v.typ): return self.bits(v) if v.typ[1] == w else self.conv(self.bits(v), t)
     if k == "f" and isint(v.typ) and w == 16 and isinstance(e.expr, Num) is False and v.typ[1] == 16: return self.from_bits(v, t)
     return self.conv(v, t)
@@ -425,10 +448,13 @@ class Gen:
 
   def e_Call(self, e:Call) -> Val:
     if e.name in self.lambdas: return self.call_lambda(e)
+    if e.name in helpers.ADDR_HELPERS: return self.calc_addr(e)
     h = helpers.HELPERS.get(e.name)
     if h is None: raise helpers.MissingHelper(e.name)
     if h.missing: raise helpers.MissingHelper(h.missing)
     args = [self.expr(a) for a in e.args]
+    if e.name in _NAN_HELPERS and isinstance(e.args[0], Cast) and e.args[0].typ == ("f", 64) and isfloat((inner := self.expr(e.args[0].expr)).typ):
+      args[0] = inner  # isSignalNAN(64'F(S0.f32)): classify the operand itself (widening in numpy quiets a signalling NaN)
     if h.args is not None:
       if len(h.args) != len(args): raise CodegenError(f"{e.name} takes {len(h.args)} arguments, got {len(args)}")
       args = [a if want is None else self.conv(a, helpers.arg_type(want, [x.typ for x in args])) for a, want in zip(args, h.args)]
@@ -622,6 +648,7 @@ class Gen:
     else: self.emit(f"{name} = {new.code}")
 
   def assign(self, target, value):
+    if isinstance(target, View) and target.expr == Name("TRAPSTS"): return  # exception status bits (TRAPSTS.INVALID): not modelled
     # variables
     if isinstance(target, Name) and ALIASES.get(target.id, target.id) not in self.info["operands"] and target.id not in UNIFORM_REGS | MASK_REGS:
       v = self.expr(value)
@@ -643,6 +670,7 @@ class Gen:
       self.assign_var(name, tv)
       return
     # MEM[addr].type = value
+    if isinstance(target, Index) and target.expr == Name("MEM"): target = View(target, "b32", ("b", 32))  # untyped MEM[a]: a dword
     if isinstance(target, View) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "MEM":
       a = self.conv(self.expr(target.expr.index), ("u", 64))
       v = self.bits(self.conv(self.expr(value), target.typ, numeric=False))
@@ -657,12 +685,8 @@ class Gen:
     if isinstance(target, View) and isinstance(target.expr, Index) and \
        (target.expr.expr == Name("SGPR") or isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
       target = target.expr  # SGPR[i].b32 / VGPR[lane][reg].b32: a whole register
-    if isinstance(target, Index) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "VGPR":
-      lane, reg = self.conv(self.expr(target.expr.index), ("u", 32)), self.conv(self.expr(target.index), ("u", 32))
-      v = self.conv(self.expr(value), ("u", 32), numeric=False)
-      self.writes.add("VGPR"); self.reads.add("VGPR")
-      if self.mode == "np": self.emit(f"vgpr_write(VGPR, {lane.code}, {self.lane(reg)}, {self.lane(v)}{', ' + self.mask if self.mask else ''})")
-      else: self.emit(f"VGPR[{lane.code}, {reg.code}] = {v.code}")
+    if is_vgpr(target):
+      self.vgpr_store(target, self.conv(self.expr(value), ("u", 32), numeric=False))
       return
     if isinstance(target, Index) and isinstance(target.expr, Name) and target.expr.id == "SGPR":
       i, v = self.conv(self.expr(target.index), ("u", 32)), self.conv(self.expr(value), ("u", 32), numeric=False)
@@ -699,6 +723,13 @@ class Gen:
       return
     self.assign_raw(target, self.expr(value))
 
+  def vgpr_store(self, target:Index, v:Val):
+    """VGPR[lane][reg] = v (32 bits)."""
+    lane, reg = self.conv(self.expr(target.expr.index), ("u", 32)), self.conv(self.expr(target.index), ("u", 32))
+    self.writes.add("VGPR"); self.reads.add("VGPR")
+    if self.mode == "np": self.emit(f"vgpr_write(VGPR, {lane.code}, {self.lane(reg)}, {self.lane(v)}{', ' + self.mask if self.mask else ''})")
+    else: self.emit(f"VGPR[{lane.code}, {reg.code}] = {v.code}")
+
   def assign_raw(self, target, v:Val):
     """Assignment to an operand/register, a typed view of one, a slice or a bit of one (or of a variable)."""
     if isinstance(target, Name):
@@ -722,8 +753,13 @@ class Gen:
       return
     if isinstance(target, Slice):
       base = target.expr.expr if isinstance(target.expr, View) else target.expr
-      if not isinstance(base, Name): raise CodegenError("slice assignment to an expression")
       lo_c, w, lo = self.slice_bounds(target)
+      if is_vgpr(base):  # VGPR[laneId][VDST.u32][15 : 0].b16 = value: merge into the register
+        lov = lo_c if lo_c is not None else self.conv(self.expr(lo), ("u", 32))
+        new = self.merge(self.bits(self.expr(base)), lov, w, self.conv(self.bits(v) if v.typ[0] != "bool" else v, ("u", w), numeric=False), 32)
+        self.vgpr_store(base, self.conv(new, ("u", 32), numeric=False))
+        return
+      if not isinstance(base, Name): raise CodegenError("slice assignment to an expression")
       lov = lo_c if lo_c is not None else self.conv(self.expr(lo), ("u", 32))
       self.write_bits(ALIASES.get(base.id, base.id), lov, w, self.conv(self.bits(v) if v.typ[0] != "bool" else self.bits(v), ("u", w),
                                                                         numeric=False))

@@ -4,13 +4,13 @@ import importlib
 from functools import cache
 from emu.pcode.abi import ARCH_ALIASES, CompiledOp, Unsupported
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
-from emu.pcode.helpers import MissingHelper, namespace
+from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, namespace
 from emu.pcode.lexer import PcodeSyntaxError
 from emu.pcode.nodes import Call, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 6
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -48,6 +48,7 @@ def scan(stmts, mode:str) -> dict:
     if n in LANE_OPERANDS or n.startswith(("VDATA", "SDATA", "RETURN_DATA", "DATA")):
       operands.add(n); widths[n] = max(widths.get(n, 0), w)
   for node in walk(stmts):
+    if isinstance(node, Call) and node.name in ADDR_HELPERS: note("ADDR", 64)
     if isinstance(node, View) and isinstance(node.expr, Name) and node.typ: note(node.expr.id, node.typ[1])
     elif isinstance(node, Slice) and isinstance(node.expr, (Name, View)):
       base = node.expr if isinstance(node.expr, Name) else node.expr.expr
@@ -84,6 +85,10 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
   kind = kind_of(fmt, stmts)
   mode = "np" if kind == "vector" else "py"
   info = scan(stmts, mode)
+  names = {x.id for x in walk(stmts) if isinstance(x, Name)} | {x.name for x in walk(stmts) if isinstance(x, Call)}
+  # DS entries that address MEM[ADDR] without naming the instruction offset (rdna3 atomics, byte/short loads and stores...): the
+  # hardware adds it all the same, and the executor passes the bare address VGPR (abi.py)
+  info["ds_offset"] = fmt == "DSOp" and kind == "vector" and "MEM" in names and not names & {"OFFSET", "OFFSET0", "OFFSET1", "CalcDsAddr"}
   try:
     g1 = Gen(mode, info)
     g1.block(stmts)
@@ -113,7 +118,7 @@ def compile_op(arch:str, op) -> CompiledOp:
   """Compile one opcode of an arch into a `CompiledOp` (memoised; generated source cached on disk). Raises Unsupported."""
   a = arch_name(arch)
   if (ov := overrides.lookup(a, op)) is not None: return ov
-  reason, text = overrides.fixed_pcode(op) or ("", pcode_table(a).get(op))
+  reason, text = overrides.fixed_pcode(op, a) or ("", pcode_table(a).get(op))
   if text is None: raise Unsupported("no pcode", "the wheel has no pseudocode for this opcode", op.name)
   entry = disk.load(a, op, text, GENERATOR_VERSION)
   if entry is None:

@@ -172,6 +172,60 @@ def wmma(src:str, dst:str):
     st.VGPR = vgpr
   return op
 
+# ---- WMMA (RDNA4 wave32), the layout of AMD's RDNA4 ISA guide (tinygrad's amd_rdna4 tensor-core swizzle agrees) ----
+# No lane duplication. A (16xK): lane l holds row l % 16; its element e (packed from bit 0 of the register run SRC0...) is
+# K = e % g + g * (l // 16) + 2g * (e // g), g = 4 for 16- and 8-bit inputs (16-bit: V0 holds K 0,1 in lanes 0-15 and K 4,5 in
+# lanes 16-31; V1 K 2,3 / 6,7; V2 K 8,9 / 12,13 ...) and g = 8 for 4-bit inputs. B (Kx16) the same with column l % 16 from SRC1.
+# C/D: element v of lane l is [v + 8 * (l // 16)][l % 16]; f32/i32 one register each (8 registers), f16/bf16 packed two per
+# register (element v in register v // 2, half v % 2; 4 registers).
+_WMMA4_IN = {"F16": (16, "f16", 4), "BF16": (16, "bf16", 4), "IU8": (8, "iu", 4), "IU4": (4, "iu", 8), "FP8": (8, "fp8", 4), "BF8": (8, "bf8", 4)}
+
+def _rdna4_in(vgpr, reg:int, src:str, k:int, signed:bool) -> np.ndarray:
+  """The (16, k) float64/int64 values of an A (rows) or B (columns, transposed) operand."""
+  w, kind, g = _WMMA4_IN[src]
+  per = k // 2
+  words = vgpr[0:32, reg:reg + per * w // 32].astype(np.uint64)
+  e, lanes = np.arange(per), np.arange(32)
+  bits = (words[:, (e * w) // 32] >> ((e * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
+  out = np.zeros((16, k), np.uint64)
+  out[(lanes % 16)[:, None], (e % g)[None, :] + g * (lanes // 16)[:, None] + 2 * g * (e // g)[None, :]] = bits
+  if kind == "fp8": return N.fp8_to_f32(out).astype(np.float64)
+  if kind == "bf8": return N.bf8_to_f32(out).astype(np.float64)
+  return _values(out, w, kind, signed)
+
+def _rdna4_acc(vgpr, reg:int, packed:bool) -> np.ndarray:
+  """The (16, 16) raw bits of a C/D operand."""
+  v, lanes = np.arange(8), np.arange(32)
+  words = vgpr[0:32, reg:reg + (4 if packed else 8)].astype(np.uint64)
+  bits = (words[:, v // 2] >> (16 * (v % 2)).astype(np.uint64)) & np.uint64(0xffff) if packed else words[:, v]
+  out = np.zeros((16, 16), np.uint64)
+  out[v[None, :] + 8 * (lanes // 16)[:, None], (lanes % 16)[:, None]] = bits
+  return out
+
+def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int):
+  packed = dst in ("F16", "BF16")
+  def op(st):
+    vgpr, neg = st.VGPR, int(getattr(st, "NEG", 0))
+    a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1))
+    b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).T
+    cb = _rdna4_acc(vgpr, int(st.SRC2), packed)
+    c = cb.astype(np.uint32).view(np.float32).astype(np.float64) if dst == "F32" else cb.astype(np.uint32).view(np.int32).astype(np.int64) \
+      if dst == "I32" else _values(cb, 16, dst.lower(), False)
+    with np.errstate(all="ignore"):
+      d = a @ b + c  # exact products; f64 sums, one rounding to the output format
+      if dst == "F32": out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
+      elif dst == "F16": out = d.astype(np.float16).view(np.uint16).astype(np.uint64)
+      elif dst == "BF16": out = np.asarray(R.bf16_bits(d.astype(np.float32)), np.uint64)
+      else:
+        d = d.astype(np.int64)
+        out = (np.clip(d, -(1 << 31), (1 << 31) - 1) if st.CLAMP else d).view(np.uint64) & np.uint64(0xffffffff)
+    v, lanes = np.arange(8), np.arange(32)
+    per_lane = out[v[None, :] + 8 * (lanes // 16)[:, None], (lanes % 16)[:, None]]  # (32, 8)
+    if packed: per_lane = per_lane[:, 0::2] | (per_lane[:, 1::2] << np.uint64(16))
+    vgpr[0:32, int(st.VDST):int(st.VDST) + per_lane.shape[1]] = per_lane.astype(np.uint32)
+    st.VGPR = vgpr
+  return op
+
 @dataclass(frozen=True)
 class Hand:
   """One hand-written op: the reason, kind, function and the operand metadata of its `CompiledOp`."""
@@ -199,17 +253,27 @@ HANDWRITTEN: dict[str, Hand] = {
   "V_TRIG_PREOP_F64": Hand("trig range reduction constant; the vendor pcode takes the wrong end of the shifted 2/pi (see trig_preop)", "vector",
                            trig_preop, ("S0", "S1"), ("D0",), {"S0": 64, "S1": 32, "D0": 64}),
 }
+_WMMA_ARGS = ("VGPR", "SRC0", "SRC1", "SRC2", "VDST", "OPSEL", "NEG", "CLAMP")
 _WMMA = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): wave32 register layout in "
          "emu.pcode.handwritten")
 for _src, _dst in (("F16", "F32"), ("BF16", "F32"), ("F16", "F16"), ("BF16", "BF16"), ("IU8", "I32"), ("IU4", "I32")):
-  HANDWRITTEN[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), ("VGPR", "SRC0", "SRC1", "SRC2", "VDST", "OPSEL", "NEG",
-                                                                                          "CLAMP"), ("VGPR",), {})
+  HANDWRITTEN[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), _WMMA_ARGS, ("VGPR",), {})
+
+_WMMA4 = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): RDNA4 wave32 register layout in "
+          "emu.pcode.handwritten")
+HANDWRITTEN_RDNA4: dict[str, Hand] = {}  # rdna4's own layout for the WMMA mnemonics it shares with rdna3
+for _a, _b, _dst, _k in (("F16", "F16", "F32", 16), ("BF16", "BF16", "F32", 16), ("F16", "F16", "F16", 16), ("BF16", "BF16", "BF16", 16),
+                         ("IU8", "IU8", "I32", 16), ("IU4", "IU4", "I32", 16), ("IU4", "IU4", "I32", 32), ("FP8", "FP8", "F32", 16),
+                         ("FP8", "BF8", "F32", 16), ("BF8", "FP8", "F32", 16), ("BF8", "BF8", "F32", 16)):
+  _srcs = _a if _a == _b and _a not in ("FP8", "BF8") else f"{_a}_{_b}"
+  HANDWRITTEN_RDNA4[f"V_WMMA_{_dst}_16X16X{_k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, _k), _WMMA_ARGS, ("VGPR",), {})
 
 def lookup(arch:str, op) -> CompiledOp | None:
   """The hand-written op for an opcode of an arch, or None."""
-  h = HANDWRITTEN.get(op.name)
+  h = (HANDWRITTEN_RDNA4.get(op.name) if arch == "rdna4" else None) or HANDWRITTEN.get(op.name) or \
+    HANDWRITTEN.get(op.name.removesuffix("_E64"))  # cdna spells VOP3-only ops V_DIV_FMAS_F32_E64
   if h is None: return None
-  if arch != "rdna3" and h.kind == "wave": return None  # WMMA: the rdna3 wave32 layout only
+  if arch != "rdna3" and h.kind == "wave" and h not in HANDWRITTEN_RDNA4.values(): return None  # rdna3's WMMA layout
   reads = frozenset(h.reads) | ({"n"} if h.kind == "vector" else set())
   return CompiledOp(arch, op.name, h.kind, h.fn, reads, frozenset(h.writes), dict(h.widths), frozenset(h.lane_masks), override=h.reason,
                     source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})")

@@ -113,6 +113,34 @@ def fmax(a, b, ieee=False): return _ret(N.max_f(a, b, ieee), a)
 def fmin(a, b, ieee=False): return _ret(N.min_f(a, b, ieee), a)
 def fmax3(a, b, c): return fmax(fmax(a, b), c)
 def fmin3(a, b, c): return fmin(fmin(a, b), c)
+def _fold(fn):
+  def f(a, *rest):
+    for b in rest: a = fn(a, b)
+    return _ret(a, a if isinstance(a, np.ndarray) else None)
+  return f
+def _bits_out(r, like): return np.asarray(r).astype(np.uint64) if isinstance(like, np.ndarray) else int(np.asarray(r))
+def small_to_f32(fn):
+  """fp8/bf8 bits -> f32 (exact)."""
+  return lambda bits: _ret(fn(bits), bits)
+def f32_to_small(fn):
+  """f32 -> fp8/bf8 bits (round to nearest even, non-saturating: OCP formats as on RDNA4/gfx950)."""
+  return lambda x: _bits_out(fn(x), x)
+def float32_(s, e, m):
+  """float32(sign, biased exponent, mantissa field) -> the f32 with those fields."""
+  return R.bits2f(((s & 1) << 31) | ((e & 0xff) << 23) | (m & 0x7fffff), 32)
+def f16_sr(x, rnd): return _ret(N.f32_to_f16_sr(x, np.asarray(rnd).astype(np.uint32)), x)
+def bf16_sr(x, rnd): return _ret(N.bf16_to_f32(N.f32_to_bf16_sr(x, np.asarray(rnd).astype(np.uint32))), x)
+_SMALL = {"f32": F32, "f16": F16, "bf16": BF16, "fp8": ("u", 8), "bf8": ("u", 8), "fp6": ("u", 6), "bf6": ("u", 6), "fp4": ("u", 4)}
+def scaled(name:str):
+  """numerics.SCALED[name] with the generator's representations: bf16 values are float32-held (bits in and out), small-float
+  bits are uint64, the E8M0 scale and random bits are integers."""
+  fn, src, dst = N.SCALED[name], name.split("_")[0], name.split("_")[2]
+  def f(x, *rest):
+    xin = R.bf16_bits(x) if src == "bf16" else x
+    r = fn(xin, *(np.asarray(v).astype(np.uint32) for v in rest))
+    if dst == "bf16": return _ret(R.bf16_from_bits(np.asarray(r).astype(np.uint64)), x)
+    return _ret(r, x) if dst in ("f32", "f16") else _bits_out(r, x)
+  return f
 def popcount(x):
   if isinstance(x, np.ndarray): return np.bitwise_count(x.astype(np.uint64)).astype(np.uint64)
   return int(x).bit_count()
@@ -142,8 +170,6 @@ def to_norm(signed:bool):
     r = np.rint(np.clip(v, -1.0 if signed else 0.0, 1.0) * (32767.0 if signed else 65535.0)).astype(np.int64)
     return r.view(np.uint64) if isinstance(x, np.ndarray) else int(r)
   return f
-def calc_addr(*args, **kw):
-  raise RuntimeError("address helpers are resolved to ADDR at compile time")
 def trig(fn):
   return lambda x: _ret(fn(x), x)
 
@@ -200,9 +226,29 @@ for _k in ("f16", "f32", "f64"):
   HELPERS[f"v_min_{_k}"] = Helper("fmin", _t, (_t, _t))
   HELPERS[f"v_max3_{_k}"] = Helper("fmax3", _t, (_t, _t, _t))
   HELPERS[f"v_min3_{_k}"] = Helper("fmin3", _t, (_t, _t, _t))
-for _n in ("CalcDsAddr", "CalcGlobalAddr", "CalcFlatAddr", "CalcScratchAddr", "CalcBufferAddr", "CalcScalarGlobalAddr", "CalcScalarBufferAddr",
-           "CalcScalarScratchAddr"):
-  HELPERS[_n] = Helper("ADDR", U64)  # resolved by the generator: the executor passes the effective address as ADDR
+# address helpers (any arity): the generator resolves them to the effective address the executor passes as ADDR (see abi.py)
+ADDR_HELPERS = {"CalcDsAddr", "CalcGlobalAddr", "CalcFlatAddr", "CalcScratchAddr", "CalcBufferAddr", "CalcScalarGlobalAddr", "CalcScalarBufferAddr",
+                "CalcScalarScratchAddr", "CalcImageAddr"}
+
+for _k in ("f16", "f32", "f64"):  # RDNA4/CDNA4 IEEE 754-2019 min/max
+  _t = ("f", int(_k[1:]))
+  for _n, _fn in (("min_num", "fmin_num"), ("max_num", "fmax_num"), ("minimum", "fminimum"), ("maximum", "fmaximum")):
+    HELPERS[f"v_{_n}_{_k}"] = Helper(_fn, _t, (_t, _t))
+    HELPERS[f"v_{_n.replace('_', '3_') if '_' in _n else _n + '3'}_{_k}"] = Helper(_fn, _t, (_t, _t, _t))
+HELPERS.update({
+  "HwRegWriteMask": HELPERS["writeableBitMask"], "bitCount": HELPERS["count_ones"],
+  "fp8_to_f32": Helper("fp8_to_f32", F32, (U8,)), "bf8_to_f32": Helper("bf8_to_f32", F32, (U8,)),
+  "f32_to_fp8": Helper("f32_to_fp8", U8, (F32,)), "f32_to_bf8": Helper("f32_to_bf8", U8, (F32,)),
+  "float32": Helper("float32_", F32, (U32, U32, U32), lanes=True),
+  "i16_to_i32": Helper("signext", I32, (I16,)), "i8_to_i32": Helper("signext", I32, (("i", 8),)),
+  "i4_to_i32": Helper("signext", I32, (("i", 4),)), "u16_to_u32": Helper("signext", U32, (U16,)),
+  "f32_to_bf16": Helper("bf16_round", BF16, (F32,)),
+  "f32_to_f16_SR": Helper("f16_sr", F16, (F32, U32)), "f32_to_f16_sr": Helper("f16_sr", F16, (F32, U32)),
+  "f32_to_bf16_SR": Helper("bf16_sr", BF16, (F32, U32)), "f32_to_bf16_sr": Helper("bf16_sr", BF16, (F32, U32)),
+})
+for _name in N.SCALED:  # f32_to_fp8_scale(x, scale) / f16_to_fp4_sr_scale(x, rnd, scale) / fp6_to_bf16_scale(bits, scale) ...
+  _src, _dst = _name.split("_")[0], _name.split("_")[2]
+  HELPERS[_name] = Helper(f"scaled_{_name}", _SMALL[_dst], (_SMALL[_src],) + ((U32,) if "_sr_" in _name else ()) + (U8,))
 
 CONSTANTS = {"ROUND_NEAREST_EVEN": ("u", 32), "ROUND_TOWARD_ZERO": ("u", 32)}
 NOOPS = {"nop", "s_nop"}
@@ -226,5 +272,9 @@ def namespace() -> dict:
     for src in ("f32", "f64", "f16"): ns[f"{src}_to_{k}"] = to_int(k)
   for fmt, w in (("f32", 32), ("f64", 64), ("f16", 16)):
     for k in ("i32", "u32", "i16", "u16"): ns[f"{k}_to_{fmt}"] = from_int(fmt, k[0] == "i")
+  ns.update(fmin_num=_fold(N.min_num), fmax_num=_fold(N.max_num), fminimum=_fold(N.minimum_f),
+            fmaximum=_fold(N.maximum_f), fp8_to_f32=small_to_f32(N.fp8_to_f32), bf8_to_f32=small_to_f32(N.bf8_to_f32),
+            f32_to_fp8=f32_to_small(N.f32_to_fp8), f32_to_bf8=f32_to_small(N.f32_to_bf8), float32_=float32_, f16_sr=f16_sr, bf16_sr=bf16_sr)
+  for name in N.SCALED: ns[f"scaled_{name}"] = scaled(name)
   for s in (False, True): ns[f"imax_{s}"], ns[f"imin_{s}"], ns[f"imed3_{s}"] = _imax(s), _imin(s), _imed3(s)
   return ns

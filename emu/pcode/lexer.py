@@ -1,6 +1,6 @@
 """Tokenizer for AMD's ISA pseudocode.
 
-Tokens are (kind, value) pairs: 'num' (value: `Num` literal), 'sized' (a `N'U`/`N'I`/`N'F`/`N'B` type or cast prefix:
+Tokens are (kind, value) pairs: 'num' (value: `Num` literal), 'sized' (a `N'U`/`N'I`/`N'F`/`N'B`/`N'BF` type or cast prefix:
 value (kind letter, width)), 'id', 'op', 'nl' (statement-ending newline) and 'eof'. Comments (`//`) vanish. Newlines
 inside brackets, after an operator or before a line that starts with a binary operator are dropped: the PDF scraper
 wraps long expressions across lines.
@@ -16,7 +16,7 @@ OPS = ["+:", "<<=", ">>=", "**", "<>", "<=", ">=", "==", "!=", "&&", "||", "<<",
        "+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "<", ">", "=", "?", ":", ",", ";", ".", "(", ")", "[", "]", "{", "}"]
 _TOKEN = re.compile(r"""
   (?P<ws>[ \t\r]+) | (?P<comment>//[^\n]*) | (?P<nl>\n)
-  | (?P<sized>(?P<sw>\d+)'(?:(?P<sk>[UIFB])(?![0-9A-Za-z_])|(?P<sv>0x[0-9a-fA-F]+|\d+\.\d+|\d+)(?P<ss>ULL|LL|U|F)?))
+  | (?P<sized>(?P<sw>\d+)'(?:(?P<sk>BF|[UIFB])(?![0-9A-Za-z_])|(?P<sv>0x[0-9a-fA-F]+|\d+\.\d+|\d+)(?P<ss>ULL|LL|U|F)?))
   | (?P<num>(?:0x[0-9a-fA-F]+|\d+\.\d+(?:[eE][-+]?\d+)?|\d+)(?P<suf>ULL|LL|U|F)?(?![0-9A-Za-z_]))
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>""" + "|".join(re.escape(o) for o in OPS) + ")", re.X)

@@ -793,6 +793,22 @@ def min_f(a, b, ieee: bool = True) -> np.ndarray:
   return _minmax(a, b, ieee, False)
 
 
+def _num(a, b, want_max: bool):
+  a, b = np.broadcast_arrays(_typed(a), _typed(b))
+  return np.where(is_nan(a) & is_nan(b), quiet_nan(a), _minmax(a, b, False, want_max)).astype(a.dtype)
+
+
+def max_num(a, b) -> np.ndarray:
+  """V_MAX_NUM_F* (RDNA4, IEEE 754-2019 maximumNumber): a NaN operand (signalling or quiet) yields the other operand, two NaNs
+  yield the first quieted; +0 > -0."""
+  return _num(a, b, True)
+
+
+def min_num(a, b) -> np.ndarray:
+  """V_MIN_NUM_F* (RDNA4, IEEE 754-2019 minimumNumber): as max_num with -0 < +0."""
+  return _num(a, b, False)
+
+
 def _minimum_maximum(a, b, want_max: bool):
   a, b = np.broadcast_arrays(_typed(a), _typed(b))
   r = _minmax(a, b, False, want_max)

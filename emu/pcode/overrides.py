@@ -3,16 +3,21 @@
 Three kinds of entry, looked up by mnemonic (the same name on every arch unless the table says otherwise):
 - `EXECUTOR_OWNED`: control/wait/barrier ops and ops whose pcode is prose about hardware the executor owns (cross-lane
   swizzles, GS registers, buffer formats): they come back as kind 'executor' with `fn is None`.
-- `PCODE_FIXES`: corrected pcode, compiled by the normal compiler (the vendor entry leaves a table empty or names an operand
-  the executor never provides).
-- `HANDWRITTEN`: semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers, WMMA).
-Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py."""
+- `PCODE_FIXES` (and `CDNA_PCODE_FIXES`, cdna only): corrected pcode, compiled by the normal compiler (the vendor entry leaves a
+  table empty or names an operand the executor never provides).
+- `HANDWRITTEN` (and `HANDWRITTEN_RDNA4`): semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers,
+  WMMA in each arch's register layout).
+Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py; the rdna4/cdna-only entries in
+tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
 from emu.pcode.abi import CompiledOp
 
 _COUNTER_WAIT = "memory counter wait (executor)"
 _CACHE = "cache control"
 _FORMAT = "converts through the buffer resource's data format, which only the executor decodes (pcode: ConvertFromFormat/ConvertToFormat)"
+_PREFETCH = "prefetch hint (MODE.SCALAR_PREFETCH_EN; no architectural effect)"
+_BVH = "ray-tracing traversal stack (the pcode calls DECODE_ADDR/ENCODE_ADDR, which the ISA does not define)"
+_CSP = "fork/join on the wave's control-stack pointer (WAVE_MODE.CSP) and a stack in SGPRs: executor control flow"
 EXECUTOR_OWNED = {
   "S_WAITCNT": "waits on memory counters: timing, owned by the executor", "S_WAITCNT_VSCNT": _COUNTER_WAIT, "S_WAITCNT_VMCNT": _COUNTER_WAIT,
   "S_WAITCNT_LGKMCNT": _COUNTER_WAIT, "S_WAITCNT_EXPCNT": _COUNTER_WAIT, "S_WAIT_LOADCNT": _COUNTER_WAIT, "S_WAIT_STORECNT": _COUNTER_WAIT,
@@ -45,6 +50,17 @@ EXECUTOR_OWNED = {
   "LDS_DIRECT_LOAD": "LDS-direct parameter load (the pcode is a field list; executor)", "IMAGE_GET_LOD": "texture sampling (prose pcode)",
   **{f"{p}_{d}FORMAT_{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")
      for d in ("", "D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW")},
+  **{f"{p}_FORMAT_{d}{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")  # cdna spelling
+     for d in ("D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW")},
+  "S_PREFETCH_INST": _PREFETCH, "S_PREFETCH_INST_PC_REL": _PREFETCH, "S_PREFETCH_DATA": _PREFETCH, "S_BUFFER_PREFETCH_DATA": _PREFETCH,
+  "S_PREFETCH_DATA_PC_REL": _PREFETCH,
+  "GLOBAL_ATOMIC_ORDERED_ADD_B64": "geometry-shader ordered append (graphics only; the pcode names the GS register VGT_GS_MAX_WAVE_ID)",
+  "DS_BVH_STACK_PUSH4_POP1_RTN_B32": _BVH, "DS_BVH_STACK_PUSH8_POP1_RTN_B32": _BVH, "DS_BVH_STACK_PUSH8_POP2_RTN_B64": _BVH,
+  "S_GET_BARRIER_STATE": "named-barrier state (BARRIER_STATE records the dispatcher owns)",
+  "S_ALLOC_VGPR": "dynamic VGPR reallocation (waits for idle, resizes the wave's register file: executor)",
+  "S_CBRANCH_JOIN": _CSP, "S_CBRANCH_G_FORK": _CSP, "S_CBRANCH_I_FORK": _CSP,
+  "S_SET_GPR_IDX_ON": "enables VGPR indexing through M0 (WAVE_MODE.GPR_IDX_EN): changes how the executor reads operands",
+  "S_SET_GPR_IDX_OFF": "disables VGPR indexing (WAVE_MODE.GPR_IDX_EN): executor operand mode",
 }
 
 # name -> (reason, corrected pcode)
@@ -57,14 +73,21 @@ PCODE_FIXES = {
                               "SGPR pair SGPR_ADDR", "MEM[ADDR].u32 = DATA.u32"),
 }
 PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
+_SDWA = ("the cdna entry selects the source byte/word with SDWA_SRC0_SEL; the executor applies SDWA operand selection before the call, so "
+         "S0 arrives with the selected byte (word) in its low bits, and the plain VOP1 encoding uses byte (word) 0")
+CDNA_PCODE_FIXES: dict[str, tuple[str, str]] = {}  # cdna only (the same mnemonic compiles from the vendor text on rdna4)
+for _t in ("FP8", "BF8"):
+  CDNA_PCODE_FIXES[f"V_CVT_F32_{_t}_E32"] = (_SDWA, f"D0.f32 = {_t.lower()}_to_f32(S0[7 : 0].{_t.lower()})")
+  CDNA_PCODE_FIXES[f"V_CVT_PK_F32_{_t}_E32"] = (_SDWA, f"D0[31 : 0].f32 = {_t.lower()}_to_f32(S0[7 : 0].{_t.lower()});\n"
+                                                  f"D0[63 : 32].f32 = {_t.lower()}_to_f32(S0[15 : 8].{_t.lower()})")
 _RNDNE = "the vendor's floor(x + 0.5) rounds x + 0.5 first (0.49999997 -> 1.0); the instruction rounds to the nearest even integer exactly"
 for _w in ("F16", "F32", "F64"):
   for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64", f"S_RNDNE_{_w}"):
     PCODE_FIXES[_name] = (_RNDNE, f"D0.{_w.lower()} = rint(S0.{_w.lower()})")
 
-def fixed_pcode(op) -> tuple[str, str] | None:
-  """(reason, corrected pcode) for an opcode whose vendor pcode is replaced, else None."""
-  return PCODE_FIXES.get(op.name)
+def fixed_pcode(op, arch:str="") -> tuple[str, str] | None:
+  """(reason, corrected pcode) for an opcode of an arch whose vendor pcode is replaced, else None."""
+  return (CDNA_PCODE_FIXES.get(op.name) if arch == "cdna" else None) or PCODE_FIXES.get(op.name)
 
 def lookup(arch:str, op) -> CompiledOp | None:
   """The executor-owned or hand-written op for an opcode, or None when its (possibly corrected) pcode is compiled."""

@@ -17,8 +17,12 @@ def ident(name:str) -> str:
   """A pcode identifier as a Python-safe name (`in` -> `in_`)."""
   return name + "_" if keyword.iskeyword(name) else name
 
+_SMALL_FLOATS = {"fp8": ("b", 8), "bf8": ("b", 8), "fp6": ("b", 6), "bf6": ("b", 6), "fp4": ("b", 4)}
+
 def view_type(name:str):
-  """`u32` -> ('u', 32), `bf16` -> ('bf', 16), `f` (S0.f in some entries) -> None; anything else is a plain field."""
+  """`u32` -> ('u', 32), `bf16` -> ('bf', 16), `f` (S0.f in some entries) -> None; anything else is a plain field. The 4-8-bit
+  float views (`.fp8 .bf8 .fp6 .bf6 .fp4`) are raw bits: only the conversion helpers (fp8_to_f32 ...) give them a value."""
+  if name in _SMALL_FLOATS: return _SMALL_FLOATS[name]
   for k in ("bf", "u", "i", "b", "f"):
     if name.startswith(k) and name[len(k):].isdigit(): return (k, int(name[len(k):]))
   return None
@@ -51,7 +55,9 @@ class Parser:
     out = []
     self.skip_seps()
     while not (self.peek()[0] == "eof" or (self.peek()[0] == "id" and self.peek()[1] in _ENDS) or self.at(")")):  # `)` ends a lambda body
-      out.append(self.statement())
+      st = self.statement()
+      if isinstance(st, list): out.extend(st)
+      else: out.append(st)
       if not (self.peek()[0] in ("nl", "eof") or self.at(";", ")") or (self.peek()[0] == "id" and self.peek()[1] in _ENDS)):
         raise PcodeSyntaxError(f"expected end of statement, got {self.peek()[1]!r} (token {self.i})")
       self.skip_seps()
@@ -94,7 +100,13 @@ class Parser:
     target = self.expr()
     if self.peek()[0] == "op" and (self.peek()[1] == "=" or self.peek()[1] in _COMPOUND):
       op = self.next()[1]
-      return Assign(target, op, self.expr())
+      targets, value = [target], self.expr()
+      while op == "=" and self.peek() == ("op", "="):  # `EXEC.u64[laneId] = D0.u64[laneId] = x`: x to the last target, then back
+        self.next()
+        targets.append(value)
+        value = self.expr()
+      if len(targets) == 1: return Assign(target, op, value)
+      return [Assign(targets[-1], "=", value)] + [Assign(t, "=", targets[-1]) for t in reversed(targets[:-1])]
     if isinstance(target, Call): return ExprStmt(target)
     raise PcodeSyntaxError(f"expected a statement, got expression {target!r} then {self.peek()[1]!r}")
 

@@ -109,8 +109,13 @@ def test_ds_load_store_and_atomic():
   m = Mem(64)
   run(DSOp.DS_STORE_B32, ADDR=np.array([0, 8], np.uint64), OFFSET=4, DATA=u32(0xdeadbeef, 7), MEM=m)
   assert list(run(DSOp.DS_LOAD_B32, ADDR=np.array([4, 12], np.uint64), OFFSET=0, MEM=m).RETURN_DATA) == [0xdeadbeef, 7]
-  st = run(DSOp.DS_ADD_RTN_U32, ADDR=np.array([12], np.uint64), DATA=u32(0xfffffffa), MEM=m)
+  st = run(DSOp.DS_ADD_RTN_U32, ADDR=np.array([12], np.uint64), OFFSET=0, DATA=u32(0xfffffffa), MEM=m)
   assert list(st.RETURN_DATA) == [7] and m.read([12], 4)[0] == 1
+  # the rdna3 atomic and byte entries never name the instruction offset; the hardware adds it (ADDR is the bare address VGPR)
+  st = run(DSOp.DS_ADD_RTN_U32, ADDR=np.array([4], np.uint64), OFFSET=8, DATA=u32(2), MEM=m)
+  assert list(st.RETURN_DATA) == [1] and m.read([12], 4)[0] == 3
+  run(DSOp.DS_STORE_B8, ADDR=np.array([0], np.uint64), OFFSET=13, DATA=u32(0x1ab), MEM=m)
+  assert m.read([12], 4)[0] == 0xab03
   assert compile_op("rdna3", DSOp.DS_ADD_RTN_U32).mem_rmw
 
 def test_unsupported_is_reported():

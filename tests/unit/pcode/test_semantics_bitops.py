@@ -1,0 +1,91 @@
+"""rdna3 vector bit ops, expected values from Python integers: BFE/BFI/BFM, ALIGNBIT/ALIGNBYTE, CLZ/CTZ/CLS (0 and -1 give -1),
+BCNT (adds S1), PERM byte selects, LSHL_OR/AND_OR/ADD3 three-operand forms."""
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad.runtime.autogen.amd.rdna3.enum import VOP1Op, VOP3Op
+from emu.pcode import OpState, compile_op
+from test_ops import run, u32
+from test_semantics_helpers import sx
+
+M32 = 0xffffffff
+HYP = settings(max_examples=60, deadline=None, derandomize=True)
+U32S = st.lists(st.integers(0, M32), min_size=8, max_size=8)
+
+def bfe_u(s0, s1, s2): return (s0 >> (s1 & 31)) & ((1 << (s2 & 31)) - 1)
+def bfe_i(s0, s1, s2):
+  # the ISA shifts S0.i32 arithmetically, so a field reaching past bit 31 pulls in copies of the sign bit
+  w = s2 & 31
+  return (sx((sx(s0, 32) >> (s1 & 31)) & ((1 << w) - 1), w) & M32) if w else 0
+
+@HYP
+@given(a=U32S, b=U32S, c=U32S)
+def test_v_bfe_u32_i32_random(a, b, c):
+  assert [int(d) for d in run(VOP3Op.V_BFE_U32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [bfe_u(*t) for t in zip(a, b, c)]
+  assert [int(d) for d in run(VOP3Op.V_BFE_I32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [bfe_i(*t) for t in zip(a, b, c)]
+
+def test_v_bfe_edges():
+  # offset/width are masked to 5 bits: width 32 -> 0 -> empty field
+  s0, s1, s2 = [0x80000000, 0xdeadbeef, 0xdeadbeef, 0x0000ff00], [31, 36, 0, 8], [1, 8, 32, 8]
+  assert list(run(VOP3Op.V_BFE_I32, S0=u32(*s0), S1=u32(*s1), S2=u32(*s2)).D0) == [M32, 0xffffffee, 0, 0xffffffff]
+  assert list(run(VOP3Op.V_BFE_U32, S0=u32(*s0), S1=u32(*s1), S2=u32(*s2)).D0) == [1, 0xee, 0, 0xff]
+
+def test_v_bfi_bfm():
+  assert list(run(VOP3Op.V_BFI_B32, S0=u32(0xffff0000, 0), S1=u32(0x12345678, 1), S2=u32(0x9abcdef0, 2)).D0) == [0x1234def0, 2]
+  assert list(run(VOP3Op.V_BFM_B32, S0=u32(8, 32, 31, 0), S1=u32(4, 0, 1, 5)).D0) == [0xff0, 0, 0xfffffffe, 0]
+
+@pytest.mark.parametrize("s0,s1,s2", [(0x12345678, 0x9abcdef0, 0), (0x12345678, 0x9abcdef0, 4), (0x12345678, 0x9abcdef0, 31),
+                                      (0x12345678, 0x9abcdef0, 32), (0x12345678, 0x9abcdef0, 33), (M32, 0, 1)])
+def test_v_alignbit_alignbyte(s0, s1, s2):
+  assert int(run(VOP3Op.V_ALIGNBIT_B32, S0=u32(s0), S1=u32(s1), S2=u32(s2)).D0[0]) == ((s0 << 32 | s1) >> (s2 & 31)) & M32
+  assert int(run(VOP3Op.V_ALIGNBYTE_B32, S0=u32(s0), S1=u32(s1), S2=u32(s2)).D0[0]) == ((s0 << 32 | s1) >> (8 * (s2 & 3))) & M32
+
+def clz(x): return 31 - x.bit_length() + 1 if x else M32
+def ctz(x): return (x & -x).bit_length() - 1 if x else M32
+def cls(x):
+  if x in (0, M32): return M32
+  return 32 - (x ^ (M32 if x >> 31 else 0)).bit_length()
+
+@pytest.mark.parametrize("x", [0, M32, 1, 0x80000000, 0x40000000, 0xbfffffff, 0x00010000, 0x7fffffff, 0xfffffffe, 0x00000f00])
+def test_v_clz_ctz_cls(x):
+  assert int(run(VOP1Op.V_CLZ_I32_U32_E32, S0=u32(x)).D0[0]) == clz(x)
+  assert int(run(VOP1Op.V_CTZ_I32_B32_E32, S0=u32(x)).D0[0]) == ctz(x)
+  assert int(run(VOP1Op.V_CLS_I32_E32, S0=u32(x)).D0[0]) == cls(x)
+
+def test_v_bcnt_u32_b32_adds_s1():
+  assert list(run(VOP3Op.V_BCNT_U32_B32, S0=u32(M32, 0, 0x80000001), S1=u32(5, 0, M32)).D0) == [37, 0, 1]
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="V_MBCNT_LO_U32_B32 laneId=5, S0=0xffffffff, S1=10: expected 15, got TypeError "
+                   "(ufunc bitwise_and on float64): the loop body `tmp + where(cond, 1, 0)` adds an int64 array to uint64 tmp, which numpy "
+                   "promotes to float64 before `& 0xffffffff`")
+def test_v_mbcnt_lo_hi():
+  # count of mask bits below this lane (lane 5: bits 4:0 of the low mask), plus S1
+  lo, hi = compile_op("rdna3", VOP3Op.V_MBCNT_LO_U32_B32), compile_op("rdna3", VOP3Op.V_MBCNT_HI_U32_B32)
+  st_ = OpState(n=2, laneId=u32(5, 2), S0=u32(M32, 0b1011), S1=u32(10, 0), WAVE32=True, WAVE64=False)
+  lo.fn(st_)
+  assert list(st_.D0) == [15, 2]
+  st_ = OpState(n=2, laneId=u32(34, 3), S0=u32(0b111, M32), S1=u32(1, 4), WAVE32=False, WAVE64=True)
+  hi.fn(st_)
+  assert list(st_.D0) == [3, 4]  # lane 34 counts bits 1:0 of the high mask; lanes < 32 add nothing
+
+def test_v_perm_b32_all_selectors():
+  s0, s1 = 0x8899aabb, 0x11223344  # combined bytes 7..0: 88 99 aa bb 11 22 33 44
+  comb = (s0 << 32 | s1).to_bytes(8, "little")
+  def sel(b):
+    if b < 8: return comb[b]
+    if b < 12: return 0xff if comb[2 * (b - 8) + 1] & 0x80 else 0
+    return 0 if b == 12 else 0xff
+  for base in range(0, 16, 4):
+    s2 = base | (base + 1) << 8 | (base + 2) << 16 | (base + 3) << 24
+    want = sum(sel(base + i) << (8 * i) for i in range(4))
+    assert int(run(VOP3Op.V_PERM_B32, S0=u32(s0), S1=u32(s1), S2=u32(s2)).D0[0]) == want, base
+
+@HYP
+@given(a=U32S, b=U32S, c=U32S)
+def test_v_three_operand_int_random(a, b, c):
+  assert [int(d) for d in run(VOP3Op.V_ADD3_U32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [(x + y + z) & M32 for x, y, z in zip(a, b, c)]
+  assert [int(d) for d in run(VOP3Op.V_LSHL_OR_B32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == \
+    [((x << (y & 31)) & M32) | z for x, y, z in zip(a, b, c)]
+  assert [int(d) for d in run(VOP3Op.V_LSHL_ADD_U32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == \
+    [(((x << (y & 31)) & M32) + z) & M32 for x, y, z in zip(a, b, c)]
+  assert [int(d) for d in run(VOP3Op.V_AND_OR_B32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [(x & y) | z for x, y, z in zip(a, b, c)]
+  assert [int(d) for d in run(VOP3Op.V_XAD_U32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [((x ^ y) + z) & M32 for x, y, z in zip(a, b, c)]
