@@ -1,84 +1,274 @@
-"""A simple, deterministic cycle model wrapped around the functional core (it only counts; it never changes results).
+"""A deterministic cycle model of RDNA3 compute, calibrated against real gfx1100 thread traces (docs/timing.md).
 
-Per wave: a clock. Per SIMD: the cycle its issue port is next free. Each instruction issues on the wave's SIMD at
-max(wave clock, SIMD free) and occupies the port for its class cost (x2 passes for wave64 VALU on RDNA). Memory ops
-complete after a fixed latency; `s_waitcnt` advances the wave's clock to the completion of the awaited ops (in-order
-counters); `s_barrier` advances every wave of the workgroup to the latest arrival. Costs and latencies: docs/timing.md.
+It only observes: the dispatcher reports every executed instruction batch (`issue`), the model records each wave's
+instruction stream, and `finish` replays the streams on a model of the machine. Workgroups go round-robin to CUs (two
+SIMDs each, waves of a workgroup alternating between them), limited by occupancy (waves per SIMD from VGPR use, LDS per
+CU). Inside a CU an event loop issues, each cycle and per SIMD port (VALU, transcendental, SALU, SMEM, VMEM, LDS), the
+ready instruction of the oldest wave. Readiness follows the wave's own order (one instruction per cycle), `s_delay_alu`
+dependencies, VGPR results needed by memory instructions, `s_waitcnt` counters (VMEM/LDS in order), barriers, `s_nop` /
+`s_sleep` and the store drain before a wave ends. Results are cached per identical CU workload, so uniform kernels
+simulate one CU per distinct load. Costs and latencies below cite their trace evidence in docs/timing.md.
 """
 from __future__ import annotations
+import heapq, math
+from dataclasses import dataclass
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.step import Step
 
 CLOCK_MHZ = {"gfx1100": 2500.0, "gfx1151": 2900.0}
-N_SIMDS = {"gfx1100": 192, "gfx1151": 80}           # 96 CUs x 2 SIMD32 (RX 7900 XTX); 40 CUs x 2 (Strix Halo)
-TRANS = ("V_EXP_", "V_LOG_", "V_RCP_", "V_RSQ_", "V_SQRT_", "V_SIN_", "V_COS_")
-LATENCY = {"vm": 500, "lgkm_smem": 30, "lgkm_lds": 40}
+N_CUS = {"gfx1100": 96, "gfx1151": 40}          # RX 7900 XTX: 96 CUs (48 WGPs); Strix Halo: 40 CUs
+SIMDS_PER_CU = 2
+MAX_WAVES_PER_SIMD = 16
+VGPRS_PER_SIMD_LANE = 1536                       # 192 KiB VGPR file per SIMD32
+LDS_PER_CU = 65536
 
-def cost_class(step:Step) -> tuple[int, str | None]:
-  """(issue cycles for wave32, counter the op increments: 'vm' | 'smem' | 'lds' | None)."""
-  instr, name = step.instr, step.instr.name.upper()
-  if instr.fmt in ("GLOBAL", "FLAT", "SCRATCH"): return 1, "vm"
-  if instr.fmt == "DS": return 1, "lds"
-  if instr.fmt == "SMEM": return 1, "smem"
-  if instr.fmt.startswith("SOP"): return 1, None
-  if "WMMA" in name: return 32, None
-  if name.startswith(TRANS): return 4, None
-  if "F64" in name: return 16, None
-  if "_B64" in name or "_U64" in name or "_I64" in name: return 2, None
-  return 1, None
+# calibrated parameters (cycles; evidence in docs/timing.md)
+LAUNCH = 585              # wave start -> first instruction issue (instruction fetch, cold)
+LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
+ISSUE = 1                 # a wave issues at most one instruction per cycle
+VALU_DEP = 5              # s_delay_alu VALU_DEP_n: producer issue -> dependent issue (wave32 pass)
+TRANS_DEP = 9             # s_delay_alu TRANS32_DEP_n: transcendental issue -> dependent issue
+VGPR_TO_MEM = 18          # VALU issue -> a VMEM/LDS instruction of the same wave may issue (reads VGPRs)
+SMEM_LAT = 1205           # scalar load (kernel arguments, cold) -> lgkmcnt released
+VMEM_LOAD_LAT = 750       # global load -> vmcnt released
+VMEM_STORE_LAT = 326      # global store -> vscnt released (a wave ends only after its stores drain)
+STORE_PORT = (3, 4)       # a SIMD's VMEM port is busy 3 + 4 * data dwords cycles per store (loads: 1 cycle)
+LDS_LAT = 32              # DS instruction issue -> lgkmcnt released
+LDS_BYTES_PER_CYCLE = 128 # LDS pipe throughput per CU (address + data bytes of a wave)
+BARRIER_RELEASE = 14      # last arrival at s_barrier -> the waves' next instruction
+BRANCH_TAKEN = 4          # extra cycles after a taken branch (not in the traces; instruction refetch)
+SLEEP_UNIT = 64           # s_sleep n: n * 64 cycles (ISA)
+ISSUE_COST = {"trans": 4, "valu_b64_2": 2, "valu_b64_4": 4, "valu_f64": 16, "wmma": 32}   # port cycles per wave32 pass
+
+TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
+SKIPPED = ("s_delay_alu", "s_wait_alu", "s_barrier_wait")  # consumed by the instruction buffer, never issued
+
+@dataclass(frozen=True)
+class OpInfo:
+  """What the model needs of one instruction: comparison class, SIMD port and port cycles, counter it bumps, extras."""
+  cls: str                  # salu valu trans smem vmem_load vmem_store lds branch waitcnt barrier delay nop other end
+  port: str | None          # 'valu' 'trans' 'salu' 'smem' 'vmem' 'lds' or None (no port)
+  cost: int = 1
+  lds_cycles: int = 0
+  waits: tuple[tuple[str, int], ...] = ()  # s_waitcnt: (counter, max outstanding)
+  delay: int = 0            # s_delay_alu raw simm16, s_nop/s_sleep stall cycles
+  size: int = 4
+
+def _vgpr_bytes(name:str) -> int:
+  for sfx, n in (("2addr_b64", 16), ("2addr_b32", 8), ("b128", 16), ("b96", 12), ("b64", 8), ("u8", 1), ("i8", 1), ("u16", 2), ("i16", 2),
+                 ("b16", 2)):
+    if name.endswith(sfx): return n
+  return 4
+
+def classify(step:Step) -> OpInfo:
+  """The timing view of a decoded instruction (mirrors the issue classes of tinygrad's SQTT decoder)."""
+  instr, name = step.instr, step.instr.name
+  fmt, size = instr.fmt, instr.size
+  if fmt in ("GLOBAL", "FLAT", "SCRATCH"):
+    store = "store" in name or "atomic" in name and "_rtn" not in name
+    cost = STORE_PORT[0] + STORE_PORT[1] * max(1, _vgpr_bytes(name) // 4) if store else 1
+    return OpInfo("vmem_store" if store else "vmem_load", "vmem", cost, size=size)
+  if fmt == "DS":
+    data = _vgpr_bytes(name) if ("store" in name or "write" in name or "add" in name) else 0
+    return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), size=size)
+  if fmt == "SMEM": return OpInfo("smem", "smem", size=size)
+  if fmt == "SOPP":
+    simm = getattr(instr.inst, "simm16", 0) or 0
+    if name.startswith("s_waitcnt"):
+      if name == "s_waitcnt": waits = (("vm", (simm >> 10) & 0x3f), ("lgkm", (simm >> 4) & 0x3f))
+      elif name == "s_waitcnt_vscnt": waits = (("vs", simm & 0x3f),)
+      elif name == "s_waitcnt_vmcnt": waits = (("vm", simm & 0x3f),)
+      else: waits = (("lgkm", simm & 0x3f),)
+      return OpInfo("waitcnt", None, waits=waits, size=size)
+    if name == "s_barrier": return OpInfo("barrier", None, size=size)
+    if name == "s_endpgm": return OpInfo("end", None, size=size)
+    if name in SKIPPED: return OpInfo("delay", None, delay=simm, size=size)
+    if name == "s_nop": return OpInfo("nop", None, delay=(simm & 0xf) + 1, size=size)
+    if name == "s_sleep": return OpInfo("nop", None, delay=(simm & 0x7f) * SLEEP_UNIT, size=size)
+    if "branch" in name: return OpInfo("branch", "salu", size=size)
+    return OpInfo("other", None, size=size)
+  if fmt.startswith("SOP"):
+    if instr.fmt == "SOPK" and name.startswith("s_waitcnt"):
+      return OpInfo("waitcnt", None, waits=((("vs" if "vscnt" in name else "vm" if "vmcnt" in name else "lgkm"), 0),), size=size)
+    return OpInfo("salu", "salu", size=size)
+  up = name.upper()
+  if "WMMA" in up: return OpInfo("valu", "valu", ISSUE_COST["wmma"], size=size)
+  if name.startswith(TRANS) and "f64" not in name: return OpInfo("trans", "trans", ISSUE_COST["trans"], size=size)
+  if "f64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size)
+  if "_u64" in name and "mad" in name or "_i64" in name and "mad" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_b64_4"], size=size)
+  if "_b64" in name or "_u64" in name or "_i64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_b64_2"], size=size)
+  return OpInfo("valu", "valu", size=size)
+
+class _Wave:
+  """Replay state of one wave."""
+  __slots__ = ("ops", "pcs", "i", "ready", "simd", "wg", "valu", "trans", "salu", "last_valu", "pending", "delay", "start", "times",
+               "dram", "next_dram", "parked")
+  def __init__(self, ops, pcs, start:int, simd:int, wg:int):
+    self.ops, self.pcs, self.i, self.ready, self.simd, self.wg = ops, pcs, 0, start + LAUNCH, simd, wg
+    self.valu: list[int] = []; self.trans: list[int] = []; self.salu = -10**9; self.last_valu = -10**9
+    self.pending: dict[str, list[tuple[int, bool]]] = {"vm": [], "vs": [], "lgkm": []}
+    self.delay: list[tuple[int, int]] = []   # (instructions to skip, delay id) from s_delay_alu
+    self.start, self.times, self.dram, self.next_dram, self.parked = start, [], [], True, 0
+
+def _dep_ready(w:_Wave, dep:int) -> int:
+  if 1 <= dep <= 4: return w.valu[-dep] + VALU_DEP if len(w.valu) >= dep else 0
+  if 5 <= dep <= 7: return w.trans[-(dep - 4)] + TRANS_DEP if len(w.trans) >= dep - 4 else 0
+  if 9 <= dep <= 11: return w.salu + dep - 8 + 1
+  return 0
+
+def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], passes:int, wg_slots:int, waves_per_wg:int):
+  """Replay the waves of one CU. streams[i]: (ops, pcs) of the CU's i-th wave; wg_of[i]: its local workgroup number.
+
+  Returns per wave (start, end, issue times, dram flags)."""
+  n_wg = max(wg_of) + 1 if wg_of else 0
+  waves: list[_Wave | None] = [None] * len(streams)
+  wg_waves = [[i for i, g in enumerate(wg_of) if g == wg] for wg in range(n_wg)]
+  port_free: dict[tuple[int, str], int] = {}
+  lds_done, heap, launched, clock_launch = 0, [], 0, 0
+  arrived: dict[int, list[int]] = {}
+  def launch(wg:int, at:int):
+    nonlocal clock_launch
+    t = max(at, clock_launch)
+    for k, i in enumerate(wg_waves[wg]):
+      ops, pcs = streams[i]
+      waves[i] = _Wave(ops, pcs, t + k * LAUNCH_GAP, k % SIMDS_PER_CU, wg)   # heap ties: lower index = older
+      heapq.heappush(heap, (waves[i].ready, i))
+    clock_launch = t + len(wg_waves[wg]) * LAUNCH_GAP
+  while launched < min(n_wg, max(1, wg_slots)): launch(launched, 0); launched += 1
+  remaining = [len(g) for g in wg_waves]
+  def release_barrier(wg:int, last:int):
+    for j in arrived.pop(wg, []): heapq.heappush(heap, (max(last + BARRIER_RELEASE, waves[j].parked), j))
+  while heap:
+    t, i = heapq.heappop(heap)
+    w = waves[i]
+    op = w.ops[w.i]
+    ready = t
+    if op.port is not None:
+      mult = passes if op.port in ("valu", "trans") else 1
+      key = (w.simd if op.port in ("valu", "trans", "salu", "vmem") else -1, op.port)
+      if port_free.get(key, 0) > ready:
+        heapq.heappush(heap, (port_free[key], i)); continue
+      port_free[key] = ready + op.cost * mult
+      if op.port == "trans": port_free[(w.simd, "valu")] = max(port_free.get((w.simd, "valu"), 0), ready + mult)
+    dram = False
+    w.times.append(ready); w.dram.append(w.next_dram)
+    nxt = ready + ISSUE
+    if op.cls in ("valu", "trans"):
+      w.valu.append(ready); w.last_valu = ready
+      if op.cls == "trans": w.trans.append(ready)
+      nxt = ready + ISSUE * passes
+    elif op.cls in ("salu", "branch"): w.salu = ready
+    elif op.cls == "smem": w.pending["lgkm"].append((ready + SMEM_LAT, True))
+    elif op.cls == "vmem_load": w.pending["vm"].append((ready + VMEM_LOAD_LAT, True))
+    elif op.cls == "vmem_store": w.pending["vs"].append((ready + VMEM_STORE_LAT, True))
+    elif op.cls == "lds":
+      lds_done = max(ready + LDS_LAT, lds_done + op.lds_cycles)
+      w.pending["lgkm"].append((lds_done, False))
+    elif op.cls == "delay":
+      w.delay.append((0, op.delay & 0xf)); w.delay.append(((op.delay >> 4) & 7, (op.delay >> 7) & 0xf))
+      w.times[-1] = None; nxt = ready
+    elif op.cls == "nop": nxt = ready + op.delay
+    w.i += 1
+    if op.cls == "branch" and w.i < len(w.pcs) and w.pcs[w.i] != w.pcs[w.i - 1] + op.size: nxt += BRANCH_TAKEN
+    if op.cls == "end" or w.i >= len(w.ops):
+      remaining[w.wg] -= 1
+      if w.wg in arrived and len(arrived[w.wg]) == remaining[w.wg]: release_barrier(w.wg, ready)
+      if remaining[w.wg] == 0 and launched < n_wg:
+        launch(launched, ready); launched += 1
+      continue
+    nop = w.ops[w.i]
+    # readiness of the next instruction
+    if nop.cls != "delay":
+      deps, keep = [], []
+      for skip, dep in w.delay:
+        if skip == 0: deps.append(dep)
+        else: keep.append((skip - 1, dep))
+      w.delay = keep
+      for dep in deps: nxt = max(nxt, _dep_ready(w, dep))
+    if nop.port in ("vmem", "lds"): nxt = max(nxt, w.last_valu + VGPR_TO_MEM)
+    if nop.cls == "waitcnt":
+      for q, limit in nop.waits:
+        p = w.pending[q]
+        if len(p) > limit:
+          done, w.pending[q] = p[:len(p) - limit], p[len(p) - limit:]
+          t_done = max(d for d, _ in done)
+          if t_done > nxt: nxt, dram = t_done, dram or any(g for d, g in done if d == t_done)
+    if nop.cls == "end":
+      p = w.pending["vs"] + w.pending["vm"]
+      if p and (t_done := max(d for d, _ in p)) > nxt: nxt, dram = t_done, True
+    w.next_dram = dram
+    if op.cls == "barrier":
+      w.parked = nxt
+      arrived.setdefault(w.wg, []).append(i)
+      if len(arrived[w.wg]) == remaining[w.wg]: release_barrier(w.wg, ready)
+      continue
+    heapq.heappush(heap, (nxt, i))
+  return [(w.start, w.times[-1] if w.times else w.start, w.times, w.dram) for w in waves]
 
 class TimingModel:
-  """Cycle counts for one dispatch. Waves are numbered across the whole dispatch."""
-  def __init__(self, spec:ArchSpec):
-    self.clock_mhz, self.n_simds = CLOCK_MHZ.get(spec.name, 2500.0), N_SIMDS.get(spec.name, 192)
-    self.classes: dict[int, tuple[int, str | None]] = {}
+  """Cycle counts for one dispatch; `timeline=True` also keeps per-wave (wave, pc, cycle, class, dram) issue records.
 
-  def start(self, n_waves:int, lanes:int):
-    self.passes = 1 if lanes == 32 else 2
-    self.clock = np.zeros(n_waves, dtype=np.int64)
-    self.simd = np.arange(n_waves) % self.n_simds
-    self.simd_free = np.zeros(self.n_simds, dtype=np.int64)
-    self.pending = {"vm": [[] for _ in range(n_waves)], "lgkm": [[] for _ in range(n_waves)]}
+  pc -1 marks the wave's start; dram: the issue waited on a global-memory (VMEM/SMEM) completion or the launch."""
+  def __init__(self, spec:ArchSpec, timeline:bool=False):
+    self.spec, self.keep_timeline = spec, timeline
+    self.clock_mhz, self.n_cus = CLOCK_MHZ.get(spec.name, 2500.0), N_CUS.get(spec.name, 96)
+    self.timeline: list[tuple[int, int, int, str, bool]] = []
 
-  def issue(self, step:Step, ws:np.ndarray, wgs:np.ndarray):
-    if (c := self.classes.get(id(step))) is None: c = self.classes[id(step)] = cost_class(step)
-    cost, counter = c
-    name = step.instr.name
-    if name.startswith("s_waitcnt"): self._wait(step, ws)
-    valu = step.instr.fmt.startswith("VOP") or step.instr.fmt == "VINTERP"
-    cost *= self.passes if valu else 1
-    start = np.maximum(self.clock[ws], self.simd_free[self.simd[ws]])
-    order = np.argsort(self.simd[ws], kind="stable")
-    rank = np.empty(len(ws), dtype=np.int64)
-    sorted_simd = self.simd[ws][order]
-    first = np.r_[True, sorted_simd[1:] != sorted_simd[:-1]] if len(ws) else np.zeros(0, dtype=bool)
-    rank[order] = np.arange(len(ws)) - np.maximum.accumulate(np.where(first, np.arange(len(ws)), 0))
-    issue = start + rank * cost
-    self.clock[ws] = issue + cost
-    np.maximum.at(self.simd_free, self.simd[ws], issue + cost)
-    if counter is not None:
-      q, lat = ("vm", LATENCY["vm"]) if counter == "vm" else ("lgkm", LATENCY[f"lgkm_{counter}"])
-      for w, t in zip(ws.tolist(), (issue + lat).tolist()): self.pending[q][w].append(t)
+  def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):
+    """Begin a dispatch of n_waves waves (workgroups of waves_per_wg), `vgprs` allocated per wave, `lds_bytes` per workgroup."""
+    self.n_waves, self.passes, self.wpg = n_waves, (1 if lanes == 32 else 2), waves_per_wg
+    per_simd = min(MAX_WAVES_PER_SIMD, VGPRS_PER_SIMD_LANE * (32 // lanes) // max(1, vgprs)) if vgprs else MAX_WAVES_PER_SIMD
+    by_waves = max(1, per_simd * SIMDS_PER_CU // waves_per_wg)
+    self.wg_slots = min(by_waves, LDS_PER_CU // lds_bytes) if lds_bytes else by_waves
+    self.batches: list[tuple[int, int, np.ndarray]] = []
+    self.steps: dict[int, OpInfo] = {}
 
-  def _wait(self, step:Step, ws:np.ndarray):
-    simm = step.instr.inst.simm16
-    name = step.instr.name
-    if name == "s_waitcnt": limits = {"vm": (simm >> 10) & 0x3f, "lgkm": (simm >> 4) & 0x3f}
-    elif name in ("s_waitcnt_vscnt", "s_waitcnt_vmcnt"): limits = {"vm": simm & 0x3f}
-    elif name == "s_waitcnt_lgkmcnt": limits = {"lgkm": simm & 0x3f}
-    else: return
-    for q, limit in limits.items():
-      for w in ws.tolist():
-        p = self.pending[q][w]
-        if len(p) > limit:
-          done, self.pending[q][w] = p[:len(p) - limit], p[len(p) - limit:]
-          self.clock[w] = max(self.clock[w], max(done))
+  def issue(self, step:Step, ws:np.ndarray, pc:int=0):
+    """Record that waves `ws` (dispatch-wide numbers) executed `step` at `pc`."""
+    sid = id(step)
+    if sid not in self.steps: self.steps[sid] = classify(step)
+    self.batches.append((sid, pc, np.asarray(ws)))
 
-  def barrier(self, ws:np.ndarray):
-    self.clock[ws] = self.clock[ws].max()
+  def placement(self, wave:int) -> tuple[int, int]:
+    """(CU, SIMD within the CU) the model runs a wave on."""
+    return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % SIMDS_PER_CU
+
+  def _streams(self) -> list[tuple[list[OpInfo], list[int]]]:
+    if not self.batches: return [([], []) for _ in range(self.n_waves)]
+    waves = np.concatenate([b[2] for b in self.batches])
+    counts = [len(b[2]) for b in self.batches]
+    sids = np.repeat(np.array([b[0] for b in self.batches], dtype=np.int64), counts)
+    pcs = np.repeat(np.array([b[1] for b in self.batches], dtype=np.int64), counts)
+    order = np.argsort(waves, kind="stable")
+    waves, sids, pcs = waves[order], sids[order], pcs[order]
+    bounds = np.searchsorted(waves, np.arange(self.n_waves + 1))
+    memo: dict[bytes, tuple[list[OpInfo], list[int]]] = {}
+    out = []
+    for w in range(self.n_waves):
+      s, p = sids[bounds[w]:bounds[w + 1]], pcs[bounds[w]:bounds[w + 1]]
+      key = s.tobytes() + p.tobytes()
+      if key not in memo: memo[key] = ([self.steps[int(x)] for x in s], p.tolist())
+      out.append(memo[key])
+    return out
 
   def finish(self) -> tuple[int, float]:
-    """(cycles from first issue to the last wave's end, shader clock in MHz)."""
-    ends = [max([int(self.clock[w])] + self.pending["vm"][w] + self.pending["lgkm"][w]) for w in range(len(self.clock))]
-    return (max(ends) if ends else 0), self.clock_mhz
+    """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""
+    streams = self._streams()
+    n_wg = max(1, math.ceil(self.n_waves / self.wpg))
+    cache: dict[tuple, list] = {}
+    end = 0
+    for cu in range(min(self.n_cus, n_wg)):
+      wgs = list(range(cu, n_wg, self.n_cus))
+      ids = [w for g in wgs for w in range(g * self.wpg, min((g + 1) * self.wpg, self.n_waves))]
+      key = tuple(id(streams[w][0]) for w in ids)
+      if key not in cache:
+        cache[key] = simulate_cu([streams[w] for w in ids], [k // self.wpg for k in range(len(ids))], self.passes, self.wg_slots, self.wpg)
+      res = cache[key]
+      end = max([end] + [r[1] for r in res])
+      if self.keep_timeline:
+        for w, (start, _, times, dram) in zip(ids, res):
+          self.timeline.append((w, -1, start, "start", False))
+          ops, pcs = streams[w]
+          self.timeline.extend((w, pc, t, op.cls, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
+    return end, self.clock_mhz

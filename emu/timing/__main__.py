@@ -1,0 +1,31 @@
+"""`python -m emu.timing compare TRACE.pkl [TRACE.pkl ...]` or `python -m emu.timing compare --all [--dir DIR]`.
+
+Runs traced kernels on the emulator and prints the timing comparison (emu.timing.compare). --all takes every pickle of
+DIR (default: ../shared/data/sqtt relative to the repository) and prints one report per arch folder."""
+from __future__ import annotations
+import argparse
+from pathlib import Path
+from emu.timing.compare import compare_file, format_report
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
+
+def main(argv:list[str]|None=None) -> int:
+  """CLI entry point; returns the exit status."""
+  ap = argparse.ArgumentParser(prog="python -m emu.timing", description="compare emulated timing with real SQTT traces")
+  sub = ap.add_subparsers(dest="cmd", required=True)
+  c = sub.add_parser("compare", help="compare traced kernels with the emulator")
+  c.add_argument("traces", nargs="*", help="trace pickles")
+  c.add_argument("--all", action="store_true", help="every trace under --dir, one report per arch")
+  c.add_argument("--dir", default=str(DEFAULT_DIR), help="trace folder for --all (default %(default)s)")
+  c.add_argument("--worst", type=int, default=8, help="worst offenders to list")
+  args = ap.parse_args(argv)
+  if args.all:
+    root = Path(args.dir)
+    if not root.is_dir(): ap.error(f"no trace folder {root}")
+    for arch in sorted(p for p in root.iterdir() if p.is_dir()):
+      print(format_report([r for f in sorted(arch.glob("*.pkl")) for r in compare_file(f)], arch.name, args.worst))
+  for t in args.traces: print(format_report(compare_file(t), t, args.worst))
+  if not args.all and not args.traces: ap.error("give trace pickles or --all")
+  return 0
+
+if __name__ == "__main__": raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""Run a traced kernel on the emulator with an equivalent launch and a per-wave timeline.
+
+The code object comes from the trace. Launch size: from the kernel name (tinygrad encodes global/local dimensions),
+else one workgroup holding every traced wave. Every kernel-argument slot points at its own zero-filled buffer large
+enough for the launch (numerical results do not matter here, timing does)."""
+from __future__ import annotations
+import math, struct
+from dataclasses import dataclass
+import numpy as np
+from emu.amd.api import Dispatch, DispatchStats
+from emu.amd.arch import get_spec
+from emu.amd.dispatcher import Dispatcher
+from emu.amd.gpu import watchdog_budget
+from emu.amd.kernel import Buffers, load_kernel
+from emu.amd.timing import TimingModel
+from emu.timing.traces import TracedKernel, launch_dims
+
+BUF_BYTES = 1 << 20
+WAVE_LANES = 32
+KERNARG_SLOTS = 8          # pointer slots filled even when the trace lists fewer buffers
+
+@dataclass
+class Replay:
+  """The emulated run: stats, per-wave records {wave: [(pc relative to the code object, cycle, class, dram)]}, wave starts
+  and the waves the model places on SIMD 0 of CU 0 (the SIMD the hardware traces), in launch order."""
+  stats: DispatchStats
+  waves: dict[int, list[tuple[int, int, str, bool]]]
+  starts: dict[int, int]
+  grid: tuple[int, int, int]
+  workgroup: tuple[int, int, int]
+  traced: list[int]
+
+def launch_of(k:TracedKernel) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+  """(grid, workgroup) for a traced kernel: from its name, checked against the wave starts; else one workgroup of all waves."""
+  n_waves = len(k.starts)
+  if (dims := launch_dims(k.display)) is not None:
+    grid, wg = dims
+    if math.prod(grid) * math.ceil(math.prod(wg) / WAVE_LANES) == n_waves or not n_waves: return grid, wg
+  return (1, 1, 1), (max(1, n_waves) * WAVE_LANES, 1, 1)
+
+def replay(k:TracedKernel) -> Replay:
+  """Dispatch the traced kernel on a fresh emulated GPU of its arch (raises ValueError if the arch is unsupported)."""
+  spec = get_spec(k.arch)
+  if not spec.supported: raise ValueError(f"the emulator does not run {k.arch} yet")
+  bufs = Buffers()
+  lk = load_kernel(k.lib, bufs)
+  image = bufs.keep[0].ctypes.data
+  n_args = max(k.buffers, KERNARG_SLOTS)
+  addrs = [bufs.add(np.zeros(BUF_BYTES, dtype=np.uint8), f"arg{i}") for i in range(n_args)]
+  kernargs = np.frombuffer(b"".join(struct.pack("<Q", a) for a in addrs) + b"\0" * 256, dtype=np.uint8).copy()
+  ka = bufs.add(kernargs, "kernargs", writable=False)
+  grid, wg = launch_of(k)
+  # the first traced PC is where hardware entered the code (robust against code objects whose descriptor offset assumes
+  # another section layout than the loader's)
+  entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues else lk.code_addr
+  d = Dispatch(code_addr=entry, grid=grid, workgroup=wg, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1, rsrc2=lk.rsrc2,
+               rsrc3=lk.rsrc3, wave32=lk.wave32)
+  tm = TimingModel(spec, timeline=True)
+  stats = Dispatcher(spec, bufs.mem, watchdog_budget(None), None, tm).run(d)
+  waves: dict[int, list[tuple[int, int, str, bool]]] = {}
+  starts: dict[int, int] = {}
+  for w, pc, cyc, cls, dram in tm.timeline:
+    if pc < 0: starts[w] = cyc
+    else: waves.setdefault(w, []).append((pc - image, cyc, cls, dram))
+  traced = sorted((w for w in starts if tm.placement(w) == (0, 0)), key=lambda w: (starts[w], w))
+  return Replay(stats, waves, starts, grid, wg, traced)

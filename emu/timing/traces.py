@@ -1,0 +1,129 @@
+"""Load tinygrad SQTT profile pickles (real hardware thread traces) and decode them into per-wave issue sequences.
+
+The pickles hold tinygrad profiler events written by a newer tinygrad than the pinned wheel, so they are read with a
+restricted unpickler that maps every `tinygrad.*` class to `Record` (a plain attribute bag) and allows only `decimal`
+besides. Decoding uses the wheel's `tinygrad.renderer.amd.sqtt` (`decode` for wave start/end packets of every CU/SIMD,
+`map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each shader engine).
+"""
+from __future__ import annotations
+import decimal, pickle, re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SKIPPED = {"S_DELAY_ALU", "S_WAIT_ALU", "S_BARRIER_WAIT"}   # instructions the SQTT stream does not report (map_insts skips them)
+
+class Record:
+  """Stand-in for any tinygrad class in a pickle: keeps constructor arguments (`args`) and state as attributes."""
+  def __init__(self, *args, **kwargs): self.args, self.__dict__ = args, {**kwargs, **self.__dict__}
+  def __setstate__(self, state):
+    for part in (state if isinstance(state, tuple) else (state,)):
+      if isinstance(part, dict): self.__dict__.update(part)
+  def __reduce__(self): raise TypeError("Record is read-only data")
+
+class _Unpickler(pickle.Unpickler):
+  _records: dict[str, type] = {}
+  def find_class(self, module:str, name:str):
+    if module == "tinygrad" or module.startswith("tinygrad."):
+      if name not in self._records: self._records[name] = type(name, (Record,), {})
+      return self._records[name]
+    if (module, name) == ("decimal", "Decimal"): return decimal.Decimal
+    raise pickle.UnpicklingError(f"trace pickle references {module}.{name}, which is not allowed")
+
+def load_events(path:str|Path) -> list:
+  """The profiler events of one pickle, tinygrad classes as `Record` subclasses named like the original class."""
+  with open(path, "rb") as f: return _Unpickler(f).load()
+
+@dataclass
+class Issue:
+  """One instruction issue seen in the trace: PC (code-object address), the decoded DSL instruction, cycle timestamp."""
+  pc: int
+  inst: object
+  cycle: int
+  @property
+  def name(self) -> str: return getattr(self.inst, "op_name", type(self.inst).__name__).lower()
+
+@dataclass
+class WaveTrace:
+  """One wave on a traced SIMD: shader engine, hardware wave slot, start/end cycles and its issues (s_endpgm last)."""
+  se: int
+  slot: int
+  start: int | None
+  end: int | None = None
+  issues: list[Issue] = field(default_factory=list)
+
+@dataclass
+class WaveStart:
+  """A WAVESTART packet: where and when a wave of the kernel was launched."""
+  se: int
+  cu: int
+  simd: int
+  slot: int
+  cycle: int
+
+@dataclass
+class TracedKernel:
+  """One traced dispatch: program name, ELF code object, load address, arch; instruction-traced waves and all wave starts."""
+  name: str
+  display: str
+  lib: bytes
+  base: int
+  arch: str
+  waves: list[WaveTrace]
+  starts: list[WaveStart]
+  ends: list[int]
+  buffers: int
+  @property
+  def cycles(self) -> int:
+    """Hardware duration: first wave start to last wave end (cycles of the traces' timestamp clock)."""
+    return max(self.ends) - min(s.cycle for s in self.starts) if self.starts and self.ends else 0
+
+_ANSI = re.compile(r"\x1b\[(\d+)m")
+
+def launch_dims(display:str) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
+  """(grid, workgroup) from a colored tinygrad kernel name (blue: global dims, cyan: local dims), None if it has none.
+
+  tinygrad prints dimensions slowest first; the launch takes them fastest first (x = last)."""
+  glob, loc, color = [], [], None
+  for tok in re.split(r"(\x1b\[\d+m)", display):
+    if m := _ANSI.fullmatch(tok): color = int(m.group(1)); continue
+    for num in re.findall(r"\d+", tok):
+      if color == 34: glob.append(int(num))
+      elif color == 36: loc.append(int(num))
+  if not glob and not loc: return None
+  pad = lambda d: tuple((d[::-1] + [1, 1, 1])[:3])
+  return pad(glob), pad(loc)
+
+def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
+  """Every traced dispatch in one pickle (arch defaults to the pickle's parent folder name)."""
+  from tinygrad.renderer.amd import sqtt
+  arch = arch or Path(path).parent.name
+  events = load_events(path)
+  kind = lambda e: type(e).__name__
+  progs = {getattr(e, "tag", i): e for i, e in enumerate(events) if kind(e) == "ProfileProgramEvent"}
+  execs = [e.arg for e in events if kind(e) == "ProfilePointEvent" and getattr(e, "name", "") == "exec" and e.arg.get("name")]
+  starts_t = (sqtt.WAVESTART, sqtt.WAVESTART_RDNA4, sqtt.CDNA_WAVESTART)
+  ends_t = (sqtt.WAVEEND, sqtt.WAVEEND_RDNA4, sqtt.CDNA_WAVEEND)
+  kernels = []
+  for tag, prog in progs.items():
+    sq = [e for e in events if kind(e) == "ProfileSQTTEvent" and e.kern == tag]
+    display = next((a["name"] for a in execs if _ANSI.sub("", a["name"]).strip() == prog.name), prog.name)
+    nbufs = next((len(a.get("bufs", [])) for a in execs if _ANSI.sub("", a["name"]).strip() == prog.name), 0)
+    waves, starts, ends = [], [], []
+    for ev in sq:
+      slot_starts: dict[int, list[int]] = {}
+      for p in sqtt.decode(ev.blob):
+        if isinstance(p, starts_t):
+          starts.append(WaveStart(int(ev.se), getattr(p, "cu", 0), getattr(p, "simd", 0), p.wave, p._time))
+          if getattr(p, "cu", 0) == 0 and getattr(p, "simd", 0) == 0: slot_starts.setdefault(p.wave, []).append(p._time)
+        elif isinstance(p, ends_t): ends.append(p._time)
+      if not ev.itrace: continue
+      live: dict[int, WaveTrace] = {}
+      for p, info in sqtt.map_insts(ev.blob, prog.lib, arch):
+        if info is None: continue
+        if info.wave not in live:
+          live[info.wave] = WaveTrace(int(ev.se), info.wave, (slot_starts.get(info.wave) or [None]).pop(0))
+        w = live[info.wave]
+        w.issues.append(Issue(info.pc, info.inst, p._time))
+        if isinstance(p, ends_t): w.end = p._time; waves.append(live.pop(info.wave))
+    kernels.append(TracedKernel(prog.name, display, prog.lib, int(prog.base), arch, waves, starts, ends, nbufs))
+  return kernels
