@@ -6,7 +6,7 @@ and hands it to the GPU; everything cache-related (ACQUIRE_MEM, EVENT_WRITE flus
 because emulated memory is coherent.
 """
 from __future__ import annotations
-import importlib
+import collections, importlib
 from typing import Callable
 from emu.amd.api import Dispatch, DispatchStats
 from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
@@ -48,6 +48,7 @@ class PM4Engine(Engine):
     self.reg: dict[int, int] = {}
     self._next_ib: list[int] | None = None
     self.ibs: list[list[int]] = []  # stack of [addr, size_dw, pos_dw] for the indirect buffers being executed
+    self.executed: collections.Counter[str] = collections.Counter()  # packets executed, by name (NAMES)
     self.handlers = {NOP: self._nop, SET_SH_REG: self._set_sh, SET_UCONFIG_REG: self._set_uconfig, ACQUIRE_MEM: self._nop,
                      EVENT_WRITE: self._nop, RELEASE_MEM: self._release_mem, WAIT_REG_MEM: self._wait_reg_mem, DISPATCH_DIRECT: self._dispatch,
                      INDIRECT_BUFFER: self._indirect_buffer, COPY_DATA: self._copy_data, PRED_EXEC: self._pred_exec}
@@ -82,6 +83,7 @@ class PM4Engine(Engine):
     self._next_ib: list[int] | None = None
     skip = handler(body, self._where())  # may raise Stall: nothing has advanced yet, the packet is retried later
     self._advance(1 + count + (skip or 0))
+    self.executed[NAMES[op]] += 1
     if self._next_ib is not None: self.ibs.append(self._next_ib)
 
   # ---- packets ----

@@ -4,46 +4,63 @@ from tinygrad_run import emulator_available, run, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
-def test_elementwise_over_dtypes():
-  out = run_json("""
-    import json, numpy as np
-    from tinygrad import Tensor, dtypes
-    rng, res = np.random.default_rng(1), {}
-    for name, npdt in [("float32", np.float32), ("float16", np.float16), ("int32", np.int32), ("uint8", np.uint8)]:
-      a = (rng.random(67) * 50).astype(npdt); b = (rng.random(67) * 50 + 1).astype(npdt)
-      got = (Tensor(a, device="AMD") * Tensor(b, device="AMD") + Tensor(a, device="AMD")).numpy()
-      res[name] = bool(np.allclose(got.astype(np.float64), (a * b + a).astype(np.float64), rtol=1e-2 if npdt == np.float16 else 1e-6))
-    print(json.dumps(res))
-  """)
-  assert out == {"float32": True, "float16": True, "int32": True, "uint8": True}
-
-def test_reduction_matmul_softmax():
-  out = run_json("""
-    import json, numpy as np
-    from tinygrad import Tensor
-    rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((33, 48)).astype(np.float32), rng.standard_normal((48, 20)).astype(np.float32)
-    ta, tb = Tensor(a, device="AMD"), Tensor(b, device="AMD")
-    e = np.exp(a - a.max(1, keepdims=True))
-    print(json.dumps([bool(np.allclose(ta.sum(1).numpy(), a.sum(1), atol=1e-4)), bool(np.allclose(ta.max().numpy(), a.max())),
-                      bool(np.allclose((ta @ tb).numpy(), a @ b, atol=1e-4)),
-                      bool(np.allclose(ta.softmax(1).numpy(), e / e.sum(1, keepdims=True), atol=1e-6))]))
-  """)
-  assert out == [True, True, True, True]
-
-def test_tinyjit_graph_replay():
+def test_tinyjit_replays_through_the_hcq_graph():
   out = run_json("""
     import json, numpy as np
     from tinygrad import Tensor, TinyJit
+    from tinygrad.engine.realize import graph_cache
+    from tinygrad.runtime.graph.hcq import HCQGraph
+    from mockgpu.amd.engine import SCHEDULER
+    def indirect_buffers(): return sum(e.executed["INDIRECT_BUFFER"] for e in SCHEDULER.engines if hasattr(e, "executed"))
     @TinyJit
-    def f(x, y): return (x * 2 + y).sum(0).realize()
-    ok = []
-    for i in range(4):
-      a, b = np.full((8, 16), i, np.float32), np.arange(128, dtype=np.float32).reshape(8, 16)
-      ok.append(bool(np.allclose(f(Tensor(a, device="AMD"), Tensor(b, device="AMD")).numpy(), (a * 2 + b).sum(0))))
-    print(json.dumps(ok))
+    def f(x, y):
+      s = (x * 2 + y).contiguous()
+      return (s - s.max(1, keepdim=True).contiguous()).exp().sum(1).realize()
+    ok, ibs = [], []
+    for i in range(5):
+      a, b = np.random.default_rng(i).standard_normal((8, 16)).astype(np.float32), np.arange(128, dtype=np.float32).reshape(8, 16) / 100
+      ta, tb = Tensor(a, device="AMD").realize(), Tensor(b, device="AMD").realize()
+      n0 = indirect_buffers()
+      got = f(ta, tb).numpy()
+      ibs.append(indirect_buffers() - n0)
+      s = a * 2 + b
+      ok.append(bool(np.allclose(got, np.exp(s - s.max(1, keepdims=True)).sum(1), atol=1e-5)))
+    print(json.dumps([ok, ibs, sum(isinstance(g, HCQGraph) for g in graph_cache.values())]))
   """)
-  assert out == [True] * 4
+  ok, ibs, graphs = out
+  assert ok == [True] * 5 and graphs == 1
+  assert ibs[0] == 0 and all(n >= 1 for n in ibs[1:]), ibs   # the first call runs eagerly; later ones submit the graph's indirect buffer
+
+def test_tensor_sharded_over_two_gpus():
+  out = run_json("""
+    import json, numpy as np
+    from tinygrad import Tensor
+    rng = np.random.default_rng(4)
+    a, w = rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal((6, 3)).astype(np.float32)
+    ts = Tensor(a, device="AMD").realize().shard(("AMD", "AMD:1"), axis=0)
+    tw = Tensor(w, device="AMD").realize().shard(("AMD", "AMD:1"))
+    ew = (ts * 2 + 1).sum(1)
+    print(json.dumps([list(ew.device),
+                      bool(np.allclose(ew.to("AMD").numpy(), (a * 2 + 1).sum(1), atol=1e-5)),
+                      bool(np.allclose((ts @ tw).to("AMD").numpy(), a @ w, atol=1e-5)),
+                      bool(np.allclose(ts.sum().to("AMD").numpy(), a.sum(), atol=1e-5))]))   # an all-reduce across both GPUs
+  """, dev="MOCKKFD:0,1+AMD:LLVM:gfx1100")
+  assert out == [["AMD", "AMD:1"], True, True, True]
+
+def test_vram_exhaustion_is_a_memory_error_and_the_device_keeps_working():
+  out = run_json("""
+    import json
+    from tinygrad import Tensor, dtypes
+    from tinygrad.device import Buffer
+    try:
+      Buffer("AMD", 512 << 20, dtypes.uint8).allocate()   # 512 MB on a 256 MB GPU
+      oom = None
+    except MemoryError as e: oom = str(e)
+    for _ in range(3): Buffer("AMD", 128 << 20, dtypes.uint8).allocate().deallocate()   # fits again and again once freed
+    print(json.dumps([oom, (Tensor([1, 2, 3], device="AMD") * 2).tolist()]))
+  """, env={"MOCKGPU_AMD_VRAM": "256M"})
+  assert out[0] and "Allocation of 512.00 MB failed on AMD" in out[0]
+  assert out[1] == [2, 4, 6]
 
 def test_profiler_timestamps_are_emulated_and_monotonic():
   out = run_json("""
@@ -108,3 +125,19 @@ def test_runaway_kernel_is_a_hang_fault():
   """, env={"EMU_WATCHDOG": "20000"})
   assert "FAULT HW fault:" in p.stdout, p.stdout + p.stderr[-2000:]
   assert "GPU hang" in p.stderr
+
+def test_profile_events_have_monotonic_device_timestamps():
+  out = run_json("""
+    import json
+    from tinygrad import Tensor, Device
+    from tinygrad.device import Compiled
+    from tinygrad.helpers import ProfileRangeEvent
+    x = Tensor.ones(4096, device="AMD").contiguous().realize()
+    for i in range(3): x = (x * 2 + i).contiguous().realize()
+    Device["AMD"].synchronize()
+    evs = [e for e in Compiled.profile_events if isinstance(e, ProfileRangeEvent) and e.device.startswith("AMD")]
+    print(json.dumps([[e.name if isinstance(e.name, str) else str(e.name), float(e.st), float(e.en)] for e in evs]))
+  """, env={"PROFILE": "1", "VIZ": "0"})
+  assert len(out) >= 4, out   # the copy-free kernels above, each with a start and an end stamp from the device
+  assert all(st < en for _, st, en in out), out
+  assert all(a[2] <= b[1] for a, b in zip(out, out[1:])), out   # one queue: each starts after the previous ended
