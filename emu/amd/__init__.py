@@ -3,7 +3,7 @@
 Public API
 ----------
 - `emu.amd.api`: `Dispatch`, `DispatchStats`, `ARCHS` and the faults `GPUFault`, `GPUMemoryFault`, `GPUHangFault`,
-  `GPUIllegalInstruction`.
+  `GPUTrapFault`, `GPUIllegalInstruction`.
 - `emu.amd.memory.MemoryMap`: the host address ranges the GPU may touch (`map(addr, size, name, writable, backing)`).
 - `emu.amd.gpu.AMDGPU(arch="gfx1100", memory=None, watchdog=None, trace=None, timing=True)`:
   `.dispatch(Dispatch) -> DispatchStats` runs a raw code object at `Dispatch.code_addr` to completion.
@@ -12,7 +12,8 @@ Public API
   DSL instructions (`from tinygrad.runtime.autogen.amd.rdna3.ins import *`) on one workgroup and returns the registers
   (`.sgpr[wave, n]`, `.vgpr[wave, lane, n]`, `.scc[wave]`, `.lds`, `.stats`).
 
-Environment: EMU_TRACE=1 prints an instruction trace; EMU_WATCHDOG=<n> sets the per-dispatch wave-instruction budget.
+Environment: EMU_TRACE=1 prints an instruction trace (or selects dispatches: EMU_TRACE=@3,kernel_name_part); EMU_WATCHDOG=<n>
+sets the per-dispatch wave-instruction budget.
 See docs/emulator.md (design, coverage) and docs/timing.md (cycle model).
 """
 from emu.amd.runner import run_program

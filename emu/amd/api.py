@@ -28,6 +28,12 @@ class GPUHangFault(GPUFault):
     super().__init__(f"GPU hang: dispatch exceeded its watchdog budget of {budget} wave-instructions ({executed} executed)"
                      f"{f', last pc={pc:#x}' if pc is not None else ''}{f' wave={wave}' if wave else ''}")
 
+class GPUTrapFault(GPUFault):
+  """A wave executed s_trap. No trap handler is emulated, so the trap ends the dispatch as a fault naming the trap id."""
+  def __init__(self, pc:int, trap_id:int, wave:tuple|None=None):
+    self.pc, self.trap_id, self.wave = pc, trap_id, wave
+    super().__init__(f"GPU trap: s_trap {trap_id:#x} at pc={pc:#x}{f' wave={wave}' if wave else ''} (no trap handler is emulated)")
+
 class GPUIllegalInstruction(GPUFault):
   """The decoder met bytes that are no instruction of this arch, or an instruction the emulator does not implement."""
   def __init__(self, pc:int, word:int|bytes, reason:str):
@@ -49,6 +55,7 @@ class Dispatch:
   scratch_base: int = 0                 # COMPUTE_DISPATCH_SCRATCH_BASE (byte address), 0 = no scratch
   scratch_per_lane: int = 0             # bytes of private memory per lane (from TMPRING_SIZE.WAVESIZE)
   grid_offset: tuple[int, int, int] = (0, 0, 0)  # COMPUTE_START_X/Y/Z
+  name: str = ""                        # kernel name if the submitter knows it (not a register: selects traces, EMU_TRACE=name)
 
 @dataclass
 class DispatchStats:

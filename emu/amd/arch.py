@@ -23,6 +23,15 @@ class ArchSpec:
   vgpr_granule32: int     # VGPRs per RSRC1.VGPRS unit in wave32 (wave64 halves it)
   wg_ids_in_ttmp: bool    # gfx12: workgroup ids in TTMP9/TTMP7 instead of SGPRs after the user SGPRs
   supported: bool         # the executors implement this arch
+  # FLAT apertures (amdkfd's layout for gfx9+): 4 GiB windows of the flat address space that reach LDS / scratch
+  shared_aperture: int = 1 << 48
+  private_aperture: int = 2 << 48
+  aperture_size: int = 1 << 32
+
+  def aperture_values(self) -> dict[int, int]:
+    """The 64-bit values of the source operands SRC_SHARED_BASE/LIMIT (235/236) and SRC_PRIVATE_BASE/LIMIT (237/238)."""
+    return {235: self.shared_aperture, 236: self.shared_aperture + self.aperture_size - 1, 237: self.private_aperture,
+            238: self.private_aperture + self.aperture_size - 1}
 
   @property
   def ins(self):

@@ -67,7 +67,9 @@ class Dispatcher:
     prog = Program(self.spec, self.mem)
     all_wgs = [(x, y, z) for z, y, x in itertools.product(range(d.grid[2]), range(d.grid[1]), range(d.grid[0]))]
     per_chunk = max(1, CHUNK_WAVES // cfg.waves_per_wg)
-    if self.timing is not None: self.timing.start(stats.waves, cfg.lanes)
+    if self.timing is not None:   # timing model: launch shape and occupancy inputs (VGPRs from RSRC1, LDS per workgroup)
+      vgprs = ((d.rsrc1 & 0x3f) + 1) * self.spec.vgpr_granule32 * 32 // cfg.lanes
+      self.timing.start(stats.waves, cfg.lanes, cfg.waves_per_wg, vgprs, cfg.lds_bytes)
     for c in range(0, len(all_wgs), per_chunk):
       wgs = all_wgs[c:c + per_chunk]
       st = _init_waves(self.spec, d, cfg, wgs)
@@ -87,7 +89,7 @@ class Dispatcher:
       ws = run[pcs == pc]
       step = prog.at(pc)
       if self.tracer is not None: self.tracer.before(st, ws)
-      if self.timing is not None: self.timing.issue(step, ws + first_wave, st.wg[ws] + first_wave // wpg)
+      if self.timing is not None: self.timing.issue(step, ws + first_wave, pc)
       step.run(m, ws)
       if self.tracer is not None: self.tracer.after(st, ws, step)
       stats.wave_instructions += len(ws)
@@ -97,5 +99,4 @@ class Dispatcher:
         for g in np.unique(st.wg[ws]):
           waves = slice(int(g) * wpg, (int(g) + 1) * wpg)
           if not (st.status[waves] == RUNNING).any() and (parked := st.status[waves] == BARRIER).any():
-            if self.timing is not None: self.timing.barrier(np.arange(waves.start, waves.stop)[parked] + first_wave)
             st.status[waves][parked] = RUNNING

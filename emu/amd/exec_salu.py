@@ -1,12 +1,14 @@
 """Scalar executors: SOP1, SOP2, SOPC, SOPK, SOPP (pcode branches and executor-owned control) and SMEM.
 
-Scalar pcode ops run once per wave on Python ints. Ops the pcode leaves to the executor (kind 'executor': s_endpgm,
-s_barrier, s_waitcnt*, s_nop, s_delay_alu, s_sleep, s_sendmsg ...) are `ControlStep`s; the dispatcher reacts to their
-`effect` ('end', 'barrier').
+Scalar pcode ops take Python ints; a batch of waves calls a register-only op once per distinct input row and scatters the
+results (uniform code: one call per batch), SMEM loads once per distinct address, anything else once per wave. Ops the
+pcode leaves to the executor (kind 'executor': s_endpgm, s_barrier, s_trap, s_waitcnt*, s_nop, s_delay_alu, s_sleep,
+s_sendmsg ...) are `ControlStep`s (the dispatcher reacts to their `effect`: 'end', 'barrier'; 'trap' faults), and
+s_sendmsg_rtn_* is a `MessageStep`.
 """
 from __future__ import annotations
 import numpy as np
-from emu.amd.api import GPUIllegalInstruction
+from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
@@ -15,6 +17,9 @@ from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER
 from emu.pcode.abi import OpState
+
+U64 = np.uint64
+MASK64 = (1 << 64) - 1
 
 SRC_FIELDS = {"SOP1": {"S0": "ssrc0"}, "SOP2": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPC": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPK": {}, "SOPP": {},
               "SMEM": {}}
@@ -31,20 +36,41 @@ class RegView:
   def __setitem__(self, i, v): self.row[int(i)] = int(v) & 0xffffffff
 
 class ControlStep(Step):
-  """An executor-owned SOPP/SOPK instruction; `effect` is 'end', 'barrier' or None (a no-op for the functional model)."""
+  """An executor-owned SOPP/SOPK instruction; `effect` is 'end', 'barrier', 'trap' or None (a no-op for the functional model:
+  waits, hints, s_sleep and s_sendmsg, whose messages (VGPR deallocation, interrupts) have no effect on compute results)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     name = instr.op.name
     if name in ENDS: self.effect = "end"
     elif name == "S_BARRIER": self.effect = "barrier"
+    elif name == "S_TRAP": self.effect = "trap"
     elif name in NO_EFFECT: self.effect = None
     else: raise GPUIllegalInstruction(0, instr.raw, f"{name} is not implemented (executor-owned op without emulation)")
   def execute(self, m:Machine, ws:np.ndarray):
     if self.effect == "end": m.st.status[ws] = ENDED
     elif self.effect == "barrier": m.st.status[ws] = BARRIER
+    elif self.effect == "trap":
+      w = int(ws[0])
+      raise GPUTrapFault(int(m.st.pc[w]), self.instr.inst.simm16 & 0xff, m.st.wave_id[w])
+
+# s_sendmsg_rtn message ids (gfx11) -> what the emulator returns; GET_REALTIME is the dispatch's wave-instruction count so far
+# (a deterministic clock), the others name state no emulated wave has (doorbell, debug ids, trap handler addresses): 0.
+RTN_MESSAGES = {128: "GET_DOORBELL", 129: "GET_DDID", 130: "GET_TMA", 131: "GET_REALTIME", 132: "SAVE_WAVE", 133: "GET_TBA"}
+
+class MessageStep(Step):
+  """S_SENDMSG_RTN_B32/B64: a message whose reply lands in SDST."""
+  def __init__(self, instr:Instr, spec:ArchSpec):
+    super().__init__(instr, spec)
+    self.msg, self.sdst = rawf(instr.inst, "ssrc0"), rawf(instr.inst, "sdst")   # the message id is the raw SSRC0 field
+    if self.msg == 255 and instr.literal is not None: self.msg = instr.literal      # (or a literal, as the wheel's DSL encodes it)
+    if self.msg not in RTN_MESSAGES: raise GPUIllegalInstruction(0, instr.raw, f"s_sendmsg_rtn message {self.msg} does not exist")
+    self.bits = 64 if instr.op.name.endswith("B64") else 32
+  def execute(self, m:Machine, ws:np.ndarray):
+    value = m.stats.wave_instructions if RTN_MESSAGES[self.msg] == "GET_REALTIME" else 0
+    write_sgpr(m.st, ws, self.sdst, self.bits, value)
 
 class SaluStep(Step):
-  """SOP1/SOP2/SOPC/SOPK and pcode SOPP ops (branches, s_getpc ...): one pcode call per wave."""
+  """SOP1/SOP2/SOPC/SOPK and pcode SOPP ops (branches, s_getpc ...): one pcode call per distinct input row, or per wave."""
   writes_pc = True
   def __init__(self, instr:Instr, spec:ArchSpec, op=None):
     super().__init__(instr, spec)
@@ -57,25 +83,65 @@ class SaluStep(Step):
     if fmt == "SOPK" and "S0" in op.reads: self.srcs["S0"] = resolve_src(self.sdst, 32, None, None, spec)
     self.d_bits = op.widths.get("D0", bits.get("sdst", 32))
     self.fields = {"SIMM16": getattr(inst, "simm16", 0), "SIMM32": instr.literal or 0}
+    self.d0 = resolve_src(self.sdst, self.d_bits, None, None, spec)
+    self.outputs = [n for n in ("D0", "SCC", "VCC", "EXEC", "M0", "PC") if n in op.writes]
+    touched = op.reads | op.writes
+    self.pure = (type(self) is SaluStep and not op.mem and not touched & {"SGPR", "HW_REGISTERS"} and
+                 all(op.widths.get(n, 32) <= 64 for n in touched & {"S0", "S1", "D0"}))
 
   def execute(self, m:Machine, ws:np.ndarray):
+    if self.pure: self._grouped(m, ws)
+    else:
+      for w in (int(x) for x in ws): self._one(m, w)
+
+  def _state(self, st, pc:int, vals:dict) -> OpState:
+    o = OpState(PC=pc, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0, **self.fields, **vals)
+    if "VCCZ" in self.op.reads: o.VCCZ = int(vals.get("VCC", 0) == 0)
+    if "EXECZ" in self.op.reads: o.EXECZ = int(vals.get("EXEC", 0) == 0)
+    return o
+
+  def _grouped(self, m:Machine, ws:np.ndarray):
+    """Pure ops (registers in, registers out): one pcode call per distinct input row across the waves, results scattered back."""
     st, op, spec = m.st, self.op, self.spec
-    for w in (int(x) for x in ws):
-      o = OpState(PC=int(st.pc[w]), SCC=int(st.scc[w]), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0,
-                  VCC=st.get_mask(w, spec.vcc_lo), EXEC=st.get_mask(w, spec.exec_lo), M0=int(st.sgpr[w, spec.m0_reg]),
-                  SGPR=RegView(st.sgpr[w]), HW_REGISTERS=RegView(st.hwreg[w]), **self.fields)
-      for name, src in self.srcs.items(): setattr(o, name, src.read_int(st, w))
-      o.VCCZ, o.EXECZ = int(o.VCC == 0), int(o.EXEC == 0)
-      if "D0" in op.reads: o.D0 = resolve_src(self.sdst, self.d_bits, None, None, spec).read_int(st, w)
-      self.extra(m, w, o)
+    cols = {name: src.read_waves(st, ws) for name, src in self.srcs.items()}
+    if "SCC" in op.reads: cols["SCC"] = st.scc[ws].astype(U64)
+    if op.reads & {"VCC", "VCCZ"}: cols["VCC"] = st.get_masks(ws, spec.vcc_lo)
+    if op.reads & {"EXEC", "EXECZ"}: cols["EXEC"] = st.get_masks(ws, spec.exec_lo)
+    if "M0" in op.reads: cols["M0"] = st.sgpr[ws, spec.m0_reg].astype(U64)
+    if "D0" in op.reads: cols["D0"] = self.d0.read_waves(st, ws)
+    names, pc = list(cols), int(st.pc[ws[0]])
+    rows = np.stack([cols[n] for n in names], axis=1) if names else np.zeros((len(ws), 0), dtype=U64)
+    if len(ws) == 1 or (rows == rows[0]).all(): uniq, inv = rows[:1], None
+    else: uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    outs: dict[str, list[int]] = {name: [] for name in self.outputs}
+    for row in uniq.tolist():
+      o = self._state(st, pc, dict(zip(names, row)))
       op.fn(o)
-      if "D0" in op.writes: write_sgpr(st, w, self.sdst, self.d_bits, int(o.D0))
-      if "SCC" in op.writes: st.scc[w] = int(o.SCC) & 1
-      if "VCC" in op.writes: st.set_mask(w, spec.vcc_lo, int(o.VCC))
-      if "EXEC" in op.writes: st.set_mask(w, spec.exec_lo, int(o.EXEC))
-      if "M0" in op.writes: st.sgpr[w, spec.m0_reg] = int(o.M0) & 0xffffffff
-      self.writeback(m, w, o)
-      st.pc[w] = int(o.PC) if "PC" in op.writes else st.pc[w] + self.size
+      for name in self.outputs: outs[name].append(int(getattr(o, name)) & MASK64)
+    res = {name: (np.array(v, dtype=U64) if inv is None else np.array(v, dtype=U64)[inv.reshape(-1)]) for name, v in outs.items()}
+    if "D0" in res: write_sgpr(st, ws, self.sdst, self.d_bits, res["D0"])
+    if "SCC" in res: st.scc[ws] = (res["SCC"] & U64(1)).astype(np.uint32)
+    if "VCC" in res: st.set_mask(ws, spec.vcc_lo, res["VCC"])
+    if "EXEC" in res: st.set_mask(ws, spec.exec_lo, res["EXEC"])
+    if "M0" in res: st.sgpr[ws, spec.m0_reg] = res["M0"] & U64(0xffffffff)
+    st.pc[ws] = res["PC"].astype(np.int64) if "PC" in res else pc + self.size
+
+  def _one(self, m:Machine, w:int):
+    """One wave, Python ints: ops that touch memory, SGPRs by index or hardware registers (and SMEM's hooks)."""
+    st, op, spec = m.st, self.op, self.spec
+    o = self._state(st, int(st.pc[w]), dict(SCC=int(st.scc[w]), VCC=st.get_mask(w, spec.vcc_lo), EXEC=st.get_mask(w, spec.exec_lo),
+                                            M0=int(st.sgpr[w, spec.m0_reg]), SGPR=RegView(st.sgpr[w]), HW_REGISTERS=RegView(st.hwreg[w])))
+    for name, src in self.srcs.items(): setattr(o, name, src.read_int(st, w))
+    if "D0" in op.reads: o.D0 = self.d0.read_int(st, w)
+    self.extra(m, w, o)
+    op.fn(o)
+    if "D0" in op.writes: write_sgpr(st, w, self.sdst, self.d_bits, int(o.D0))
+    if "SCC" in op.writes: st.scc[w] = int(o.SCC) & 1
+    if "VCC" in op.writes: st.set_mask(w, spec.vcc_lo, int(o.VCC))
+    if "EXEC" in op.writes: st.set_mask(w, spec.exec_lo, int(o.EXEC))
+    if "M0" in op.writes: st.sgpr[w, spec.m0_reg] = int(o.M0) & 0xffffffff
+    self.writeback(m, w, o)
+    st.pc[w] = int(o.PC) if "PC" in op.writes else st.pc[w] + self.size
 
   def extra(self, m:Machine, w:int, o:OpState): """Hook for formats with more inputs (SMEM)."""
   def writeback(self, m:Machine, w:int, o:OpState): """Hook for formats with more outputs (SMEM)."""
@@ -91,13 +157,34 @@ class SmemStep(SaluStep):
     self.sdata_bits = self.op.widths.get("SDATA", inst.op_bits.get("sdata", 32))
     self.buffer = "BUFFER" in instr.op.name
 
+  def _addresses(self, st, ws:np.ndarray) -> np.ndarray:
+    base = st.sgpr[ws, self.sbase].astype(U64) | (st.sgpr[ws, self.sbase + 1].astype(U64) << U64(32))
+    if self.buffer: base &= U64((1 << 48) - 1)
+    soff = st.sgpr[ws, self.soffset].astype(U64) if self.soffset != self.spec.null_reg else U64(0)
+    return (base + U64(self.offset & MASK64) + soff) & U64(MASK64 & ~3)
+
+  def execute(self, m:Machine, ws:np.ndarray):
+    """Loads run once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores per wave."""
+    st, op = m.st, self.op
+    addrs = self._addresses(st, ws)
+    if op.mem != "r" or not op.reads <= {"ADDR", "MEM", "SDATA"}:
+      self.addrs = dict(zip(ws.tolist(), addrs.tolist()))
+      return super().execute(m, ws)
+    k = max(1, self.sdata_bits // 32)
+    rows = np.concatenate([addrs[:, None], st.sgpr[ws, self.sdata:self.sdata + k].astype(U64)], axis=1)
+    uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    pc = int(st.pc[ws[0]])
+    for g, row in enumerate(uniq.tolist()):
+      sel, before = ws[inv.reshape(-1) == g], m.stats.bytes_read
+      o = self._state(st, pc, {"ADDR": row[0], "MEM": m.smem, "SDATA": sum(x << (32 * i) for i, x in enumerate(row[1:]))})
+      op.fn(o)
+      m.stats.bytes_read += (m.stats.bytes_read - before) * (len(sel) - 1)
+      write_sgpr(st, sel, self.sdata, self.sdata_bits, int(o.SDATA))
+    st.pc[ws] += self.size
+
   def extra(self, m:Machine, w:int, o:OpState):
-    st = m.st
-    base = int(st.sgpr[w, self.sbase]) | (int(st.sgpr[w, self.sbase + 1]) << 32)
-    if self.buffer: base &= (1 << 48) - 1
-    soff = int(st.sgpr[w, self.soffset]) if self.soffset != self.spec.null_reg else 0
-    o.ADDR, o.MEM = (base + self.offset + soff) & ~3 & ((1 << 64) - 1), m.smem
-    if "SDATA" in self.op.reads: o.SDATA = resolve_src(self.sdata, self.sdata_bits, None, None, self.spec).read_int(st, w)
+    o.ADDR, o.MEM = self.addrs[w], m.smem
+    if "SDATA" in self.op.reads: o.SDATA = resolve_src(self.sdata, self.sdata_bits, None, None, self.spec).read_int(m.st, w)
 
   def writeback(self, m:Machine, w:int, o:OpState):
     if "SDATA" in self.op.writes: write_sgpr(m.st, w, self.sdata, self.sdata_bits, int(o.SDATA))

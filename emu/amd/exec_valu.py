@@ -9,10 +9,10 @@ from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.dpp import dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, resolve_src, float_kind, apply_neg_abs, apply_omod_clamp, write_vgpr_lanes, read_vgpr_lanes,
+from emu.amd.operands import (Src, resolve_src, float_kind, apply_neg_abs, apply_omod_clamp, int_clamp, write_vgpr_lanes, read_vgpr_lanes,
                               write_sgpr)
 from emu.amd.semantics import get_op
-from emu.amd.step import Machine, Step
+from emu.amd.step import Lanes, Machine, Step
 from emu.pcode.abi import OpState
 
 U64 = np.uint64
@@ -31,19 +31,22 @@ def mask_lane_bits(st, wv:np.ndarray, ln:np.ndarray, reg:int) -> np.ndarray:
   """Bit `ln` of the lane mask in SGPR reg (reg+1 for lanes 32-63) of each wave wv, as uint64 0/1."""
   return ((st.sgpr[wv, reg + (ln >> 5)] >> (ln & 31).astype(np.uint32)) & 1).astype(U64)
 
-def store_lane_bits(st, ws:np.ndarray, wi:np.ndarray, ln:np.ndarray, reg:int, bits:np.ndarray):
-  """Write a lane mask for waves ws: bit ln of wave ws[wi] from `bits`, every other lane 0 (inactive lanes write 0)."""
+def store_lane_bits(st, ws:np.ndarray, lanes:Lanes, reg:int, bits:np.ndarray):
+  """Write a lane mask for waves ws: each active lane's bit from `bits`, every other lane 0 (inactive lanes write 0)."""
   if reg == st.spec.null_reg: return
-  full = np.zeros((len(ws), st.lanes), dtype=bool)
-  full[wi, ln] = np.asarray(bits).astype(U64) & U64(1) != 0
+  b = np.asarray(bits).astype(U64) & U64(1) != 0
+  if lanes.dense is not None: full = b.reshape(len(ws), st.lanes)
+  else:
+    full = np.zeros((len(ws), st.lanes), dtype=bool)
+    full[lanes.wi, lanes.ln] = b
   st.store_mask_bits(ws, reg, full)
 
 class SrcSpec:
   """A source operand plus the per-operand modifiers of its encoding."""
   def __init__(self, src:Src, fkind:int, neg:bool=False, abs_:bool=False, packed:tuple|None=None):
     self.src, self.fkind, self.neg, self.abs, self.packed = src, fkind, neg, abs_, packed
-  def read(self, st, wv, ln) -> np.ndarray:
-    v = self.src.read_lanes(st, wv, ln)
+  def read(self, st, wv, ln, dense:slice|None=None) -> np.ndarray:
+    v = self.src.read_lanes(st, wv, ln, dense)
     if self.packed is not None:
       (lo_sel, hi_sel, neg_lo, neg_hi) = self.packed
       lo, hi = (v >> U64(16 * lo_sel)) & U64(0xffff), (v >> U64(16 * hi_sel)) & U64(0xffff)
@@ -94,6 +97,8 @@ class ValuStep(Step):
     elif self.d_bits == 16 and fmt in ("VOP3", "VOP3SD", "VINTERP") and own_mods: self.d_hi = bool((opsel >> 3) & 1)
     self.d_float = float_kind(dfmt) if dfmt is not None else 0
     self.omod, self.clamp = getattr(inst, "omod", 0) or 0, bool(getattr(inst, "clmp", 0))
+    self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
+    if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD"): self.int_clamp = None
     # lane-mask registers
     vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" else spec.vcc_lo
     src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands else None
@@ -129,37 +134,37 @@ class ValuStep(Step):
   def execute(self, m:Machine, ws:np.ndarray):
     st = m.st
     if self.op.kind == "wave": return self._wave(m, ws)
+    if self.dpp is None and not self.per_wave: return self._batch(m, ws, m.active(ws), None, None)
     act, src_lane, zero = st.exec_bits(ws), None, None
-    if self.dpp is not None:
-      act, src_lane, zero = self._route(st, ws, act)
+    if self.dpp is not None: act, src_lane, zero = self._route(st, ws, act)
     if self.per_wave:
-      for i in range(len(ws)): self._batch(m, ws[i:i+1], act[i:i+1], src_lane, None if zero is None else zero[i:i+1])
-    else: self._batch(m, ws, act, src_lane, zero)
+      for i in range(len(ws)): self._batch(m, ws[i:i+1], Lanes(ws[i:i+1], act[i:i+1], None), src_lane, None if zero is None else zero[i:i+1])
+    else: self._batch(m, ws, Lanes(ws, act, None), src_lane, zero)
 
-  def _batch(self, m:Machine, ws, act, src_lane, zero):
+  def _batch(self, m:Machine, ws, lanes:Lanes, src_lane, zero):
     st, op = m.st, self.op
-    wi, ln = np.nonzero(act)
-    wv = ws[wi]
+    wi, ln, wv, dense = lanes.wi, lanes.ln, lanes.wv, lanes.dense
     if len(wv) == 0:
-      for name in op.lane_masks & op.writes: store_lane_bits(st, ws, wi, ln, self.mask_write[name], np.zeros(0, dtype=U64))
+      for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], np.zeros(0, dtype=U64))
       return
-    o = OpState(n=len(wv), laneId=ln.astype(U64), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0, **self.fields)
+    o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0, **self.fields)
     for name, s in self.srcs.items():
       if name == "S0" and src_lane is not None:
         v = s.read(st, wv, src_lane[ln])
         o.S0 = np.where(zero[wi, ln], U64(0), v)
-      else: setattr(o, name, s.read(st, wv, ln))
+      else: setattr(o, name, s.read(st, wv, ln, dense))
     for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, wv, ln, self.mask_read[name]))
-    if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = read_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, self.d_hi)
+    if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = read_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, self.d_hi, dense)
     if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
     if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, wv, ln, self.spec.exec_lo)
     if self.per_wave: o.VGPR = st.vgpr[int(ws[0])]
     op.fn(o)
-    for name in op.lane_masks & op.writes: store_lane_bits(st, ws, wi, ln, self.mask_write[name], getattr(o, name))
+    for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
     if "D0" in op.writes and "D0" not in op.lane_masks:
       d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, self.omod, self.clamp) if self.d_float else o.D0
-      write_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, d, self.d_hi)
+      if self.int_clamp is not None: d = self.int_clamp([getattr(o, n) for n in ("S0", "S1", "S2") if n in self.srcs], d)
+      write_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, d, self.d_hi, dense)
 
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints."""
@@ -195,17 +200,16 @@ class VopdStep(Step):
       self.halves.append((op, {k: v for k, v in srcs.items() if k in op.reads}, getattr(inst, df).offset - 256))
 
   def execute(self, m:Machine, ws:np.ndarray):
-    st = m.st
-    wi, ln = np.nonzero(st.exec_bits(ws))
-    wv = ws[wi]
+    st, lanes = m.st, m.active(ws)
+    wv, ln, dense = lanes.wv, lanes.ln, lanes.dense
     if len(wv) == 0: return
     states = []
     for op, srcs, vdst in self.halves:
-      o = OpState(n=len(wv), laneId=ln.astype(U64), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0,
+      o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0,
                   SIMM32=self.instr.literal or 0)
-      for name, s in srcs.items(): setattr(o, name, s.read_lanes(st, wv, ln))
-      if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32)
+      for name, s in srcs.items(): setattr(o, name, s.read_lanes(st, wv, ln, dense))
+      if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32, dense=dense)
       if "VCC" in op.reads: o.VCC = mask_lane_bits(st, wv, ln, self.spec.vcc_lo)
       states.append(o)
     for (op, _, _), o in zip(self.halves, states): op.fn(o)
-    for (op, _, vdst), o in zip(self.halves, states): write_vgpr_lanes(st, wv, ln, vdst, 32, np.asarray(o.D0, dtype=U64))
+    for (op, _, vdst), o in zip(self.halves, states): write_vgpr_lanes(st, wv, ln, vdst, 32, np.asarray(o.D0, dtype=U64), dense=dense)

@@ -2,7 +2,8 @@
 
 The executor computes each lane's address (DS: the address VGPR, the op adds OFFSET*; GLOBAL: VGPR64, or SGPR64 base +
 VGPR32, plus the signed 13-bit offset; SCRATCH: optional VGPR32 + optional SGPR + offset into the lane's private
-memory) and hands the pcode op a memory accessor. FLAT is treated as GLOBAL (no LDS/scratch apertures are modelled).
+memory) and hands the pcode op a memory accessor. FLAT addresses are global unless they fall in the shared or private aperture
+(ArchSpec.shared_aperture / private_aperture), which reach the workgroup's LDS or the lane's scratch.
 Atomics run in rounds so that no two lanes of one call share an address (lane order is kept within an address).
 """
 from __future__ import annotations
@@ -51,45 +52,60 @@ class VmemStep(Step):
       self.fields = {"OFFSET": self.offset}
       self.returns = bool(inst.glc)
     self.fields = {k: v for k, v in self.fields.items() if k in op.reads}
-    self.mem_name = "lds" if fmt == "DS" else "scratch" if fmt == "SCRATCH" else "gmem"
 
-  def _addresses(self, st, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:
+  def _addresses(self, st, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
     null = self.spec.null_reg
-    if self.fmt == "DS": return Src("vgpr", self.addr, 32).read_lanes(st, wv, ln)
+    if self.fmt == "DS": return Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
     if self.fmt == "SCRATCH":
-      a = Src("vgpr", self.addr, 32).read_lanes(st, wv, ln) if self.sve else np.zeros(len(wv), dtype=U64)
+      a = Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense) if self.sve else np.zeros(len(wv), dtype=U64)
       if self.saddr != null: a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
-    if self.saddr in (null, self.spec.m0_reg): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln)
-    else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln)
+    if self.saddr in (null, self.spec.m0_reg): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
+    else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
     return a + U64(self.offset & 0xffffffffffffffff)
+
+  def _regions(self, m:Machine, wv:np.ndarray, ln:np.ndarray, addr:np.ndarray) -> list[tuple]:
+    """(lanes, memory, per-lane base or None, addresses the op sees) for each memory the lanes reach. FLAT addresses inside the
+    shared / private aperture go to LDS / the lane's scratch at their offset in the aperture; all others are global."""
+    if self.fmt == "DS": return [(slice(None), m.lds, m.lds_base(wv), addr)]
+    if self.fmt == "SCRATCH": return [(slice(None), m.scratch, m.scratch_base(wv, ln), addr)]
+    if self.fmt == "FLAT":
+      spec, low = self.spec, U64(0xffffffff)
+      inside = lambda base: (addr >= U64(base)) & (addr < U64(base + spec.aperture_size))
+      shared, private = inside(spec.shared_aperture), inside(spec.private_aperture)
+      if shared.any() or private.any():
+        g, s, p = np.nonzero(~(shared | private))[0], np.nonzero(shared)[0], np.nonzero(private)[0]
+        return [r for r in ((g, m.gmem, None, addr[g]), (s, m.lds, m.lds_base(wv[s]), addr[s] & low),
+                            (p, m.scratch, m.scratch_base(wv[p], ln[p]), addr[p] & low)) if len(r[0])]
+    return [(slice(None), m.gmem, None, addr)]
 
   def execute(self, m:Machine, ws:np.ndarray):
     st, op = m.st, self.op
     if op.kind == "wave": return self._wave(m, ws)
-    wi, ln = np.nonzero(st.exec_bits(ws))
-    wv = ws[wi]
+    lanes = m.active(ws)
+    wv, ln, dense = lanes.wv, lanes.ln, lanes.dense
     if len(wv) == 0: return
-    inputs = {"laneId": ln.astype(U64), "ADDR": self._addresses(st, wv, ln)}
+    inputs = {"laneId": lanes.lane_id, "ADDR": self._addresses(st, wv, ln, dense)}
     for name, src in self.data.items():
-      if name in op.reads: inputs[name] = src.read_lanes(st, wv, ln)
+      if name in op.reads: inputs[name] = src.read_lanes(st, wv, ln, dense)
     if "RETURN_DATA" in op.reads: inputs["RETURN_DATA"] = Src("vgpr", self.vdst, op.widths.get("RETURN_DATA", 32)).read_lanes(st, wv, ln)
-    mem = getattr(m, self.mem_name)
-    base = m.lds_base(wv) if self.fmt == "DS" else m.scratch_base(wv, ln) if self.fmt == "SCRATCH" else None
-    key = inputs["ADDR"].astype(np.int64) + (base if base is not None else 0)
-    rounds = alias_rounds(key) if op.mem_rmw else np.zeros(len(wv), dtype=np.int64)
     outs: dict[str, np.ndarray] = {}
-    for r in range(int(rounds.max()) + 1):
-      sel = rounds == r if op.mem_rmw else slice(None)
-      o = OpState(n=len(key[sel]), MEM=mem, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **self.fields, **{k: v[sel] for k, v in inputs.items()})
-      if base is not None: mem.base = base[sel]
-      op.fn(o)
-      for name in op.writes & {"VDATA", "RETURN_DATA"}:
-        val = np.asarray(getattr(o, name))
-        if name not in outs: outs[name] = np.zeros((len(wv),) + val.shape[1:], dtype=val.dtype)
-        outs[name][sel] = val
-    if "VDATA" in outs: write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("VDATA", 32), outs["VDATA"])
-    if "RETURN_DATA" in outs and self.returns: write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("RETURN_DATA", 32), outs["RETURN_DATA"])
+    for sel, mem, base, addr in self._regions(m, wv, ln, inputs["ADDR"]):
+      sub = {k: v[sel] for k, v in inputs.items()} | {"ADDR": addr}
+      key = addr.astype(np.int64) + (base if base is not None else 0)
+      rounds = alias_rounds(key) if op.mem_rmw else np.zeros(len(key), dtype=np.int64)
+      for r in range(int(rounds.max()) + 1):
+        rs = rounds == r if op.mem_rmw else slice(None)
+        o = OpState(n=len(key[rs]), MEM=mem, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **self.fields, **{k: v[rs] for k, v in sub.items()})
+        if base is not None: mem.base = base[rs]
+        op.fn(o)
+        for name in op.writes & {"VDATA", "RETURN_DATA"}:
+          val = np.asarray(getattr(o, name))
+          if name not in outs: outs[name] = np.zeros((len(wv),) + val.shape[1:], dtype=val.dtype)
+          outs[name][np.arange(len(wv))[sel][rs]] = val
+    if "VDATA" in outs: write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("VDATA", 32), outs["VDATA"], dense=dense)
+    if "RETURN_DATA" in outs and self.returns:
+      write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("RETURN_DATA", 32), outs["RETURN_DATA"], dense=dense)
 
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave DS ops (ds_permute/bpermute, ds_swizzle): one call per wave with the VGPR file and register numbers."""

@@ -5,7 +5,7 @@ from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher
 from emu.amd.memory import MemoryMap
-from emu.amd.trace import Tracer
+from emu.amd.trace import TraceFilter, Tracer
 
 DEFAULT_WATCHDOG = 50_000_000
 
@@ -18,18 +18,20 @@ class AMDGPU:
 
   `AMDGPU(arch="gfx1100", memory=MemoryMap(), watchdog=None, trace=None, timing=True)`; `dispatch(Dispatch)` runs a dispatch to
   completion and returns DispatchStats, or raises GPUMemoryFault / GPUHangFault / GPUIllegalInstruction.
-  watchdog: wave-instruction budget per dispatch (None: env EMU_WATCHDOG or 50M). trace: print an instruction trace
-  (None: env EMU_TRACE=1). timing: run the cycle model (emu.amd.timing) to fill DispatchStats.cycles.
+  watchdog: wave-instruction budget per dispatch (None: env EMU_WATCHDOG or 50M). trace: print an instruction trace: True/False,
+  or a selection in EMU_TRACE's syntax (`TraceFilter`: '1', '@3', 'r_16_4'); None: env EMU_TRACE. timing: run the cycle model
+  (emu.amd.timing) to fill DispatchStats.cycles.
   """
-  def __init__(self, arch:str="gfx1100", memory:MemoryMap|None=None, watchdog:int|None=None, trace:bool|None=None, timing:bool=True):
+  def __init__(self, arch:str="gfx1100", memory:MemoryMap|None=None, watchdog:int|None=None, trace:bool|str|None=None, timing:bool=True):
     self.spec = get_spec(arch)
     self.arch, self.memory = arch, memory if memory is not None else MemoryMap()
     self.watchdog = watchdog_budget(watchdog)
-    self.trace = trace if trace is not None else os.environ.get("EMU_TRACE", "0") not in ("", "0")
-    self.timing = timing
+    self.trace = TraceFilter(trace if trace is not None else os.environ.get("EMU_TRACE", "0"))
+    self.timing, self.dispatches = timing, 0
 
   def dispatch(self, d:Dispatch) -> DispatchStats:
     """Run one dispatch to completion."""
     from emu.amd.timing import TimingModel
     tm = TimingModel(self.spec) if self.timing else None
-    return Dispatcher(self.spec, self.memory, self.watchdog, Tracer() if self.trace else None, tm).run(d)
+    index, self.dispatches = self.dispatches, self.dispatches + 1
+    return Dispatcher(self.spec, self.memory, self.watchdog, Tracer() if self.trace.wants(index, d.name) else None, tm).run(d)

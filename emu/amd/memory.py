@@ -70,6 +70,8 @@ class MemoryMap:
   def _locate(self, addrs:np.ndarray, nbytes:int, write:bool) -> list[tuple[Mapping, np.ndarray]]:
     """Group lane addresses by mapping; fault on the first lane whose [addr, addr+nbytes) is not inside one writable mapping."""
     addrs = np.asarray(addrs, dtype=np.uint64)
+    if len(addrs) and (m := self.find(lo := int(addrs.min()), int(addrs.max()) + nbytes - lo)) is not None and (m.writable or not write):
+      return [(m, slice(None))]   # the common case: every lane inside one mapping
     idx = np.searchsorted(np.asarray(self._starts, dtype=np.uint64), addrs, side="right").astype(np.int64) - 1
     groups: list[tuple[Mapping, np.ndarray]] = []
     bad = idx < 0
@@ -85,15 +87,16 @@ class MemoryMap:
 
   def gather(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
     """Read `nbytes` (1, 2, 4, 8, 12 or 16) at each lane address; returns a (lanes, nbytes) uint8 array."""
+    addrs = np.asarray(addrs, dtype=np.uint64)
     out = np.empty((len(addrs), nbytes), dtype=np.uint8)
     offs = np.arange(nbytes, dtype=np.int64)
     for m, sel in self._locate(addrs, nbytes, False):
-      out[sel] = m.view[(np.asarray(addrs, dtype=np.uint64)[sel].astype(np.int64) - m.addr)[:, None] + offs]
+      out[sel] = m.view[(addrs[sel].astype(np.int64) - m.addr)[:, None] + offs]
     return out
 
   def scatter(self, addrs:np.ndarray, data:np.ndarray):
     """Write row i of `data` (a (lanes, nbytes) uint8 array) at addrs[i]. Lanes are written in order: the last lane wins."""
-    data = np.asarray(data, dtype=np.uint8)
+    data, addrs = np.asarray(data, dtype=np.uint8), np.asarray(addrs, dtype=np.uint64)
     nbytes, offs = data.shape[1], np.arange(data.shape[1], dtype=np.int64)
     for m, sel in self._locate(addrs, nbytes, True):
-      m.view[(np.asarray(addrs, dtype=np.uint64)[sel].astype(np.int64) - m.addr)[:, None] + offs] = data[sel]
+      m.view[(addrs[sel].astype(np.int64) - m.addr)[:, None] + offs] = data[sel]

@@ -8,6 +8,7 @@ on float operands, and clamp/omod on float results.
 from __future__ import annotations
 import struct
 from dataclasses import dataclass
+from typing import Callable
 import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
@@ -19,7 +20,7 @@ _FLOATS = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4
 # exact encodings of 1/(2*pi) the hardware uses per width (the f16/f32 ones are not plain roundings of each other)
 _INV_2PI_BITS = {16: 0x3118, 32: 0x3e22f983, 64: 0x3fc45f306dc9c882}
 VCCZ, EXECZ, SCC_SRC, LDS_DIRECT, LIT_SRC = 251, 252, 253, 254, 255
-APERTURES = range(235, 239)   # SHARED_BASE/LIMIT, PRIVATE_BASE/LIMIT: no apertures are modelled, they read 0
+APERTURES = range(235, 239)   # SHARED_BASE/LIMIT, PRIVATE_BASE/LIMIT (ArchSpec.aperture_values; a 32-bit read gets the low half)
 
 def float_kind(fmt:Fmt|None) -> int:
   """Float width (16/32/64) an operand format holds, or 0 for integer/bit formats. Packed f16 counts as 16; bf16 as 0."""
@@ -55,12 +56,16 @@ class Src:
   @property
   def nregs(self) -> int: return max(1, (self.bits + 31) // 32)
 
-  def read_lanes(self, st:WaveState, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:
-    """Raw bits for each (wave, lane) pair: uint64 (n,), or uint32 (n, k) for operands wider than 64 bits."""
+  def read_lanes(self, st:WaveState, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
+    """Raw bits for each (wave, lane) pair: uint64 (n,), or uint32 (n, k) for operands wider than 64 bits.
+    `dense`: the pairs are every lane of the waves in this slice, in order (read by slicing instead of gathering)."""
     if self.kind != "vgpr": return self.read_waves(st, wv)
-    if self.bits > 64: return st.vgpr[wv[:, None], ln[:, None], self.reg + np.arange(self.nregs)]
-    v = st.vgpr[wv, ln, self.reg].astype(U64)
-    if self.bits == 64: v |= st.vgpr[wv, ln, self.reg + 1].astype(U64) << U64(32)
+    if self.bits > 64:
+      if dense is not None: return st.vgpr[dense, :, self.reg:self.reg + self.nregs].reshape(-1, self.nregs)
+      return st.vgpr[wv[:, None], ln[:, None], self.reg + np.arange(self.nregs)]
+    at = (lambda r: st.vgpr[dense, :, r].reshape(-1)) if dense is not None else (lambda r: st.vgpr[wv, ln, r])
+    v = at(self.reg).astype(U64)
+    if self.bits == 64: v |= at(self.reg + 1).astype(U64) << U64(32)
     return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
 
   def _sgpr_lanes(self, st:WaveState, wv:np.ndarray) -> np.ndarray:
@@ -94,7 +99,8 @@ def resolve_src(code:int, bits:int, fmt:Fmt|None, literal:int|None, spec:ArchSpe
   if code == SCC_SRC: return Src("scc", bits=bits)
   if code == VCCZ: return Src("vccz", bits=bits)
   if code == EXECZ: return Src("execz", bits=bits)
-  if code in APERTURES or code == spec.null_reg: return Src("const", bits=bits, value=0)
+  if code in APERTURES: return Src("const", bits=bits, value=spec.aperture_values()[code] & ((1 << min(bits, 64)) - 1))
+  if code == spec.null_reg: return Src("const", bits=bits, value=0)
   if code < 128: return Src("sgpr", code, bits)
   raise ValueError(f"source operand {code} is not valid")
 
@@ -118,25 +124,59 @@ def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool) -> np.ndarra
     if clamp: f = np.where(np.isnan(f), ft(0), np.clip(f, ft(0), ft(1)))
   return f.astype(ft).view(it).astype(U64)
 
+# integer clamp (VOP3 CLMP on an integer op): the exact result of these ops, saturated to the destination type instead of wrapping.
+# name prefix -> exact result from the sources as Python-sized ints (int64 arrays, already sign-extended for signed types)
+_SEXT24 = lambda x: ((x & 0xffffff) ^ 0x800000) - 0x800000
+INT_CLAMP_OPS = {"V_ADD_NC_": lambda a, b, c: a + b, "V_ADD_CO_U32": lambda a, b, c: a + b, "V_ADD3_U32": lambda a, b, c: a + b + c,
+                 "V_SUB_NC_": lambda a, b, c: a - b, "V_SUB_CO_U32": lambda a, b, c: a - b, "V_SUBREV_NC_": lambda a, b, c: b - a,
+                 "V_SUBREV_CO_U32": lambda a, b, c: b - a, "V_MAD_U16": lambda a, b, c: a * b + c, "V_MAD_I16": lambda a, b, c: a * b + c,
+                 "V_MAD_U32_U24": lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c, "V_MAD_I32_I24": lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c}
+
+def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] | None:
+  """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64, the op's D0) -> D0 with the result bits
+  replaced by the saturated result (bits above the type's width, e.g. the high half of a 16-bit op, kept from D0)."""
+  fn = next((f for prefix, f in INT_CLAMP_OPS.items() if name.startswith(prefix)), None)
+  if fn is None: return None
+  typ = next(t for t in name.split("_")[2:] if t[:1] in "UI" and t[1:].isdigit())
+  signed, bits = typ[0] == "I", int(typ[1:])
+  lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+  mask = U64((1 << bits) - 1)
+  def clamp(srcs:list[np.ndarray], d0:np.ndarray) -> np.ndarray:
+    vals = [(np.asarray(x, dtype=U64) & mask).astype(np.int64) for x in srcs] + [np.int64(0)] * (3 - len(srcs))
+    if signed: vals = [(v ^ (1 << (bits - 1))) - (1 << (bits - 1)) for v in vals]
+    return (np.asarray(d0, dtype=U64) & ~mask) | (np.clip(fn(*vals), lo, hi).astype(U64) & mask)
+  return clamp
+
 # ---- destination writes ----
-def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, val:np.ndarray, hi:bool=False):
-  """Store `bits` of val (uint64 (n,), or uint32 (n, k) when wider than 64) into VGPR reg.. of each (wave, lane)."""
+def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, val:np.ndarray, hi:bool=False, dense:slice|None=None):
+  """Store `bits` of val (uint64 (n,), or uint32 (n, k) when wider than 64) into VGPR reg.. of each (wave, lane); `dense` as in
+  `Src.read_lanes`."""
   if bits > 64:
     k = (bits + 31) // 32
-    st.vgpr[wv[:, None], ln[:, None], reg + np.arange(k)] = np.asarray(val, dtype=np.uint32)[:, :k]
-  elif bits == 16:
-    old = st.vgpr[wv, ln, reg]
-    v16 = (val & U64(0xffff)).astype(np.uint32)
-    st.vgpr[wv, ln, reg] = (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16
+    v = np.asarray(val, dtype=np.uint32)[:, :k]
+    if dense is not None: st.vgpr[dense, :, reg:reg + k] = v.reshape(-1, st.lanes, k)
+    else: st.vgpr[wv[:, None], ln[:, None], reg + np.arange(k)] = v
+    return
+  if dense is not None:
+    shape = st.vgpr[dense, :, reg].shape
+    def put(r:int, x:np.ndarray): st.vgpr[dense, :, r] = x.reshape(shape)
+    get = lambda r: st.vgpr[dense, :, r].reshape(-1)
   else:
-    st.vgpr[wv, ln, reg] = (val & U64(0xffffffff)).astype(np.uint32)
-    if bits == 64: st.vgpr[wv, ln, reg + 1] = (val >> U64(32)).astype(np.uint32)
+    def put(r:int, x:np.ndarray): st.vgpr[wv, ln, r] = x
+    get = lambda r: st.vgpr[wv, ln, r]
+  if bits == 16:
+    old, v16 = get(reg), (val & U64(0xffff)).astype(np.uint32)
+    put(reg, (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16)
+  else:
+    put(reg, (val & U64(0xffffffff)).astype(np.uint32))
+    if bits == 64: put(reg + 1, (val >> U64(32)).astype(np.uint32))
 
-def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, hi:bool=False) -> np.ndarray:
+def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, hi:bool=False, dense:slice|None=None) -> np.ndarray:
   """The current value of a VGPR destination (for merging partial writes)."""
-  return Src("vgpr", reg, bits, hi=hi).read_lanes(st, wv, ln)
+  return Src("vgpr", reg, bits, hi=hi).read_lanes(st, wv, ln, dense)
 
-def write_sgpr(st:WaveState, w:int, reg:int, bits:int, value:int):
-  """Store a scalar result of `bits` width into SGPR reg.. of wave w; writes to NULL are dropped."""
+def write_sgpr(st:WaveState, w, reg:int, bits:int, value):
+  """Store a scalar result of `bits` width into SGPR reg.. of wave w (an int value), or of waves w (an array; value uint64 (n,),
+  bits <= 64); writes to NULL are dropped."""
   if reg == st.spec.null_reg: return
   for i in range(max(1, (bits + 31) // 32)): st.sgpr[w, reg + i] = (value >> (32 * i)) & 0xffffffff

@@ -12,6 +12,16 @@ from emu.amd.mem_access import GlobalMemory, LocalMemory, ScalarMemory
 from emu.amd.memory import MemoryMap
 from emu.amd.wave import WaveState
 
+class Lanes:
+  """The active (wave, lane) pairs of one batch, flat: `wi` index into ws, `wv` wave numbers, `ln` lane numbers, `lane_id` ln as
+  uint64 (the pcode's laneId); `dense` is the slice of waves when the batch is every lane of consecutive waves (vector
+  operands are then read and written by slicing). Shared between calls: never modify the arrays."""
+  __slots__ = ("wi", "ln", "wv", "lane_id", "dense")
+  def __init__(self, ws:np.ndarray, act:np.ndarray, dense:slice|None):
+    self.wi, self.ln = np.nonzero(act)
+    self.wv, self.lane_id, self.dense = ws[self.wi], self.ln.astype(np.uint64), dense
+  def __len__(self) -> int: return len(self.wv)
+
 class Machine:
   """One batch of workgroups in flight: wave state, memories (global, per-workgroup LDS, per-lane scratch) and stats."""
   def __init__(self, spec:ArchSpec, st:WaveState, mem:MemoryMap, stats:DispatchStats, lds_bytes:int, n_wg:int):
@@ -19,6 +29,16 @@ class Machine:
     self.gmem, self.smem = GlobalMemory(mem, stats), ScalarMemory(mem, stats)
     self.lds = LocalMemory(np.zeros(max(1, n_wg * lds_bytes), dtype=np.uint8), lds_bytes, fault_oob=False)
     self.scratch = LocalMemory(st.scratch.reshape(-1), st.scratch.shape[2], fault_oob=True)
+    self._dense: dict[tuple[int, int], Lanes] = {}
+
+  def active(self, ws:np.ndarray, act:np.ndarray|None=None) -> Lanes:
+    """The lanes of waves ws that `act` (default: EXEC) enables. Consecutive waves with every lane on are cached per range."""
+    st, e = self.st, self.spec.exec_lo
+    if int(ws[-1]) - int(ws[0]) + 1 == len(ws) and (act.all() if act is not None else (st.sgpr[ws, e:e + st.mask_regs] == 0xffffffff).all()):
+      if (hit := self._dense.get(key := (int(ws[0]), len(ws)))) is None:
+        hit = self._dense[key] = Lanes(ws, np.ones((len(ws), st.lanes), dtype=bool), slice(key[0], key[0] + key[1]))
+      return hit
+    return Lanes(ws, act if act is not None else st.exec_bits(ws), None)
 
   def lds_base(self, wv:np.ndarray) -> np.ndarray: return self.st.wg[wv] * self.lds_bytes
   def scratch_base(self, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:

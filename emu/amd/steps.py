@@ -3,7 +3,7 @@ from __future__ import annotations
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, decode
-from emu.amd.exec_salu import ControlStep, SaluStep, SmemStep, ENDS, NO_EFFECT
+from emu.amd.exec_salu import ControlStep, MessageStep, SaluStep, SmemStep, ENDS, NO_EFFECT
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.memory import MemoryMap
@@ -13,12 +13,14 @@ from emu.amd.step import Step
 SCALAR = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
 VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
 VMEM = ("DS", "GLOBAL", "FLAT", "SCRATCH")
-CONTROL = ENDS | NO_EFFECT | {"S_BARRIER"}
+CONTROL = ENDS | NO_EFFECT | {"S_BARRIER", "S_TRAP"}
+MESSAGES = ("S_SENDMSG_RTN_B32", "S_SENDMSG_RTN_B64")
 
 def _build(instr:Instr, spec:ArchSpec) -> Step:
   fmt = instr.fmt
   if fmt in SCALAR:
     if instr.op.name in CONTROL: return ControlStep(instr, spec)
+    if instr.op.name in MESSAGES: return MessageStep(instr, spec)
     op = get_op(spec.family, instr.op, raw=instr.raw)
     return ControlStep(instr, spec) if op.kind == "executor" else SaluStep(instr, spec, op)
   if fmt == "SMEM": return SmemStep(instr, spec)

@@ -36,21 +36,24 @@ class WaveState:
     lo = int(self.sgpr[w, reg])
     return lo | (int(self.sgpr[w, reg + 1]) << 32) if self.lanes == 64 else lo
 
-  def set_mask(self, w:int, reg:int, value:int):
+  def get_masks(self, ws:np.ndarray, reg:int) -> np.ndarray:
+    """The lane masks of waves ws as uint64 (n,)."""
+    lo = self.sgpr[ws, reg].astype(np.uint64)
+    return lo | (self.sgpr[ws, reg + 1].astype(np.uint64) << np.uint64(32)) if self.lanes == 64 else lo
+
+  def set_mask(self, w, reg:int, value):
+    """Store a lane mask into SGPR `reg` (and reg+1 in wave64): w a wave and value an int, or ws an array and value uint64 (n,)."""
     self.sgpr[w, reg] = value & 0xffffffff
     if self.lanes == 64: self.sgpr[w, reg + 1] = (value >> 32) & 0xffffffff
 
   def mask_bits(self, ws:np.ndarray, reg:int) -> np.ndarray:
-    """(len(ws), lanes) bool array of the lane mask in SGPR `reg` for waves ws."""
-    bits = (self.sgpr[ws, reg, None] >> np.arange(32, dtype=np.uint32)) & 1
-    if self.lanes == 64: bits = np.concatenate([bits, (self.sgpr[ws, reg + 1, None] >> np.arange(32, dtype=np.uint32)) & 1], axis=1)
-    return bits.astype(bool)
+    """(len(ws), lanes) bool array of the lane mask in SGPR `reg` (and reg+1 in wave64) for waves ws."""
+    words = np.ascontiguousarray(self.sgpr[ws, reg:reg + self.mask_regs]).astype("<u4", copy=False)
+    return np.unpackbits(words.view(np.uint8).reshape(len(words), -1), axis=1, bitorder="little").view(bool)
 
   def store_mask_bits(self, ws:np.ndarray, reg:int, bits:np.ndarray):
     """Pack a (len(ws), lanes) bool array into SGPR `reg` (and reg+1) of waves ws."""
-    weights = np.uint64(1) << np.arange(self.lanes, dtype=np.uint64)
-    packed = (bits.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
-    self.sgpr[ws, reg] = (packed & np.uint64(0xffffffff)).astype(np.uint32)
-    if self.lanes == 64: self.sgpr[ws, reg + 1] = (packed >> np.uint64(32)).astype(np.uint32)
+    packed = np.packbits(np.asarray(bits, dtype=bool).reshape(len(bits), self.lanes), axis=1, bitorder="little")
+    self.sgpr[ws, reg:reg + self.mask_regs] = packed.view("<u4")
 
   def exec_bits(self, ws:np.ndarray) -> np.ndarray: return self.mask_bits(ws, self.spec.exec_lo)

@@ -117,3 +117,37 @@ def test_readlane_writelane():
 def test_wave64_two_halves():
   st = run_program([v_add_nc_u32_e32(v[1], 1, v[2])], lanes=64, vgprs={2: np.arange(64)}, exec_mask=(1 << 64) - 1 - 1)
   assert st.vgpr[0, 0, 1] == 0 and (st.vgpr[0, 1:, 1] == np.arange(1, 64) + 1).all()
+
+# ---- VOP3/VOP3SD integer clamp: saturate to the destination type instead of wrapping ----
+def test_v_add_nc_u32_e64_clamp_saturates_and_plain_wraps():
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_add_nc_u32_e64
+  a = (0xfffffff0 + LANES).astype(np.uint32)
+  st = run_program([v_add_nc_u32_e64(v[3], v[1], v[2], clmp=1), v_add_nc_u32_e64(v[4], v[1], v[2])], vgprs={1: a, 2: 0x20})
+  exact = a.astype(np.int64) + 0x20
+  assert (st.vgpr[0, :, 3] == np.minimum(exact, 0xffffffff)).all() and (st.vgpr[0, :, 4] == (exact & 0xffffffff)).all()
+
+def test_v_sub_nc_u32_e64_clamp_floors_at_zero():
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_sub_nc_u32_e64
+  st = run_program([v_sub_nc_u32_e64(v[3], v[1], v[2], clmp=1)], vgprs={1: LANES, 2: 16})
+  assert (st.vgpr[0, :, 3] == np.maximum(LANES - 16, 0)).all()
+
+def test_v_sub_nc_i32_clamp_saturates_signed():
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_sub_nc_i32
+  a = np.where(LANES % 2 == 0, -0x7ffffff0, 5).astype(np.int32)
+  st = run_program([v_sub_nc_i32(v[3], v[1], v[2], clmp=1)], vgprs={1: a.view(np.uint32), 2: 0x20})
+  assert (st.vgpr[0, :, 3].view(np.int32) == np.maximum(a.astype(np.int64) - 0x20, -2**31)).all()
+
+def test_v_add_nc_i16_clamp_keeps_high_half():
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_add_nc_i16
+  st = run_program([v_add_nc_i16(v[3], v[1], v[2], clmp=1)], vgprs={1: 0x7ff0, 2: 0x20, 3: 0xabcd0000})
+  assert (st.vgpr[0, :, 3] == 0xabcd7fff).all()
+
+def test_v_add_co_u32_clamp_saturates_and_still_sets_carry():
+  st = run_program([v_add_co_u32(v[3], s[10], v[1], v[2], clmp=1)], vgprs={1: np.where(LANES < 8, 0xffffffff, 1), 2: 2})
+  assert (st.vgpr[0, :, 3] == np.where(LANES < 8, 0xffffffff, 3)).all() and int(st.sgpr[0, 10]) == 0xff
+
+def test_v_mad_u32_u24_clamp():
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_mad_u32_u24
+  st = run_program([v_mad_u32_u24(v[3], v[1], v[2], v[4], clmp=1)], vgprs={1: 0x1fffff0 + LANES, 2: 0x100, 4: 7})
+  exact = ((0x1fffff0 + LANES) & 0xffffff).astype(np.int64) * 0x100 + 7
+  assert (st.vgpr[0, :, 3] == np.minimum(exact, 0xffffffff)).all()

@@ -1,0 +1,96 @@
+"""Real kernels for the emulator: render a tinygrad program for gfx1100 with tinygrad's own LLVM pipeline, place its ELF image
+like tinygrad's `AMDProgram` does, and dispatch it on numpy buffers. Used by the end-to-end tests and `python -m emu.bench`.
+
+Needs libLLVM for the AMDGPU backend (env LLVM_PATH, default /usr/lib/x86_64-linux-gnu/libLLVM-19.so).
+"""
+from __future__ import annotations
+import os, struct
+from dataclasses import dataclass
+import numpy as np
+from emu.amd.api import Dispatch, DispatchStats
+from emu.amd.gpu import AMDGPU
+from emu.amd.memory import MemoryMap
+
+DEFAULT_LLVM = "/usr/lib/x86_64-linux-gnu/libLLVM-19.so"
+
+def llvm_available() -> bool:
+  """Whether libLLVM (LLVM_PATH or the default path) exists, i.e. tinygrad can compile for AMD here."""
+  return os.path.exists(os.environ.get("LLVM_PATH", DEFAULT_LLVM))
+
+@dataclass
+class CompiledKernel:
+  """An ELF code object plus what its launch needs. order[i]: the input index bound to kernel parameter i (-1: the output)."""
+  lib: bytes
+  name: str
+  global_size: tuple[int, int, int]
+  local_size: tuple[int, int, int]
+  order: list[int]
+
+def compile_kernel(fn, *shapes, dtype:str="float32", arch:str="gfx1100") -> CompiledKernel:
+  """Render the last kernel of fn(*tensors) (tensors of `shapes`) with tinygrad's AMD LLVM renderer for `arch`."""
+  os.environ.setdefault("LLVM_PATH", DEFAULT_LLVM)
+  from tinygrad import Tensor, dtypes
+  from tinygrad.uop.ops import Ops
+  from tinygrad.helpers import Target, DEV
+  if not DEV.device: DEV.value = "PYTHON"   # constants in the graph need a default device; nothing runs on it
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  from tinygrad.codegen import to_program
+  ts = [Tensor.empty(*s, dtype=getattr(dtypes, dtype), device="PYTHON") for s in shapes]
+  lin = fn(*ts).schedule_linear()
+  call = [c for c in lin.src if c.op is Ops.CALL][-1]
+  prg = to_program(call.src[0], AMDLLVMRenderer(Target("AMD", "LLVM", arch)))
+  order = [next((i for i, t in enumerate(ts) if p in (t.uop, t.uop.base)), -1) for p in call.src[1:]]
+  info = prg.arg
+  return CompiledKernel(prg.to_elf().lib, info.name, tuple(int(x) for x in info.global_size),
+                        tuple(int(x) for x in (info.local_size or (1, 1, 1))), order)
+
+class Buffers:
+  """Numpy arrays mapped into one MemoryMap (GPU VA == their host address); keeps them alive while mapped."""
+  def __init__(self, mem:MemoryMap|None=None):
+    self.mem, self.keep = mem if mem is not None else MemoryMap(), []
+  def add(self, arr:np.ndarray, name:str="buf", writable:bool=True) -> int:
+    """Map `arr` (made contiguous) and return its address."""
+    arr = np.ascontiguousarray(arr)
+    self.keep.append(arr)
+    self.mem.map(arr.ctypes.data, arr.nbytes, name=name, writable=writable, backing=arr.view(np.uint8).reshape(-1))
+    return arr.ctypes.data
+
+@dataclass
+class LoadedKernel:
+  """A code object placed in mapped memory: entry address and the kernel descriptor's COMPUTE_PGM_RSRC values."""
+  code_addr: int
+  rsrc1: int
+  rsrc2: int
+  rsrc3: int
+  wave32: bool
+
+def load_kernel(lib:bytes, bufs:Buffers) -> LoadedKernel:
+  """Place the ELF image like tinygrad's AMDProgram: apply relocations, read the kernel descriptor from .rodata."""
+  from tinygrad.runtime.support.elf import elf_loader
+  image, sections, relocs = elf_loader(lib)
+  rodata = next(sh.header.sh_addr for sh in sections if sh.name == ".rodata")
+  for off, sym, typ, addend in relocs:
+    if typ != 5: raise ValueError(f"unsupported relocation type {typ}")   # R_AMDGPU_REL64
+    image[off:off+8] = struct.pack("<q", sym - off + addend)
+  img = np.frombuffer(bytes(image) + b"\0" * 256, dtype=np.uint8).copy()
+  base = bufs.add(img, "code", writable=False)
+  kd = bytes(img[rodata:rodata+64])
+  group = struct.unpack_from("<I", kd, 0)[0]
+  entry = struct.unpack_from("<q", kd, 16)[0]
+  rsrc3, rsrc1, rsrc2, props = struct.unpack_from("<IIIH", kd, 44)
+  lds = ((group + 511) // 512) & 0x1ff
+  return LoadedKernel(base + rodata + entry, rsrc1, rsrc2 | (lds << 15), rsrc3, bool(props & 0x400))
+
+def kernel_dispatch(k:CompiledKernel, inputs:list[np.ndarray], out:np.ndarray, bufs:Buffers) -> Dispatch:
+  """Load `k`, map its buffers (out is written in place) and kernel arguments; returns the Dispatch to run."""
+  arrays = [out if i < 0 else inputs[i] for i in k.order]
+  lk = load_kernel(k.lib, bufs)
+  addrs = [bufs.add(a, f"arg{i}") for i, a in enumerate(arrays)]
+  kernargs = np.frombuffer(b"".join(struct.pack("<Q", a) for a in addrs), dtype=np.uint8).copy()
+  ka = bufs.add(kernargs, "kernargs", writable=False)
+  return Dispatch(code_addr=lk.code_addr, grid=k.global_size, workgroup=k.local_size, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1,
+                  rsrc2=lk.rsrc2, rsrc3=lk.rsrc3, wave32=lk.wave32, name=k.name)
+
+def run_kernel(k:CompiledKernel, inputs:list[np.ndarray], out:np.ndarray, bufs:Buffers, timing:bool=True) -> DispatchStats:
+  """Dispatch a compiled kernel on numpy arrays (out is written in place) on a fresh gfx1100; returns DispatchStats."""
+  return AMDGPU("gfx1100", bufs.mem, timing=timing).dispatch(kernel_dispatch(k, inputs, out, bufs))

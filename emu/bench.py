@@ -1,0 +1,135 @@
+"""The emulator's performance benchmark: `python -m emu.bench`.
+
+Measures, on emulated gfx1100, in CPU seconds of this process (time.process_time: steadier than wall time on a shared machine,
+and the emulator is single-threaded):
+  valu      steady-state wave-instructions/s of a hand-built VALU-bound loop (8 x v_fma_f32 + s_add/s_cmp/s_cbranch per trip)
+  matmul    steady-state wave-instructions/s of tinygrad's fp32 matmul kernel (AMD LLVM renderer, loaded from its ELF)
+  memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c)
+  cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
+  timing    extra wall time of the timing model (timing on vs off) on the valu and matmul workloads
+Each throughput figure runs the workload once to warm the caches, then times the best of --repeat runs.
+
+  --workloads valu,matmul,...   only these (default: all)
+  --size N                      matmul is N x N x N (default 128); memory uses N*N*16 elements
+  --waves N                     waves in the valu loop (default 256)
+  --iters N                     loop trips of the valu kernel (default 64)
+  --repeat N                    timed runs per figure, best kept (default 2)
+  --json                        print one JSON object at the end instead of the summary table
+"""
+from __future__ import annotations
+import argparse, json, os, sys, tempfile, time
+import numpy as np
+
+def _log(msg:str): print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+def _timed(fn, repeat:int):
+  """(best CPU seconds, last result) over `repeat` calls."""
+  best, res = float("inf"), None
+  for _ in range(repeat):
+    t = time.process_time()
+    res = fn()
+    best = min(best, time.process_time() - t)
+  return best, res
+
+# ---- workloads: each returns a zero-argument callable that runs one dispatch and returns DispatchStats ----
+def valu_loop(waves:int, iters:int, timing:bool=True):
+  """A VALU-bound loop: `iters` trips of 8 independent v_fma_f32 plus the scalar loop counter and branch."""
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s, v, s_mov_b32, s_add_u32, s_cmp_lg_u32, s_cbranch_scc1, v_fma_f32, s_endpgm
+  from emu.amd.api import Dispatch
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers
+  body = [v_fma_f32(v[1 + i], v[1 + i], v[0], 1.0) for i in range(8)] + [s_add_u32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
+  back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4   # simm16 counts dwords from the next instruction
+  code = b"".join(i.to_bytes() for i in [s_mov_b32(s[2], iters), *body, s_cbranch_scc1(simm16=back & 0xffff), s_endpgm()])
+  bufs = Buffers()
+  addr = bufs.add(np.frombuffer(code + b"\0" * 64, dtype=np.uint8).copy(), "code", writable=False)
+  wg = 256
+  d = Dispatch(code_addr=addr, grid=(max(1, waves * 32 // wg), 1, 1), workgroup=(wg, 1, 1), user_sgprs=[], rsrc2=0, wave32=True)
+  gpu = AMDGPU("gfx1100", bufs.mem, timing=timing)
+  return lambda: gpu.dispatch(d)
+
+def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True):
+  """A tinygrad-rendered kernel on random inputs (the output buffer is reused between runs)."""
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
+  k = compile_kernel(fn, *shapes)
+  rng = np.random.default_rng(0)
+  inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+  out = np.zeros(out_numel, dtype=np.float32)
+  bufs = Buffers()
+  d = kernel_dispatch(k, inputs, out, bufs)
+  gpu = AMDGPU("gfx1100", bufs.mem, timing=timing)
+  return lambda: gpu.dispatch(d)
+
+def matmul(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b: a @ b, [(n, n), (n, n)], n * n, timing)
+def memory(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b, c: a * b + c, [(n * n * 16,)] * 3, n * n * 16, timing)
+
+def throughput(make, repeat:int) -> dict:
+  run = make()
+  run()
+  secs, stats = _timed(run, repeat)
+  return {"wave_instructions": stats.wave_instructions, "waves": stats.waves, "seconds": secs, "winst_per_s": stats.wave_instructions / secs}
+
+def _clear_caches():
+  from emu.amd import decode, steps, semantics
+  from emu.pcode import compiler
+  decode._cache.clear(); steps._steps.clear(); semantics._compile.cache_clear(); compiler.compile_op.cache_clear()
+
+def cold_cost(make) -> dict:
+  """ms per distinct instruction of a kernel (decode + step build + pcode op), with the pcode disk cache warm and cold."""
+  from emu.amd import steps
+  from emu.amd.arch import get_spec
+  from emu.amd.decode import decode
+  make()()
+  spec, raws = get_spec("gfx1100"), [raw for (_, raw) in steps._steps]
+  res = {"distinct_instructions": len(raws)}
+  for disk in ("warm", "cold"):
+    old = os.environ.get("EMU_PCODE_CACHE")
+    with tempfile.TemporaryDirectory() as tmp:
+      if disk == "cold": os.environ["EMU_PCODE_CACHE"] = tmp
+      try:
+        _clear_caches()
+        t = time.process_time()
+        for raw in raws: steps.compile_step(decode(raw, spec), spec, 0)
+        res[f"ms_per_inst_{disk}_disk"] = (time.process_time() - t) * 1e3 / max(1, len(raws))
+      finally:
+        if old is None: os.environ.pop("EMU_PCODE_CACHE", None)
+        else: os.environ["EMU_PCODE_CACHE"] = old
+  return res
+
+def main(argv=None):
+  p = argparse.ArgumentParser(prog="python -m emu.bench", description=__doc__.split("\n")[0])
+  p.add_argument("--workloads", default="valu,matmul,memory,cold,timing")
+  p.add_argument("--size", type=int, default=128)
+  p.add_argument("--waves", type=int, default=256)
+  p.add_argument("--iters", type=int, default=64)
+  p.add_argument("--repeat", type=int, default=2)
+  p.add_argument("--json", action="store_true")
+  a = p.parse_args(argv)
+  os.environ.setdefault("LLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM-19.so")
+  wl, out = a.workloads.split(","), {}
+  makers = {"valu": lambda t=True: valu_loop(a.waves, a.iters, t), "matmul": lambda t=True: matmul(a.size, t),
+            "memory": lambda t=True: memory(a.size, t)}
+  for name in ("valu", "matmul", "memory"):
+    if name in wl:
+      _log(f"{name}: running")
+      out[name] = r = throughput(makers[name], a.repeat)
+      _log(f"{name}: {r['wave_instructions']} wave-instructions in {r['seconds']:.3f}s = {r['winst_per_s'] / 1e6:.3f} M/s")
+  if "cold" in wl:
+    _log("cold: first-seen instruction cost (matmul kernel)")
+    out["cold"] = r = cold_cost(lambda: matmul(32))
+    _log(f"cold: {r['distinct_instructions']} instructions, {r['ms_per_inst_warm_disk']:.3f} ms each (warm disk cache), "
+         f"{r['ms_per_inst_cold_disk']:.3f} ms (cold)")
+  if "timing" in wl:
+    out["timing"] = {}
+    for name in ("valu", "matmul"):
+      _log(f"timing: {name} with and without the timing model")
+      on, off = throughput(lambda: makers[name](True), a.repeat)["seconds"], throughput(lambda: makers[name](False), a.repeat)["seconds"]
+      out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
+      _log(f"timing: {name} +{(on / off - 1) * 100:.1f}%")
+  if a.json: print(json.dumps(out, indent=1))
+  else:
+    for name, r in out.items(): print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in
+                                                              (r.items() if name != "timing" else ((k, v["overhead"]) for k, v in r.items()))))
+
+if __name__ == "__main__": main()
