@@ -31,10 +31,11 @@ setup_system() {
   local libdir="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" missing=()
   ls "$libdir"/libLLVM-19.so* >/dev/null 2>&1 || ls "$libdir"/libLLVM.so.19* >/dev/null 2>&1 || missing+=(libllvm19)
   ls "$libdir"/libLLVM-22.so* >/dev/null 2>&1 || ls "$libdir"/libLLVM.so.22* >/dev/null 2>&1 || missing+=(libllvm22)
+  command -v clang >/dev/null || missing+=(clang)   # tinygrad's CPU device (used for host-side copies of multi-GPU tensors) needs it
   if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]} (AMD kernel compilers for tinygrad)"
+    say "installing ${missing[*]} (tinygrad's kernel compilers)"
     apt_install "${missing[@]}" || say "could not install ${missing[*]}: run as root: apt-get update && apt-get install -y ${missing[*]}" \
-      "  (without them the AMD devices cannot compile kernels; 'python -m mockgpu doctor' tells what works)"
+      "  (without them tinygrad cannot compile kernels for those devices; 'python -m mockgpu doctor' tells what works)"
   fi
 }
 
