@@ -4,7 +4,8 @@ Getting an op
 -------------
 `emu.pcode.compile_op(arch, op) -> CompiledOp` compiles one opcode (an enum member from
 tinygrad.runtime.autogen.amd.<arch>.enum, e.g. VOP2Op.V_ADD_F32_E32) of arch 'rdna3' | 'rdna4' | 'cdna'
-(aliases: gfx1100/gfx1151 -> rdna3, gfx1200/gfx1201 -> rdna4, gfx942/gfx950 -> cdna). Results are memoised per process
+(aliases: gfx1100/gfx1151 -> rdna3, gfx1200/gfx1201 -> rdna4, gfx942/gfx950 -> cdna). Where gfx942 and gfx950 differ (MFMA
+fp8/bf8: FNUZ on gfx942, OCP on gfx950) pass the gfx name: compile_op('gfx942', op); plain 'cdna' means gfx950. Results are memoised per process
 and the generated source is cached on disk. It raises `Unsupported` (with `.category` and `.reason`) when the op
 cannot be compiled. Ops whose behaviour belongs to the executor (branches on the wave's PC are *not* among them:
 S_BRANCH etc. compile; waits, barriers, S_ENDPGM, S_NOP, S_SLEEP, messages are) come back with
@@ -53,18 +54,29 @@ There are three kinds of op:
           for S_MOVREL*, HW_REGISTERS (indexable) for S_GETREG/S_SETREG.
 'wave'    VALU ops that work on the whole wave (V_READLANE, V_WRITELANE, V_READFIRSTLANE, V_PERMLANE*): called once
           per wave with Python ints like 'scalar' plus VGPR (2-D uint32 array, VGPR[lane, reg]), SRC0/VDST register
-          numbers, EXEC as an int mask. WMMA (V_WMMA_*, rdna3 wave32, semantics hand-written: emu.pcode.handwritten) is a
-          'wave' op too: it reads VGPR, SRC0 SRC1 SRC2 VDST (0-based VGPR numbers of A, B, C and D), OPSEL, NEG (the VOP3P
-          neg bits: signedness of A/B for IU8/IU4) and CLAMP, and writes the 8 D registers of all 32 lanes in VGPR.
+          numbers, EXEC as an int mask. SRC0/SRC1/SRC2/VDST of a 'wave' op are always 0-based register numbers (the
+          instruction's src0/src1/src2/vdst register offset - 256), never operand values.
+          WMMA (V_WMMA_*, rdna3 wave32, semantics hand-written: emu.pcode.handwritten) is a 'wave' op too: it reads exactly
+          VGPR, SRC0 SRC1 SRC2 VDST (0-based VGPR numbers of A, B, C and D), OPSEL, NEG (the VOP3P neg bits: signedness of
+          A/B for IU8/IU4) and CLAMP (all ints, all required), and writes the 8 D registers of all 32 lanes in VGPR.
           rdna4 V_WMMA_* (F16/BF16/IU8/IU4/FP8/BF8 inputs, 16x16x16 and IU4 16x16x32) take the same inputs in the RDNA4
           wave32 layout (no lane duplication; f16/bf16 D packed in 4 registers, f32/i32 D in 8: see emu.pcode.handwritten).
+MFMA (cdna V_MFMA_* 16x16 and 32x32 single-block shapes, f32/f16/bf16/i8/fp8/bf8; hand-written, wave64 layout in
+          emu.pcode.handwritten) is a 'wave' op reading VGPR, AGPR (the wave's accumulation registers, 2-D uint32
+          AGPR[lane, reg] like VGPR; on gfx90a+ the unified file from ACCUM_OFFSET), SRC0 SRC1 SRC2 VDST (register numbers),
+          ACC (bit 0: A in AGPRs, bit 1: B in AGPRs), ACC_CD (C and D in AGPRs), CBSZ ABID BLGP (must be 0: ValueError
+          otherwise); it writes VGPR or AGPR (listed in writes as both; the arrays are updated in place).
+          V_ACCVGPR_READ / V_ACCVGPR_WRITE / V_ACCVGPR_MOV_B32 (cdna) are 'wave' ops reading VGPR, AGPR, SRC0, VDST, EXEC and
+          S0 (None when src0 is a VGPR/AGPR, else the scalar/constant value as an int) and updating EXEC lanes in place.
 V_BITOP3_B16/B32 (cdna) read the instruction fields OMOD, ABS and NEG as ints (their bits form the truth table).
 Scalar S_MOVRELD*/S_MOVRELSD* also read SDST (the destination SGPR number); vector V_MOVREL*/V_SWAPREL* read SRC0/VDST
 register numbers and VGPR like V_INTERP_* (and may write VGPR[lanes, reg], one wave per call).
 
 Every kind may read `WAVE32`/`WAVE64` (bools) and the mode bits `MODE_IEEE` (bool, WAVE_MODE.IEEE) and `ROUND_MODE`
 (int, 0 = round to nearest even). Floating-point results follow numpy's IEEE arithmetic (round to nearest even) with
-denormals kept; a float op never raises or warns.
+denormals kept; a float op never raises or warns. Ops whose pcode names ROUND_MODE (V_CVT_PK_RTZ_F16_F32 sets it to
+round-toward-zero, cdna V_CVT_PK_F16_F32 / *_SR_* to nearest-even) read it and round their conversions in the mode in
+scope; they never write it back (the pcode restores it).
 
 Memory
 ------

@@ -64,6 +64,8 @@ class Gen:
     self.floats = False
     self.ret: list = []
     self.defined: set = set()
+    self.full: set = set()   # operands already written whole, unconditionally: later uses read the op's own value, not st's
+    self.depth = 0           # nesting in conditional / loop bodies (a write there may not happen)
 
   # ---- plumbing ----
   def emit(self, line:str): self.lines.append("  " * self.ind + line)
@@ -76,6 +78,9 @@ class Gen:
     self.emit(f"{name} = {v.code}")
     return Val(name, v.typ, v.vary, v.dirty)
   def np(self, vary:bool) -> bool: return self.mode == "np" and vary
+  def use(self, n:str):
+    """Note a read of operand n: an input unless the op has already written all of it (S_MIN_I32's SCC, a load's VDATA)."""
+    if n not in self.full: self.reads.add(n)
   def opnd_width(self, name:str) -> int: return self.info["widths"].get(name, 32)
   def is_wide(self, name:str) -> bool: return self.mode == "np" and self.opnd_width(name) > 64 and name in self.info["operands"]
 
@@ -193,7 +198,7 @@ class Gen:
     if n in helpers.CONSTANTS: return Val(n, helpers.CONSTANTS[n])
     if n == "ADDR" and self.info.get("ds_offset"): return self.ds_addr()
     if n in self.info["operands"] or n in UNIFORM_REGS or n in MASK_REGS:
-      self.reads.add(n)
+      self.use(n)
       if self.mode == "np" and n in MASK_REGS | {"D0", "D1"} and n in self.info["lanemask"]:
         raise CodegenError(f"whole-register use of lane mask {n} in a vector op")
       vary = self.mode == "np" and n in self.info["operands"]
@@ -264,7 +269,7 @@ class Gen:
     if base == Name("MEM"): return self.mem_read(e.index, ("b", 32))  # untyped MEM[a]: a dword
     lm = self.lanemask_name(e)
     if lm:
-      self.reads.add(lm)
+      self.use(lm)
       return Val(lm, ("u", 1), True)
     if isinstance(base, Name) and isinstance(self.vt.get(base.id) or self.info["vars"].get(base.id), tuple) and \
        len(self.vt.get(base.id) or self.info["vars"].get(base.id)) == 3:
@@ -306,7 +311,7 @@ class Gen:
     lo_c, w, lo = self.slice_bounds(e)
     if isinstance(e.expr, Name) and self.is_wide(e.expr.id) and lo_c is not None and lo_c % 32 == 0 and w in (32, 64):
       n = e.expr.id
-      self.reads.add(n)
+      self.use(n)
       k = lo_c // 32
       if w == 32: return Val(f"{n}[:, {k}].astype(np.uint64)", ("u", 32), True)
       return Val(f"({n}[:, {k}].astype(np.uint64) | ({n}[:, {k+1}].astype(np.uint64) << np.uint64(32)))", ("u", 64), True)
@@ -377,6 +382,10 @@ class Gen:
       t = self.arith_type(a, b) if isfloat(a.typ) or isfloat(b.typ) else ("f", 64)
       return Val(f"pow_f({self.conv(a, t).code}, {self.conv(b, t).code})", t, vary)
     t = self.arith_type(a, b)
+    if op == "<>" and isint(t) or op == "<>" and a.typ[0] == b.typ[0] == "bool": op = "!="
+    if op == "<>":  # ordered less-or-greater: false when either operand is NaN (unlike `!=`)
+      a, b = self.conv(a, t), self.conv(b, t)
+      return Val(f"(({a.code} < {b.code}) | ({a.code} > {b.code}))", ("bool", 1), vary)
     if op in ("==", "!=", "<", "<=", ">", ">="):
       if a.typ[0] == "bool" and b.typ[0] == "bool" or isint(t) and (a.typ[0] == "bool" or b.typ[0] == "bool"):
         a, b = self.bits(a), self.bits(b)
@@ -430,6 +439,8 @@ class Gen:
     vary = c.vary or a.vary or b.vary
     if self.np(vary):
       if t[1] > 64: return Val(f"np.where({c.code}, {a.code}, {b.code})", t, True)
+      if isint(t) and not a.vary and not b.vary:  # two Python ints would select into int64 (uint64 + int64 promotes to float)
+        return Val(f"where({c.code}, np.uint64({self.lane(a)}), np.uint64({self.lane(b)}))", t, True)
       return Val(f"where({c.code}, {self.lane(a)}, {self.lane(b)})", t, True)
     return Val(f"({a.code} if {c.code} else {b.code})", t, False)
 
@@ -466,6 +477,9 @@ class Gen:
     if h.needs_n:
       self.reads.add("n")
       extra = ", n=n" if self.mode == "np" else ", n=None"
+    if h.rm and self.info.get("rm"):  # the op sets or reads the rounding mode: the conversion honours the mode in scope
+      self.reads.add("ROUND_MODE")
+      extra += ", rm=ROUND_MODE"
     if h.lanes: args = [Val(self.lane(a), a.typ, a.vary) for a in args]
     return Val(f"{h.fn}({', '.join(a.code for a in args)}{extra})", ret, vary or h.vary_result and self.mode == "np", h.dirty)
 
@@ -482,7 +496,7 @@ class Gen:
       if body_vary: self.vary.add(r)
       if r in self.vt:
         self.emit(f"{r} = {self.zero(self.vt[r], r in self.vary)}")
-      self.block(lam.body)
+      self.depth += 1; self.block(lam.body); self.depth -= 1
       self.ret.pop()
       t = self.vt.get(r, ("u", 32))
       return Val(r, t, r in self.vary)
@@ -589,9 +603,9 @@ class Gen:
 
   def suite(self, body:list):
     """An indented block that is never empty."""
-    self.ind += 1; n0 = len(self.lines); self.block(body)
+    self.ind += 1; self.depth += 1; n0 = len(self.lines); self.block(body)
     if len(self.lines) == n0: self.emit("pass")
-    self.ind -= 1
+    self.ind -= 1; self.depth -= 1
 
   def s_For(self, s:For):
     a, b = self.conv(self.expr(s.start), ("i", 64)), self.conv(self.expr(s.end), ("i", 64))
@@ -608,7 +622,7 @@ class Gen:
     self.loop_alive.append(alive)
     if alive: self.mask = alive
     n0 = len(self.lines)
-    self.block(s.body)
+    self.depth += 1; self.block(s.body); self.depth -= 1
     if len(self.lines) == n0: self.emit("pass")
     if alive: self.emit(f"if not {alive}.any(): break")
     self.loop_alive.pop()
@@ -625,7 +639,7 @@ class Gen:
     c = self.conv(self.expr(s.cond), ("bool", 1))
     if c.vary and self.mode == "np": raise CodegenError("per-lane while")
     self.emit(f"while {c.code}:")
-    self.ind += 1; self.block(s.body); self.ind -= 1
+    self.ind += 1; self.depth += 1; self.block(s.body); self.ind -= 1; self.depth -= 1
 
   def s_Assign(self, s:Assign):
     if isinstance(s.value, Lambda):
@@ -633,12 +647,19 @@ class Gen:
       return
     value = s.value
     if s.op != "=": value = Binary(s.op[:-1], s.target, s.value)
+    if s.target == Name("ROUND_MODE"):  # `ROUND_MODE = ROUND_TOWARD_ZERO ... ROUND_MODE = prev_mode`: a mode local to the op
+      self.reads.add("ROUND_MODE")
+      self.emit(f"ROUND_MODE = {self.conv(self.expr(value), ('u', 32)).code}")
+      return
     self.assign(s.target, value)
 
   def assign_var(self, name:str, v:Val):
     t = self.vt.get(name, v.typ)
     if len(t) == 3: raise CodegenError(f"assignment to array {name}")
     new = self.conv(v, t, numeric=isinstance(v.code, str) and v.code.lstrip("(-").replace(".", "").replace(")", "").isdigit())
+    if self.mask and self.mode == "np" and name not in self.defined:  # first assigned under a lane mask: the other lanes start at 0
+      self.lines.insert(0, f"  {name} = {self.zero(t, True)}")        # (at the top, so a loop does not reset it)
+      self.reads.add("n")
     self.defined.add(name)
     if self.mask and self.mode == "np":
       self.vary.add(name)
@@ -697,7 +718,7 @@ class Gen:
     if isinstance(target, Index) and (lm := self.lanemask_name(target)):
       v = self.bits(self.conv(self.expr(value), ("bool", 1)))
       self.writes.add(lm)
-      self.store_opnd(lm, Val(v.code, ("u", 1), True))
+      self.store_opnd(lm, Val(v.code, ("u", 1), v.vary))  # a constant bit (V_CMP_T/F) is broadcast to the n lanes
       return
     # arrays: tmp[i] = value
     if isinstance(target, Index) and isinstance(target.expr, Name) and len(self.vt.get(target.expr.id, ()) or ()) == 3:
@@ -776,7 +797,7 @@ class Gen:
           self.emit(f"{n} = {self.zero(self.vt[n], n in self.vary)}")
         cur = Val(n, self.vt[n], n in self.vary)
       else:
-        self.reads.add(n); self.writes.add(n)
+        self.use(n); self.writes.add(n)
         cur = self.e_Name(base)
       b = self.bits(self.conv(v, ("bool", 1)))
       new = Val(f"bitset({self.lane(cur)}, {self.lane(i)}, {self.lane(b)})", cur.typ, cur.vary or i.vary or b.vary)
@@ -811,6 +832,7 @@ class Gen:
         self.emit(f"{n}[:, {col}] = {val}")
       return
     if self.is_wide(n) and lo == 0 and w == width:
+      if not self.mask and not self.depth: self.full.add(n)
       self.emit(f"{n} = {f'np.where({self.mask}[:, None], words({b.code}, {w // 32}), {n})' if self.mask else f'words({b.code}, {w // 32})'}")
       return
     if self.is_wide(n): raise CodegenError(f"unaligned write to wide operand {n}")
@@ -820,7 +842,7 @@ class Gen:
     if lo == 0 and w >= 32:
       self.store_opnd(n, b)
       return
-    self.reads.add(n)
+    self.use(n)
     cur = Val(n, ("u", width), self.mode == "np" and n in self.info["operands"])
     self.store_opnd(n, self.merge(cur, lo, w, b, width))
 
@@ -832,7 +854,8 @@ class Gen:
         return Val(f"(({self.lane(cur)} & {hex(keep)}) | ({self.lane(b)} << np.uint64({lo})))", ("u", max(width, lo + w)), True)
       return Val(f"(({cur.code} & {hex(keep)}) | ({b.code} << {lo}))", ("u", max(width, lo + w)), vary)
     if self.np(vary):
-      return Val(f"((({self.lane(cur)}) & ~shl({hex(mask(w))}, {self.lane(lo)})) | shl({self.lane(b)}, {self.lane(lo)}))", ("u", width), True, True)
+      keep = f"~shl(np.uint64({hex(mask(w))}), {self.lane(lo)})"  # np.uint64: `~` of a Python int is negative
+      return Val(f"((({self.lane(cur)}) & {keep}) | shl({self.lane(b)}, {self.lane(lo)}))", ("u", width), True, True)
     return Val(f"(({cur.code} & ~({hex(mask(w))} << {lo.code})) | ({b.code} << {lo.code}))", ("u", width), vary, True)
 
   def store_opnd(self, n:str, v:Val):
@@ -841,6 +864,7 @@ class Gen:
     if self.mode == "np" and n in self.info["operands"] | self.info["lanemask"]:
       if not v.vary: code = f"np.full(n, {code}, np.uint64)"; self.reads.add("n")
       if self.mask:
-        self.reads.add(n)
+        self.use(n)
         code = f"where({self.mask}, {code}, {n})"
     self.emit(f"{n} = {code}")
+    if not self.mask and not self.depth: self.full.add(n)

@@ -10,7 +10,7 @@ from emu.pcode.nodes import Call, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 6
+GENERATOR_VERSION = 8
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -88,6 +88,7 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
   names = {x.id for x in walk(stmts) if isinstance(x, Name)} | {x.name for x in walk(stmts) if isinstance(x, Call)}
   # DS entries that address MEM[ADDR] without naming the instruction offset (rdna3 atomics, byte/short loads and stores...): the
   # hardware adds it all the same, and the executor passes the bare address VGPR (abi.py)
+  info["rm"] = "ROUND_MODE" in names  # rounding helpers take the op's rounding mode (else they round to nearest even)
   info["ds_offset"] = fmt == "DSOp" and kind == "vector" and "MEM" in names and not names & {"OFFSET", "OFFSET0", "OFFSET1", "CalcDsAddr"}
   try:
     g1 = Gen(mode, info)
@@ -117,7 +118,7 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
 def compile_op(arch:str, op) -> CompiledOp:
   """Compile one opcode of an arch into a `CompiledOp` (memoised; generated source cached on disk). Raises Unsupported."""
   a = arch_name(arch)
-  if (ov := overrides.lookup(a, op)) is not None: return ov
+  if (ov := overrides.lookup(a, op, arch)) is not None: return ov
   reason, text = overrides.fixed_pcode(op, a) or ("", pcode_table(a).get(op))
   if text is None: raise Unsupported("no pcode", "the wheel has no pseudocode for this opcode", op.name)
   entry = disk.load(a, op, text, GENERATOR_VERSION)

@@ -120,7 +120,7 @@ def trig_preop(st):
   out = np.empty(len(x), np.float64)
   for i, (ei, s1) in enumerate(zip(e.tolist(), np.asarray(st.S1).tolist())):
     shift = (int(s1) & 31) * 53 + max(ei - 1077, 0)
-    chunk = (_TWO_OVER_PI << 53 >> (1201 - shift)) & ((1 << 53) - 1)
+    chunk = (_TWO_OVER_PI << 53 << max(shift - 1201, 0) >> max(1201 - shift, 0)) & ((1 << 53) - 1)  # past the table: zeros
     out[i] = N.ldexp(np.float64(chunk), -53 - shift + (128 if ei >= 1968 else 0))
   st.D0 = out.view(np.uint64)
 
@@ -145,8 +145,7 @@ def _values(bits:np.ndarray, w:int, kind:str, signed:bool) -> np.ndarray:
 def wmma(src:str, dst:str):
   w, kind = _WMMA_IN[src]
   def op(st):
-    vgpr, hi = st.VGPR, (int(st.OPSEL) >> 2) & 1
-    neg = int(getattr(st, "NEG", 0))
+    vgpr, hi, neg = st.VGPR, (int(st.OPSEL) >> 2) & 1, int(st.NEG)
     a = _values(_unpack_rows(vgpr, int(st.SRC0), w), w, kind, bool(neg & 1))
     b = _values(_unpack_rows(vgpr, int(st.SRC1), w), w, kind, bool(neg & 2)).T
     c_words = np.stack([vgpr[0:16, int(st.SRC2):int(st.SRC2) + 8], vgpr[16:32, int(st.SRC2):int(st.SRC2) + 8]], axis=2)  # [col, v, row%2]
@@ -205,7 +204,7 @@ def _rdna4_acc(vgpr, reg:int, packed:bool) -> np.ndarray:
 def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int):
   packed = dst in ("F16", "BF16")
   def op(st):
-    vgpr, neg = st.VGPR, int(getattr(st, "NEG", 0))
+    vgpr, neg = st.VGPR, int(st.NEG)
     a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1))
     b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).T
     cb = _rdna4_acc(vgpr, int(st.SRC2), packed)
@@ -224,6 +223,67 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int):
     if packed: per_lane = per_lane[:, 0::2] | (per_lane[:, 1::2] << np.uint64(16))
     vgpr[0:32, int(st.VDST):int(st.VDST) + per_lane.shape[1]] = per_lane.astype(np.uint32)
     st.VGPR = vgpr
+  return op
+
+# ---- MFMA (CDNA3/CDNA4 wave64), AMD's matrix instruction calculator / GPUOpen "AMD matrix cores" layout ----
+# Single-block shapes M x N x K with M = N = 16 or 32 (tinygrad's renderer emits 16x16x16 f16/bf16, 16x16x32 fp8/bf8 and, on
+# gfx950, 16x16x32 f16/bf16). The 64 lanes form G = 64 / M groups of M lanes; each lane holds E = K / G consecutive K elements,
+# packed from bit 0 of its register run. A: lane l holds row l % M, elements k = E * (l // M) + e from SRC0; B: column l % M the
+# same way from SRC1. C/D (f32/i32, one register each, M*N/64 registers): register v of lane l holds
+# [8 * (v // 4) + 4 * (l // M) + v % 4][l % M] (16x16: rows 4 * (l // 16) + v). ACC bit 0/1 put A/B in AGPRs, ACC_CD puts C and D
+# in AGPRs (else VGPRs). fp8/bf8 are FNUZ on gfx942 and OCP on gfx950 (and for 'cdna'). The broadcast controls CBSZ/ABID/BLGP
+# are not modelled (tinygrad passes 0): the op raises ValueError if they are set.
+_MFMA_IN = {"F32": 32, "F16": 16, "BF16": 16, "I8": 8, "FP8": 8, "BF8": 8}
+
+def _mfma_decode(bits:np.ndarray, src:str, fnuz:bool) -> np.ndarray:
+  if src == "F32": return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+  if src in ("F16", "BF16"): return _values(bits, 16, src.lower(), False)
+  if src == "I8": return _values(bits, 8, "iu", True)
+  return (N.fp8_to_f32 if src == "FP8" else N.bf8_to_f32)(bits, fnuz=fnuz).astype(np.float64)
+
+def _mfma_in(regs:np.ndarray, reg:int, src:str, m:int, k:int, fnuz:bool) -> np.ndarray:
+  """The (m, k) values of an A operand (rows) or B operand (columns, transposed) from one wave's register file."""
+  w, e_per = _MFMA_IN[src], k // (64 // m)
+  words = regs[0:64, reg:reg + max(1, e_per * w // 32)].astype(np.uint64)
+  e, lanes = np.arange(e_per), np.arange(64)
+  bits = (words[:, (e * w) // 32] >> ((e * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
+  out = np.zeros((m, k), np.uint64)
+  out[(lanes % m)[:, None], (e_per * (lanes // m))[:, None] + e[None, :]] = bits
+  return _mfma_decode(out, src, fnuz)
+
+def _mfma_acc_index(m:int):
+  """(row, col) index arrays of shape (64, m*m/64): the C/D element register v of lane l holds."""
+  v, lanes = np.arange(m * m // 64), np.arange(64)
+  return 8 * (v // 4)[None, :] + 4 * (lanes // m)[:, None] + (v % 4)[None, :], np.broadcast_to((lanes % m)[:, None], (64, m * m // 64))
+
+def mfma(a_src:str, b_src:str, dst:str, m:int, k:int, fnuz:bool):
+  def op(st):
+    if int(st.CBSZ) or int(st.ABID) or int(st.BLGP): raise ValueError("MFMA broadcast controls (CBSZ/ABID/BLGP) are not modelled")
+    acc, cd = int(st.ACC), st.AGPR if int(st.ACC_CD) else st.VGPR
+    a = _mfma_in(st.AGPR if acc & 1 else st.VGPR, int(st.SRC0), a_src, m, k, fnuz)
+    b = _mfma_in(st.AGPR if acc & 2 else st.VGPR, int(st.SRC1), b_src, m, k, fnuz).T
+    rows, cols = _mfma_acc_index(m)
+    c = np.zeros((m, m), np.uint64)
+    c[rows, cols] = cd[0:64, int(st.SRC2):int(st.SRC2) + m * m // 64]
+    with np.errstate(all="ignore"):
+      if dst == "I32":
+        d = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.uint32).view(np.int32).astype(np.int64)
+        out = d.astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+      else:  # exact f64 products, f64 sums, one rounding to f32
+        d = a @ b + c.astype(np.uint32).view(np.float32).astype(np.float64)
+        out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
+    cd[0:64, int(st.VDST):int(st.VDST) + m * m // 64] = out[rows, cols].astype(np.uint32)
+  return op
+
+def accvgpr(direction:str):
+  """V_ACCVGPR_READ (AGPR SRC0 -> VGPR VDST), V_ACCVGPR_WRITE (VGPR SRC0 -> AGPR VDST), V_ACCVGPR_MOV (AGPR -> AGPR), EXEC lanes
+  only. SRC0 of V_ACCVGPR_WRITE may also be a scalar/constant: the executor passes it as S0 (Python int), else S0 is None."""
+  def op(st):
+    lanes = np.array([i for i in range(64) if (int(st.EXEC) >> i) & 1], np.intp)
+    src = st.AGPR if direction in ("read", "mov") else st.VGPR
+    dst = st.VGPR if direction == "read" else st.AGPR
+    v = src[lanes, int(st.SRC0)] if getattr(st, "S0", None) is None else np.uint32(int(st.S0) & 0xffffffff)
+    dst[lanes, int(st.VDST)] = v
   return op
 
 @dataclass(frozen=True)
@@ -268,16 +328,45 @@ for _a, _b, _dst, _k in (("F16", "F16", "F32", 16), ("BF16", "BF16", "F32", 16),
   _srcs = _a if _a == _b and _a not in ("FP8", "BF8") else f"{_a}_{_b}"
   HANDWRITTEN_RDNA4[f"V_WMMA_{_dst}_16X16X{_k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, _k), _WMMA_ARGS, ("VGPR",), {})
 
-def lookup(arch:str, op) -> CompiledOp | None:
-  """The hand-written op for an opcode of an arch, or None."""
-  h = (HANDWRITTEN_RDNA4.get(op.name) if arch == "rdna4" else None) or HANDWRITTEN.get(op.name) or \
-    HANDWRITTEN.get(op.name.removesuffix("_E64"))  # cdna spells VOP3-only ops V_DIV_FMAS_F32_E64
+_MFMA = ("matrix fused multiply-add; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): CDNA wave64 register layout in "
+         "emu.pcode.handwritten")
+_MFMA_ARGS = ("VGPR", "AGPR", "SRC0", "SRC1", "SRC2", "VDST", "ACC", "ACC_CD", "CBSZ", "ABID", "BLGP")
+def _mfma_table(fnuz:bool) -> dict[str, Hand]:
+  t = {}
+  for name, (a, b, dst, m, k) in {"V_MFMA_F32_16X16X4_F32": ("F32", "F32", "F32", 16, 4), "V_MFMA_F32_32X32X2_F32": ("F32", "F32", "F32", 32, 2),
+                                  "V_MFMA_F32_16X16X16_F16": ("F16", "F16", "F32", 16, 16), "V_MFMA_F32_32X32X8_F16": ("F16", "F16", "F32", 32, 8),
+                                  "V_MFMA_F32_16X16X16_BF16": ("BF16", "BF16", "F32", 16, 16),
+                                  "V_MFMA_F32_32X32X8_BF16": ("BF16", "BF16", "F32", 32, 8),
+                                  "V_MFMA_F32_16X16X32_F16": ("F16", "F16", "F32", 16, 32), "V_MFMA_F32_32X32X16_F16": ("F16", "F16", "F32", 32, 16),
+                                  "V_MFMA_F32_16X16X32_BF16": ("BF16", "BF16", "F32", 16, 32),
+                                  "V_MFMA_F32_32X32X16_BF16": ("BF16", "BF16", "F32", 32, 16),
+                                  "V_MFMA_I32_16X16X32_I8": ("I8", "I8", "I32", 16, 32), "V_MFMA_I32_32X32X16_I8": ("I8", "I8", "I32", 32, 16),
+                                  "V_MFMA_I32_16X16X64_I8": ("I8", "I8", "I32", 16, 64), "V_MFMA_I32_32X32X32_I8": ("I8", "I8", "I32", 32, 32),
+                                  **{f"V_MFMA_F32_{m}X{m}X{k}_{x}_{y}": (x, y, "F32", m, k) for m, k in ((16, 32), (32, 16))
+                                     for x in ("FP8", "BF8") for y in ("FP8", "BF8")}}.items():
+    t[name] = Hand(_MFMA, "wave", mfma(a, b, dst, m, k, fnuz), _MFMA_ARGS, ("VGPR", "AGPR"), {})
+  return t
+_ACC = "accumulation-register move; the vendor pcode has no AGPR file (see emu.pcode.handwritten.accvgpr)"
+HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {}   # 'gfx942' (FNUZ fp8/bf8) and 'gfx950' (OCP) variants; 'cdna' is gfx950
+for _t, _fnuz in (("gfx942", True), ("gfx950", False)):
+  HANDWRITTEN_CDNA[_t] = _mfma_table(_fnuz)
+  for _n, _d in (("V_ACCVGPR_READ", "read"), ("V_ACCVGPR_WRITE", "write"), ("V_ACCVGPR_MOV_B32", "mov")):
+    HANDWRITTEN_CDNA[_t][_n] = Hand(_ACC, "wave", accvgpr(_d), ("VGPR", "AGPR", "SRC0", "VDST", "EXEC", "S0"), ("VGPR", "AGPR"), {})
+HANDWRITTEN_CDNA["cdna"] = HANDWRITTEN_CDNA["gfx950"]
+
+def lookup(arch:str, op, target:str="") -> CompiledOp | None:
+  """The hand-written op for an opcode of an arch (target: the name compile_op was called with, e.g. 'gfx942'), or None."""
+  h = (HANDWRITTEN_RDNA4.get(op.name) if arch == "rdna4" else None) or \
+    (HANDWRITTEN_CDNA.get(target, HANDWRITTEN_CDNA["cdna"]).get(op.name.removesuffix("_E32").removesuffix("_E64")) if arch == "cdna" else None) or \
+    HANDWRITTEN.get(op.name) or HANDWRITTEN.get(op.name.removesuffix("_E64"))  # cdna spells VOP3-only ops V_DIV_FMAS_F32_E64
   if h is None: return None
-  if arch != "rdna3" and h.kind == "wave" and h not in HANDWRITTEN_RDNA4.values(): return None  # rdna3's WMMA layout
+  if h.reason == _WMMA and arch != "rdna3" or h.reason == _WMMA4 and arch != "rdna4": return None
   reads = frozenset(h.reads) | ({"n"} if h.kind == "vector" else set())
   return CompiledOp(arch, op.name, h.kind, h.fn, reads, frozenset(h.writes), dict(h.widths), frozenset(h.lane_masks), override=h.reason,
                     source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})")
 
 def extra_ops(arch:str) -> list:
-  """Opcodes with a hand-written op and no pcode entry (none: every hand-written op replaces a vendor entry)."""
-  return []
+  """Opcodes with a hand-written op and no pcode entry: cdna's V_ACCVGPR_* moves."""
+  if arch != "cdna": return []
+  from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP3Op, VOP3POp
+  return [VOP3POp.V_ACCVGPR_READ, VOP3POp.V_ACCVGPR_WRITE, VOP1Op.V_ACCVGPR_MOV_B32_E32, VOP3Op.V_ACCVGPR_MOV_B32_E64]

@@ -25,6 +25,7 @@ class Helper:
   lanes: bool = False            # integer arguments must be uint64-compatible
   dirty: bool = False
   vary_result: bool = False
+  rm: bool = False               # rounds: takes rm=ROUND_MODE when the op's pcode names ROUND_MODE (else nearest-even)
 
 def arg_type(want, types:list) -> tuple:
   """The type an argument is converted to."""
@@ -71,7 +72,7 @@ def pow_f(a, b):
   if np.all(np.asarray(a) == 2.0): return _ret(N.exp2(b), b)
   with np.errstate(all="ignore"): return np.power(a, b)
 def cvt(fn):
-  return lambda x: _ret(fn(x), x)
+  return lambda x, **rm: _ret(fn(x, **rm), x)
 def to_int(kind):
   def f(x):
     r = np.asarray(N.float_to_int(x, kind))
@@ -79,11 +80,21 @@ def to_int(kind):
     return r if isinstance(x, np.ndarray) else int(R.sext(int(r), 64)) if kind[0] == "i" else int(r)
   return f
 def from_int(fmt, signed):
-  def f(x):
+  def f(x, rm=N.RM_NE):
     v = R.i64(x) if signed and isinstance(x, np.ndarray) else x
-    return _ret(N.int_to_float(np.asarray(v), getattr(N, fmt.upper())), x)
+    return _ret(N.int_to_float(np.asarray(v), getattr(N, fmt.upper()), rm), x)
   return f
-def bf16_round(x): return R.bf16_from_bits(R.bf16_bits(x))
+def bf16_round(x, rm=N.RM_NE):
+  """A float32-held value rounded to bf16 (kept float32-held) in mode rm."""
+  if rm == N.RM_NE: return R.bf16_from_bits(R.bf16_bits(x))
+  return _ret(R.bf16_from_bits(np.asarray(N.f32_to_bf16(x, rm)).astype(np.uint64)), x)
+def saturate(kind:str):
+  """Integer narrowing with saturation (u32_to_u16, i32_to_i16: V_CVT_PK_U16_U32/I16_I32 clamp to the 16-bit range)."""
+  lo, hi = N._INT_RANGE[kind]
+  def f(x):
+    if not isinstance(x, np.ndarray): return min(max(x, lo), hi)
+    return np.clip(R.i64(x), lo, hi).view(np.uint64) if kind[0] == "i" else np.minimum(x, np.uint64(hi))
+  return f
 def signext(x): return x
 def signext_from_bit(x, n):
   if isinstance(x, np.ndarray) or isinstance(n, np.ndarray):
@@ -123,8 +134,8 @@ def small_to_f32(fn):
   """fp8/bf8 bits -> f32 (exact)."""
   return lambda bits: _ret(fn(bits), bits)
 def f32_to_small(fn):
-  """f32 -> fp8/bf8 bits (round to nearest even, non-saturating: OCP formats as on RDNA4/gfx950)."""
-  return lambda x: _bits_out(fn(x), x)
+  """f32 -> fp8/bf8 bits (rounded in mode rm, non-saturating: OCP formats as on RDNA4/gfx950)."""
+  return lambda x, rm=N.RM_NE: _bits_out(fn(x, rm=rm), x)
 def float32_(s, e, m):
   """float32(sign, biased exponent, mantissa field) -> the f32 with those fields."""
   return R.bits2f(((s & 1) << 31) | ((e & 0xff) << 23) | (m & 0x7fffff), 32)
@@ -195,18 +206,18 @@ HELPERS: dict[str, Helper] = {
   "s_ff1_i32_b32": Helper("ff1_32", I32, (U32,)), "s_ff1_i32_b64": Helper("ff1_64", I32, (U64,)),
   "v_sad_u8": Helper("sad_u8", U32, (U32, U32, U32), lanes=True, dirty=True),
   "v_msad_u8": Helper("msad_u8", U32, (U32, U32, U32), lanes=True, dirty=True),
-  "f32_to_f16": Helper("f32_to_f16", F16, (F32,)), "f16_to_f32": Helper("f16_to_f32", F32, (F16,)),
-  "f32_to_f64": Helper("f32_to_f64", F64, (F32,)), "f64_to_f32": Helper("f64_to_f32", F32, (F64,)),
+  "f32_to_f16": Helper("f32_to_f16", F16, (F32,), rm=True), "f16_to_f32": Helper("f16_to_f32", F32, (F16,)),
+  "f32_to_f64": Helper("f32_to_f64", F64, (F32,)), "f64_to_f32": Helper("f64_to_f32", F32, (F64,), rm=True),
   "bf16_to_f32": Helper("bf16_to_f32_", F32, (BF16,)),
   "f32_to_i32": Helper("f32_to_i32", I32, (F32,)), "f32_to_u32": Helper("f32_to_u32", U32, (F32,)),
   "f64_to_i32": Helper("f64_to_i32", I32, (F64,)), "f64_to_u32": Helper("f64_to_u32", U32, (F64,)),
   "f16_to_i16": Helper("f16_to_i16", I16, (F16,)), "f16_to_u16": Helper("f16_to_u16", U16, (F16,)),
   "f32_to_u8": Helper("f32_to_u8", U8, (F32,)),
-  "i32_to_f32": Helper("i32_to_f32", F32, (I32,)), "u32_to_f32": Helper("u32_to_f32", F32, (U32,)),
+  "i32_to_f32": Helper("i32_to_f32", F32, (I32,), rm=True), "u32_to_f32": Helper("u32_to_f32", F32, (U32,), rm=True),
   "i32_to_f64": Helper("i32_to_f64", F64, (I32,)), "u32_to_f64": Helper("u32_to_f64", F64, (U32,)),
-  "i16_to_f16": Helper("i16_to_f16", F16, (I16,)), "u16_to_f16": Helper("u16_to_f16", F16, (U16,)),
+  "i16_to_f16": Helper("i16_to_f16", F16, (I16,), rm=True), "u16_to_f16": Helper("u16_to_f16", F16, (U16,), rm=True),
   "u8_to_u32": Helper("signext", U32, (U8,)), "u4_to_u32": Helper("signext", U32, (("u", 4),)),
-  "i32_to_i16": Helper("signext", I16, (I32,)), "u32_to_u16": Helper("signext", U16, (U32,)),
+  "i32_to_i16": Helper("sat_i16", I16, (I32,), lanes=True), "u32_to_u16": Helper("sat_u16", U16, (U32,), lanes=True),
   "isEven": Helper("is_even", BOOL, ("float",)),
   "f16_to_snorm": Helper("to_snorm", I16, (F16,)), "f32_to_snorm": Helper("to_snorm", I16, (F32,)),
   "f16_to_unorm": Helper("to_unorm", U16, (F16,)), "f32_to_unorm": Helper("to_unorm", U16, (F32,)),
@@ -238,11 +249,11 @@ for _k in ("f16", "f32", "f64"):  # RDNA4/CDNA4 IEEE 754-2019 min/max
 HELPERS.update({
   "HwRegWriteMask": HELPERS["writeableBitMask"], "bitCount": HELPERS["count_ones"],
   "fp8_to_f32": Helper("fp8_to_f32", F32, (U8,)), "bf8_to_f32": Helper("bf8_to_f32", F32, (U8,)),
-  "f32_to_fp8": Helper("f32_to_fp8", U8, (F32,)), "f32_to_bf8": Helper("f32_to_bf8", U8, (F32,)),
+  "f32_to_fp8": Helper("f32_to_fp8", U8, (F32,), rm=True), "f32_to_bf8": Helper("f32_to_bf8", U8, (F32,), rm=True),
   "float32": Helper("float32_", F32, (U32, U32, U32), lanes=True),
   "i16_to_i32": Helper("signext", I32, (I16,)), "i8_to_i32": Helper("signext", I32, (("i", 8),)),
   "i4_to_i32": Helper("signext", I32, (("i", 4),)), "u16_to_u32": Helper("signext", U32, (U16,)),
-  "f32_to_bf16": Helper("bf16_round", BF16, (F32,)),
+  "f32_to_bf16": Helper("bf16_round", BF16, (F32,), rm=True),
   "f32_to_f16_SR": Helper("f16_sr", F16, (F32, U32)), "f32_to_f16_sr": Helper("f16_sr", F16, (F32, U32)),
   "f32_to_bf16_SR": Helper("bf16_sr", BF16, (F32, U32)), "f32_to_bf16_sr": Helper("bf16_sr", BF16, (F32, U32)),
 })
@@ -262,7 +273,8 @@ def namespace() -> dict:
             sign=sign, fabs=fabs, ldexp=ldexp, pow_f=pow_f, signext=signext, signext_from_bit=signext_from_bit, popcount=popcount,
             reverse_bits32=lambda x: R.reverse_bits(x, 32), ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
             is_even=is_even, to_snorm=to_norm(True), to_unorm=to_norm(False), writeable_mask=lambda reg, priv: 0xffffffff,
-            fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=0, ROUND_TOWARD_ZERO=3)
+            fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=N.RM_NE, ROUND_TOWARD_ZERO=N.RM_ZERO,
+            sat_i16=saturate("i16"), sat_u16=saturate("u16"))
   for n in ("sqrt", "trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
   ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")
   for name, (fn, _a, _r) in _CVT.items():

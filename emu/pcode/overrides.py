@@ -89,11 +89,12 @@ def fixed_pcode(op, arch:str="") -> tuple[str, str] | None:
   """(reason, corrected pcode) for an opcode of an arch whose vendor pcode is replaced, else None."""
   return (CDNA_PCODE_FIXES.get(op.name) if arch == "cdna" else None) or PCODE_FIXES.get(op.name)
 
-def lookup(arch:str, op) -> CompiledOp | None:
-  """The executor-owned or hand-written op for an opcode, or None when its (possibly corrected) pcode is compiled."""
+def lookup(arch:str, op, target:str="") -> CompiledOp | None:
+  """The executor-owned or hand-written op for an opcode, or None when its (possibly corrected) pcode is compiled. target: the
+  arch name compile_op was given (gfx942 and gfx950 differ in their MFMA fp8 formats)."""
   if op.name in EXECUTOR_OWNED: return CompiledOp(arch, op.name, "executor", None, override=EXECUTOR_OWNED[op.name])
   from emu.pcode import handwritten
-  return handwritten.lookup(arch, op)
+  return handwritten.lookup(arch, op, target)
 
 def extra_ops(arch:str) -> list:
   """Opcodes with a hand-written override but no pcode entry."""

@@ -156,7 +156,7 @@ class Parser:
     e = self.binary(level + 1)
     while self.peek()[0] == "op" and self.peek()[1] in _BINOPS[level]:
       op = self.next()[1]
-      e = Binary("!=" if op == "<>" else op, e, self.binary(level + 1))
+      e = Binary(op, e, self.binary(level + 1))
     return e
 
   def unary(self):

@@ -23,7 +23,7 @@ def test_views_slices_index_concat():
 def test_precedence_and_ternary():
   v = one("x = a + b * c << 2 == d ? 1 : 0").value
   assert isinstance(v, Ternary) and v.cond.op == "==" and v.cond.a.op == "<<" and v.cond.a.a.b.op == "*"
-  assert one("x = a <> b").value == Binary("!=", Name("a"), Name("b"))
+  assert one("x = a <> b").value == Binary("<>", Name("a"), Name("b"))
 
 def test_wrapped_lines_are_joined():
   a = one("D0.f32 = fma(VGPR[(laneId.u32 & 0xfffffffcU) + 1U][SRC0.u32].f32, S1.f32, VGPR[laneId.u32 &\n0xfffffffcU][SRC2.u32].f32)")

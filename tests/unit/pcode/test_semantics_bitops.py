@@ -54,9 +54,6 @@ def test_v_clz_ctz_cls(x):
 def test_v_bcnt_u32_b32_adds_s1():
   assert list(run(VOP3Op.V_BCNT_U32_B32, S0=u32(M32, 0, 0x80000001), S1=u32(5, 0, M32)).D0) == [37, 0, 1]
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="V_MBCNT_LO_U32_B32 laneId=5, S0=0xffffffff, S1=10: expected 15, got TypeError "
-                   "(ufunc bitwise_and on float64): the loop body `tmp + where(cond, 1, 0)` adds an int64 array to uint64 tmp, which numpy "
-                   "promotes to float64 before `& 0xffffffff`")
 def test_v_mbcnt_lo_hi():
   # count of mask bits below this lane (lane 5: bits 4:0 of the low mask), plus S1
   lo, hi = compile_op("rdna3", VOP3Op.V_MBCNT_LO_U32_B32), compile_op("rdna3", VOP3Op.V_MBCNT_HI_U32_B32)

@@ -8,14 +8,12 @@ from emu.pcode import compile_op
 from test_ops import f32bits, run, u32
 from test_semantics_helpers import F16_QNAN, F16_SNAN, F32_QNAN, F32_SNAN, F64_SNAN, bits, f16bits, f64bits
 
-LG_BUG = ("V_CMP_LG_F32 (pcode `S0.f32 <> S1.f32`, ordered less-or-greater) S0=NaN, S1=1.0: expected 0, got 1; `<>` is compiled as "
-          "numpy `!=`, which is true for unordered operands (that is V_CMP_NEQ's semantics)")
 A = [1.0, 1.0, 2.0, np.nan, 1.0, np.nan, -0.0, -np.inf]
 B = [1.0, 2.0, 1.0, 1.0, np.nan, np.nan, 0.0, np.inf]
 
 @pytest.mark.parametrize("op,f", [
   (VOPCOp.V_CMP_LT_F32_E32, lambda a, b: a < b), (VOPCOp.V_CMP_EQ_F32_E32, lambda a, b: a == b),
-  (pytest.param(VOPCOp.V_CMP_LG_F32_E32, lambda a, b: a < b or a > b, marks=pytest.mark.xfail(strict=True, reason=LG_BUG))),
+  (VOPCOp.V_CMP_LG_F32_E32, lambda a, b: a < b or a > b),  # pcode `<>`: ordered less-or-greater, false with a NaN
   (VOPCOp.V_CMP_NEQ_F32_E32, lambda a, b: not a == b),
   (VOPCOp.V_CMP_NLT_F32_E32, lambda a, b: not a < b), (VOPCOp.V_CMP_GE_F32_E32, lambda a, b: a >= b),
   (VOPCOp.V_CMP_O_F32_E32, lambda a, b: a == a and b == b), (VOPCOp.V_CMP_U_F32_E32, lambda a, b: a != a or b != b),
@@ -23,26 +21,23 @@ B = [1.0, 2.0, 1.0, 1.0, np.nan, np.nan, 0.0, np.inf]
   (VOPCOp.V_CMP_F_F32_E32, lambda a, b: False),
 ], ids=lambda x: getattr(x, "name", ""))
 def test_v_cmp_f32_nan_rules(op, f):
-  got = np.broadcast_to(run(op, S0=f32bits(*A), S1=f32bits(*B)).D0, (len(A),))  # V_CMP_T/F give a scalar, see the xfail below
+  got = run(op, S0=f32bits(*A), S1=f32bits(*B)).D0
   assert [int(x) for x in got] == [int(f(a, b)) for a, b in zip(A, B)]
 
-@pytest.mark.xfail(strict=True, reason="V_CMP_T_F32 / V_CMP_F_F32 (constant results): expected a uint64 (n,) 0/1 lane array per abi.py, got "
-                   "the Python int 1 / 0 (generated `D0 = int(((1) != 0))`); an executor indexing the lane mask per row breaks")
 def test_v_cmp_t_f_f32_return_lane_arrays():
+  # constant results are still uint64 (n,) lane arrays (abi.py), not Python ints
   for op, v in ((VOPCOp.V_CMP_T_F32_E32, 1), (VOPCOp.V_CMP_F_F32_E32, 0)):
     got = run(op, S0=f32bits(1.0, 2.0), S1=f32bits(1.0, 2.0)).D0
-    assert isinstance(got, np.ndarray) and got.shape == (2,) and list(got) == [v, v]
+    assert isinstance(got, np.ndarray) and got.dtype == np.uint64 and got.shape == (2,) and list(got) == [v, v]
 
 @pytest.mark.parametrize("op,f", [(VOPCOp.V_CMP_LT_F16_E32, lambda a, b: a < b), (VOPCOp.V_CMP_NGE_F16_E32, lambda a, b: not a >= b)],
                          ids=lambda x: getattr(x, "name", ""))
 def test_v_cmp_f16_nan_rules(op, f):
   assert [int(x) for x in run(op, S0=f16bits(*A), S1=f16bits(*B)).D0] == [int(f(a, b)) for a, b in zip(A, B)]
 
-@pytest.mark.xfail(strict=True, reason=LG_BUG.replace("F32", "F16") + " (F16 variant)")
 def test_v_cmp_lg_f16_nan_is_false():
   assert list(run(VOPCOp.V_CMP_LG_F16_E32, S0=f16bits(np.nan, 1.0), S1=f16bits(1.0, 2.0)).D0) == [0, 1]
 
-@pytest.mark.xfail(strict=True, reason=LG_BUG.replace("F32", "F64") + " (F64 variant)")
 def test_v_cmp_lg_f64_nan_is_false():
   assert list(run(VOPCOp.V_CMP_LG_F64_E32, S0=f64bits(np.nan, 1.0), S1=f64bits(1.0, 2.0)).D0) == [0, 1]
 

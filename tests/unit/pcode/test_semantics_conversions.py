@@ -71,9 +71,6 @@ def test_v_cvt_f32_ubyte(n, op):
   v = [0xff80_7f01, 0x0102_0304, 0]
   assert list(asf32(run(op, S0=u32(*v)).D0)) == [float((x >> (8 * n)) & 0xff) for x in v]
 
-@pytest.mark.xfail(strict=True, reason="V_CVT_PK_RTZ_F16_F32 S0=1+2^-11+2^-12: expected 1.0 (0x3c00, round toward zero), got 1+2^-10 (0x3c01, "
-                   "nearest-even); also 65535/1e9 -> inf instead of 65504. The pcode sets the local ROUND_MODE = ROUND_TOWARD_ZERO but the "
-                   "generated f32_to_f16 call ignores it")
 def test_v_cvt_pk_rtz_f16_f32_rounds_toward_zero():
   # 1 + 2^-11 + 2^-12 is above the halfway point: RNE would give 1 + 2^-10, RTZ truncates to 1.0; 65535 -> 65504 (no inf)
   lo = np.array([1 + 2**-11 + 2**-12, -(1 + 2**-11 + 2**-12), 65535.0, 1e9, 2.0**-25, -np.inf], np.float32)
@@ -85,14 +82,10 @@ def test_v_cvt_pk_rtz_f16_f32_rounds_toward_zero():
   assert got.view(np.uint16)[4, 1] == 0x8000 and got[5, 1] == 2.0
   assert st_.ROUND_MODE == 0  # the mode is restored
 
-PK_SAT = ("the ISA (and LLVM's llvm.amdgcn.cvt.pk.u16/i16, which select these instructions) saturate to the 16-bit range; "
-          "emu/pcode/helpers.py maps u32_to_u16/i32_to_i16 to a plain 'signext' cast, which truncates")
-
-@pytest.mark.xfail(strict=True, reason="V_CVT_PK_U16_U32 S0=0x10000, S1=5: expected 0x0005ffff, got 0x00050000. " + PK_SAT)
 def test_v_cvt_pk_u16_u32_saturates():
+  # the ISA (and LLVM's llvm.amdgcn.cvt.pk.u16/i16, which select these instructions) saturate to the 16-bit range
   assert int(run(VOP3Op.V_CVT_PK_U16_U32, S0=u32(0x10000), S1=u32(5)).D0[0]) == 0x0005_ffff
 
-@pytest.mark.xfail(strict=True, reason="V_CVT_PK_I16_I32 S0=-0x8001, S1=0x8000: expected 0x7fff8000, got 0x80007fff. " + PK_SAT)
 def test_v_cvt_pk_i16_i32_saturates():
   assert int(run(VOP3Op.V_CVT_PK_I16_I32, S0=u32(-0x8001), S1=u32(0x8000)).D0[0]) == 0x7fff_8000
 
