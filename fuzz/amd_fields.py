@@ -45,7 +45,8 @@ def _aligned(rng:random.Random, hi:int, count:int) -> int:
   align = 4 if count >= 4 else 2 if count == 2 else 1
   return rng.choice([0, hi - count + 1, rng.randint(0, hi - count + 1)]) // align * align
 
-def _scalar(rng:random.Random, arch:str, count:int) -> int:
+def scalar_reg(rng:random.Random, arch:str, count:int) -> int:
+  """An SGPR operand number for `count` registers: s0/the last aligned SGPR/a random aligned one, or VCC/NULL/M0/EXEC."""
   if rng.random() < 0.2: return rng.choice([106, 126] if count >= 2 else list(SPECIAL_SCALAR[arch]))
   return _aligned(rng, SGPR_MAX[arch], count)
 
@@ -58,7 +59,7 @@ def field_value(rng:random.Random, arch:str, cls:type[Inst], op, name:str, f:Bit
   if isinstance(f, VGPRField): return _vgpr(rng, arch, count)
   if isinstance(f, VDSTYField): return rng.randint(0, f.mask)
   if isinstance(f, AlignedSGPRField): return rng.choice([0, 1, rng.randint(0, f.mask)])
-  if isinstance(f, SGPRField) or (isinstance(f, SSrcField) and "dst" in name): return _scalar(rng, arch, count)
+  if isinstance(f, SGPRField) or (isinstance(f, SSrcField) and "dst" in name): return scalar_reg(rng, arch, count)
   if isinstance(f, SrcField):
     lo = f._valid_range[0]
     vgpr_ok = f._valid_range[1] >= 256 and "SREG" not in kind and "SSRC" not in kind
@@ -66,7 +67,7 @@ def field_value(rng:random.Random, arch:str, cls:type[Inst], op, name:str, f:Bit
     pick = [p for p, ok in (("v", vgpr_ok), ("s", scalar_ok), ("c", scalar_ok and "dst" not in name)) if ok] or ["v" if vgpr_ok else "s"]
     match rng.choice(pick):
       case "v": return 256 + _vgpr(rng, arch, count) - lo
-      case "s": return _scalar(rng, arch, count) - lo
+      case "s": return scalar_reg(rng, arch, count) - lo
       case _: return rng.choice(INLINE_CONSTS) - lo
   if name == "literal": return rng.choice([0, 1, 0x3f800000, 0x7fffffff, 0x80000000, 0xffffffff, rng.getrandbits(32)])
   if name == "dpp": return rng.choice(DPP16_CTRL)

@@ -82,6 +82,20 @@ def _unary(x:Tensor, op:str) -> Tensor:
     case "recip": return x.reciprocal()
   raise ValueError(f"unknown unary op {op}")
 
+TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-9}
+
+def compare(got:np.ndarray, ref:np.ndarray, case:dict) -> tuple[str, tuple]|None:
+  """None when `got` matches the reference (floats within a dtype tolerance, NaN equal to NaN; ints exact), else (detail, dedupe key)."""
+  if got.shape != ref.shape: return f"shape {got.shape} != {ref.shape}", ("shape",)
+  if got.dtype.kind == "f":
+    tol = TOL.get(got.dtype.name, 1e-5)
+    ok = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol, atol=tol, equal_nan=True)
+  else: ok = got == ref
+  if ok.all(): return None
+  i = tuple(int(k) for k in np.argwhere(~ok)[0])
+  ops = sorted({s[0] if s[0] not in ("unary", "binary") else s[1] for s in case["steps"]})
+  return f"{(~ok).sum()} of {ok.size} values differ, first at {i}: {got[i]!r} vs {ref[i]!r}; steps {case['steps']}", (got.dtype.name, *ops)
+
 def input_array(spec:dict) -> np.ndarray:
   """The numpy array of one input spec."""
   return np.array(spec["data"], dtype=spec["dtype"]).reshape(spec["shape"])

@@ -25,7 +25,6 @@ from fuzz.shrink import greedy
 
 RENDERER = X86Renderer(TGTarget("CPU", "X86", "x86_64,native"))
 VEX_OK = x86_unicorn.vex_faithful()
-TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-9}
 
 def _np_dtype(t:Tensor) -> np.dtype: return np.dtype(t.dtype.fmt) if t.dtype.fmt else np.dtype(t.dtype.name)
 
@@ -70,17 +69,8 @@ def check(case:dict) -> None:
   with Context(DEV="PYTHON"):
     ref = run_reference(case)
     got = run_x86(case)
-  if got.shape != ref.shape: raise Finding("x86-mismatch", f"shape {got.shape} != {ref.shape}", key=("shape",))
-  if got.dtype.kind == "f":
-    tol = TOL.get(got.dtype.name, 1e-5)
-    ok = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol, atol=tol, equal_nan=True)
-  else: ok = got == ref
-  if not ok.all():
-    i = tuple(int(k) for k in np.argwhere(~ok)[0])
-    ops = sorted({s[0] if s[0] not in ("unary", "binary") else s[1] for s in case["steps"]})
-    raise Finding("x86-mismatch" if VEX_OK else "x86-mismatch-unverified",
-                  f"{(~ok).sum()} of {ok.size} values differ, first at {i}: x86 {got[i]!r} vs PYTHON {ref[i]!r}; steps {case['steps']}",
-                  key=(got.dtype.name, *ops))
+  if (diff:=tiny_program.compare(got, ref, case)) is not None:
+    raise Finding("x86-mismatch" if VEX_OK else "x86-mismatch-unverified", f"x86 vs PYTHON: {diff[0]}", key=diff[1])
 
 def simpler(case:dict):
   """Drop a step, drop the second input, or replace an input value by 0 or 1."""

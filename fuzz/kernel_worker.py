@@ -1,0 +1,21 @@
+"""Child process of the `kernel.*` targets: realises tiny programs (fuzz.tiny_program) on the device tinygrad picks from DEV.
+
+tinygrad reads DEV at import, so the parent starts one child per device string (e.g. `DEV=MOCKKFD+AMD:LLVM:gfx1100`) and sends
+it many cases, one JSON line each on stdin; each answer is one JSON line: {"dtype", "shape", "data" (hex bytes)} or {"error"}.
+"""
+from __future__ import annotations
+import json, sys
+
+def main() -> None:
+  """Answer cases from stdin until it closes."""
+  from fuzz import tiny_program
+  from tinygrad import Tensor
+  for line in sys.stdin:
+    case = json.loads(line)
+    try:
+      out = tiny_program.build(case, [Tensor(tiny_program.input_array(i)) for i in case["inputs"]]).numpy()
+      ans = {"dtype": out.dtype.str, "shape": list(out.shape), "data": out.tobytes().hex()}
+    except Exception as e: ans = {"error": f"{type(e).__name__}: {str(e)[:500]}"}
+    print(json.dumps(ans), flush=True)
+
+if __name__ == "__main__": main()

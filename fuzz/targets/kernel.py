@@ -1,0 +1,50 @@
+"""Target `kernel.amd`: random small tinygrad programs (fuzz.tiny_program) realised on the emulated AMD GPU vs the PYTHON backend.
+
+The emulated device is tinygrad's own AMD runtime (LLVM renderer, gfx1100) over mockgpu's KFD (`DEV=MOCKKFD+AMD:LLVM:gfx1100`);
+tinygrad reads DEV at import, so the programs run in one long-lived child process (fuzz.kernel_worker) that takes case after
+case; the reference runs in this process on Device["PYTHON"] (as the x86 target does). Kinds: `kernel-mismatch` (values
+beyond the dtype tolerance of fuzz.tiny_program.compare), `kernel-error` (the emulated device raised; the reference did not),
+`worker-crash` (the child died: a host crash), `reference-error` (the PYTHON backend raised: not an emulator bug).
+"""
+from __future__ import annotations
+import json, os, subprocess, sys
+import numpy as np
+from fuzz import tiny_program
+from fuzz.finding import Finding
+from fuzz.registry import Target, register
+from fuzz.targets.x86 import run_reference, minimise
+from tinygrad.helpers import Context
+
+DEVICES = {"amd": "MOCKKFD+AMD:LLVM:gfx1100"}
+_workers: dict[str, subprocess.Popen] = {}
+
+def worker(dev:str) -> subprocess.Popen:
+  """The running child for DEV string `dev`, started on first use or after it died."""
+  if (p:=_workers.get(dev)) is None or p.poll() is not None:
+    env = {**os.environ, "DEV": dev}
+    _workers[dev] = p = subprocess.Popen([sys.executable, "-m", "fuzz.kernel_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=env, text=True)
+  return p
+
+def run_device(dev:str, case:dict) -> np.ndarray:
+  """Realise the case in the child for `dev`; the output array."""
+  p = worker(dev)
+  try:
+    p.stdin.write(json.dumps(case) + "\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+  except BrokenPipeError: line = ""
+  if not line: raise Finding("worker-crash", f"{dev} child exited with {p.wait()}; steps {case['steps']}", key=(dev,))
+  ans = json.loads(line)
+  if "error" in ans: raise Finding("kernel-error", f"{dev}: {ans['error']}; steps {case['steps']}", key=(dev, ans["error"].split(":")[0]))
+  return np.frombuffer(bytes.fromhex(ans["data"]), dtype=np.dtype(ans["dtype"])).reshape(ans["shape"])
+
+def check(dev:str, case:dict) -> None:
+  """Raise a Finding when the program's result on the emulated device differs from the PYTHON backend's."""
+  with Context(DEV="PYTHON"): ref = run_reference(case)
+  if (diff:=tiny_program.compare(run_device(dev, case), ref, case)) is not None:
+    raise Finding("kernel-mismatch", f"{dev} vs PYTHON: {diff[0]}", key=(dev, *diff[1]))
+
+for _name, _dev in DEVICES.items():
+  register(Target(f"kernel.{_name}", tiny_program.generate, lambda c, d=_dev: check(d, c), minimise,
+                  doc=f"random tinygrad programs on {_dev} (emulator via mockgpu) vs the PYTHON backend"))
