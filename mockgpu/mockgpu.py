@@ -3,16 +3,18 @@
 tinygrad imports this module (as `test.mockgpu.mockgpu`) while hcq.py is still initialising, so nothing here imports tinygrad
 at import time. Paths are answered by providers mounted on first use (`PROVIDERS`: a path prefix → a function that mounts
 that driver's tree into the VFS); a driver for another vendor plugs in by adding an entry. Paths no provider owns fall back
-to the host (tinygrad also reads ordinary files through this class).
+to the host (tinygrad also reads ordinary files through this class). Importing it also points LLVM_PATH at a newer libLLVM
+when DEV's AMD arch needs one (`mockgpu.llvm_path`).
 """
 from __future__ import annotations
 import os
 from typing import Callable
-from mockgpu import devwrite
+from mockgpu import devwrite, llvm_path
 from mockgpu.hostmem import host_mmap, host_munmap
 from mockgpu.vfs import VFS
 
 VFS_ROOT = VFS()
+llvm_path.select()   # before tinygrad loads libLLVM: a newer one when DEV's arch needs it (gfx950)
 
 def _mount_kfd(vfs:VFS):
   from mockgpu import config

@@ -27,11 +27,24 @@ class ArchSpec:
   shared_aperture: int = 1 << 48
   private_aperture: int = 2 << 48
   aperture_size: int = 1 << 32
+  # CDNA (gfx9) differences; the defaults are RDNA's
+  simd_lanes: int = 32    # lanes one VALU pass covers: SIMD32 on RDNA, SIMD16 on CDNA (a wave64 VALU op takes 4 passes)
+  dpp: str = "rdna"       # DPP flavour: 'rdna' (DPP16 + DPP8) or 'gfx9' (row/wave shifts, row broadcasts, no DPP8; plus SDWA)
+  true16: bool = True     # VOP1/VOP2/VOPC 16-bit operands: v128+ name the high half of v0+ (RDNA); gfx9 has no such encoding
+  n_agprs: int = 0        # accumulation VGPRs per lane (CDNA: 256, a separate file addressed by the acc bits and v_accvgpr_*)
+  # s_waitcnt simm16 layout: counter -> (bit offset, width) pieces, low bits first. gfx9 has no store counter of its own: its
+  # vmcnt also counts stores, so the store counter 'vs' reads the same bits
+  waitcnt: tuple = (("vm", ((10, 6),)), ("lgkm", ((4, 6),)), ("exp", ((0, 3),)))
 
   def aperture_values(self) -> dict[int, int]:
     """The 64-bit values of the source operands SRC_SHARED_BASE/LIMIT (235/236) and SRC_PRIVATE_BASE/LIMIT (237/238)."""
     return {235: self.shared_aperture, 236: self.shared_aperture + self.aperture_size - 1, 237: self.private_aperture,
             238: self.private_aperture + self.aperture_size - 1}
+
+  def waitcnt_counts(self, simm16:int) -> dict[str, int]:
+    """The counter limits an s_waitcnt immediate encodes, by counter name ('vm', 'lgkm', 'exp')."""
+    return {name: sum(((simm16 >> lo) & ((1 << w) - 1)) << sum(pw for _, pw in pieces[:i]) for i, (lo, w) in enumerate(pieces))
+            for name, pieces in self.waitcnt}
 
   @property
   def ins(self):
@@ -44,14 +57,17 @@ class ArchSpec:
     return importlib.import_module(f"tinygrad.runtime.autogen.amd.{self.family}.enum")
 
 _RDNA = dict(null_reg=124, m0_reg=125, vcc_lo=106, exec_lo=126, n_sgprs=106, wave_sizes=(32, 64))
+# gfx9: M0 is 124 and there is no NULL register (125 is reserved; LLVM never encodes it, so it reads 0 here); s102/s103 are
+# FLAT_SCRATCH and s104/s105 XNACK_MASK. VGPRs are allocated in granules of 8 (wave64: RSRC1.VGPRS counts 8-register units).
+_CDNA = dict(null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wave_sizes=(64,), lds_granule=512, vgpr_granule32=16,
+             wg_ids_in_ttmp=False, supported=True, simd_lanes=16, dpp="gfx9", true16=False, n_agprs=256,
+             waitcnt=(("vm", ((0, 4), (14, 2))), ("vs", ((0, 4), (14, 2))), ("lgkm", ((8, 4),)), ("exp", ((4, 3),))))
 SPECS: dict[str, ArchSpec] = {
   "gfx1100": ArchSpec("gfx1100", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),
   "gfx1151": ArchSpec("gfx1151", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),
-  "gfx1201": ArchSpec("gfx1201", "rdna4", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=True, supported=False),
-  "gfx942": ArchSpec("gfx942", "cdna", null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wave_sizes=(64,), lds_granule=512,
-                     max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=False),
-  "gfx950": ArchSpec("gfx950", "cdna", null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wave_sizes=(64,), lds_granule=512,
-                     max_lds=163840, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=False),
+  "gfx1201": ArchSpec("gfx1201", "rdna4", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=True, supported=True),
+  "gfx942": ArchSpec("gfx942", "cdna", **_CDNA, max_lds=65536),
+  "gfx950": ArchSpec("gfx950", "cdna", **_CDNA, max_lds=163840),
 }
 assert set(ARCHS) <= set(SPECS)
 

@@ -1,6 +1,6 @@
 """Instruction decoding: bytes -> `Instr`, using the wheel's encoding tables; cached on the instruction bytes.
 
-The wheel's `decode_inst` picks the format and the _LIT/_DPP16 variant. What it misses on RDNA3 is DPP8 (src0 = 233/234,
+The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA3 is DPP8 (src0 = 233/234,
 'DPP8'/'DPP8FI'), which is recognised here. Operand meaning (inline constants, special registers) is `operands.py`'s job.
 """
 from __future__ import annotations
@@ -10,15 +10,19 @@ from tinygrad.renderer.amd.dsl import Inst
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 
-VARIANTS = ("_SDST_LIT", "_SDST", "_LIT", "_DPP16", "_DPP8")
+# rdna4 renamed the vector memory encodings; executors and the timing model see the rdna3 family names
+FMT_ALIASES = {"VGLOBAL": "GLOBAL", "VFLAT": "FLAT", "VSCRATCH": "SCRATCH"}
+VARIANTS = ("_SDWA_SDST", "_SDWA", "_MFMA", "_SDST_LIT", "_SDST", "_LIT", "_DPP16", "_DPP8")
 DPP8_SRC0 = {233: False, 234: True}   # src0 code -> fetch-inactive (FI) flag
+SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
+SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
 
 @dataclass(eq=False)
 class Instr:
   """One decoded instruction, independent of where it sits in memory."""
   inst: Inst          # the wheel's DSL object (fields by name, repr is assembly-like)
   fmt: str            # encoding family without variant suffix: 'VOP2', 'GLOBAL', 'SOPP', ...
-  variant: str        # '' | 'LIT' | 'DPP16' | 'DPP8' (SDST forms keep fmt and set sdst_dest)
+  variant: str        # '' | 'LIT' | 'DPP16' | 'DPP8' | 'SDWA' | 'MFMA' (SDST forms keep fmt and set sdst_dest)
   sdst_dest: bool     # VOP1/VOP3 form whose vdst is an SGPR (v_readfirstlane, v_readlane)
   size: int           # bytes, literal included
   raw: bytes
@@ -36,7 +40,7 @@ def _split(cls_name:str) -> tuple[str, str, bool]:
   for sfx in VARIANTS:
     if cls_name.endswith(sfx):
       base = cls_name[:-len(sfx)]
-      return base, ("LIT" if "LIT" in sfx else "" if sfx == "_SDST" else sfx[1:]), "SDST" in sfx
+      return base, ("LIT" if "LIT" in sfx else "SDWA" if "SDWA" in sfx else "" if sfx == "_SDST" else sfx[1:]), "SDST" in sfx and "SDWA" not in sfx
   return cls_name, "", False
 
 _cache: dict[tuple[str, bytes], Instr] = {}
@@ -47,15 +51,18 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
   try:
     inst = decode_inst(data, spec.family)
     base, variant, sdst = _split(type(inst).__name__)
-    if variant == "" and base in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P") and (fi := DPP8_SRC0.get(inst._raw & 0x1ff if base in
+    if variant == "" and spec.dpp == "rdna" and base in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P") and \
+        (fi := DPP8_SRC0.get(inst._raw & 0x1ff if base in
         ("VOP1", "VOP2", "VOPC") else (inst._raw >> 32) & 0x1ff)) is not None:
       cls = getattr(spec.ins, f"{base}_DPP8")
       inst, variant = cls.from_bytes(data), "DPP8"
       inst.dpp8_fi = fi
+    if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
+      inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
     size = inst.size()
     if size > len(data): raise ValueError(f"instruction needs {size} bytes, only {len(data)} mapped")
   except (ValueError, RuntimeError, AssertionError) as e:
     raise GPUIllegalInstruction(pc, data[:8], f"cannot decode as {spec.name}: {e}") from None
-  instr = Instr(inst, base, variant, sdst, size, bytes(data[:size]))
+  instr = Instr(inst, FMT_ALIASES.get(base, base), variant, sdst, size, bytes(data[:size]))
   _cache[key] = instr
   return instr

@@ -17,6 +17,7 @@ from emu.amd.wave import WaveState, RUNNING, BARRIER
 from emu.amd.trace import Tracer
 
 MAX_VGPRS = 256
+TTMP7, TTMP9 = 115, 117   # scalar operand numbers of the trap temporaries (ttmp0 = 108)
 CHUNK_WAVES = 512
 
 class LaunchConfig:
@@ -34,7 +35,7 @@ class LaunchConfig:
 
 def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:list[tuple[int, int, int]]) -> WaveState:
   n = len(wgs) * cfg.waves_per_wg
-  st = WaveState(spec, n, cfg.lanes, MAX_VGPRS, d.scratch_per_lane)
+  st = WaveState(spec, n, cfg.lanes, MAX_VGPRS + spec.n_agprs, d.scratch_per_lane)
   st.pc[:] = d.code_addr
   user = (list(d.user_sgprs) + [0] * cfg.user_sgprs)[:cfg.user_sgprs]
   st.sgpr[:, :len(user)] = np.array(user, dtype=np.uint64).astype(np.uint32) if user else 0
@@ -50,6 +51,9 @@ def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:list[tuple[int,
     for i in range(3):
       if cfg.tgid_en[i]: st.sgpr[sl, reg], reg = wg[i] + d.grid_offset[i], reg + 1
     if cfg.tg_size_en: st.sgpr[sl, reg] = np.arange(cfg.waves_per_wg) | (cfg.waves_per_wg << 6)
+    if spec.wg_ids_in_ttmp:   # gfx12: TTMP9 = workgroup id x, TTMP7 = y | z << 16 (whatever RSRC2 enables)
+      x, y, z = (wg[i] + d.grid_offset[i] for i in range(3))
+      st.sgpr[sl, TTMP9], st.sgpr[sl, TTMP7] = x, (y & 0xffff) | ((z & 0xffff) << 16)
     st.vgpr[sl, :, 0] = tid
     st.store_mask_bits(np.arange(sl.start, sl.stop), spec.exec_lo, active)
     for i in range(cfg.waves_per_wg): st.wave_id[sl.start + i] = (*wg, i)

@@ -12,7 +12,7 @@ from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
-from emu.amd.operands import resolve_src, write_sgpr
+from emu.amd.operands import Src, resolve_src, write_sgpr
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER
@@ -27,7 +27,13 @@ ENDS = {"S_ENDPGM", "S_ENDPGM_SAVED", "S_ENDPGM_ORDERED_PS_DONE", "S_SENDMSGHALT
 NO_EFFECT = {"S_NOP", "S_WAITCNT", "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAITCNT_EXPCNT", "S_WAITCNT_LGKMCNT", "S_WAITCNT_DEPCTR",
              "S_DELAY_ALU", "S_CLAUSE", "S_SLEEP", "S_SENDMSG", "S_SET_INST_PREFETCH_DISTANCE", "S_WAIT_IDLE", "S_WAIT_EVENT", "S_ICACHE_INV",
              "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_ROUND_MODE",
-             "S_DENORM_MODE", "S_VERSION", "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT"}
+             "S_DENORM_MODE", "S_VERSION", "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT",
+             # cache invalidation and prefetch (emulated memory is coherent), in any format
+             "S_DCACHE_INV", "S_GL1_INV", "BUFFER_GL0_INV", "BUFFER_GL1_INV", "GLOBAL_INV", "GLOBAL_WBINV", "S_PREFETCH_INST",
+             "S_PREFETCH_INST_PC_REL", "S_PREFETCH_DATA", "S_BUFFER_PREFETCH_DATA", "S_PREFETCH_DATA_PC_REL"}
+# RDNA4 splits the barrier into s_barrier_signal (arrive) and s_barrier_wait: the wave parks at the signal until its workgroup has
+# arrived, which makes the wait a no-op (results are the same; the timing model sees both)
+BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}
 
 class RegView:
   """SGPR[i] / HW_REGISTERS[i] for scalar pcode: 32-bit Python ints, settable, backed by one wave's row."""
@@ -36,13 +42,14 @@ class RegView:
   def __setitem__(self, i, v): self.row[int(i)] = int(v) & 0xffffffff
 
 class ControlStep(Step):
-  """An executor-owned SOPP/SOPK instruction; `effect` is 'end', 'barrier', 'trap' or None (a no-op for the functional model:
+  """An executor-owned instruction (SOPP/SOPK/SOP1 control, cache and prefetch hints of any format); `effect` is 'end', 'barrier',
+  'trap' or None (a no-op for the functional model:
   waits, hints, s_sleep and s_sendmsg, whose messages (VGPR deallocation, interrupts) have no effect on compute results)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     name = instr.op.name
     if name in ENDS: self.effect = "end"
-    elif name == "S_BARRIER": self.effect = "barrier"
+    elif name in BARRIERS: self.effect = "barrier"
     elif name == "S_TRAP": self.effect = "trap"
     elif name in NO_EFFECT: self.effect = None
     else: raise GPUIllegalInstruction(0, instr.raw, f"{name} is not implemented (executor-owned op without emulation)")
@@ -75,14 +82,17 @@ class SaluStep(Step):
   def __init__(self, instr:Instr, spec:ArchSpec, op=None):
     super().__init__(instr, spec)
     inst, fmt = instr.inst, instr.fmt
-    self.op = op = op or get_op(spec.family, instr.op, raw=instr.raw)
+    self.op = op = op or get_op(spec.name, instr.op, raw=instr.raw)
     bits, operands = inst.op_bits, inst.operands
     self.srcs = {n: resolve_src(getattr(inst, f).offset, op.widths.get(n, bits.get(f, 32)), operands.get(f, (None,))[0], instr.literal, spec)
                  for n, f in SRC_FIELDS[fmt].items() if n in op.reads}
     self.sdst = rawf(inst, "sdst") if hasattr(inst, "sdst") else spec.null_reg
-    if fmt == "SOPK" and "S0" in op.reads: self.srcs["S0"] = resolve_src(self.sdst, 32, None, None, spec)
-    self.d_bits = op.widths.get("D0", bits.get("sdst", 32))
     self.fields = {"SIMM16": getattr(inst, "simm16", 0), "SIMM32": instr.literal or 0}
+    if fmt == "SOPK":   # RDNA pcode names the immediate SIMM16 and S0 the SGPR; CDNA's names it S0 when the SGPR is D0 (s_movk,
+      imm = Src("const", bits=16, value=self.fields["SIMM16"])   # s_addk), else S1 (s_cmpk: S0 is the SGPR)
+      if "S0" in op.reads: self.srcs["S0"] = imm if "D0" in op.writes else resolve_src(self.sdst, 32, None, None, spec)
+      if "S1" in op.reads: self.srcs["S1"] = imm
+    self.d_bits = op.widths.get("D0", bits.get("sdst", 32))
     self.d0 = resolve_src(self.sdst, self.d_bits, None, None, spec)
     self.outputs = [n for n in ("D0", "SCC", "VCC", "EXEC", "M0", "PC") if n in op.writes]
     touched = op.reads | op.writes
@@ -147,13 +157,19 @@ class SaluStep(Step):
   def writeback(self, m:Machine, w:int, o:OpState): """Hook for formats with more outputs (SMEM)."""
 
 class SmemStep(SaluStep):
-  """SMEM loads/stores: ADDR = base (SGPR pair, or a buffer resource's base) + signed offset + SGPR soffset."""
+  """SMEM loads/stores: ADDR = base (SGPR pair, or a buffer resource's base) + signed offset + SGPR soffset (gfx9: IMM and SOFFSET_EN
+  choose which of the two are present)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     inst = instr.inst
     self.sbase, self.sdata = rawf(inst, "sbase") << 1, rawf(inst, "sdata")
     self.soffset = rawf(inst, "soffset")
-    self.offset = inst.offset - (1 << 21) if inst.offset & (1 << 20) else inst.offset
+    off, bits = (inst.ioffset, 24) if hasattr(inst, "ioffset") else (inst.offset, 21)   # rdna4: IOFFSET, signed 24 bits
+    self.offset = off - (1 << bits) if off & (1 << (bits - 1)) else off
+    if hasattr(inst, "soffset_en"):   # gfx9: IMM=1 the offset is an immediate, IMM=0 it names an SGPR (unless SOFFSET_EN); SOFFSET_EN adds SOFFSET
+      reg_off = None if inst.imm or inst.soffset_en else inst.offset & 0x7f
+      self.soffset = rawf(inst, "soffset") if inst.soffset_en else reg_off if reg_off is not None else spec.null_reg
+      if not inst.imm: self.offset = 0
     self.sdata_bits = self.op.widths.get("SDATA", inst.op_bits.get("sdata", 32))
     self.buffer = "BUFFER" in instr.op.name
 

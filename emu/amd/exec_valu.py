@@ -8,11 +8,13 @@ import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
+from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, resolve_src, float_kind, apply_neg_abs, apply_omod_clamp, int_clamp, write_vgpr_lanes, read_vgpr_lanes,
-                              write_sgpr)
+from emu.amd.operands import (Src, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, int_clamp, write_vgpr_lanes,
+                              read_vgpr_lanes, write_sgpr)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
+from emu.amd.wave import AGPR_BASE
 from emu.pcode.abi import OpState
 
 U64 = np.uint64
@@ -47,13 +49,14 @@ class SrcSpec:
     self.src, self.fkind, self.neg, self.abs, self.packed = src, fkind, neg, abs_, packed
   def read(self, st, wv, ln, dense:slice|None=None) -> np.ndarray:
     v = self.src.read_lanes(st, wv, ln, dense)
-    if self.packed is not None:
-      (lo_sel, hi_sel, neg_lo, neg_hi) = self.packed
-      lo, hi = (v >> U64(16 * lo_sel)) & U64(0xffff), (v >> U64(16 * hi_sel)) & U64(0xffff)
+    if self.packed is not None:   # two halves (16-bit in a dword; 32-bit in a register pair for CDNA's packed f32 ops)
+      (lo_sel, hi_sel, neg_lo, neg_hi), h = self.packed, self.src.bits // 2
+      mask, sign = U64((1 << h) - 1), U64(1 << (h - 1))
+      lo, hi = (v >> U64(h * lo_sel)) & mask, (v >> U64(h * hi_sel)) & mask
       if self.fkind:
-        if neg_lo: lo ^= U64(0x8000)
-        if neg_hi: hi ^= U64(0x8000)
-      return lo | (hi << U64(16))
+        if neg_lo: lo ^= sign
+        if neg_hi: hi ^= sign
+      return lo | (hi << U64(h))
     return apply_neg_abs(v, self.src.bits, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
 
 class ValuStep(Step):
@@ -61,62 +64,68 @@ class ValuStep(Step):
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     inst, fmt = instr.inst, instr.fmt
-    self.op = op = get_op(spec.family, instr.op, raw=instr.raw)
+    self.op = op = get_op(spec.name, instr.op, raw=instr.raw)
     operands, bits = inst.operands, inst.op_bits
     own_mods = not (OWN_MODIFIER_FIELDS & op.reads)
     opsel = getattr(inst, "opsel", 0) or 0
     neg, abs_ = getattr(inst, "neg", 0) or 0, getattr(inst, "abs", 0) or 0
-    if instr.variant == "DPP16" and fmt in E32:
+    if instr.variant in ("DPP16", "SDWA") and fmt in E32:
       neg, abs_ = inst.src0_neg | (inst.src1_neg << 1), inst.src0_abs | (inst.src1_abs << 1)
     self.srcs: dict[str, SrcSpec] = {}
     for i, (name, field) in enumerate(SRC_FIELDS[fmt].items()):
       if name not in op.reads: continue
-      code = (inst.vsrc0.offset if instr.variant in ("DPP16", "DPP8") else getattr(inst, field).offset) if field == "src0" else \
+      code = (inst.vsrc0.offset if instr.variant in ("DPP16", "DPP8", "SDWA") else getattr(inst, field).offset) if field == "src0" else \
         getattr(inst, field).offset
       fm = operands.get(field, operands.get(field.lstrip("v"), (None,)))[0]
       w = op.widths.get(name, bits.get(field, 32))
       hi = False
       if w == 16 and code >= 256:
-        if fmt in E32 and code >= 256 + 128: code, hi = code - 128, True
+        if fmt in E32 and spec.true16 and code >= 256 + 128: code, hi = code - 128, True
         elif fmt not in E32 and own_mods: hi = bool((opsel >> i) & 1)
-      pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w == 32
+      pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w in (32, 64)
       src = resolve_src(code, w, fm, instr.literal, spec, packed=pk)
       if hi: src = Src(src.kind, src.reg, 16, src.value, hi=True)
+      if instr.variant == "SDWA": src = cdna_operands.sdwa_source(inst, i, w, fm, instr.literal, spec)
       packed = None
       if fmt == "VOP3P" and pk and own_mods:
         ohi = (inst.opsel_hi >> i) & 1 if i < 2 else inst.opsel_hi2
         packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
-      self.srcs[name] = SrcSpec(src, float_kind(fm), bool((neg >> i) & 1) and own_mods and packed is None, bool((abs_ >> i) & 1) and own_mods,
-                                packed)
+      self.srcs[name] = SrcSpec(src, modifier_float_kind(instr.op.name, op.pcode, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
+                                bool((abs_ >> i) & 1) and own_mods, packed)
     # destination
     dfmt = operands.get("vdst", (None,))[0]
     self.d_bits = op.widths.get("D0", bits.get("vdst", 32))
     self.d_hi = False
     self.vdst = rawf(inst, "vdst") if hasattr(inst, "vdst") else 0
-    if self.d_bits == 16 and fmt in E32 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
+    if self.d_bits == 16 and fmt in E32 and spec.true16 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
     elif self.d_bits == 16 and fmt in ("VOP3", "VOP3SD", "VINTERP") and own_mods: self.d_hi = bool((opsel >> 3) & 1)
     self.d_float = float_kind(dfmt) if dfmt is not None else 0
     self.omod, self.clamp = getattr(inst, "omod", 0) or 0, bool(getattr(inst, "clmp", 0))
+    self.sdwa_dst = (inst.dst_sel, inst.dst_unused) if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
     self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
     if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD"): self.int_clamp = None
     # lane-mask registers
-    vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" else spec.vcc_lo
+    vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" or getattr(inst, "sd", 0) else spec.vcc_lo   # SDWA: SD picks SDST
     src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands else None
     self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
-    self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else vcc}
+    self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
+                       sdst if instr.variant == "SDWA" else vcc}
     self.fields = {k: v for k, v in self._fields(inst).items() if k in op.reads}
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
+    # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
+    self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
     # DPP
     self.dpp = None
     if instr.variant == "DPP16":
-      self.dpp = ("16", inst.dpp, bool(inst.fi), bool(inst.bc), inst.row_mask, inst.bank_mask)
+      self.dpp = ("16", inst.dpp, bool(getattr(inst, "fi", 0)), bool(inst.bc), inst.row_mask, inst.bank_mask)   # gfx9 has no FI
     elif instr.variant == "DPP8":
       self.dpp = ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
 
   def _fields(self, inst) -> dict:
     f = {name.upper(): getattr(inst, name) for name, bf in inst._fields if isinstance(getattr(inst, name), int)}
     f.update(SIMM32=self.instr.literal or 0, SRC0=(inst.src0.offset - 256) if hasattr(inst, "src0") else 0,
-             VDST=inst.vdst.offset - 256 if hasattr(inst, "vdst") else 0)
+             VDST=inst.vdst.offset - 256 if hasattr(inst, "vdst") else 0, CLAMP=getattr(inst, "clmp", 0) or 0)
+    f.update({f"SRC{i}": getattr(inst, f"src{i}").offset - 256 for i in (1, 2) if hasattr(inst, f"src{i}")})   # WMMA's B and C VGPRs
     if "OPSEL_HI" in f: f["OPSEL_HI"] = inst.opsel_hi | (inst.opsel_hi2 << 2)
     return f
 
@@ -124,7 +133,7 @@ class ValuStep(Step):
     """Apply DPP: returns (active lanes, source lane per lane, lanes that read 0)."""
     if self.dpp[0] == "16":
       _, ctrl, fi, bc, row_mask, bank_mask = self.dpp
-      src, valid = dpp16_route(ctrl, st.lanes)
+      src, valid = (cdna_operands.dpp_route if self.spec.dpp == "gfx9" else dpp16_route)(ctrl, st.lanes)
       act = act & dpp16_write_enable(row_mask, bank_mask, st.lanes)
     else:
       src, fi, bc, valid = dpp8_route(self.dpp[1], st.lanes), self.dpp[2], True, np.ones(st.lanes, dtype=bool)
@@ -134,6 +143,7 @@ class ValuStep(Step):
   def execute(self, m:Machine, ws:np.ndarray):
     st = m.st
     if self.op.kind == "wave": return self._wave(m, ws)
+    if self.scalar_dst: return self._batch(m, ws, Lanes(ws, np.arange(st.lanes)[None, :].repeat(len(ws), 0) == 0, None), None, None)
     if self.dpp is None and not self.per_wave: return self._batch(m, ws, m.active(ws), None, None)
     act, src_lane, zero = st.exec_bits(ws), None, None
     if self.dpp is not None: act, src_lane, zero = self._route(st, ws, act)
@@ -164,14 +174,18 @@ class ValuStep(Step):
     if "D0" in op.writes and "D0" not in op.lane_masks:
       d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, self.omod, self.clamp) if self.d_float else o.D0
       if self.int_clamp is not None: d = self.int_clamp([getattr(o, n) for n in ("S0", "S1", "S2") if n in self.srcs], d)
-      write_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, d, self.d_hi, dense)
+      if self.sdwa_dst is not None:   # SDWA: the result lands in a byte/word of the 32-bit destination
+        d = cdna_operands.sdwa_merge(read_vgpr_lanes(st, wv, ln, self.vdst, 32, dense=dense), d, *self.sdwa_dst)
+      if self.scalar_dst: write_sgpr(st, wv, self.vdst, self.d_bits, np.asarray(d, dtype=U64))
+      else: write_vgpr_lanes(st, wv, ln, self.vdst, 32 if self.sdwa_dst is not None else self.d_bits, d, self.d_hi, dense)
 
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints."""
     st, op = m.st, self.op
     for w in (int(x) for x in ws):
-      o = OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w], EXEC=st.get_mask(w, self.spec.exec_lo),
+      o = OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w, :, :AGPR_BASE], EXEC=st.get_mask(w, self.spec.exec_lo),
                   M0=int(st.sgpr[w, self.spec.m0_reg]), **self.fields)
+      if "AGPR" in op.reads: o.AGPR = st.vgpr[w, :, AGPR_BASE:]   # CDNA MFMA: the accumulation registers, updated in place
       for name, s in self.srcs.items(): setattr(o, name, s.src.read_int(st, w) if s.src.kind != "vgpr" else 0)
       if "D0" in op.reads: o.D0 = int(st.sgpr[w, self.vdst]) if self.instr.sdst_dest else 0
       op.fn(o)
@@ -194,7 +208,7 @@ class VopdStep(Step):
     inst, lit = instr.inst, instr.literal
     self.halves = []
     for opf, s0f, s1f, df in (("opx", "srcx0", "vsrcx1", "vdstx"), ("opy", "srcy0", "vsrcy1", "vdsty")):
-      op = get_op(spec.family, _vopd_op(spec, getattr(inst, opf)), raw=instr.raw)
+      op = get_op(spec.name, _vopd_op(spec, getattr(inst, opf)), raw=instr.raw)
       srcs = {"S0": resolve_src(getattr(inst, s0f).offset, 32, Fmt.FMT_NUM_F32, lit, spec),
               "S1": Src("vgpr", getattr(inst, s1f).offset - 256, 32)}
       self.halves.append((op, {k: v for k, v in srcs.items() if k in op.reads}, getattr(inst, df).offset - 256))

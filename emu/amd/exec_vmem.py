@@ -13,10 +13,16 @@ from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
 from emu.amd.operands import Src, write_vgpr_lanes
 from emu.amd.semantics import get_op
+from emu.amd.wave import AGPR_BASE
 from emu.amd.step import Machine, Step
 from emu.pcode.abi import OpState
 
 U64 = np.uint64
+SADDR_OFF = 0x7f   # gfx9 encodes "no SADDR" as 0x7f (RDNA as NULL)
+# field names of the FLAT/GLOBAL/SCRATCH encodings per ISA family (rdna4: VFLAT/VGLOBAL/VSCRATCH): address VGPR, data VGPR, offset
+# field and its signed width, and the bit that makes an atomic return its pre-op value (rdna4: TH[0], TH_ATOMIC_RETURN)
+MEM_FIELDS = {"rdna4": ("vaddr", "vsrc", "ioffset", 24, lambda inst: inst.th & 1)}
+DEFAULT_MEM_FIELDS = ("addr", "data", "offset", 13, lambda inst: inst.glc if hasattr(inst, "glc") else inst.sc0)   # gfx940+: GLC is SC0
 
 def alias_rounds(key:np.ndarray) -> np.ndarray:
   """Round number of each lane: the k-th lane (in lane order) using an address goes in round k."""
@@ -34,23 +40,26 @@ class VmemStep(Step):
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     inst, fmt = instr.inst, instr.fmt
-    self.op = op = get_op(spec.family, instr.op, raw=instr.raw)
-    self.fmt, self.addr, self.vdst = fmt, rawf(inst, "addr"), rawf(inst, "vdst")
+    self.op = op = get_op(spec.name, instr.op, raw=instr.raw)
+    acc = AGPR_BASE if getattr(inst, "acc", 0) else 0   # CDNA ACC bit: data and destination are AGPRs
+    self.fmt, self.vdst = fmt, rawf(inst, "vdst") + acc
     w = lambda name, default=32: op.widths.get(name, default)
     if fmt == "DS":
+      self.addr = rawf(inst, "addr")
       self.fields = {"OFFSET": inst.offset0 | (inst.offset1 << 8), "OFFSET0": inst.offset0, "OFFSET1": inst.offset1}
-      self.data = {"DATA": Src("vgpr", rawf(inst, "data0"), w("DATA")), "DATA2": Src("vgpr", rawf(inst, "data1"), w("DATA2"))}
+      self.data = {"DATA": Src("vgpr", rawf(inst, "data0") + acc, w("DATA")), "DATA2": Src("vgpr", rawf(inst, "data1") + acc, w("DATA2"))}
       name = instr.op.name
       self.returns = not (name.startswith("DS_STORE") or (op.mem_rmw and "RTN" not in name))   # non-RTN atomics return nothing
     else:
-      off = inst.offset
-      self.offset = off - (1 << 13) if off & (1 << 12) else off
-      self.saddr, self.sve = rawf(inst, "saddr"), bool(inst.sve)
-      data = rawf(inst, "data")
+      addr_f, data_f, off_f, off_bits, returns = MEM_FIELDS.get(spec.family, DEFAULT_MEM_FIELDS)
+      off = getattr(inst, off_f)
+      self.offset = off - (1 << off_bits) if off & (1 << (off_bits - 1)) else off
+      self.addr, self.saddr, self.sve = rawf(inst, addr_f), rawf(inst, "saddr"), bool(inst.sve)
+      data = rawf(inst, data_f) + acc
       self.data = {"DATA": Src("vgpr", data, w("DATA")), "DATA2": Src("vgpr", data + w("DATA") // 32, w("DATA2")),
                    "VDATA": Src("vgpr", self.vdst if "VDATA" in op.writes else data, w("VDATA"))}
       self.fields = {"OFFSET": self.offset}
-      self.returns = bool(inst.glc)
+      self.returns = bool(returns(inst))
     self.fields = {k: v for k, v in self.fields.items() if k in op.reads}
 
   def _addresses(self, st, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
@@ -58,9 +67,9 @@ class VmemStep(Step):
     if self.fmt == "DS": return Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
     if self.fmt == "SCRATCH":
       a = Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense) if self.sve else np.zeros(len(wv), dtype=U64)
-      if self.saddr != null: a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
+      if self.saddr not in (null, SADDR_OFF): a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
-    if self.saddr in (null, self.spec.m0_reg): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
+    if self.saddr in (null, self.spec.m0_reg, SADDR_OFF): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
     else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
     return a + U64(self.offset & 0xffffffffffffffff)
 

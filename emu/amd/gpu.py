@@ -29,9 +29,9 @@ class AMDGPU:
     self.trace = TraceFilter(trace if trace is not None else os.environ.get("EMU_TRACE", "0"))
     self.timing, self.dispatches = timing, 0
 
-  def dispatch(self, d:Dispatch) -> DispatchStats:
-    """Run one dispatch to completion."""
+  def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
+    """Run one dispatch to completion. `timing`: a TimingModel to use instead of a fresh one (e.g. one keeping a timeline)."""
     from emu.amd.timing import TimingModel
-    tm = TimingModel(self.spec) if self.timing else None
+    tm = timing if timing is not None else TimingModel(self.spec) if self.timing else None
     index, self.dispatches = self.dispatches, self.dispatches + 1
     return Dispatcher(self.spec, self.memory, self.watchdog, Tracer() if self.trace.wants(index, d.name) else None, tm).run(d)

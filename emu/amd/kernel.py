@@ -1,4 +1,5 @@
-"""Real kernels for the emulator: render a tinygrad program for gfx1100 with tinygrad's own LLVM pipeline, place its ELF image
+"""Real kernels for the emulator: render a tinygrad program for an AMD arch (gfx1100, gfx942 ...) with tinygrad's own LLVM pipeline,
+place its ELF image
 like tinygrad's `AMDProgram` does, and dispatch it on numpy buffers. Used by the end-to-end tests and `python -m emu.bench`.
 
 Needs libLLVM for the AMDGPU backend (env LLVM_PATH, default /usr/lib/x86_64-linux-gnu/libLLVM-19.so).
@@ -64,22 +65,44 @@ class LoadedKernel:
   rsrc3: int
   wave32: bool
 
+def _symbols(lib:bytes, sections) -> dict[str, tuple[int, int]]:
+  """ELF symbol name -> (symbol type, image address) for symbols defined in a loaded section (relocatable objects: values are
+  section offsets; linked ones: addresses)."""
+  import ctypes
+  from tinygrad.runtime.autogen import libc
+  tab = next((sh for sh in sections if sh.header.sh_type == libc.SHT_SYMTAB), None)
+  if tab is None: return {}
+  strtab, out, relocatable = sections[tab.header.sh_link].content, {}, struct.unpack_from("<H", lib, 16)[0] == 1   # e_type ET_REL
+  for sym in (libc.Elf64_Sym * (tab.header.sh_size // ctypes.sizeof(libc.Elf64_Sym))).from_buffer_copy(tab.content):
+    if 0 < sym.st_shndx < len(sections) and sym.st_name:
+      name = strtab[sym.st_name:strtab.index(b"\0", sym.st_name)].decode()
+      out[name] = (sym.st_info & 0xf, sym.st_value + (sections[sym.st_shndx].header.sh_addr if relocatable else 0))
+  return out
+
 def load_kernel(lib:bytes, bufs:Buffers) -> LoadedKernel:
-  """Place the ELF image like tinygrad's AMDProgram: apply relocations, read the kernel descriptor from .rodata."""
+  """Place the ELF image like tinygrad's AMDProgram (relocations applied) and find the kernel descriptor and the entry point.
+
+  With a symbol table (LLVM's code objects) the descriptor is the `<kernel>.kd` object and the entry is the descriptor's address plus
+  its kernel_code_entry_byte_offset (a relocation against the kernel's function symbol). The wheel's hand-assembled code objects
+  (tinygrad.renderer.amd.elf) have no symbols: one descriptor at the start of .rodata and one kernel at the start of .text. Their
+  descriptor's offset is -len(.text), right only when .rodata follows .text directly, which the 64-byte .rodata alignment breaks
+  for a .text of e.g. 784 bytes; so the entry there is the start of .text.
+  """
   from tinygrad.runtime.support.elf import elf_loader
   image, sections, relocs = elf_loader(lib)
-  rodata = next(sh.header.sh_addr for sh in sections if sh.name == ".rodata")
   for off, sym, typ, addend in relocs:
     if typ != 5: raise ValueError(f"unsupported relocation type {typ}")   # R_AMDGPU_REL64
     image[off:off+8] = struct.pack("<q", sym - off + addend)
   img = np.frombuffer(bytes(image) + b"\0" * 256, dtype=np.uint8).copy()
   base = bufs.add(img, "code", writable=False)
-  kd = bytes(img[rodata:rodata+64])
+  addr = {sh.name: sh.header.sh_addr for sh in sections}
+  kd_addr = next((a for name, (typ, a) in _symbols(lib, sections).items() if name.endswith(".kd") and typ == 1), None)   # STT_OBJECT
+  kd = bytes(img[addr[".rodata"] if kd_addr is None else kd_addr:][:64])
   group = struct.unpack_from("<I", kd, 0)[0]
-  entry = struct.unpack_from("<q", kd, 16)[0]
+  entry = addr[".text"] if kd_addr is None else kd_addr + struct.unpack_from("<q", kd, 16)[0]
   rsrc3, rsrc1, rsrc2, props = struct.unpack_from("<IIIH", kd, 44)
   lds = ((group + 511) // 512) & 0x1ff
-  return LoadedKernel(base + rodata + entry, rsrc1, rsrc2 | (lds << 15), rsrc3, bool(props & 0x400))
+  return LoadedKernel(base + entry, rsrc1, rsrc2 | (lds << 15), rsrc3, bool(props & 0x400))
 
 def kernel_dispatch(k:CompiledKernel, inputs:list[np.ndarray], out:np.ndarray, bufs:Buffers) -> Dispatch:
   """Load `k`, map its buffers (out is written in place) and kernel arguments; returns the Dispatch to run."""
@@ -91,6 +114,8 @@ def kernel_dispatch(k:CompiledKernel, inputs:list[np.ndarray], out:np.ndarray, b
   return Dispatch(code_addr=lk.code_addr, grid=k.global_size, workgroup=k.local_size, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1,
                   rsrc2=lk.rsrc2, rsrc3=lk.rsrc3, wave32=lk.wave32, name=k.name)
 
-def run_kernel(k:CompiledKernel, inputs:list[np.ndarray], out:np.ndarray, bufs:Buffers, timing:bool=True) -> DispatchStats:
-  """Dispatch a compiled kernel on numpy arrays (out is written in place) on a fresh gfx1100; returns DispatchStats."""
-  return AMDGPU("gfx1100", bufs.mem, timing=timing).dispatch(kernel_dispatch(k, inputs, out, bufs))
+def run_kernel(k:CompiledKernel, inputs:list[np.ndarray], out:np.ndarray, bufs:Buffers, timing:bool=True, arch:str="gfx1100",
+               trace:bool|None=None) -> DispatchStats:
+  """Dispatch a compiled kernel on numpy arrays (out is written in place) on a fresh GPU of `arch` (the arch it was compiled for);
+  returns DispatchStats."""
+  return AMDGPU(arch, bufs.mem, timing=timing, trace=trace).dispatch(kernel_dispatch(k, inputs, out, bufs))

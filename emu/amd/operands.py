@@ -6,7 +6,7 @@ zero-extended, as LLVM's disassembler models it), NULL/M0/VCC/EXEC/SCC/VCCZ/EXEC
 on float operands, and clamp/omod on float results.
 """
 from __future__ import annotations
-import struct
+import re, struct
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
@@ -29,6 +29,19 @@ def float_kind(fmt:Fmt|None) -> int:
   for w in (16, 32, 64):
     if name.endswith(f"F{w}"): return w
   return 0
+
+# ops whose bit-typed sources take the float input modifiers anyway (neg/abs on the sign bit at this width): the ISA's selects. LLVM
+# gives V_CNDMASK FP32/FP16 input modifiers and uses them for sign selects (`v_cndmask_b32_e64 v0, -s8, s9, s4` in tinygrad's sin).
+FLOAT_MODIFIER_OPS = {"V_CNDMASK_B32": 32, "V_CNDMASK_B16": 16}
+
+def modifier_float_kind(op_name:str, pcode:str, i:int, fmt:Fmt|None) -> int:
+  """Float width (16/32/64) at which the neg/abs input modifiers apply to source `i` of VALU op `op_name`, or 0 for none.
+  A float-format operand qualifies unless the pcode reads it only as an integer (V_LDEXP_F16's exponent, V_CMP_CLASS_F16's
+  class mask: the wheel's operand table calls them F16); bit-typed operands only for the ops of FLOAT_MODIFIER_OPS."""
+  base = re.sub(r"_E(32|64)$", "", op_name)
+  if base in FLOAT_MODIFIER_OPS: return FLOAT_MODIFIER_OPS[base]
+  if (kind := float_kind(fmt)) and re.search(rf"\bS{i}\.", pcode) and not re.search(rf"\bS{i}(\[[^\]]*\])?\.b?f\d", pcode): return 0
+  return kind
 
 def float_bits(x:float, width:int) -> int:
   """IEEE bits of x at `width` (16, 32 or 64)."""

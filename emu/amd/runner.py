@@ -34,7 +34,7 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
   code = np.frombuffer(assemble(insts, arch) + b"\0" * 16, dtype=np.uint8).copy()
   m_code = mem.map(code.ctypes.data, code.size, name="run_program code", writable=False, backing=code)
   try:
-    st = WaveState(spec, waves, lanes, MAX_VGPRS, scratch_bytes)
+    st = WaveState(spec, waves, lanes, MAX_VGPRS + spec.n_agprs, scratch_bytes)
     st.pc[:] = m_code.addr
     for reg, val in (sgprs or {}).items():
       for i in range(max(1, (int(val).bit_length() + 31) // 32)): st.sgpr[:, reg + i] = (int(val) >> (32 * i)) & 0xffffffff

@@ -10,8 +10,9 @@ def _compile(family:str, op):
   try: return compile_op(family, op), None
   except Unsupported as e: return None, f"{e.category}: {e.reason}"
 
-def get_op(family:str, op, pc:int=0, raw:bytes=b""):
-  """The `CompiledOp` of `op`; an op the pcode compiler cannot build raises GPUIllegalInstruction naming it."""
-  cop, why = _compile(family, op)
+def get_op(arch:str, op, pc:int=0, raw:bytes=b""):
+  """The `CompiledOp` of `op` for gfx target `arch` (gfx942 and gfx950 differ in fp8 formats); an op the pcode compiler cannot
+  build raises GPUIllegalInstruction naming it."""
+  cop, why = _compile(arch, op)
   if cop is None: raise GPUIllegalInstruction(pc, raw[:8], f"{op.name} is not implemented ({why})")
   return cop

@@ -3,7 +3,9 @@ from __future__ import annotations
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, decode
-from emu.amd.exec_salu import ControlStep, MessageStep, SaluStep, SmemStep, ENDS, NO_EFFECT
+from emu.amd.exec_salu import ControlStep, MessageStep, SaluStep, SmemStep, BARRIERS, ENDS, NO_EFFECT
+from emu.amd.exec_ds import DsCounterStep, DsSwizzleStep
+from emu.amd.cdna import AccMoveStep, MubufStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.memory import MemoryMap
@@ -13,19 +15,28 @@ from emu.amd.step import Step
 SCALAR = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
 VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
 VMEM = ("DS", "GLOBAL", "FLAT", "SCRATCH")
-CONTROL = ENDS | NO_EFFECT | {"S_BARRIER", "S_TRAP"}
+CONTROL = ENDS | NO_EFFECT | BARRIERS | {"S_TRAP"}
 MESSAGES = ("S_SENDMSG_RTN_B32", "S_SENDMSG_RTN_B64")
 
+# executor-owned ops (pcode kind 'executor') with their own Step; every other executor-owned op is a ControlStep, which knows the
+# no-ops (waits, hints, cache invalidation, prefetch) and raises GPUIllegalInstruction for the rest
+EXECUTOR_STEPS = {"DS_SWIZZLE_B32": DsSwizzleStep, "DS_APPEND": DsCounterStep, "DS_CONSUME": DsCounterStep}
+# CDNA register moves the wheel has no pcode for
+NO_PCODE_STEPS = {"V_ACCVGPR_READ": AccMoveStep, "V_ACCVGPR_WRITE": AccMoveStep, "V_ACCVGPR_MOV_B32_E32": AccMoveStep,
+                  "V_ACCVGPR_MOV_B32_E64": AccMoveStep}
+
 def _build(instr:Instr, spec:ArchSpec) -> Step:
-  fmt = instr.fmt
-  if fmt in SCALAR:
-    if instr.op.name in CONTROL: return ControlStep(instr, spec)
-    if instr.op.name in MESSAGES: return MessageStep(instr, spec)
-    op = get_op(spec.family, instr.op, raw=instr.raw)
-    return ControlStep(instr, spec) if op.kind == "executor" else SaluStep(instr, spec, op)
+  fmt, name = instr.fmt, instr.name.upper()
+  if fmt == "VOPD": return VopdStep(instr, spec)
+  if fmt in SCALAR and name in CONTROL: return ControlStep(instr, spec)
+  if fmt in SCALAR and name in MESSAGES: return MessageStep(instr, spec)
+  if name in NO_PCODE_STEPS: return NO_PCODE_STEPS[name](instr, spec)
+  op = get_op(spec.name, instr.op, raw=instr.raw)
+  if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)
+  if fmt == "MUBUF": return MubufStep(instr, spec)
+  if fmt in SCALAR: return SaluStep(instr, spec, op)
   if fmt == "SMEM": return SmemStep(instr, spec)
   if fmt in VALU: return ValuStep(instr, spec)
-  if fmt == "VOPD": return VopdStep(instr, spec)
   if fmt in VMEM: return VmemStep(instr, spec)
   raise GPUIllegalInstruction(0, instr.raw, f"{fmt} instructions ({instr.name}) are not implemented")
 
@@ -33,7 +44,7 @@ _steps: dict[tuple[str, bytes], Step] = {}
 
 def compile_step(instr:Instr, spec:ArchSpec, pc:int) -> Step:
   """The Step for a decoded instruction (cached on its bytes); failures become GPUIllegalInstruction at `pc`."""
-  if (s := _steps.get(key := (spec.family, instr.raw))) is not None: return s
+  if (s := _steps.get(key := (spec.name, instr.raw))) is not None: return s
   try: s = _build(instr, spec)
   except GPUIllegalInstruction as e: raise GPUIllegalInstruction(pc, instr.raw, e.reason) from None
   except (KeyError, ValueError, AttributeError, TypeError) as e:

@@ -16,8 +16,9 @@ import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.step import Step
 
-CLOCK_MHZ = {"gfx1100": 2500.0, "gfx1151": 2900.0}
-N_CUS = {"gfx1100": 96, "gfx1151": 40}          # RX 7900 XTX: 96 CUs (48 WGPs); Strix Halo: 40 CUs
+CLOCK_MHZ = {"gfx1100": 2500.0, "gfx1151": 2900.0, "gfx942": 2100.0, "gfx950": 2400.0, "gfx1201": 2970.0}
+N_CUS = {"gfx1100": 96, "gfx1151": 40, "gfx942": 38, "gfx950": 32, "gfx1201": 64}
+# RX 7900 XTX: 96 CUs (48 WGPs); Strix Halo: 40; MI300X / MI355X (one CPX partition): 38 / 32; RX 9070 XT: 64
 SIMDS_PER_CU = 2
 MAX_WAVES_PER_SIMD = 16
 VGPRS_PER_SIMD_LANE = 1536                       # 192 KiB VGPR file per SIMD32
@@ -42,6 +43,11 @@ SLEEP_UNIT = 64           # s_sleep n: n * 64 cycles (ISA)
 ISSUE_COST = {"trans": 4, "valu_b64_2": 2, "valu_b64_4": 4, "valu_f64": 16, "wmma": 32}   # port cycles per wave32 pass
 
 TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
+# RDNA4's split wait counters (SOPP, simm16 = the count) -> the model's counters (loads, stores, LDS + scalar memory). Not calibrated
+# against gfx1201 traces: RDNA4 reuses the RDNA3 latencies and gfx1201 is an RX 9070 XT (64 CUs, 2970 MHz boost)
+SPLIT_WAITS = {"s_wait_loadcnt": "vm", "s_wait_samplecnt": "vm", "s_wait_bvhcnt": "vm", "s_wait_storecnt": "vs", "s_wait_dscnt": "lgkm",
+               "s_wait_kmcnt": "lgkm"}
+BARRIERS = ("s_barrier", "s_barrier_signal")   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is SKIPPED)
 SKIPPED = ("s_delay_alu", "s_wait_alu", "s_barrier_wait")  # consumed by the instruction buffer, never issued
 
 @dataclass(frozen=True)
@@ -73,15 +79,17 @@ def classify(step:Step) -> OpInfo:
     data = _vgpr_bytes(name) if ("store" in name or "write" in name or "add" in name) else 0
     return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), size=size)
   if fmt == "SMEM": return OpInfo("smem", "smem", size=size)
+  if name in BARRIERS: return OpInfo("barrier", None, size=size)
   if fmt == "SOPP":
     simm = getattr(instr.inst, "simm16", 0) or 0
     if name.startswith("s_waitcnt"):
-      if name == "s_waitcnt": waits = (("vm", (simm >> 10) & 0x3f), ("lgkm", (simm >> 4) & 0x3f))
+      if name == "s_waitcnt":
+        waits = tuple((k, n) for k, n in step.spec.waitcnt_counts(simm).items() if k != "exp")
       elif name == "s_waitcnt_vscnt": waits = (("vs", simm & 0x3f),)
       elif name == "s_waitcnt_vmcnt": waits = (("vm", simm & 0x3f),)
       else: waits = (("lgkm", simm & 0x3f),)
       return OpInfo("waitcnt", None, waits=waits, size=size)
-    if name == "s_barrier": return OpInfo("barrier", None, size=size)
+    if name in SPLIT_WAITS: return OpInfo("waitcnt", None, waits=((SPLIT_WAITS[name], simm & 0x3f),), size=size)
     if name == "s_endpgm": return OpInfo("end", None, size=size)
     if name in SKIPPED: return OpInfo("delay", None, delay=simm, size=size)
     if name == "s_nop": return OpInfo("nop", None, delay=(simm & 0xf) + 1, size=size)
@@ -217,7 +225,7 @@ class TimingModel:
 
   def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):
     """Begin a dispatch of n_waves waves (workgroups of waves_per_wg), `vgprs` allocated per wave, `lds_bytes` per workgroup."""
-    self.n_waves, self.passes, self.wpg = n_waves, (1 if lanes == 32 else 2), waves_per_wg
+    self.n_waves, self.passes, self.wpg = n_waves, lanes // self.spec.simd_lanes, waves_per_wg
     per_simd = min(MAX_WAVES_PER_SIMD, VGPRS_PER_SIMD_LANE * (32 // lanes) // max(1, vgprs)) if vgprs else MAX_WAVES_PER_SIMD
     by_waves = max(1, per_simd * SIMDS_PER_CU // waves_per_wg)
     self.wg_slots = min(by_waves, LDS_PER_CU // lds_bytes) if lds_bytes else by_waves

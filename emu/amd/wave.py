@@ -9,6 +9,7 @@ import numpy as np
 from emu.amd.arch import ArchSpec
 
 RUNNING, BARRIER, ENDED = 0, 1, 2
+AGPR_BASE = 256   # CDNA accumulation register a[i] is vgpr index AGPR_BASE + i (arrays have MAX_VGPRS + ArchSpec.n_agprs regs)
 N_SREGS = 128
 HWREG_MODE, HWREG_STATUS, HWREG_GPR_ALLOC, HWREG_LDS_ALLOC, HWREG_HW_ID1, HWREG_HW_ID2 = 1, 2, 5, 6, 23, 24
 

@@ -61,11 +61,18 @@ There are three kinds of op:
           A/B for IU8/IU4) and CLAMP (all ints, all required), and writes the 8 D registers of all 32 lanes in VGPR.
           rdna4 V_WMMA_* (F16/BF16/IU8/IU4/FP8/BF8 inputs, 16x16x16 and IU4 16x16x32) take the same inputs in the RDNA4
           wave32 layout (no lane duplication; f16/bf16 D packed in 4 registers, f32/i32 D in 8: see emu.pcode.handwritten).
-MFMA (cdna V_MFMA_* 16x16 and 32x32 single-block shapes, f32/f16/bf16/i8/fp8/bf8; hand-written, wave64 layout in
-          emu.pcode.handwritten) is a 'wave' op reading VGPR, AGPR (the wave's accumulation registers, 2-D uint32
-          AGPR[lane, reg] like VGPR; on gfx90a+ the unified file from ACCUM_OFFSET), SRC0 SRC1 SRC2 VDST (register numbers),
-          ACC (bit 0: A in AGPRs, bit 1: B in AGPRs), ACC_CD (C and D in AGPRs), CBSZ ABID BLGP (must be 0: ValueError
-          otherwise); it writes VGPR or AGPR (listed in writes as both; the arrays are updated in place).
+          rdna4 V_SWMMAC_* (sparse A) take the same inputs with other meanings: SRC2 is the VGPR holding the sparsity index,
+          OPSEL[1:0] the index key (which index set of that VGPR), and C is read from the D registers (VDST, in place).
+MFMA (cdna V_MFMA_* of every shape: single- and multi-block (_2B/_4B/_16B), f64/f32/xf32/f16/bf16/i8/fp8/bf8 and gfx950's
+          F8F6F4; V_SMFMAC_*; hand-written, wave64 layout in emu.pcode.handwritten) is a 'wave' op reading VGPR, AGPR (the
+          wave's accumulation registers, 2-D uint32 AGPR[lane, reg] like VGPR; on gfx90a+ the unified file from ACCUM_OFFSET),
+          SRC0 SRC1 SRC2 VDST (register numbers), ACC (bit 0: A in AGPRs, bit 1: B in AGPRs), ACC_CD (C and D in AGPRs), CBSZ
+          ABID BLGP (must be 0: ValueError otherwise, except: *_F8F6F4 take the A/B formats from CBSZ/BLGP (0-4; ABID 0); V_SMFMAC_*
+          take SRC2 as the VGPR holding the sparsity index, ABID as the index set (CBSZ/BLGP 0) and C from VDST); it writes VGPR
+          or AGPR (listed in writes as both; the arrays are updated in place). gfx950 V_MFMA_SCALE_F32_*_F8F6F4 (VOP3PX2) also
+          read SCALE_SRC0 and SCALE_SRC1 (the scale operands' 32-bit values per lane: uint32/uint64 (64,) arrays, an SGPR or
+          constant broadcast by the executor) and OPSEL / OPSEL_HI (ints: the scale byte select, A: OPSEL[0] | OPSEL_HI[0] << 1,
+          B: OPSEL[1] | OPSEL_HI[1] << 1).
           V_ACCVGPR_READ / V_ACCVGPR_WRITE / V_ACCVGPR_MOV_B32 (cdna) are 'wave' ops reading VGPR, AGPR, SRC0, VDST, EXEC and
           S0 (None when src0 is a VGPR/AGPR, else the scalar/constant value as an int) and updating EXEC lanes in place.
 V_BITOP3_B16/B32 (cdna) read the instruction fields OMOD, ABS and NEG as ints (their bits form the truth table).

@@ -43,6 +43,11 @@ def is_vgpr(e) -> bool:
 def isint(t): return t[0] in ("u", "i", "b")
 def isfloat(t): return t[0] in ("f", "bf")
 def mask(w:int) -> int: return (1 << w) - 1
+def _offset(e) -> tuple:
+  """`base + N` -> (base, N); any other expression -> (itself, 0) (a Num -> (None, its value))."""
+  if isinstance(e, Num): return None, e.value
+  if isinstance(e, Binary) and e.op == "+" and isinstance(e.b, Num): return e.a, e.b.value
+  return e, 0
 
 class Gen:
   """Generate one op body. `mode` 'np' or 'py'; `info` is the pre-scan (see `scan`)."""
@@ -294,9 +299,10 @@ class Gen:
 
   def slice_bounds(self, e:Slice) -> tuple:
     hi, lo = e.hi, e.lo
-    if isinstance(hi, Binary) and hi.op == "+" and hi.a == lo and isinstance(hi.b, Num): return None, hi.b.value + 1, lo
     if isinstance(hi, Binary) and hi.op == "-" and isinstance(hi.a, Binary) and hi.a.op == "+" and hi.a.a == lo and isinstance(hi.a.b, Num):
       return None, hi.a.b.value, lo  # `lo +: w`
+    (hb, hc), (lb, lc) = _offset(hi), _offset(lo)
+    if hb is not None and hb == lb: return None, hc - lc + 1, lo  # `x + 11 : x + 6`: a dynamic position, a constant width
     h, lw = helpers.const_eval(hi), helpers.const_eval(lo)
     if h is None or lw is None: raise CodegenError("slice with non-constant width")
     if h < lw: raise CodegenError("reversed slice")  # `x[0 : 31]` (bit reversal) is handled by e_Slice

@@ -4,13 +4,13 @@ import importlib
 from functools import cache
 from emu.pcode.abi import ARCH_ALIASES, CompiledOp, Unsupported
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
-from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, namespace
+from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
-from emu.pcode.nodes import Call, Index, Name, Slice, View
+from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 8
+GENERATOR_VERSION = 9
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -39,9 +39,29 @@ def walk(node):
   elif hasattr(node, "__dataclass_fields__"):
     for f in node.__dataclass_fields__: yield from walk(getattr(node, f))
 
+def loop_maxima(stmts, env:dict | None=None) -> dict:
+  """Upper bounds of the loop variables (constant `for` bounds) and of the integer variables assigned from them by `+` and `*`
+  (`dOffset = pass * 12`), so that a slice `S0[sOffset + 31 : sOffset]` inside a loop gives its operand's width."""
+  env = {} if env is None else env
+  for s in stmts:
+    if isinstance(s, For) and (end := const_eval(s.end)) is not None:
+      env[s.var] = end
+      loop_maxima(s.body, env)
+    elif isinstance(s, Assign) and isinstance(s.target, Name) and (v := max_eval(s.value, env)) is not None: env[s.target.id] = v
+  return env
+
+def max_eval(e, env:dict):
+  """The largest value of an expression of constants and non-negative bounded variables combined by + and *, else None."""
+  if isinstance(e, Name): return env.get(e.id)
+  if isinstance(e, Binary) and e.op in ("+", "*"):
+    a, b = max_eval(e.a, env), max_eval(e.b, env)
+    return None if a is None or b is None or a < 0 or b < 0 else a + b if e.op == "+" else a * b
+  return const_eval(e)
+
 def scan(stmts, mode:str) -> dict:
   """Operand widths, lane-mask registers and declared variables of an entry."""
   widths: dict[str, int] = {}
+  maxima = loop_maxima(stmts)
   lanemask, operands = set(), set()
   def note(n, w):
     n = ALIASES.get(n, n)
@@ -52,8 +72,7 @@ def scan(stmts, mode:str) -> dict:
     if isinstance(node, View) and isinstance(node.expr, Name) and node.typ: note(node.expr.id, node.typ[1])
     elif isinstance(node, Slice) and isinstance(node.expr, (Name, View)):
       base = node.expr if isinstance(node.expr, Name) else node.expr.expr
-      from emu.pcode.helpers import const_eval
-      hi = const_eval(node.hi)
+      hi = max_eval(node.hi, maxima)
       if isinstance(base, Name) and hi is not None: note(base.id, hi + 1)
     elif isinstance(node, Name): note(node.id, 32)
     if isinstance(node, Index) and mode == "np":

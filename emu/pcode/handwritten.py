@@ -13,6 +13,7 @@ tests `1.0 / d` for denormal in f64 (never true for f32 d) and scales a huge den
 scales by 2**32 (2**64 for f64); DIV_FIXUP names undefined constants (UNDERFLOW_F32, OVERFLOW_F32).
 """
 from __future__ import annotations
+import re
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
@@ -179,13 +180,14 @@ def wmma(src:str, dst:str):
 # register (element v in register v // 2, half v % 2; 4 registers).
 _WMMA4_IN = {"F16": (16, "f16", 4), "BF16": (16, "bf16", 4), "IU8": (8, "iu", 4), "IU4": (4, "iu", 8), "FP8": (8, "fp8", 4), "BF8": (8, "bf8", 4)}
 
-def _rdna4_in(vgpr, reg:int, src:str, k:int, signed:bool) -> np.ndarray:
-  """The (16, k) float64/int64 values of an A (rows) or B (columns, transposed) operand."""
+def _rdna4_in(vgpr, reg:int, src:str, k:int, signed:bool, index=None) -> np.ndarray:
+  """The (16, k) float64/int64 values of an A (rows) or B (columns, transposed) operand; `index`: the lanes' sparsity index
+  bits of a V_SWMMAC_* A operand (k/4 compressed elements per lane, see expand_sparse)."""
   w, kind, g = _WMMA4_IN[src]
   per = k // 2
-  words = vgpr[0:32, reg:reg + per * w // 32].astype(np.uint64)
   e, lanes = np.arange(per), np.arange(32)
-  bits = (words[:, (e * w) // 32] >> ((e * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
+  bits = lane_elements(vgpr[0:32], reg, w, per if index is None else per // 2)
+  if index is not None: bits = expand_sparse(bits, index)
   out = np.zeros((16, k), np.uint64)
   out[(lanes % 16)[:, None], (e % g)[None, :] + g * (lanes // 16)[:, None] + 2 * g * (e // g)[None, :]] = bits
   if kind == "fp8": return N.fp8_to_f32(out).astype(np.float64)
@@ -201,13 +203,21 @@ def _rdna4_acc(vgpr, reg:int, packed:bool) -> np.ndarray:
   out[v[None, :] + 8 * (lanes // 16)[:, None], (lanes % 16)[:, None]] = bits
   return out
 
-def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int):
+def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
+  """An RDNA4 V_WMMA_* op, or with `sparse` a V_SWMMAC_* op: A is 4:2 structured sparse (its register run holds k/4 compressed
+  elements per lane, two for each run of 4 dense elements of the lane, placed by expand_sparse), SRC2 is the VGPR holding the
+  lanes' index sets (k/4 * 2 bits each; OPSEL[1:0], the index key, selects the set) and C is D itself (VDST, accumulated in
+  place)."""
   packed = dst in ("F16", "BF16")
   def op(st):
-    vgpr, neg = st.VGPR, int(st.NEG)
-    a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1))
+    vgpr, neg, index = st.VGPR, int(st.NEG), None
+    if sparse:
+      ibits, key = k // 2, int(st.OPSEL) & 3
+      if key >= 32 // ibits: raise ValueError(f"SWMMAC: index key {key} out of range")
+      index = (vgpr[0:32, int(st.SRC2)].astype(np.uint64) >> np.uint64(key * ibits)) & np.uint64((1 << ibits) - 1)
+    a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1), index)
     b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).T
-    cb = _rdna4_acc(vgpr, int(st.SRC2), packed)
+    cb = _rdna4_acc(vgpr, int(st.VDST) if sparse else int(st.SRC2), packed)
     c = cb.astype(np.uint32).view(np.float32).astype(np.float64) if dst == "F32" else cb.astype(np.uint32).view(np.int32).astype(np.int64) \
       if dst == "I32" else _values(cb, 16, dst.lower(), False)
     with np.errstate(all="ignore"):
@@ -226,53 +236,150 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int):
   return op
 
 # ---- MFMA (CDNA3/CDNA4 wave64), AMD's matrix instruction calculator / GPUOpen "AMD matrix cores" layout ----
-# Single-block shapes M x N x K with M = N = 16 or 32 (tinygrad's renderer emits 16x16x16 f16/bf16, 16x16x32 fp8/bf8 and, on
-# gfx950, 16x16x32 f16/bf16). The 64 lanes form G = 64 / M groups of M lanes; each lane holds E = K / G consecutive K elements,
-# packed from bit 0 of its register run. A: lane l holds row l % M, elements k = E * (l // M) + e from SRC0; B: column l % M the
-# same way from SRC1. C/D (f32/i32, one register each, M*N/64 registers): register v of lane l holds
-# [8 * (v // 4) + 4 * (l // M) + v % 4][l % M] (16x16: rows 4 * (l // 16) + v). ACC bit 0/1 put A/B in AGPRs, ACC_CD puts C and D
-# in AGPRs (else VGPRs). fp8/bf8 are FNUZ on gfx942 and OCP on gfx950 (and for 'cdna'). The broadcast controls CBSZ/ABID/BLGP
-# are not modelled (tinygrad passes 0): the op raises ValueError if they are set.
-_MFMA_IN = {"F32": 32, "F16": 16, "BF16": 16, "I8": 8, "FP8": 8, "BF8": 8}
+# Shapes M x N x K (M = N) with B blocks (the _nB suffix: B independent M x M products in one instruction). The 64 lanes form
+# G = 64 / M groups of M lanes; group g belongs to block g // KG, KG = G / B groups per block, and holds E = K / KG consecutive
+# K elements, packed from bit 0 of its register run (elements may straddle registers: fp6). A: lane l holds row l % M of block
+# (l // M) // KG, elements k = E * ((l // M) % KG) + e, from SRC0; B: column l % M the same way from SRC1 (single-block shapes:
+# B = 1, KG = G; 4x4x4_16B: every lane group is one block holding all K = 4; F64 4x4x4_4B: KG = 4, one f64 per lane).
+# C/D hold B*M*M elements, f32/i32 one register each, f64 two (item t in registers 2t, 2t + 1); for M >= 16 item t of lane l is
+# element [8 * (t' // 4) + 4 * (l // M) + t' % 4][l % M] of block t // R, t' = t % R, R = M*M/64 items per block (16x16: rows
+# 4 * (l // 16) + t'); for M = 4 (blocks spread over lanes) item t of lane l is [r % 4][l % 4] of block r // 4, r = T * (l // 4) + t,
+# T = B*16/64 items per lane (4x4x1_16B: block l // 4, row t). ACC bit 0/1 put A/B in AGPRs, ACC_CD puts C and D in AGPRs (else
+# VGPRs). fp8/bf8 are FNUZ on gfx942 and OCP on gfx950 (and for 'cdna'). The broadcast controls CBSZ/ABID/BLGP are not modelled
+# (tinygrad passes 0): the op raises ValueError if they are set, except where the ISA gives them another meaning:
+# - gfx950 V_MFMA_[SCALE_]F32_*_F8F6F4: CBSZ (A) and BLGP (B) select the input format, 0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, 3 bf6
+#   E3M2, 4 fp4 E2M1 (OCP). Each lane holds E = 32 elements (fp8: 8 registers, fp6: 6, fp4: 4). The SCALE variants multiply
+#   every element by its lane's E8M0 scale 2**(s - 127) (0xFF: NaN): one scale per lane, i.e. per 32 consecutive K elements of
+#   a row of A (column of B). s is byte OPSEL[0] | OPSEL_HI[0] << 1 of the lane's SCALE_SRC0 value (A), byte OPSEL[1] |
+#   OPSEL_HI[1] << 1 of SCALE_SRC1 (B).
+# - V_SMFMAC_* (sparse A, 4:2 structured): SRC0 holds E/2 compressed A elements per lane, two for each run of 4 dense K elements
+#   of that lane; 2-bit index i_c (bits [2c+1 : 2c] of the lane's index set) gives compressed element c's position in its run
+#   (dense element 4 * (c // 2) + i_c; two equal indices in one run: the later element wins). SRC2 is the VGPR holding the index
+#   sets (E bits per set: ABID selects the set, CBSZ must be 0); C is D itself (VDST, accumulated in place). B is dense.
+# F64 accumulates with one fused multiply-add per K element in K order (D = fma(A[:, K-1], B[K-1], ... fma(A[:, 0], B[0], C)));
+# f32 results are exact f64 products summed in f64 with one rounding to f32; XF32 (gfx942) first rounds each f32 input to
+# nearest-even at 10 mantissa bits (1 + 8 + 10 = 19 bits; inf/NaN unchanged).
+_MFMA_IN = {"F64": 64, "F32": 32, "XF32": 32, "F16": 16, "BF16": 16, "I8": 8, "FP8": 8, "BF8": 8, "FP6": 6, "BF6": 6, "FP4": 4}
+_F8F6F4 = ("FP8", "BF8", "FP6", "BF6", "FP4")  # CBSZ / BLGP codes of V_MFMA_*_F8F6F4
+
+@dataclass(frozen=True)
+class _Geo:
+  """An MFMA shape: M x M x K, `blocks` blocks."""
+  m: int
+  k: int
+  blocks: int = 1
+  @property
+  def kg(self) -> int: return 64 // self.m // self.blocks  # lane groups per block
+  @property
+  def e_per(self) -> int: return self.k // self.kg          # K elements per lane
+  @property
+  def items(self) -> int: return self.blocks * self.m * self.m // 64  # C/D elements per lane
+
+def xf32_round(bits:np.ndarray) -> np.ndarray:
+  """f32 bits rounded to nearest-even at 10 mantissa bits (XF32), as float64; inf/NaN unchanged."""
+  b = bits.astype(np.uint64)
+  r = (b + np.uint64(0xfff) + ((b >> np.uint64(13)) & np.uint64(1))) & ~np.uint64(0x1fff)
+  return np.where((b & np.uint64(0x7f800000)) == np.uint64(0x7f800000), b, r).astype(np.uint32).view(np.float32).astype(np.float64)
 
 def _mfma_decode(bits:np.ndarray, src:str, fnuz:bool) -> np.ndarray:
+  if src == "F64": return bits.view(np.float64)
   if src == "F32": return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+  if src == "XF32": return xf32_round(bits)
   if src in ("F16", "BF16"): return _values(bits, 16, src.lower(), False)
   if src == "I8": return _values(bits, 8, "iu", True)
+  if src in ("FP6", "BF6", "FP4"): return N.decode(bits, getattr(N, src))
   return (N.fp8_to_f32 if src == "FP8" else N.bf8_to_f32)(bits, fnuz=fnuz).astype(np.float64)
 
-def _mfma_in(regs:np.ndarray, reg:int, src:str, m:int, k:int, fnuz:bool) -> np.ndarray:
-  """The (m, k) values of an A operand (rows) or B operand (columns, transposed) from one wave's register file."""
-  w, e_per = _MFMA_IN[src], k // (64 // m)
-  words = regs[0:64, reg:reg + max(1, e_per * w // 32)].astype(np.uint64)
-  e, lanes = np.arange(e_per), np.arange(64)
-  bits = (words[:, (e * w) // 32] >> ((e * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
-  out = np.zeros((m, k), np.uint64)
-  out[(lanes % m)[:, None], (e_per * (lanes // m))[:, None] + e[None, :]] = bits
-  return _mfma_decode(out, src, fnuz)
+def lane_elements(regs:np.ndarray, reg:int, w:int, count:int) -> np.ndarray:
+  """(lanes, count) uint64: `count` w-bit elements per lane packed from bit 0 of the register run regs[:, reg...]."""
+  nw = max(1, -(-count * w // 32))
+  words = np.zeros((regs.shape[0], nw + 1), np.uint64)
+  words[:, :nw] = regs[:, reg:reg + nw]
+  bit = np.arange(count) * w
+  pair = words[:, bit // 32] | (words[:, bit // 32 + 1] << np.uint64(32))
+  return (pair >> (bit % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
 
-def _mfma_acc_index(m:int):
-  """(row, col) index arrays of shape (64, m*m/64): the C/D element register v of lane l holds."""
-  v, lanes = np.arange(m * m // 64), np.arange(64)
-  return 8 * (v // 4)[None, :] + 4 * (lanes // m)[:, None] + (v % 4)[None, :], np.broadcast_to((lanes % m)[:, None], (64, m * m // 64))
+def expand_sparse(bits:np.ndarray, index:np.ndarray) -> np.ndarray:
+  """4:2 structured sparsity: (lanes, c) compressed elements and each lane's index bits -> (lanes, 2c) dense elements (zeros
+  elsewhere); compressed element c goes to 4 * (c // 2) + bits [2c+1 : 2c] of the index."""
+  lanes, c = np.arange(bits.shape[0])[:, None], np.arange(bits.shape[1])[None, :]
+  pos = 4 * (c // 2) + ((index.astype(np.uint64)[:, None] >> (2 * c).astype(np.uint64)) & np.uint64(3)).astype(np.int64)
+  out = np.zeros((bits.shape[0], 2 * bits.shape[1]), bits.dtype)
+  out[np.broadcast_to(lanes, pos.shape), pos] = bits
+  return out
 
-def mfma(a_src:str, b_src:str, dst:str, m:int, k:int, fnuz:bool):
+def _mfma_place(lane_vals:np.ndarray, geo:_Geo) -> np.ndarray:
+  """(64, E) per-lane A (or B) elements -> the (blocks, M, K) operand."""
+  lanes, e = np.arange(64), np.arange(geo.e_per)
+  g = lanes // geo.m
+  out = np.zeros((geo.blocks, geo.m, geo.k), lane_vals.dtype)
+  out[(g // geo.kg)[:, None], (lanes % geo.m)[:, None], (geo.e_per * (g % geo.kg))[:, None] + e[None, :]] = lane_vals
+  return out
+
+def _mfma_in(regs:np.ndarray, reg:int, src:str, geo:_Geo, fnuz:bool, index=None, scale=None) -> np.ndarray:
+  """The (blocks, M, K) values of an A operand (rows) or B operand (columns, transposed) from one wave's register file; `index`:
+  the lanes' sparsity index bits (SMFMAC A), `scale`: the lanes' E8M0 scale bytes."""
+  bits = lane_elements(regs[0:64], reg, _MFMA_IN[src], geo.e_per // 2 if index is not None else geo.e_per)
+  if index is not None: bits = expand_sparse(bits, index)
+  vals = _mfma_decode(bits, src, fnuz)
+  if scale is not None: vals = vals * N.e8m0_to_f64(scale)[:, None]
+  return _mfma_place(vals, geo)
+
+def _mfma_acc_index(geo:_Geo):
+  """(block, row, col) index arrays of shape (64, items): the C/D element item t of lane l holds."""
+  t, lanes = np.arange(geo.items)[None, :], np.arange(64)[:, None]
+  if geo.m >= 16:
+    per = geo.m * geo.m // 64
+    tt = t % per
+    blk, row, col = t // per, 8 * (tt // 4) + 4 * (lanes // geo.m) + tt % 4, lanes % geo.m
+  else:
+    r = (lanes // 4) * geo.items + t
+    blk, row, col = r // 4, r % 4, lanes % 4
+  return tuple(np.broadcast_to(x, (64, geo.items)) for x in (blk, row, col))
+
+def _byte(v, sel:int) -> np.ndarray: return (np.asarray(v).astype(np.uint64) >> np.uint64(8 * sel)) & np.uint64(0xff)
+
+def mfma(a_src:str, b_src:str, dst:str, geo:_Geo, fnuz:bool, sparse:bool=False, scaled:bool=False):
+  """A CDNA MFMA/SMFMAC op (layout above); a_src 'F8F6F4' takes the A/B formats from CBSZ/BLGP."""
+  dw = 2 if dst == "F64" else 1
   def op(st):
-    if int(st.CBSZ) or int(st.ABID) or int(st.BLGP): raise ValueError("MFMA broadcast controls (CBSZ/ABID/BLGP) are not modelled")
+    cbsz, abid, blgp = int(st.CBSZ), int(st.ABID), int(st.BLGP)
+    fa, fb, index, sa, sb = a_src, b_src, None, None, None
+    if a_src == "F8F6F4":
+      if abid or cbsz > 4 or blgp > 4: raise ValueError("F8F6F4 MFMA: ABID must be 0 and CBSZ/BLGP at most 4")
+      fa, fb = _F8F6F4[cbsz], _F8F6F4[blgp]
+    elif sparse:
+      if cbsz or blgp: raise ValueError("SMFMAC: CBSZ and BLGP must be 0 (ABID selects the index set)")
+      ibits = geo.e_per  # 2 bits for each of the E/2 compressed elements
+      if abid >= 32 // ibits: raise ValueError(f"SMFMAC: index set {abid} out of range")
+      index = (st.VGPR[0:64, int(st.SRC2)].astype(np.uint64) >> np.uint64(abid * ibits)) & np.uint64((1 << ibits) - 1)
+    elif cbsz or abid or blgp: raise ValueError("MFMA broadcast controls (CBSZ/ABID/BLGP) are not modelled")
+    if scaled:
+      opsel, opsel_hi = int(st.OPSEL), int(st.OPSEL_HI)
+      sa = _byte(st.SCALE_SRC0, (opsel & 1) | (opsel_hi & 1) << 1)
+      sb = _byte(st.SCALE_SRC1, (opsel >> 1 & 1) | (opsel_hi >> 1 & 1) << 1)
     acc, cd = int(st.ACC), st.AGPR if int(st.ACC_CD) else st.VGPR
-    a = _mfma_in(st.AGPR if acc & 1 else st.VGPR, int(st.SRC0), a_src, m, k, fnuz)
-    b = _mfma_in(st.AGPR if acc & 2 else st.VGPR, int(st.SRC1), b_src, m, k, fnuz).T
-    rows, cols = _mfma_acc_index(m)
-    c = np.zeros((m, m), np.uint64)
-    c[rows, cols] = cd[0:64, int(st.SRC2):int(st.SRC2) + m * m // 64]
+    a = _mfma_in(st.AGPR if acc & 1 else st.VGPR, int(st.SRC0), fa, geo, fnuz, index=index, scale=sa)
+    b = _mfma_in(st.AGPR if acc & 2 else st.VGPR, int(st.SRC1), fb, geo, fnuz, scale=sb).transpose(0, 2, 1)
+    blk, rows, cols = _mfma_acc_index(geo)
+    c_reg = int(st.VDST) if sparse else int(st.SRC2)
+    words = cd[0:64, c_reg:c_reg + geo.items * dw].astype(np.uint64)
+    c = np.zeros((geo.blocks, geo.m, geo.m), np.uint64)
+    c[blk, rows, cols] = words[:, 0::2] | (words[:, 1::2] << np.uint64(32)) if dw == 2 else words
     with np.errstate(all="ignore"):
       if dst == "I32":
         d = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.uint32).view(np.int32).astype(np.int64)
         out = d.astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+      elif dst == "F64":
+        d = c.view(np.float64)
+        for kk in range(geo.k): d = N.fma_f64(a[:, :, kk, None], b[:, None, kk, :], d)
+        out = d.view(np.uint64)
       else:  # exact f64 products, f64 sums, one rounding to f32
         d = a @ b + c.astype(np.uint32).view(np.float32).astype(np.float64)
         out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
-    cd[0:64, int(st.VDST):int(st.VDST) + m * m // 64] = out[rows, cols].astype(np.uint32)
+    res = out[blk, rows, cols]
+    if dw == 2: res = np.stack([res & np.uint64(0xffffffff), res >> np.uint64(32)], axis=2).reshape(64, 2 * geo.items)
+    cd[0:64, int(st.VDST):int(st.VDST) + geo.items * dw] = res.astype(np.uint32)
   return op
 
 def accvgpr(direction:str):
@@ -327,24 +434,25 @@ for _a, _b, _dst, _k in (("F16", "F16", "F32", 16), ("BF16", "BF16", "F32", 16),
                          ("FP8", "BF8", "F32", 16), ("BF8", "FP8", "F32", 16), ("BF8", "BF8", "F32", 16)):
   _srcs = _a if _a == _b and _a not in ("FP8", "BF8") else f"{_a}_{_b}"
   HANDWRITTEN_RDNA4[f"V_WMMA_{_dst}_16X16X{_k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, _k), _WMMA_ARGS, ("VGPR",), {})
+  if _k == 16 or _a == "IU4":  # V_SWMMAC_*: the same inputs with twice the (dense) K
+    HANDWRITTEN_RDNA4[f"V_SWMMAC_{_dst}_16X16X{2 * _k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, 2 * _k, sparse=True),
+                                                                         _WMMA_ARGS, ("VGPR",), {})
 
 _MFMA = ("matrix fused multiply-add; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): CDNA wave64 register layout in "
          "emu.pcode.handwritten")
 _MFMA_ARGS = ("VGPR", "AGPR", "SRC0", "SRC1", "SRC2", "VDST", "ACC", "ACC_CD", "CBSZ", "ABID", "BLGP")
+_SCALE_ARGS = ("OPSEL", "OPSEL_HI", "SCALE_SRC0", "SCALE_SRC1")
+_MFMA_NAME = re.compile(r"V_(S?)MFMAC?_(SCALE_)?(F32|I32|F64)_(\d+)X\d+X(\d+)(?:_(\d+)B)?_(\w+)")
+
 def _mfma_table(fnuz:bool) -> dict[str, Hand]:
+  """Every V_MFMA_* / V_SMFMAC_* of the cdna enums, from its name (gfx942: without gfx950's F8F6F4 ops)."""
+  from tinygrad.runtime.autogen.amd.cdna.enum import VOP3POp, VOP3PX2Op
   t = {}
-  for name, (a, b, dst, m, k) in {"V_MFMA_F32_16X16X4_F32": ("F32", "F32", "F32", 16, 4), "V_MFMA_F32_32X32X2_F32": ("F32", "F32", "F32", 32, 2),
-                                  "V_MFMA_F32_16X16X16_F16": ("F16", "F16", "F32", 16, 16), "V_MFMA_F32_32X32X8_F16": ("F16", "F16", "F32", 32, 8),
-                                  "V_MFMA_F32_16X16X16_BF16": ("BF16", "BF16", "F32", 16, 16),
-                                  "V_MFMA_F32_32X32X8_BF16": ("BF16", "BF16", "F32", 32, 8),
-                                  "V_MFMA_F32_16X16X32_F16": ("F16", "F16", "F32", 16, 32), "V_MFMA_F32_32X32X16_F16": ("F16", "F16", "F32", 32, 16),
-                                  "V_MFMA_F32_16X16X32_BF16": ("BF16", "BF16", "F32", 16, 32),
-                                  "V_MFMA_F32_32X32X16_BF16": ("BF16", "BF16", "F32", 32, 16),
-                                  "V_MFMA_I32_16X16X32_I8": ("I8", "I8", "I32", 16, 32), "V_MFMA_I32_32X32X16_I8": ("I8", "I8", "I32", 32, 16),
-                                  "V_MFMA_I32_16X16X64_I8": ("I8", "I8", "I32", 16, 64), "V_MFMA_I32_32X32X32_I8": ("I8", "I8", "I32", 32, 32),
-                                  **{f"V_MFMA_F32_{m}X{m}X{k}_{x}_{y}": (x, y, "F32", m, k) for m, k in ((16, 32), (32, 16))
-                                     for x in ("FP8", "BF8") for y in ("FP8", "BF8")}}.items():
-    t[name] = Hand(_MFMA, "wave", mfma(a, b, dst, m, k, fnuz), _MFMA_ARGS, ("VGPR", "AGPR"), {})
+  for op in [*VOP3POp, *VOP3PX2Op]:
+    if not (mt := _MFMA_NAME.fullmatch(op.name)) or fnuz and mt[7] == "F8F6F4": continue
+    sparse, scaled, dst, m, k, blocks, srcs = mt[1] == "S", bool(mt[2]), mt[3], int(mt[4]), int(mt[5]), int(mt[6] or 1), mt[7].split("_")
+    fn = mfma(srcs[0], srcs[-1], dst, _Geo(m, k, blocks), fnuz, sparse=sparse, scaled=scaled)
+    t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {})
   return t
 _ACC = "accumulation-register move; the vendor pcode has no AGPR file (see emu.pcode.handwritten.accvgpr)"
 HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {}   # 'gfx942' (FNUZ fp8/bf8) and 'gfx950' (OCP) variants; 'cdna' is gfx950
@@ -366,7 +474,9 @@ def lookup(arch:str, op, target:str="") -> CompiledOp | None:
                     source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})")
 
 def extra_ops(arch:str) -> list:
-  """Opcodes with a hand-written op and no pcode entry: cdna's V_ACCVGPR_* moves."""
+  """Opcodes with a hand-written op and no pcode entry: cdna's V_ACCVGPR_* moves, gfx942's XF32 MFMAs and gfx950's
+  V_MFMA_SCALE_* (VOP3PX2)."""
   if arch != "cdna": return []
-  from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP3Op, VOP3POp
-  return [VOP3POp.V_ACCVGPR_READ, VOP3POp.V_ACCVGPR_WRITE, VOP1Op.V_ACCVGPR_MOV_B32_E32, VOP3Op.V_ACCVGPR_MOV_B32_E64]
+  from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP3Op, VOP3POp, VOP3PX2Op
+  return [VOP3POp.V_ACCVGPR_READ, VOP3POp.V_ACCVGPR_WRITE, VOP1Op.V_ACCVGPR_MOV_B32_E32, VOP3Op.V_ACCVGPR_MOV_B32_E64,
+          VOP3POp.V_MFMA_F32_16X16X8_XF32, VOP3POp.V_MFMA_F32_32X32X4_XF32, *VOP3PX2Op]

@@ -173,6 +173,12 @@ def msad_u8(a, b, c):
     d = np.where(x > y, x - y, y - x) if isinstance(x, np.ndarray) else abs(x - y)
     acc = acc + (np.where(y == 0, 0, d).astype(np.uint64) if isinstance(d, np.ndarray) else (0 if y == 0 else d))
   return acc
+def prng_b32(x):
+  """One step of V_PRNG_B32's LFSR (its cdna pcode): `(x << 1) ^ (x[31] ? 197 : 0)`, 32 bits."""
+  if isinstance(x, np.ndarray):
+    x = x.astype(np.uint64)
+    return ((x << np.uint64(1)) & np.uint64(0xffffffff)) ^ np.where(x >> np.uint64(31) & np.uint64(1), np.uint64(197), np.uint64(0))
+  return ((int(x) << 1) & 0xffffffff) ^ (197 if (int(x) >> 31) & 1 else 0)
 def is_even(x): return _ret(np.asarray(np.fmod(x, 2.0) == 0), x)
 def to_norm(signed:bool):
   """f16/f32 -> snorm/unorm 16: clamp to [-1, 1] / [0, 1], scale by 32767 / 65535, round to nearest even; NaN -> 0."""
@@ -223,6 +229,7 @@ HELPERS: dict[str, Helper] = {
   "f16_to_unorm": Helper("to_unorm", U16, (F16,)), "f32_to_unorm": Helper("to_unorm", U16, (F32,)),
   "v_cvt_i16_f32": Helper("f32_to_i16", I16, (F32,)), "v_cvt_u16_f32": Helper("f32_to_u16", U16, (F32,)),
   "writeableBitMask": Helper("writeable_mask", U32, (U32, None)),
+  "v_prng_b32": Helper("prng_b32", U32, (U32,), lanes=True),
 }
 for _k, _s in (("u32", False), ("i32", True), ("u16", False), ("i16", True), ("u64", False), ("i64", True)):
   _t = ("i" if _s else "u", int(_k[1:]))
@@ -274,7 +281,7 @@ def namespace() -> dict:
             reverse_bits32=lambda x: R.reverse_bits(x, 32), ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
             is_even=is_even, to_snorm=to_norm(True), to_unorm=to_norm(False), writeable_mask=lambda reg, priv: 0xffffffff,
             fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=N.RM_NE, ROUND_TOWARD_ZERO=N.RM_ZERO,
-            sat_i16=saturate("i16"), sat_u16=saturate("u16"))
+            sat_i16=saturate("i16"), sat_u16=saturate("u16"), prng_b32=prng_b32)
   for n in ("sqrt", "trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
   ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")
   for name, (fn, _a, _r) in _CVT.items():

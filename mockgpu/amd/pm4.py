@@ -7,9 +7,10 @@ because emulated memory is coherent.
 """
 from __future__ import annotations
 import collections, importlib
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 from emu.amd.api import Dispatch, DispatchStats
 from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
+if TYPE_CHECKING: from mockgpu.amd.sqtt import ThreadTrace
 
 # PM4 type-3 opcodes (tinygrad.runtime.autogen.am.pm4_nv / pm4_soc15 PACKET3_*)
 NOP, DISPATCH_DIRECT, PRED_EXEC, WAIT_REG_MEM, INDIRECT_BUFFER, COPY_DATA = 0x10, 0x15, 0x23, 0x3C, 0x3F, 0x40
@@ -37,14 +38,15 @@ class ComputeRegs:
     self.scratch_granule = 1024 if gc_version[0] == 9 else 256  # TMPRING_SIZE.WAVESIZE unit, bytes per wave64
 
 class PM4Engine(Engine):
-  """A PM4 compute queue. `dispatch(Dispatch) -> DispatchStats` runs kernels (the emulator behind the GPU)."""
+  """A PM4 compute queue. `dispatch(Dispatch) -> DispatchStats` runs kernels (the emulator behind the GPU); `sqtt` is the GPU's
+  thread-trace unit (mockgpu.amd.sqtt), which sees every register access and runs the dispatches (None: no thread trace)."""
   name = "PM4"
   unit = 4
 
   def __init__(self, gpu:GPUContext, ring_addr:int, ring_size:int, rptr_addr:int, wptr_addr:int, regs:ComputeRegs,
-               dispatch:Callable[[Dispatch], DispatchStats]):
+               dispatch:Callable[..., DispatchStats], sqtt:ThreadTrace|None=None):
     super().__init__(gpu, ring_addr, ring_size, rptr_addr, wptr_addr)
-    self.regs, self.dispatch = regs, dispatch
+    self.regs, self.dispatch, self.sqtt = regs, dispatch, sqtt
     self.reg: dict[int, int] = {}
     self._next_ib: list[int] | None = None
     self.ibs: list[list[int]] = []  # stack of [addr, size_dw, pos_dw] for the indirect buffers being executed
@@ -89,8 +91,17 @@ class PM4Engine(Engine):
   # ---- packets ----
   def _nop(self, body, where): pass
 
+  def _write_reg(self, addr:int, value:int):
+    self.reg[addr] = value
+    if self.sqtt is not None: self.sqtt.write_reg(addr, value)
+
+  def _read_reg(self, addr:int) -> int:
+    """A register as packets read it: the thread-trace unit's own registers, else the last PM4 write (unmodelled ones read 0)."""
+    if self.sqtt is not None and (v := self.sqtt.read_reg(addr)) is not None: return v
+    return self.reg.get(addr, 0)
+
   def _set_regs(self, base:int, body:list[int]):
-    for i, v in enumerate(body[1:]): self.reg[base + body[0] + i] = v
+    for i, v in enumerate(body[1:]): self._write_reg(base + body[0] + i, v)
 
   def _set_sh(self, body, where): self._set_regs(SH_REG_BASE, body)
   def _set_uconfig(self, body, where): self._set_regs(UCONFIG_REG_BASE, body)
@@ -111,7 +122,7 @@ class PM4Engine(Engine):
     func, mem_space, operation = info & 7, (info >> 4) & 3, (info >> 6) & 3
     if mem_space == 1: value = self.read32((lo & ~3) | (hi << 32))
     elif operation == 1: return  # write-wait-write register handshake (the HDP flush): the flush completes at once
-    else: value = self.reg.get(lo, 0)
+    else: value = self._read_reg(lo)
     if not compare(func, value & mask, ref & mask): raise Stall()
 
   def _dispatch(self, body, where):
@@ -126,7 +137,8 @@ class PM4Engine(Engine):
                  rsrc1=get("PGM_RSRC1"), rsrc2=rsrc2, rsrc3=get("PGM_RSRC3"), wave32=not self.regs.wave64_only and bool(body[3] & (1 << 15)),
                  scratch_base=((get("DISPATCH_SCRATCH_BASE_HI") << 32) | get("DISPATCH_SCRATCH_BASE_LO")) << 8,
                  scratch_per_lane=wavesize * self.regs.scratch_granule // 64, grid_offset=(get("START_X"), get("START_Y"), get("START_Z")))
-    self.dispatch(d)
+    if self.sqtt is not None: self.sqtt.dispatch(self.dispatch, d)
+    else: self.dispatch(d)
 
   def _indirect_buffer(self, body, where):
     addr, size = (body[0] & ~3) | ((body[1] & 0xffff) << 32), body[2] & 0xfffff
@@ -138,11 +150,11 @@ class PM4Engine(Engine):
     src = body[1] | (body[2] << 32)
     if src_sel == 5: value = src  # immediate
     elif src_sel in (1, 2): value = self.read64(src) if is64 else self.read32(src)
-    elif src_sel in (0, 4): value = self.reg.get(body[1], 0)  # memory-mapped / perf-counter register: unmodelled ones read 0
+    elif src_sel in (0, 4): value = self._read_reg(body[1])  # memory-mapped / perf-counter register
     elif src_sel == 9: value = self.gpu.clock.now()
     else: raise PacketError(f"PM4: COPY_DATA SRC_SEL={src_sel} (control {ctl:#x}) is not emulated at {where}")
     dst = body[3] | (body[4] << 32)
-    if dst_sel == 0: self.reg[body[3]] = value & 0xffffffff
+    if dst_sel == 0: self._write_reg(body[3], value & 0xffffffff)
     elif dst_sel in (1, 2, 5): (self.write64 if is64 else self.write32)(dst, value)
     else: raise PacketError(f"PM4: COPY_DATA DST_SEL={dst_sel} (control {ctl:#x}) is not emulated at {where}")
 

@@ -8,6 +8,7 @@ from emu.amd.memory import MemoryMap
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
+from mockgpu.amd.sqtt import ThreadTrace
 from mockgpu.hostmem import Heap, host_mmap
 from mockgpu.stats import record_dispatch
 from mockgpu.kfd.boards import GC_HWID, Board
@@ -26,6 +27,7 @@ class KFDGPU(GPUContext):
     self.doorbell_addr: int | None = None
     self._on_interrupt, self._on_fault = on_interrupt, on_fault
     self._emulator = None
+    self.thread_trace = ThreadTrace(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, self.memory, self.clock)
 
   @property
   def gc_version(self) -> tuple[int, int, int]: return self.board.ip_versions[GC_HWID]
@@ -34,10 +36,10 @@ class KFDGPU(GPUContext):
   def interrupt(self, source:str, ctxid:int): self._on_interrupt(self, ctxid)
   def on_fault(self, engine:Engine, err:Exception): self._on_fault(self, engine, err)
 
-  def dispatch(self, d:Dispatch) -> DispatchStats:
-    """Run one kernel on the emulator and advance the device clock by its emulated duration."""
+  def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
+    """Run one kernel on the emulator and advance the device clock by its emulated duration (`timing`: see AMDGPU.dispatch)."""
     if self._emulator is None: self._emulator = AMDGPU(arch=self.arch, memory=self.memory)
-    stats = self._emulator.dispatch(d)
+    stats = self._emulator.dispatch(d, timing)
     record_dispatch(stats)
     clock_mhz = stats.clock_mhz or self.board.engine_clock_mhz
     self.clock.advance_seconds(stats.cycles / (clock_mhz * 1e6))

@@ -30,6 +30,7 @@ def mount(vfs:VFS, gpus:list[KFDGPU], kfd_opener, render_opener):
     dev = f"/sys/class/drm/renderD{gpu.render_minor}/device"
     vfs.mount(f"{dev}/vendor", File("0x1002\n"))
     vfs.mount(f"{dev}/device", File(f"{gpu.board.device_id:#06x}\n"))
-    vfs.mount(f"{dev}/power_dpm_force_performance_level", File("auto\n"))
+    # the emulated clocks are deterministic, i.e. always in the stable power state PMC/SQTT profiling requires
+    vfs.mount(f"{dev}/power_dpm_force_performance_level", File("profile_standard\n"))
     for hwid, ver in gpu.board.ip_versions.items():
       for part, v in zip(("major", "minor", "revision"), ver): vfs.mount(f"{dev}/ip_discovery/die/0/{hwid}/0/{part}", File(f"{v}\n"))

@@ -5,9 +5,6 @@ from tinygrad_run import emulator_available, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
-@pytest.mark.xfail(strict=True, reason="emu: VOP3 V_CNDMASK_B32 ignores the NEG/ABS source modifiers (`v_cndmask_b32_e64 v0, -s8, s9, s4` "
-                                       "returns s8 instead of -s8), which LLVM uses for sign selects: float32 sin with an odd quadrant, "
-                                       "multi-axis min, argmin")
 def test_sign_selects_sin_min_argmin():
   out = run_json("""
 import json, numpy as np
@@ -25,8 +22,6 @@ print(json.dumps({"sign select": bool((sel == np.where(q & 1, -f, f)).all()),
 """)
   assert all(out.values()), out
 
-@pytest.mark.xfail(strict=True, reason="emu: the WMMA handler (emu/pcode/handwritten.py) reads `st.SRC1`, which OpState lacks: "
-                                       "AttributeError → the queue dies with a HW fault on any half matmul that uses tensor cores")
 def test_half_matmul_tensor_cores():
   out = run_json("""
 import json, numpy as np

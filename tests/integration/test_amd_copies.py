@@ -1,5 +1,5 @@
 """tinygrad's AMD runtime on the mock KFD without kernels: device open, host<->device copies (SDMA), device<->device copies."""
-from tinygrad_run import run, run_json
+from tinygrad_run import ARCH, run, run_json
 
 def test_device_opens_with_the_requested_arch():
   out = run_json("""
@@ -8,7 +8,7 @@ def test_device_opens_with_the_requested_arch():
     d = Device["AMD"]
     print(json.dumps([d.arch, d.iface.props["simd_count"], type(d.iface).__name__]))
   """)
-  assert out == ["gfx1100", 192, "MOCKKFDIface"]
+  assert out == [ARCH, {"gfx1100": 192, "gfx1201": 128}[ARCH], "MOCKKFDIface"]   # SIMDs: 96 / 64 CUs x 2
 
 def test_device_opens_as_gfx1201():
   assert run_json("import json; from tinygrad import Device; print(json.dumps(Device['AMD'].arch))", dev="MOCKKFD+AMD::gfx1201") == "gfx1201"
@@ -32,7 +32,7 @@ def test_peer_copy_between_two_gpus():
     t1 = Tensor(a, device="AMD").to("AMD:1").realize()
     t0 = t1.to("AMD").realize()
     print(json.dumps([t1.device, bool((t1.numpy() == a).all()), bool((t0.numpy() == a).all())]))
-  """, dev="MOCKKFD:0,1+AMD:LLVM:gfx1100")
+  """, dev=f"MOCKKFD:0,1+AMD:LLVM:{ARCH}")
   assert out == ["AMD:1", True, True]
 
 def test_node_count_comes_from_dev_indices_or_env():

@@ -1,6 +1,6 @@
 """Kernels through tinygrad's AMD runtime on the mock KFD and the emulated GPU; expected values come from numpy."""
 import pytest
-from tinygrad_run import emulator_available, run, run_json
+from tinygrad_run import ARCH, emulator_available, run, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -44,7 +44,7 @@ def test_tensor_sharded_over_two_gpus():
                       bool(np.allclose(ew.to("AMD").numpy(), (a * 2 + 1).sum(1), atol=1e-5)),
                       bool(np.allclose((ts @ tw).to("AMD").numpy(), a @ w, atol=1e-5)),
                       bool(np.allclose(ts.sum().to("AMD").numpy(), a.sum(), atol=1e-5))]))   # an all-reduce across both GPUs
-  """, dev="MOCKKFD:0,1+AMD:LLVM:gfx1100")
+  """, dev=f"MOCKKFD:0,1+AMD:LLVM:{ARCH}")
   assert out == [["AMD", "AMD:1"], True, True, True]
 
 def test_vram_exhaustion_is_a_memory_error_and_the_device_keeps_working():
@@ -97,7 +97,7 @@ def test_out_of_bounds_kernel_is_tinygrads_mmu_fault_and_process_survives():
     try: prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(1, 1, 1), wait=True)
     except RuntimeError as e: print("FAULT", e)
     print("AFTER", (Tensor([1.0, 2.0], device="AMD:1") * 3).tolist())
-  """, dev="MOCKKFD:0,1+AMD:LLVM:gfx1100")
+  """, dev=f"MOCKKFD:0,1+AMD:LLVM:{ARCH}")
   addr = [ln for ln in p.stdout.splitlines() if ln.startswith("FAULT")]
   assert addr and "MMU fault: 0x" in addr[0] and "NotPresent=1" in addr[0], p.stdout + p.stderr[-2000:]
   assert "AFTER [3.0, 6.0]" in p.stdout

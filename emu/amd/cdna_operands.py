@@ -1,0 +1,63 @@
+"""CDNA (gfx9) operand routing: gfx9 DPP lane controls and SDWA byte/word selects (their semantics: emu/amd/cdna.py's docstring)."""
+from __future__ import annotations
+import numpy as np
+from emu.amd.arch import ArchSpec
+from emu.amd.operands import Src, resolve_src
+
+U64 = np.uint64
+
+# ---- DPP ----
+def dpp_route(ctrl:int, lanes:int) -> tuple[np.ndarray, np.ndarray]:
+  """(source lane, source valid) per lane for a gfx9 `dpp_ctrl`. Raises ValueError for controls gfx9 lacks."""
+  lane = np.arange(lanes)
+  row, l = lane & ~15, lane & 15
+  valid = np.ones(lanes, dtype=bool)
+  if ctrl <= 0xff: src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3)
+  elif 0x101 <= ctrl <= 0x10f: src, valid = lane + (ctrl & 15), l + (ctrl & 15) < 16                 # row_shl: read lane i+n
+  elif 0x111 <= ctrl <= 0x11f: src, valid = lane - (ctrl & 15), l >= (ctrl & 15)                     # row_shr: read lane i-n
+  elif 0x121 <= ctrl <= 0x12f: src = row | ((l - (ctrl & 15)) & 15)                                  # row_ror
+  elif ctrl == 0x130: src, valid = lane + 1, lane + 1 < lanes                                        # wave_shl:1
+  elif ctrl == 0x134: src = (lane + 1) % lanes                                                       # wave_rol:1
+  elif ctrl == 0x138: src, valid = lane - 1, lane >= 1                                               # wave_shr:1
+  elif ctrl == 0x13c: src = (lane - 1) % lanes                                                       # wave_ror:1
+  elif ctrl == 0x140: src = row | (15 - l)                                                           # row_mirror
+  elif ctrl == 0x141: src = (lane & ~7) | (7 - (lane & 7))                                           # row_half_mirror
+  elif ctrl == 0x142: src, valid = row - 1, row >= 16                                                # row_bcast:15
+  elif ctrl == 0x143: src, valid = np.full(lanes, 31), lane >= 32                                    # row_bcast:31
+  else: raise ValueError(f"DPP control {ctrl:#x} does not exist on gfx9")
+  return np.where(valid, src, lane) % lanes, valid
+
+# ---- SDWA ----
+SEL_BITS = {0: (0, 8), 1: (8, 8), 2: (16, 8), 3: (24, 8), 4: (0, 16), 5: (16, 16), 6: (0, 32)}   # SDWA_SEL -> (shift, width)
+
+def sdwa_select(v:np.ndarray, sel:int, sext:bool) -> np.ndarray:
+  """The byte/word `sel` of 32-bit values, zero- or sign-extended to 32 bits."""
+  shift, width = SEL_BITS[sel]
+  x = (v >> U64(shift)) & U64((1 << width) - 1)
+  if sext and width < 32: x = ((x ^ U64(1 << (width - 1))) - U64(1 << (width - 1))) & U64(0xffffffff)
+  return x
+
+def sdwa_merge(old:np.ndarray, result:np.ndarray, sel:int, unused:int) -> np.ndarray:
+  """Place `result`'s low bits in field `sel` of the 32-bit destination: other bits 0 (unused 0), the field's sign (1) or old (2)."""
+  shift, width = SEL_BITS[sel]
+  fmask = U64(((1 << width) - 1) << shift)
+  field = (np.asarray(result, dtype=U64) << U64(shift)) & fmask
+  if unused == 2: return (np.asarray(old, dtype=U64) & ~fmask & U64(0xffffffff)) | field
+  if unused == 1 and shift + width < 32:
+    neg = (field >> U64(shift + width - 1)) & U64(1)
+    field |= np.where(neg != 0, U64(0xffffffff) & ~U64((1 << (shift + width)) - 1), U64(0))
+  return field
+
+class SdwaSrc:
+  """An SDWA source, read like a `Src`: the register (VGPR, or SGPR/constant when the S bit is set) and its byte/word select.
+  `bits` is the op's operand width (float neg/abs apply at it, after the select)."""
+  def __init__(self, src:Src, sel:int, sext:bool, bits:int):
+    self.src, self.sel, self.sext, self.bits, self.kind = src, sel, sext, bits, src.kind
+  def read_lanes(self, st, wv, ln, dense=None) -> np.ndarray:
+    return sdwa_select(self.src.read_lanes(st, wv, ln, dense), self.sel, self.sext)
+
+def sdwa_source(inst, i:int, bits:int, fmt, literal, spec:ArchSpec) -> SdwaSrc:
+  """Source i (0 or 1) of an SDWA instruction whose op reads it at `bits` in format `fmt`."""
+  reg, sgpr = (inst.vsrc0.offset, inst.s0) if i == 0 else (inst.vsrc1.offset, inst.s1)
+  src = resolve_src(reg - 256, 32, fmt, literal, spec) if sgpr else Src("vgpr", reg - 256, 32)
+  return SdwaSrc(src, getattr(inst, f"src{i}_sel"), bool(getattr(inst, f"src{i}_sext")), bits)

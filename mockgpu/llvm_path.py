@@ -1,0 +1,45 @@
+"""Pick a libLLVM new enough for DEV's AMD arch before tinygrad loads one.
+
+tinygrad 0.14.0 searches libLLVM, then libLLVM-21 down to -14, and takes the first it finds; on Debian bookworm that is
+libLLVM-19, which does not know gfx950 (LLVM >= 20). When DEV's AMD arch needs a newer LLVM than the one tinygrad would load
+and LLVM_PATH is unset, `select()` sets LLVM_PATH to the newest libLLVM-N.so on the machine (if that one is new enough) and
+says so on stderr. mockgpu.py runs it at import, which happens (hcq.py) before tinygrad creates its AMD compiler.
+"""
+from __future__ import annotations
+import os, re, sys, sysconfig
+from mockgpu.config import amd_target
+from mockgpu.doctor import AMD_TARGETS, newest_system_llvm
+
+# the names tinygrad.runtime.autogen.llvm hands its DLL loader, in its order (tinygrad 0.14.0, Linux)
+TINYGRAD_LLVM_NAMES = ["LLVM", "LLVM-21", "LLVM-20", "LLVM-19", "LLVM-18", "LLVM-17", "LLVM-16", "LLVM-15", "LLVM-14"]
+
+def llvm_major(path:str) -> int | None:
+  """The LLVM major version a libLLVM file name carries (libLLVM-22.so, libLLVM.so.19.1, through symlinks), None if it has none."""
+  m = re.match(r"libLLVM(?:-(\d+)|\.so\.(\d+))", os.path.basename(os.path.realpath(path)))
+  return int(m.group(1) or m.group(2)) if m else None
+
+def tinygrad_llvm(env:dict|None=None) -> str | None:
+  """The libLLVM tinygrad would load with LLVM_PATH unset: its loader's search (`c.DLL.findlib` on Linux), redone here because
+  calling it would cache LLVM_PATH's current value in tinygrad's `getenv`."""
+  env = os.environ if env is None else env
+  dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d] + ["/usr/lib64", "/usr/lib", "/usr/local/lib", "/usr/lib/wsl/lib/",
+         "/lib", "/lib64", f"/lib/{sysconfig.get_config_var('MULTIARCH')}"]
+  for name in TINYGRAD_LLVM_NAMES:
+    for d in filter(os.path.isdir, dirs):
+      for f in sorted(os.listdir(d)):
+        if re.fullmatch(f"lib{name}\\.so\\.?[0-9]*", f) and os.path.isfile(p := os.path.join(d, f)):
+          with open(p, "rb") as fh:
+            if fh.read(4) == b"\x7fELF": return p
+  return None
+
+def select(env:dict|None=None, out=sys.stderr) -> str | None:
+  """Set env's LLVM_PATH to a newer libLLVM when DEV's AMD arch needs one tinygrad would not load; returns the path it set."""
+  env = os.environ if env is None else env
+  tgt = amd_target(env)
+  if env.get("LLVM_PATH") or not tgt.interface.startswith("MOCK") or (need := AMD_TARGETS.get(tgt.arch)) is None: return None
+  current = tinygrad_llvm(env)
+  if current is not None and (llvm_major(current) or 0) >= need: return None
+  if (newer := newest_system_llvm()) is None or (llvm_major(newer) or 0) < need: return None
+  env["LLVM_PATH"] = newer
+  print(f"mockgpu: {tgt.arch} needs LLVM >= {need}, tinygrad would load {current or 'no libLLVM'}: using LLVM_PATH={newer}", file=out)
+  return newer
