@@ -859,6 +859,8 @@ class Gen:
       if self.np(vary) and max(width, lo + w) <= 64:
         return Val(f"(({self.lane(cur)} & {hex(keep)}) | ({self.lane(b)} << np.uint64({lo})))", ("u", max(width, lo + w)), True)
       return Val(f"(({cur.code} & {hex(keep)}) | ({b.code} << {lo}))", ("u", max(width, lo + w)), vary)
+    if self.np(vary) and width > 64:  # a wide value (object ints) at a dynamic position
+      return Val(f"((wide({cur.code}) & ~({hex(mask(w))} << wide({lo.code}))) | (wide({b.code}) << wide({lo.code})))", ("u", width), True, True)
     if self.np(vary):
       keep = f"~shl(np.uint64({hex(mask(w))}), {self.lane(lo)})"  # np.uint64: `~` of a Python int is negative
       return Val(f"((({self.lane(cur)}) & {keep}) | shl({self.lane(b)}, {self.lane(lo)}))", ("u", width), True, True)
