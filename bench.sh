@@ -17,20 +17,29 @@ as_root() {  # run a command as root: directly, through passwordless sudo, or no
 }
 
 apt_updated=0
-apt_install() {  # apt_install PKG...: install the Debian/Ubuntu packages that this apt knows; report the rest
+apt_update() {  # apt-get update once per run
   [ "${EMU_SKIP_APT:-0}" = 1 ] && return 1
   command -v apt-get >/dev/null || return 1
-  if [ $apt_updated = 0 ]; then as_root apt-get update -qq >/dev/null || return 1; apt_updated=1; fi
+  [ $apt_updated = 1 ] || { as_root apt-get update -qq >/dev/null && apt_updated=1; }
+}
+apt_install() {  # apt_install PKG...: install the Debian/Ubuntu packages that this apt knows; report the rest
+  apt_update || return 1
   local have=()
   for p in "$@"; do apt-cache show "$p" >/dev/null 2>&1 && have+=("$p") || say "apt has no package $p here"; done
   [ ${#have[@]} -gt 0 ] && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${have[@]}" >/dev/null
 }
 
 setup_system() {
-  # libLLVM: 19 compiles gfx1100/gfx1201/gfx942; gfx950 needs >= 20 (Debian bookworm ships libllvm22 in its security updates)
-  local libdir="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" missing=()
-  ls "$libdir"/libLLVM-19.so* >/dev/null 2>&1 || ls "$libdir"/libLLVM.so.19* >/dev/null 2>&1 || missing+=(libllvm19)
-  ls "$libdir"/libLLVM-22.so* >/dev/null 2>&1 || ls "$libdir"/libLLVM.so.22* >/dev/null 2>&1 || missing+=(libllvm22)
+  # libLLVM: 19 compiles gfx1100/gfx1201/gfx942; gfx950 needs >= 20: the newest libllvmN (N >= 20) apt has, when none is installed
+  # (Debian bookworm ships libllvm22 in its security updates); without one, gfx950's tests skip and say why
+  local libdir="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" missing=() v newer=""
+  has_llvm() { ls "$libdir"/libLLVM-"$1".so* >/dev/null 2>&1 || ls "$libdir"/libLLVM.so."$1"* >/dev/null 2>&1; }
+  has_llvm 19 || missing+=(libllvm19)
+  for v in $(seq 30 -1 20); do has_llvm "$v" && { newer=$v; break; }; done
+  if [ -z "$newer" ] && apt_update; then
+    for v in $(seq 30 -1 20); do apt-cache show "libllvm$v" >/dev/null 2>&1 && { missing+=("libllvm$v"); newer=$v; break; }; done
+  fi
+  [ -n "$newer" ] || say "no libLLVM >= 20 installed or in apt: gfx950 (MOCKKFD+AMD:LLVM:gfx950) cannot compile kernels; its tests skip"
   command -v clang >/dev/null || missing+=(clang)   # tinygrad's CPU device (used for host-side copies of multi-GPU tensors) needs it
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (tinygrad's kernel compilers)"

@@ -8,15 +8,10 @@ says so on stderr. mockgpu.py runs it at import, which happens (hcq.py) before t
 from __future__ import annotations
 import os, re, sys, sysconfig
 from mockgpu.config import amd_target
-from mockgpu.doctor import AMD_TARGETS, newest_system_llvm
+from mockgpu.doctor import AMD_TARGETS, llvm_major, newest_system_llvm
 
 # the names tinygrad.runtime.autogen.llvm hands its DLL loader, in its order (tinygrad 0.14.0, Linux)
 TINYGRAD_LLVM_NAMES = ["LLVM", "LLVM-21", "LLVM-20", "LLVM-19", "LLVM-18", "LLVM-17", "LLVM-16", "LLVM-15", "LLVM-14"]
-
-def llvm_major(path:str) -> int | None:
-  """The LLVM major version a libLLVM file name carries (libLLVM-22.so, libLLVM.so.19.1, through symlinks), None if it has none."""
-  m = re.match(r"libLLVM(?:-(\d+)|\.so\.(\d+))", os.path.basename(os.path.realpath(path)))
-  return int(m.group(1) or m.group(2)) if m else None
 
 def tinygrad_llvm(env:dict|None=None) -> str | None:
   """The libLLVM tinygrad would load with LLVM_PATH unset: its loader's search (`c.DLL.findlib` on Linux), redone here because

@@ -47,7 +47,7 @@ class Dispatch:
   grid: tuple[int, int, int]            # workgroup counts x, y, z (DISPATCH_DIRECT dims)
   workgroup: tuple[int, int, int]       # threads per workgroup x, y, z (COMPUTE_NUM_THREAD_X/Y/Z)
   user_sgprs: list[int]                 # COMPUTE_USER_DATA_0.. (count = RSRC2.USER_SGPR)
-  rsrc1: int = 0
+  rsrc1: int = 0xaf0000                 # default: RSRC1 mode fields of an LLVM compute kernel (denormals kept, DX10 clamp, IEEE)
   rsrc2: int = 0
   rsrc3: int = 0
   wave32: bool = True                   # DISPATCH_INITIATOR bit 15 on RDNA; always False on CDNA

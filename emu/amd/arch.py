@@ -23,6 +23,7 @@ class ArchSpec:
   vgpr_granule32: int     # VGPRs per RSRC1.VGPRS unit in wave32 (wave64 halves it)
   wg_ids_in_ttmp: bool    # gfx12: workgroup ids in TTMP9/TTMP7 instead of SGPRs after the user SGPRs
   supported: bool         # the executors implement this arch
+  ieee_mode: bool = True  # RSRC1 ENABLE_DX10_CLAMP (bit 21) / ENABLE_IEEE_MODE (bit 23) and MODE.IEEE exist (gfx6-gfx11, not gfx12)
   # FLAT apertures (amdkfd's layout for gfx9+): 4 GiB windows of the flat address space that reach LDS / scratch
   shared_aperture: int = 1 << 48
   private_aperture: int = 2 << 48
@@ -65,7 +66,8 @@ _CDNA = dict(null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wav
 SPECS: dict[str, ArchSpec] = {
   "gfx1100": ArchSpec("gfx1100", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),
   "gfx1151": ArchSpec("gfx1151", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),
-  "gfx1201": ArchSpec("gfx1201", "rdna4", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=True, supported=True),
+  "gfx1201": ArchSpec("gfx1201", "rdna4", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=True, supported=True,
+                      ieee_mode=False),
   "gfx942": ArchSpec("gfx942", "cdna", **_CDNA, max_lds=65536),
   "gfx950": ArchSpec("gfx950", "cdna", **_CDNA, max_lds=163840),
 }

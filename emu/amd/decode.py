@@ -1,7 +1,8 @@
 """Instruction decoding: bytes -> `Instr`, using the wheel's encoding tables; cached on the instruction bytes.
 
-The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA3 is DPP8 (src0 = 233/234,
-'DPP8'/'DPP8FI'), which is recognised here. Operand meaning (inline constants, special registers) is `operands.py`'s job.
+The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA is DPP8 (src0 = 233/234,
+'DPP8'/'DPP8FI') and the DPP16 forms of VOP3/VOP3SD/VOP3P (src0 = 250 in the second dword: it only looks at the first), recognised
+here. Operand meaning (inline constants, special registers) is `operands.py`'s job.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from emu.amd.arch import ArchSpec
 # rdna4 renamed the vector memory encodings; executors and the timing model see the rdna3 family names
 FMT_ALIASES = {"VGLOBAL": "GLOBAL", "VFLAT": "FLAT", "VSCRATCH": "SCRATCH"}
 VARIANTS = ("_SDWA_SDST", "_SDWA", "_MFMA", "_SDST_LIT", "_SDST", "_LIT", "_DPP16", "_DPP8")
-DPP8_SRC0 = {233: False, 234: True}   # src0 code -> fetch-inactive (FI) flag
+DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), 250: ("DPP16", None)}   # src0 code -> variant, DPP8 fetch-inactive (FI) flag
 SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
 
@@ -52,11 +53,10 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
     inst = decode_inst(data, spec.family)
     base, variant, sdst = _split(type(inst).__name__)
     if variant == "" and spec.dpp == "rdna" and base in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P") and \
-        (fi := DPP8_SRC0.get(inst._raw & 0x1ff if base in
-        ("VOP1", "VOP2", "VOPC") else (inst._raw >> 32) & 0x1ff)) is not None:
-      cls = getattr(spec.ins, f"{base}_DPP8")
-      inst, variant = cls.from_bytes(data), "DPP8"
-      inst.dpp8_fi = fi
+        (dpp := DPP_SRC0.get(inst._raw & 0x1ff if base in ("VOP1", "VOP2", "VOPC") else (inst._raw >> 32) & 0x1ff)) is not None:
+      variant, fi = dpp
+      inst = getattr(spec.ins, f"{base}_{variant}").from_bytes(data)
+      if variant == "DPP8": inst.dpp8_fi = fi
     if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
       inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
     size = inst.size()

@@ -13,7 +13,7 @@ from emu.amd.memory import MemoryMap
 from emu.amd.step import Machine
 from emu.amd.steps import Program
 from emu.amd.exec_salu import ControlStep
-from emu.amd.wave import WaveState, RUNNING, BARRIER
+from emu.amd.wave import HWREG_MODE, WaveState, RUNNING, BARRIER, mode_from_rsrc1
 from emu.amd.trace import Tracer
 
 MAX_VGPRS = 256
@@ -37,6 +37,7 @@ def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:list[tuple[int,
   n = len(wgs) * cfg.waves_per_wg
   st = WaveState(spec, n, cfg.lanes, MAX_VGPRS + spec.n_agprs, d.scratch_per_lane)
   st.pc[:] = d.code_addr
+  st.hwreg[:, HWREG_MODE] = mode_from_rsrc1(spec, d.rsrc1)
   user = (list(d.user_sgprs) + [0] * cfg.user_sgprs)[:cfg.user_sgprs]
   st.sgpr[:, :len(user)] = np.array(user, dtype=np.uint64).astype(np.uint32) if user else 0
   wx, wy, _ = d.workgroup

@@ -12,10 +12,10 @@ from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
-from emu.amd.operands import Src, resolve_src, write_sgpr
+from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
-from emu.amd.wave import ENDED, BARRIER
+from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
 from emu.pcode.abi import OpState
 
 U64 = np.uint64
@@ -26,8 +26,9 @@ SRC_FIELDS = {"SOP1": {"S0": "ssrc0"}, "SOP2": {"S0": "ssrc0", "S1": "ssrc1"}, "
 ENDS = {"S_ENDPGM", "S_ENDPGM_SAVED", "S_ENDPGM_ORDERED_PS_DONE", "S_SENDMSGHALT", "S_SETHALT"}
 NO_EFFECT = {"S_NOP", "S_WAITCNT", "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAITCNT_EXPCNT", "S_WAITCNT_LGKMCNT", "S_WAITCNT_DEPCTR",
              "S_DELAY_ALU", "S_CLAUSE", "S_SLEEP", "S_SENDMSG", "S_SET_INST_PREFETCH_DISTANCE", "S_WAIT_IDLE", "S_WAIT_EVENT", "S_ICACHE_INV",
-             "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_ROUND_MODE",
-             "S_DENORM_MODE", "S_VERSION", "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT",
+             "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_VERSION",
+             "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT",
+             "S_WAIT_ALU", "S_WAIT_SAMPLECNT", "S_WAIT_BVHCNT",
              # cache invalidation and prefetch (emulated memory is coherent), in any format
              "S_DCACHE_INV", "S_GL1_INV", "BUFFER_GL0_INV", "BUFFER_GL1_INV", "GLOBAL_INV", "GLOBAL_WBINV", "S_PREFETCH_INST",
              "S_PREFETCH_INST_PC_REL", "S_PREFETCH_DATA", "S_BUFFER_PREFETCH_DATA", "S_PREFETCH_DATA_PC_REL"}
@@ -36,10 +37,13 @@ NO_EFFECT = {"S_NOP", "S_WAITCNT", "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAIT
 BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}
 
 class RegView:
-  """SGPR[i] / HW_REGISTERS[i] for scalar pcode: 32-bit Python ints, settable, backed by one wave's row."""
-  def __init__(self, row:np.ndarray): self.row = row
-  def __getitem__(self, i): return int(self.row[int(i)])
-  def __setitem__(self, i, v): self.row[int(i)] = int(v) & 0xffffffff
+  """SGPR[i] / HW_REGISTERS[i] for scalar pcode: 32-bit Python ints, settable, backed by one wave's row, of which the first `size`
+  are addressable. Out of range (relative addressing past the file: s_movrel* with a large M0) follows the ISA's out-of-range
+  rule: a read returns register 0, a write is dropped."""
+  def __init__(self, row:np.ndarray, size:int): self.row, self.size = row, size
+  def __getitem__(self, i): return int(self.row[int(i)]) if 0 <= int(i) < self.size else int(self.row[0])
+  def __setitem__(self, i, v):
+    if 0 <= int(i) < self.size: self.row[int(i)] = int(v) & 0xffffffff
 
 class ControlStep(Step):
   """An executor-owned instruction (SOPP/SOPK/SOP1 control, cache and prefetch hints of any format); `effect` is 'end', 'barrier',
@@ -64,6 +68,15 @@ class ControlStep(Step):
 # (a deterministic clock), the others name state no emulated wave has (doorbell, debug ids, trap handler addresses): 0.
 RTN_MESSAGES = {128: "GET_DOORBELL", 129: "GET_DDID", 130: "GET_TMA", 131: "GET_REALTIME", 132: "SAVE_WAVE", 133: "GET_TBA"}
 
+class ModeStep(Step):
+  """S_ROUND_MODE / S_DENORM_MODE (RDNA): SIMM16[3:0] replaces MODE.FP_ROUND (bits 3:0) / MODE.FP_DENORM (bits 7:4)."""
+  def __init__(self, instr:Instr, spec:ArchSpec):
+    super().__init__(instr, spec)
+    self.shift, self.value = 0 if instr.op.name == "S_ROUND_MODE" else 4, instr.inst.simm16 & 0xf
+  def execute(self, m:Machine, ws:np.ndarray):
+    hw = m.st.hwreg
+    hw[ws, HWREG_MODE] = (hw[ws, HWREG_MODE] & ~np.uint32(0xf << self.shift)) | np.uint32(self.value << self.shift)
+
 class MessageStep(Step):
   """S_SENDMSG_RTN_B32/B64: a message whose reply lands in SDST."""
   def __init__(self, instr:Instr, spec:ArchSpec):
@@ -87,15 +100,18 @@ class SaluStep(Step):
     self.srcs = {n: resolve_src(getattr(inst, f).offset, op.widths.get(n, bits.get(f, 32)), operands.get(f, (None,))[0], instr.literal, spec)
                  for n, f in SRC_FIELDS[fmt].items() if n in op.reads}
     self.sdst = rawf(inst, "sdst") if hasattr(inst, "sdst") else spec.null_reg
-    self.fields = {"SIMM16": getattr(inst, "simm16", 0), "SIMM32": instr.literal or 0}
+    # SRC0/SDST: the raw register numbers s_movrel* index from
+    self.fields = {"SIMM16": getattr(inst, "simm16", 0), "SIMM32": instr.literal or 0, "SDST": self.sdst,
+                   "SRC0": rawf(inst, "ssrc0") if hasattr(inst, "ssrc0") else 0}
     if fmt == "SOPK":   # RDNA pcode names the immediate SIMM16 and S0 the SGPR; CDNA's names it S0 when the SGPR is D0 (s_movk,
       imm = Src("const", bits=16, value=self.fields["SIMM16"])   # s_addk), else S1 (s_cmpk: S0 is the SGPR)
       if "S0" in op.reads: self.srcs["S0"] = imm if "D0" in op.writes else resolve_src(self.sdst, 32, None, None, spec)
       if "S1" in op.reads: self.srcs["S1"] = imm
-    self.d_bits = op.widths.get("D0", bits.get("sdst", 32))
+    self.d_bits = dest_bits(op.widths, bits, "sdst")
     self.d0 = resolve_src(self.sdst, self.d_bits, None, None, spec)
     self.outputs = [n for n in ("D0", "SCC", "VCC", "EXEC", "M0", "PC") if n in op.writes]
     touched = op.reads | op.writes
+    self.mode_dep = bool(op.reads & MODE_INPUTS)
     self.pure = (type(self) is SaluStep and not op.mem and not touched & {"SGPR", "HW_REGISTERS"} and
                  all(op.widths.get(n, 32) <= 64 for n in touched & {"S0", "S1", "D0"}))
 
@@ -104,8 +120,9 @@ class SaluStep(Step):
     else:
       for w in (int(x) for x in ws): self._one(m, w)
 
-  def _state(self, st, pc:int, vals:dict) -> OpState:
-    o = OpState(PC=pc, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0, **self.fields, **vals)
+  def _state(self, st, w:int, vals:dict) -> OpState:
+    """The op's inputs for wave w (its PC and MODE) and `vals`."""
+    o = OpState(PC=int(st.pc[w]), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(w), **self.fields, **vals)
     if "VCCZ" in self.op.reads: o.VCCZ = int(vals.get("VCC", 0) == 0)
     if "EXECZ" in self.op.reads: o.EXECZ = int(vals.get("EXEC", 0) == 0)
     return o
@@ -125,7 +142,7 @@ class SaluStep(Step):
     else: uniq, inv = np.unique(rows, axis=0, return_inverse=True)
     outs: dict[str, list[int]] = {name: [] for name in self.outputs}
     for row in uniq.tolist():
-      o = self._state(st, pc, dict(zip(names, row)))
+      o = self._state(st, int(ws[0]), dict(zip(names, row)))
       op.fn(o)
       for name in self.outputs: outs[name].append(int(getattr(o, name)) & MASK64)
     res = {name: (np.array(v, dtype=U64) if inv is None else np.array(v, dtype=U64)[inv.reshape(-1)]) for name, v in outs.items()}
@@ -139,8 +156,9 @@ class SaluStep(Step):
   def _one(self, m:Machine, w:int):
     """One wave, Python ints: ops that touch memory, SGPRs by index or hardware registers (and SMEM's hooks)."""
     st, op, spec = m.st, self.op, self.spec
-    o = self._state(st, int(st.pc[w]), dict(SCC=int(st.scc[w]), VCC=st.get_mask(w, spec.vcc_lo), EXEC=st.get_mask(w, spec.exec_lo),
-                                            M0=int(st.sgpr[w, spec.m0_reg]), SGPR=RegView(st.sgpr[w]), HW_REGISTERS=RegView(st.hwreg[w])))
+    o = self._state(st, w, dict(SCC=int(st.scc[w]), VCC=st.get_mask(w, spec.vcc_lo), EXEC=st.get_mask(w, spec.exec_lo),
+                                            M0=int(st.sgpr[w, spec.m0_reg]), SGPR=RegView(st.sgpr[w], spec.n_sgprs),
+                                            HW_REGISTERS=RegView(st.hwreg[w], st.hwreg.shape[1])))
     for name, src in self.srcs.items(): setattr(o, name, src.read_int(st, w))
     if "D0" in op.reads: o.D0 = self.d0.read_int(st, w)
     self.extra(m, w, o)
@@ -189,10 +207,9 @@ class SmemStep(SaluStep):
     k = max(1, self.sdata_bits // 32)
     rows = np.concatenate([addrs[:, None], st.sgpr[ws, self.sdata:self.sdata + k].astype(U64)], axis=1)
     uniq, inv = np.unique(rows, axis=0, return_inverse=True)
-    pc = int(st.pc[ws[0]])
     for g, row in enumerate(uniq.tolist()):
       sel, before = ws[inv.reshape(-1) == g], m.stats.bytes_read
-      o = self._state(st, pc, {"ADDR": row[0], "MEM": m.smem, "SDATA": sum(x << (32 * i) for i, x in enumerate(row[1:]))})
+      o = self._state(st, int(ws[0]), {"ADDR": row[0], "MEM": m.smem, "SDATA": sum(x << (32 * i) for i, x in enumerate(row[1:]))})
       op.fn(o)
       m.stats.bytes_read += (m.stats.bytes_read - before) * (len(sel) - 1)
       write_sgpr(st, sel, self.sdata, self.sdata_bits, int(o.SDATA))

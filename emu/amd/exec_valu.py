@@ -6,15 +6,16 @@ lanes, gathers the active lanes of all waves in the batch into one flat call, an
 from __future__ import annotations
 import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
+from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, int_clamp, write_vgpr_lanes,
-                              read_vgpr_lanes, write_sgpr)
+from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, int_clamp,
+                              write_vgpr_lanes, read_vgpr_lanes, write_sgpr)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
-from emu.amd.wave import AGPR_BASE
+from emu.amd.wave import AGPR_BASE, MODE_INPUTS
 from emu.pcode.abi import OpState
 
 U64 = np.uint64
@@ -29,9 +30,29 @@ def rawf(inst, name:str) -> int:
   bf = dict(inst._fields)[name]
   return (inst._raw >> bf.lo) & bf.mask
 
-def mask_lane_bits(st, wv:np.ndarray, ln:np.ndarray, reg:int) -> np.ndarray:
-  """Bit `ln` of the lane mask in SGPR reg (reg+1 for lanes 32-63) of each wave wv, as uint64 0/1."""
-  return ((st.sgpr[wv, reg + (ln >> 5)] >> (ln & 31).astype(np.uint32)) & 1).astype(U64)
+def operand_fmt(operands:dict, field:str) -> Fmt | None:
+  """The format the wheel's operand table gives encoding field `field`. The tables name a source 'srcN' or 'vsrcN' either way
+  round (VOP2's VGPR-only S1 is field vsrc1, entry 'vsrc1'; rdna4's VOP3 table calls most ops' field src0 'vsrc0')."""
+  return next((operands[k][0] for k in (field, field.removeprefix("v"), "v" + field) if k in operands), None)
+
+def mask_lane_bits(st, wv:np.ndarray, ln:np.ndarray, reg:int, literal:int|None=None) -> np.ndarray:
+  """Bit `ln` of the lane-mask operand `reg` of each wave wv, as uint64 0/1: an SGPR (reg+1 for lanes 32-63), or any other source
+  code (an inline constant or literal carry-in/select mask, NULL ...) as a constant mask as wide as the wave."""
+  if reg < 128 and reg != st.spec.null_reg: return ((st.sgpr[wv, reg + (ln >> 5)] >> (ln & 31).astype(np.uint32)) & 1).astype(U64)
+  return (resolve_src(reg, st.lanes, None, literal, st.spec).read_waves(st, wv) >> ln.astype(U64)) & U64(1)
+
+class VgprFile:
+  """VGPR[lanes, reg] of one wave for pcode that picks registers by value (V_MOVREL*, V_SWAPREL_B32, V_INTERP_*: M0-relative or
+  computed numbers). Registers past the file follow the ISA's out-of-range rule: a read returns v0, a write is dropped."""
+  def __init__(self, regs:np.ndarray): self.regs = regs
+  def __getitem__(self, key):
+    lanes, reg = key
+    reg = np.asarray(reg, dtype=np.int64)
+    return self.regs[lanes, np.where(reg < self.regs.shape[1], reg, 0)]
+  def __setitem__(self, key, value):
+    lanes, reg, value = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in key), np.asarray(value))
+    ok = reg < self.regs.shape[1]
+    self.regs[lanes[ok], reg[ok]] = value[ok]
 
 def store_lane_bits(st, ws:np.ndarray, lanes:Lanes, reg:int, bits:np.ndarray):
   """Write a lane mask for waves ws: each active lane's bit from `bits`, every other lane 0 (inactive lanes write 0)."""
@@ -73,10 +94,10 @@ class ValuStep(Step):
       neg, abs_ = inst.src0_neg | (inst.src1_neg << 1), inst.src0_abs | (inst.src1_abs << 1)
     self.srcs: dict[str, SrcSpec] = {}
     for i, (name, field) in enumerate(SRC_FIELDS[fmt].items()):
-      if name not in op.reads: continue
+      if name not in op.reads or field not in operands and name == "S2": continue
       code = (inst.vsrc0.offset if instr.variant in ("DPP16", "DPP8", "SDWA") else getattr(inst, field).offset) if field == "src0" else \
         getattr(inst, field).offset
-      fm = operands.get(field, operands.get(field.lstrip("v"), (None,)))[0]
+      fm = operand_fmt(operands, field)
       w = op.widths.get(name, bits.get(field, 32))
       hi = False
       if w == 16 and code >= 256:
@@ -92,9 +113,11 @@ class ValuStep(Step):
         packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
       self.srcs[name] = SrcSpec(src, modifier_float_kind(instr.op.name, op.pcode, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
                                 bool((abs_ >> i) & 1) and own_mods, packed)
+    if "S2" in op.reads and "src2" not in operands:   # FMAC forms (V_FMAC_DX9_ZERO_F32): the accumulator S2 is the destination VGPR
+      self.srcs["S2"] = SrcSpec(Src("vgpr", rawf(inst, "vdst"), op.widths.get("S2", 32)), 0)
     # destination
     dfmt = operands.get("vdst", (None,))[0]
-    self.d_bits = op.widths.get("D0", bits.get("vdst", 32))
+    self.d_bits = dest_bits(op.widths, bits, "vdst")
     self.d_hi = False
     self.vdst = rawf(inst, "vdst") if hasattr(inst, "vdst") else 0
     if self.d_bits == 16 and fmt in E32 and spec.true16 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
@@ -106,12 +129,15 @@ class ValuStep(Step):
     if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD"): self.int_clamp = None
     # lane-mask registers
     vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" or getattr(inst, "sd", 0) else spec.vcc_lo   # SDWA: SD picks SDST
-    src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands else None
+    # e64 V_CNDMASK / V_*_CO_CI take the lane mask from src2; ops that read S2 as a value (V_DIV_FMAS) read VCC itself
+    src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in op.reads else None
     self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
     self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
                        sdst if instr.variant == "SDWA" else vcc}
     self.fields = {k: v for k, v in self._fields(inst).items() if k in op.reads}
+    if op.kind == "wave" or "VGPR" in op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
+    self.mode_dep = bool(op.reads & MODE_INPUTS)
     # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
     self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
     # DPP
@@ -120,6 +146,15 @@ class ValuStep(Step):
       self.dpp = ("16", inst.dpp, bool(getattr(inst, "fi", 0)), bool(inst.bc), inst.row_mask, inst.bank_mask)   # gfx9 has no FI
     elif instr.variant == "DPP8":
       self.dpp = ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
+
+  def _check_register_operands(self):
+    """Whole-wave ops (WMMA, v_permlane*, v_readlane ...) and ops that write VGPRs by number (v_movreld, v_movrelsd, v_swaprel) take
+    their register operands as numbers (abi.py): a DPP form, or a constant, literal or SGPR where the op reads a VGPR by number
+    (src_n without the value S_n), is no instruction the ISA defines."""
+    name, bad = self.instr.op.name, [f"src{i}" for i in range(3) if f"SRC{i}" in self.op.reads and f"S{i}" not in self.op.reads and
+                                     self.fields[f"SRC{i}"] < 0]
+    if self.instr.variant in ("DPP16", "DPP8"): raise GPUIllegalInstruction(0, self.instr.raw, f"{name}: no {self.instr.variant} form")
+    if bad: raise GPUIllegalInstruction(0, self.instr.raw, f"{name}: {', '.join(bad)} must be a VGPR, not a constant, literal or SGPR")
 
   def _fields(self, inst) -> dict:
     f = {name.upper(): getattr(inst, name) for name, bf in inst._fields if isinstance(getattr(inst, name), int)}
@@ -157,18 +192,18 @@ class ValuStep(Step):
     if len(wv) == 0:
       for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], np.zeros(0, dtype=U64))
       return
-    o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0, **self.fields)
+    o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(int(ws[0])), **self.fields)
     for name, s in self.srcs.items():
       if name == "S0" and src_lane is not None:
         v = s.read(st, wv, src_lane[ln])
         o.S0 = np.where(zero[wi, ln], U64(0), v)
       else: setattr(o, name, s.read(st, wv, ln, dense))
-    for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, wv, ln, self.mask_read[name]))
+    for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, wv, ln, self.mask_read[name], self.instr.literal))
     if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = read_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, self.d_hi, dense)
     if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
     if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, wv, ln, self.spec.exec_lo)
-    if self.per_wave: o.VGPR = st.vgpr[int(ws[0])]
+    if self.per_wave: o.VGPR = VgprFile(st.vgpr[int(ws[0]), :, :AGPR_BASE])
     op.fn(o)
     for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
     if "D0" in op.writes and "D0" not in op.lane_masks:
@@ -212,6 +247,7 @@ class VopdStep(Step):
       srcs = {"S0": resolve_src(getattr(inst, s0f).offset, 32, Fmt.FMT_NUM_F32, lit, spec),
               "S1": Src("vgpr", getattr(inst, s1f).offset - 256, 32)}
       self.halves.append((op, {k: v for k, v in srcs.items() if k in op.reads}, getattr(inst, df).offset - 256))
+    self.mode_dep = any(op.reads & MODE_INPUTS for op, _, _ in self.halves)
 
   def execute(self, m:Machine, ws:np.ndarray):
     st, lanes = m.st, m.active(ws)
@@ -219,7 +255,7 @@ class VopdStep(Step):
     if len(wv) == 0: return
     states = []
     for op, srcs, vdst in self.halves:
-      o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MODE_IEEE=True, ROUND_MODE=0,
+      o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(int(ws[0])),
                   SIMM32=self.instr.literal or 0)
       for name, s in srcs.items(): setattr(o, name, s.read_lanes(st, wv, ln, dense))
       if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32, dense=dense)

@@ -161,6 +161,14 @@ def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] 
   return clamp
 
 # ---- destination writes ----
+def dest_bits(op_widths:dict[str, int], op_bits:dict[str, int], field:str) -> int:
+  """Bits stored for the destination register field `field` (vdst, sdst) of an op writing D0: the ISA operand table's width
+  (`inst.op_bits`) when it spans whole registers, not the pcode's widest view of D0 (S_BCNT1_I32_B64's `SCC = D0.u64 != 0` reads
+  its 32-bit result as 64 bits); for 16-bit table widths the pcode's (whether the op keeps or zeroes the rest of the register)."""
+  table, pcode = op_bits.get(field), op_widths.get("D0")
+  if table is not None and (table >= 32 or pcode is None): return table
+  return pcode if pcode is not None else 32
+
 def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, val:np.ndarray, hi:bool=False, dense:slice|None=None):
   """Store `bits` of val (uint64 (n,), or uint32 (n, k) when wider than 64) into VGPR reg.. of each (wave, lane); `dense` as in
   `Src.read_lanes`."""

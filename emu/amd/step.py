@@ -47,12 +47,14 @@ class Machine:
 class Step:
   """A compiled instruction. Subclasses implement `execute`; `run` adds PC advance and fault context."""
   writes_pc = False
+  mode_dep = False   # the op reads the wave's MODE: `execute` gets waves with equal MODE registers only
   def __init__(self, instr:Instr, spec:ArchSpec):
     self.instr, self.spec, self.size = instr, spec, instr.size
 
   def run(self, m:Machine, ws:np.ndarray):
     """Execute for waves ws (same PC); memory faults are re-raised with this instruction's PC and the first wave's id."""
-    try: self.execute(m, ws)
+    try:
+      for g in (m.st.mode_groups(ws) if self.mode_dep else (ws,)): self.execute(m, g)
     except GPUMemoryFault as e:
       if e.pc is not None: raise
       w = int(ws[0])

@@ -3,7 +3,7 @@ from __future__ import annotations
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, decode
-from emu.amd.exec_salu import ControlStep, MessageStep, SaluStep, SmemStep, BARRIERS, ENDS, NO_EFFECT
+from emu.amd.exec_salu import ControlStep, MessageStep, ModeStep, SaluStep, SmemStep, BARRIERS, ENDS, NO_EFFECT
 from emu.amd.exec_ds import DsCounterStep, DsSwizzleStep
 from emu.amd.cdna import AccMoveStep, MubufStep
 from emu.amd.exec_valu import ValuStep, VopdStep
@@ -17,6 +17,7 @@ VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
 VMEM = ("DS", "GLOBAL", "FLAT", "SCRATCH")
 CONTROL = ENDS | NO_EFFECT | BARRIERS | {"S_TRAP"}
 MESSAGES = ("S_SENDMSG_RTN_B32", "S_SENDMSG_RTN_B64")
+MODE_OPS = ("S_ROUND_MODE", "S_DENORM_MODE")
 
 # executor-owned ops (pcode kind 'executor') with their own Step; every other executor-owned op is a ControlStep, which knows the
 # no-ops (waits, hints, cache invalidation, prefetch) and raises GPUIllegalInstruction for the rest
@@ -30,6 +31,7 @@ def _build(instr:Instr, spec:ArchSpec) -> Step:
   if fmt == "VOPD": return VopdStep(instr, spec)
   if fmt in SCALAR and name in CONTROL: return ControlStep(instr, spec)
   if fmt in SCALAR and name in MESSAGES: return MessageStep(instr, spec)
+  if fmt in SCALAR and name in MODE_OPS: return ModeStep(instr, spec)
   if name in NO_PCODE_STEPS: return NO_PCODE_STEPS[name](instr, spec)
   op = get_op(spec.name, instr.op, raw=instr.raw)
   if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)

@@ -1,13 +1,14 @@
-"""A deterministic cycle model of RDNA3 compute, calibrated against real gfx1100 thread traces (docs/timing.md).
+"""A deterministic cycle model of RDNA3/RDNA4/CDNA compute, calibrated against real gfx1100/gfx1200/gfx950 thread traces (docs/timing.md).
 
 It only observes: the dispatcher reports every executed instruction batch (`issue`), the model records each wave's
-instruction stream, and `finish` replays the streams on a model of the machine. Workgroups go round-robin to CUs (two
-SIMDs each, waves of a workgroup alternating between them), limited by occupancy (waves per SIMD from VGPR use, LDS per
-CU). Inside a CU an event loop issues, each cycle and per SIMD port (VALU, transcendental, SALU, SMEM, VMEM, LDS), the
-ready instruction of the oldest wave. Readiness follows the wave's own order (one instruction per cycle), `s_delay_alu`
-dependencies, VGPR results needed by memory instructions, `s_waitcnt` counters (VMEM/LDS in order), barriers, `s_nop` /
-`s_sleep` and the store drain before a wave ends. Results are cached per identical CU workload, so uniform kernels
-simulate one CU per distinct load. Costs and latencies below cite their trace evidence in docs/timing.md.
+instruction stream, and `finish` replays the streams on a model of the machine (per ISA family: `PARAMS`). Workgroups go
+round-robin to CUs (RDNA two SIMDs each, CDNA four; waves of a workgroup alternating between them), limited by occupancy
+(waves per SIMD from VGPR use, LDS per CU). Inside a CU an event loop issues, each cycle and per SIMD port (VALU,
+transcendental, WMMA matrix unit, SALU, SMEM, VMEM, LDS), the ready instruction of the oldest wave. Readiness follows the
+instruction cache, the wave's own order (one instruction per cycle), `s_delay_alu` dependencies, VGPR results needed by
+memory instructions, wait counters (VMEM/LDS in order), barriers, `s_nop` / `s_sleep` and the store drain before a wave
+ends. Results are cached per identical CU workload, so uniform kernels simulate one CU per distinct load. Costs and
+latencies cite their trace evidence in docs/timing.md.
 """
 from __future__ import annotations
 import heapq, math
@@ -19,34 +20,55 @@ from emu.amd.step import Step
 CLOCK_MHZ = {"gfx1100": 2500.0, "gfx1151": 2900.0, "gfx942": 2100.0, "gfx950": 2400.0, "gfx1201": 2970.0}
 N_CUS = {"gfx1100": 96, "gfx1151": 40, "gfx942": 38, "gfx950": 32, "gfx1201": 64}
 # RX 7900 XTX: 96 CUs (48 WGPs); Strix Halo: 40; MI300X / MI355X (one CPX partition): 38 / 32; RX 9070 XT: 64
-SIMDS_PER_CU = 2
-MAX_WAVES_PER_SIMD = 16
-VGPRS_PER_SIMD_LANE = 1536                       # 192 KiB VGPR file per SIMD32
 LDS_PER_CU = 65536
 
-# calibrated parameters (cycles; evidence in docs/timing.md)
-LAUNCH = 585              # wave start -> first instruction issue (instruction fetch, cold)
+@dataclass(frozen=True)
+class Params:
+  """Machine shape and calibrated costs (cycles) of one ISA family; each value cites its trace evidence in docs/timing.md."""
+  simds_per_cu: int         # SIMDs a CU deals its waves over
+  max_waves_per_simd: int   # wave slots per SIMD
+  vgpr_file: int            # wave32 VGPRs a SIMD holds (occupancy: wave64 registers count twice)
+  launch: int               # wave start -> first issue; also an instruction-cache line miss (both a cold fetch)
+  valu_dep: int             # s_delay_alu VALU_DEP_n: producer issue -> dependent issue (wave32 pass)
+  trans_dep: int            # s_delay_alu TRANS32_DEP_n: transcendental issue -> dependent issue
+  vgpr_to_mem: int          # VALU issue -> a VMEM/LDS instruction of the same wave may issue (reads VGPRs)
+  smem_lat: int             # scalar load (kernel arguments, cold) -> its counter released
+  vmem_load_lat: int        # global load -> load counter released
+  vmem_store_lat: int       # global store -> store counter released (a wave ends only after its stores drain)
+  store_port: tuple[int, int]   # a SIMD's VMEM port is busy a + b * data dwords cycles per store (loads: 1 cycle)
+  store_next: int           # store issue -> the same wave's next instruction (store data read out of the VGPRs)
+  lds_lat: int              # DS instruction issue -> LDS counter released
+  barrier_release: int      # last arrival at the barrier -> the waves' next instruction
+  wmma: tuple[int, int]     # WMMA: matrix-unit cycles per wave32 pass, backlog (cycles) the unit accepts at issue
+  split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
+
+PARAMS = {
+  "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
+                  wmma=(32, 0), split_counters=False),
+  "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+                  smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, lds_lat=32, barrier_release=14,
+                  wmma=(8, 37), split_counters=True),
+  # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
+  "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+                 smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
+                 wmma=(32, 0), split_counters=False),
+}
+
 LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
 ISSUE = 1                 # a wave issues at most one instruction per cycle
-VALU_DEP = 5              # s_delay_alu VALU_DEP_n: producer issue -> dependent issue (wave32 pass)
-TRANS_DEP = 9             # s_delay_alu TRANS32_DEP_n: transcendental issue -> dependent issue
-VGPR_TO_MEM = 18          # VALU issue -> a VMEM/LDS instruction of the same wave may issue (reads VGPRs)
-SMEM_LAT = 1205           # scalar load (kernel arguments, cold) -> lgkmcnt released
-VMEM_LOAD_LAT = 750       # global load -> vmcnt released
-VMEM_STORE_LAT = 326      # global store -> vscnt released (a wave ends only after its stores drain)
-STORE_PORT = (3, 4)       # a SIMD's VMEM port is busy 3 + 4 * data dwords cycles per store (loads: 1 cycle)
-LDS_LAT = 32              # DS instruction issue -> lgkmcnt released
 LDS_BYTES_PER_CYCLE = 128 # LDS pipe throughput per CU (address + data bytes of a wave)
-BARRIER_RELEASE = 14      # last arrival at s_barrier -> the waves' next instruction
 BRANCH_TAKEN = 4          # extra cycles after a taken branch (not in the traces; instruction refetch)
 SLEEP_UNIT = 64           # s_sleep n: n * 64 cycles (ISA)
-ISSUE_COST = {"trans": 4, "valu_b64_2": 2, "valu_b64_4": 4, "valu_f64": 16, "wmma": 32}   # port cycles per wave32 pass
+ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64_2": 2, "valu_b64_4": 4, "valu_f64": 16}   # port cycles per wave32 pass
+ILINE = 64                # instruction cache line bytes
+ILAUNCH_LINES = 4         # lines the launch fetch brings from the entry line on; entering line L requests line L + 1
 
 TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
-# RDNA4's split wait counters (SOPP, simm16 = the count) -> the model's counters (loads, stores, LDS + scalar memory). Not calibrated
-# against gfx1201 traces: RDNA4 reuses the RDNA3 latencies and gfx1201 is an RX 9070 XT (64 CUs, 2970 MHz boost)
-SPLIT_WAITS = {"s_wait_loadcnt": "vm", "s_wait_samplecnt": "vm", "s_wait_bvhcnt": "vm", "s_wait_storecnt": "vs", "s_wait_dscnt": "lgkm",
-               "s_wait_kmcnt": "lgkm"}
+TRANS_SCALAR = ("v_s_exp_", "v_s_log_", "v_s_rcp_", "v_s_rsq_", "v_s_sqrt_")   # RDNA4 transcendentals with an SGPR result
+# RDNA4's split wait counters (SOPP, simm16 = the count) -> the model's counters (loads, stores, LDS, scalar memory)
+SPLIT_WAITS = {"s_wait_loadcnt": "vm", "s_wait_samplecnt": "vm", "s_wait_bvhcnt": "vm", "s_wait_storecnt": "vs", "s_wait_dscnt": "ds",
+               "s_wait_kmcnt": "km"}
 BARRIERS = ("s_barrier", "s_barrier_signal")   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is SKIPPED)
 SKIPPED = ("s_delay_alu", "s_wait_alu", "s_barrier_wait")  # consumed by the instruction buffer, never issued
 
@@ -59,6 +81,7 @@ class OpInfo:
   lds_cycles: int = 0
   waits: tuple[tuple[str, int], ...] = ()  # s_waitcnt: (counter, max outstanding)
   delay: int = 0            # s_delay_alu raw simm16, s_nop/s_sleep stall cycles
+  counter: str = ""         # LDS / SMEM: the wait counter it bumps ('lgkm', or RDNA4's 'ds' / 'km')
   size: int = 4
 
 def _vgpr_bytes(name:str) -> int:
@@ -70,15 +93,16 @@ def _vgpr_bytes(name:str) -> int:
 def classify(step:Step) -> OpInfo:
   """The timing view of a decoded instruction (mirrors the issue classes of tinygrad's SQTT decoder)."""
   instr, name = step.instr, step.instr.name
-  fmt, size = instr.fmt, instr.size
+  fmt, size, p = instr.fmt, instr.size, PARAMS[step.spec.family]
   if fmt in ("GLOBAL", "FLAT", "SCRATCH"):
     store = "store" in name or "atomic" in name and "_rtn" not in name
-    cost = STORE_PORT[0] + STORE_PORT[1] * max(1, _vgpr_bytes(name) // 4) if store else 1
+    cost = p.store_port[0] + p.store_port[1] * max(1, _vgpr_bytes(name) // 4) if store else 1
     return OpInfo("vmem_store" if store else "vmem_load", "vmem", cost, size=size)
   if fmt == "DS":
     data = _vgpr_bytes(name) if ("store" in name or "write" in name or "add" in name) else 0
-    return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), size=size)
-  if fmt == "SMEM": return OpInfo("smem", "smem", size=size)
+    return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), counter="ds" if p.split_counters else "lgkm",
+                  size=size)
+  if fmt == "SMEM": return OpInfo("smem", "smem", counter="km" if p.split_counters else "lgkm", size=size)
   if name in BARRIERS: return OpInfo("barrier", None, size=size)
   if fmt == "SOPP":
     simm = getattr(instr.inst, "simm16", 0) or 0
@@ -101,7 +125,8 @@ def classify(step:Step) -> OpInfo:
       return OpInfo("waitcnt", None, waits=((("vs" if "vscnt" in name else "vm" if "vmcnt" in name else "lgkm"), 0),), size=size)
     return OpInfo("salu", "salu", size=size)
   up = name.upper()
-  if "WMMA" in up: return OpInfo("valu", "valu", ISSUE_COST["wmma"], size=size)
+  if "WMMA" in up: return OpInfo("valu", "matrix", p.wmma[0], size=size)
+  if name.startswith(TRANS_SCALAR): return OpInfo("trans", "trans", ISSUE_COST["trans_scalar"], size=size)
   if name.startswith(TRANS) and "f64" not in name: return OpInfo("trans", "trans", ISSUE_COST["trans"], size=size)
   if "f64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size)
   if "_u64" in name and "mad" in name or "_i64" in name and "mad" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_b64_4"], size=size)
@@ -112,21 +137,21 @@ class _Wave:
   """Replay state of one wave."""
   __slots__ = ("ops", "pcs", "i", "ready", "simd", "wg", "valu", "trans", "salu", "last_valu", "pending", "delay", "start", "times",
                "dram", "next_dram", "parked")
-  def __init__(self, ops, pcs, start:int, simd:int, wg:int):
-    self.ops, self.pcs, self.i, self.ready, self.simd, self.wg = ops, pcs, 0, start + LAUNCH, simd, wg
+  def __init__(self, ops, pcs, start:int, simd:int, wg:int, launch:int):
+    self.ops, self.pcs, self.i, self.ready, self.simd, self.wg = ops, pcs, 0, start + launch, simd, wg
     self.valu: list[int] = []; self.trans: list[int] = []; self.salu = -10**9; self.last_valu = -10**9
-    self.pending: dict[str, list[tuple[int, bool]]] = {"vm": [], "vs": [], "lgkm": []}
+    self.pending: dict[str, list[tuple[int, bool]]] = {"vm": [], "vs": [], "lgkm": [], "ds": [], "km": []}
     self.delay: list[tuple[int, int]] = []   # (instructions to skip, delay id) from s_delay_alu
     self.start, self.times, self.dram, self.next_dram, self.parked = start, [], [], True, 0
 
-def _dep_ready(w:_Wave, dep:int) -> int:
-  if 1 <= dep <= 4: return w.valu[-dep] + VALU_DEP if len(w.valu) >= dep else 0
-  if 5 <= dep <= 7: return w.trans[-(dep - 4)] + TRANS_DEP if len(w.trans) >= dep - 4 else 0
+def _dep_ready(w:_Wave, dep:int, p:Params) -> int:
+  if 1 <= dep <= 4: return w.valu[-dep] + p.valu_dep if len(w.valu) >= dep else 0
+  if 5 <= dep <= 7: return w.trans[-(dep - 4)] + p.trans_dep if len(w.trans) >= dep - 4 else 0
   if 9 <= dep <= 11: return w.salu + dep - 8 + 1
   return 0
 
-def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], passes:int, wg_slots:int, waves_per_wg:int):
-  """Replay the waves of one CU. streams[i]: (ops, pcs) of the CU's i-th wave; wg_of[i]: its local workgroup number.
+def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], passes:int, wg_slots:int, p:Params):
+  """Replay the waves of one CU with the costs `p`. streams[i]: (ops, pcs) of the CU's i-th wave; wg_of[i]: its local workgroup number.
 
   Returns per wave (start, end, issue times, dram flags)."""
   n_wg = max(wg_of) + 1 if wg_of else 0
@@ -135,30 +160,38 @@ def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], p
   port_free: dict[tuple[int, str], int] = {}
   lds_done, heap, launched, clock_launch = 0, [], 0, 0
   arrived: dict[int, list[int]] = {}
+  iline: dict[int, int] = {}   # instruction cache: line (from the kernel entry) -> cycle its fetch completes
   def launch(wg:int, at:int):
     nonlocal clock_launch
     t = max(at, clock_launch)
     for k, i in enumerate(wg_waves[wg]):
       ops, pcs = streams[i]
-      waves[i] = _Wave(ops, pcs, t + k * LAUNCH_GAP, k % SIMDS_PER_CU, wg)   # heap ties: lower index = older
+      waves[i] = _Wave(ops, pcs, t + k * LAUNCH_GAP, k % p.simds_per_cu, wg, p.launch)   # heap ties: lower index = older
+      for line in range(ILAUNCH_LINES): iline.setdefault(line, waves[i].ready)
       heapq.heappush(heap, (waves[i].ready, i))
     clock_launch = t + len(wg_waves[wg]) * LAUNCH_GAP
   while launched < min(n_wg, max(1, wg_slots)): launch(launched, 0); launched += 1
   remaining = [len(g) for g in wg_waves]
   def release_barrier(wg:int, last:int):
-    for j in arrived.pop(wg, []): heapq.heappush(heap, (max(last + BARRIER_RELEASE, waves[j].parked), j))
+    for j in arrived.pop(wg, []): heapq.heappush(heap, (max(last + p.barrier_release, waves[j].parked), j))
   while heap:
     t, i = heapq.heappop(heap)
     w = waves[i]
     op = w.ops[w.i]
     ready = t
+    pc = w.pcs[w.i] - w.pcs[0]   # code offset from the entry (kernel entries are 256-byte aligned)
+    fetched = max(iline.setdefault(line, t + p.launch) for line in range(pc // ILINE, (pc + op.size - 1) // ILINE + 1))
+    if fetched > ready:   # instruction cache miss: memory-bound like the launch
+      w.next_dram = True; heapq.heappush(heap, (fetched, i)); continue
+    if pc % ILINE < op.size or w.i == 0: iline.setdefault(pc // ILINE + 1, ready + p.launch)   # entering a line prefetches the next
     if op.port is not None:
-      mult = passes if op.port in ("valu", "trans") else 1
-      key = (w.simd if op.port in ("valu", "trans", "salu", "vmem") else -1, op.port)
-      if port_free.get(key, 0) > ready:
-        heapq.heappush(heap, (port_free[key], i)); continue
-      port_free[key] = ready + op.cost * mult
-      if op.port == "trans": port_free[(w.simd, "valu")] = max(port_free.get((w.simd, "valu"), 0), ready + mult)
+      mult = passes if op.port in ("valu", "trans", "matrix") else 1
+      key = (w.simd if op.port in ("valu", "trans", "matrix", "salu", "vmem") else -1, op.port)
+      queue = p.wmma[1] if op.port == "matrix" else 0   # the matrix unit queues: issue while its backlog is short enough
+      if (busy := port_free.get(key, 0)) - queue > ready:
+        heapq.heappush(heap, (busy - queue, i)); continue
+      port_free[key] = max(ready, busy) + op.cost * mult
+      if op.port in ("trans", "matrix"): port_free[(w.simd, "valu")] = max(port_free.get((w.simd, "valu"), 0), ready + mult)
     dram = False
     w.times.append(ready); w.dram.append(w.next_dram)
     nxt = ready + ISSUE
@@ -167,12 +200,14 @@ def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], p
       if op.cls == "trans": w.trans.append(ready)
       nxt = ready + ISSUE * passes
     elif op.cls in ("salu", "branch"): w.salu = ready
-    elif op.cls == "smem": w.pending["lgkm"].append((ready + SMEM_LAT, True))
-    elif op.cls == "vmem_load": w.pending["vm"].append((ready + VMEM_LOAD_LAT, True))
-    elif op.cls == "vmem_store": w.pending["vs"].append((ready + VMEM_STORE_LAT, True))
+    elif op.cls == "smem": w.pending[op.counter].append((ready + p.smem_lat, True))
+    elif op.cls == "vmem_load": w.pending["vm"].append((ready + p.vmem_load_lat, True))
+    elif op.cls == "vmem_store":
+      w.pending["vs"].append((ready + p.vmem_store_lat, True))
+      nxt = ready + p.store_next
     elif op.cls == "lds":
-      lds_done = max(ready + LDS_LAT, lds_done + op.lds_cycles)
-      w.pending["lgkm"].append((lds_done, False))
+      lds_done = max(ready + p.lds_lat, lds_done + op.lds_cycles)
+      w.pending[op.counter].append((lds_done, False))
     elif op.cls == "delay":
       w.delay.append((0, op.delay & 0xf)); w.delay.append(((op.delay >> 4) & 7, (op.delay >> 7) & 0xf))
       w.times[-1] = None; nxt = ready
@@ -193,18 +228,18 @@ def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], p
         if skip == 0: deps.append(dep)
         else: keep.append((skip - 1, dep))
       w.delay = keep
-      for dep in deps: nxt = max(nxt, _dep_ready(w, dep))
-    if nop.port in ("vmem", "lds"): nxt = max(nxt, w.last_valu + VGPR_TO_MEM)
+      for dep in deps: nxt = max(nxt, _dep_ready(w, dep, p))
+    if nop.port in ("vmem", "lds"): nxt = max(nxt, w.last_valu + p.vgpr_to_mem)
     if nop.cls == "waitcnt":
       for q, limit in nop.waits:
-        p = w.pending[q]
-        if len(p) > limit:
-          done, w.pending[q] = p[:len(p) - limit], p[len(p) - limit:]
+        pend = w.pending[q]
+        if len(pend) > limit:
+          done, w.pending[q] = pend[:len(pend) - limit], pend[len(pend) - limit:]
           t_done = max(d for d, _ in done)
           if t_done > nxt: nxt, dram = t_done, dram or any(g for d, g in done if d == t_done)
     if nop.cls == "end":
-      p = w.pending["vs"] + w.pending["vm"]
-      if p and (t_done := max(d for d, _ in p)) > nxt: nxt, dram = t_done, True
+      pend = w.pending["vs"] + w.pending["vm"]
+      if pend and (t_done := max(d for d, _ in pend)) > nxt: nxt, dram = t_done, True
     w.next_dram = dram
     if op.cls == "barrier":
       w.parked = nxt
@@ -220,14 +255,15 @@ class TimingModel:
   pc -1 marks the wave's start; dram: the issue waited on a global-memory (VMEM/SMEM) completion or the launch."""
   def __init__(self, spec:ArchSpec, timeline:bool=False):
     self.spec, self.keep_timeline = spec, timeline
-    self.clock_mhz, self.n_cus = CLOCK_MHZ.get(spec.name, 2500.0), N_CUS.get(spec.name, 96)
+    self.clock_mhz, self.n_cus, self.params = CLOCK_MHZ.get(spec.name, 2500.0), N_CUS.get(spec.name, 96), PARAMS[spec.family]
     self.timeline: list[tuple[int, int, int, str, bool]] = []
 
   def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):
     """Begin a dispatch of n_waves waves (workgroups of waves_per_wg), `vgprs` allocated per wave, `lds_bytes` per workgroup."""
     self.n_waves, self.passes, self.wpg = n_waves, lanes // self.spec.simd_lanes, waves_per_wg
-    per_simd = min(MAX_WAVES_PER_SIMD, VGPRS_PER_SIMD_LANE * (32 // lanes) // max(1, vgprs)) if vgprs else MAX_WAVES_PER_SIMD
-    by_waves = max(1, per_simd * SIMDS_PER_CU // waves_per_wg)
+    p = self.params
+    per_simd = min(p.max_waves_per_simd, p.vgpr_file * 32 // (lanes * vgprs)) if vgprs else p.max_waves_per_simd
+    by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, LDS_PER_CU // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
     self.steps: dict[int, OpInfo] = {}
@@ -240,7 +276,7 @@ class TimingModel:
 
   def placement(self, wave:int) -> tuple[int, int]:
     """(CU, SIMD within the CU) the model runs a wave on."""
-    return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % SIMDS_PER_CU
+    return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % self.params.simds_per_cu
 
   def _streams(self) -> list[tuple[list[OpInfo], list[int]]]:
     if not self.batches: return [([], []) for _ in range(self.n_waves)]
@@ -271,7 +307,7 @@ class TimingModel:
       ids = [w for g in wgs for w in range(g * self.wpg, min((g + 1) * self.wpg, self.n_waves))]
       key = tuple(id(streams[w][0]) for w in ids)
       if key not in cache:
-        cache[key] = simulate_cu([streams[w] for w in ids], [k // self.wpg for k in range(len(ids))], self.passes, self.wg_slots, self.wpg)
+        cache[key] = simulate_cu([streams[w] for w in ids], [k // self.wpg for k in range(len(ids))], self.passes, self.wg_slots, self.params)
       res = cache[key]
       end = max([end] + [r[1] for r in res])
       if self.keep_timeline:

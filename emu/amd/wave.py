@@ -5,6 +5,7 @@ RDNA), so operand decoding is a plain index. VGPRs are laid out [wave, lane, reg
 the pcode's whole-wave ops use.
 """
 from __future__ import annotations
+from functools import cache
 import numpy as np
 from emu.amd.arch import ArchSpec
 
@@ -12,6 +13,24 @@ RUNNING, BARRIER, ENDED = 0, 1, 2
 AGPR_BASE = 256   # CDNA accumulation register a[i] is vgpr index AGPR_BASE + i (arrays have MAX_VGPRS + ArchSpec.n_agprs regs)
 N_SREGS = 128
 HWREG_MODE, HWREG_STATUS, HWREG_GPR_ALLOC, HWREG_LDS_ALLOC, HWREG_HW_ID1, HWREG_HW_ID2 = 1, 2, 5, 6, 23, 24
+# MODE (HW_REG_MODE): FP_ROUND [3:0] (f32 [1:0], f16/f64 [3:2]), FP_DENORM [7:4] (f32 [5:4], f16/f64 [7:6]), DX10_CLAMP [8], IEEE [9]
+MODE_IEEE = 1 << 9
+MODE_DEFAULT = 0xf0 | (1 << 8) | MODE_IEEE   # nearest even, denormals kept, DX10 clamp, IEEE: what LLVM's compute kernels set
+
+def mode_from_rsrc1(spec:ArchSpec, rsrc1:int) -> int:
+  """The MODE a wave starts with: COMPUTE_PGM_RSRC1.FLOAT_ROUND_MODE_32/_16_64 and FLOAT_DENORM_MODE_32/_16_64 (bits 19:12), and up
+  to gfx11 ENABLE_DX10_CLAMP (bit 21) and ENABLE_IEEE_MODE (bit 23). gfx12 has neither (those bits mean other things there) and
+  behaves as in IEEE mode."""
+  fp = (rsrc1 >> 12) & 0xff
+  return fp | ((rsrc1 >> 21) & 1) << 8 | ((rsrc1 >> 23) & 1) << 9 if spec.ieee_mode else fp | MODE_IEEE
+
+@cache
+def mode_state(mode:int) -> dict:
+  """The pcode ABI's mode inputs (emu/pcode/abi.py) for a MODE register value."""
+  return {"MODE_ROUND32": mode & 3, "MODE_ROUND16": (mode >> 2) & 3, "MODE_DENORM32": (mode >> 4) & 3, "MODE_DENORM16": (mode >> 6) & 3,
+          "MODE_IEEE": bool(mode & MODE_IEEE), "ROUND_MODE": mode & 3}
+
+MODE_INPUTS = frozenset(mode_state(MODE_DEFAULT))   # the op inputs that depend on the wave's MODE
 
 class WaveState:
   """State of `n` waves of `lanes` lanes each. Per-wave arrays are indexed by wave number 0..n-1."""
@@ -24,7 +43,8 @@ class WaveState:
     self.status = np.full(n, RUNNING, dtype=np.int8)
     self.wg = np.zeros(n, dtype=np.int64)           # workgroup index (into the LDS array) of each wave
     self.wave_id = [(0, 0, 0, 0)] * n                # (wg x, wg y, wg z, wave in wg) for fault reports and traces
-    self.hwreg = np.zeros((n, 32), dtype=np.uint32)  # s_getreg/s_setreg view (MODE, STATUS, HW_ID ...)
+    self.hwreg = np.zeros((n, 64), dtype=np.uint32)  # s_getreg/s_setreg view (MODE, STATUS, HW_ID ...), by the 6-bit HWREG id
+    self.hwreg[:, HWREG_MODE] = MODE_DEFAULT
     self.scratch = np.zeros((n, lanes, scratch_bytes), dtype=np.uint8)
     self.lane_ids = np.arange(lanes, dtype=np.uint64)
 
@@ -58,3 +78,13 @@ class WaveState:
     self.sgpr[ws, reg:reg + self.mask_regs] = packed.view("<u4")
 
   def exec_bits(self, ws:np.ndarray) -> np.ndarray: return self.mask_bits(ws, self.spec.exec_lo)
+
+  def mode_groups(self, ws:np.ndarray) -> list[np.ndarray]:
+    """ws split into groups of waves with equal MODE registers (just [ws] when they agree, the common case)."""
+    modes = self.hwreg[ws, HWREG_MODE]
+    if len(ws) == 1 or (modes == modes[0]).all(): return [ws]
+    return [ws[modes == v] for v in np.unique(modes)]
+
+  def mode(self, w:int) -> dict:
+    """The pcode ABI's mode inputs of wave w."""
+    return mode_state(int(self.hwreg[w, HWREG_MODE]))

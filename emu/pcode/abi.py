@@ -79,11 +79,19 @@ V_BITOP3_B16/B32 (cdna) read the instruction fields OMOD, ABS and NEG as ints (t
 Scalar S_MOVRELD*/S_MOVRELSD* also read SDST (the destination SGPR number); vector V_MOVREL*/V_SWAPREL* read SRC0/VDST
 register numbers and VGPR like V_INTERP_* (and may write VGPR[lanes, reg], one wave per call).
 
-Every kind may read `WAVE32`/`WAVE64` (bools) and the mode bits `MODE_IEEE` (bool, WAVE_MODE.IEEE) and `ROUND_MODE`
-(int, 0 = round to nearest even). Floating-point results follow numpy's IEEE arithmetic (round to nearest even) with
-denormals kept; a float op never raises or warns. Ops whose pcode names ROUND_MODE (V_CVT_PK_RTZ_F16_F32 sets it to
-round-toward-zero, cdna V_CVT_PK_F16_F32 / *_SR_* to nearest-even) read it and round their conversions in the mode in
-scope; they never write it back (the pcode restores it).
+Every kind may read `WAVE32`/`WAVE64` (bools) and the wave's MODE register fields: `MODE_IEEE` (bool, WAVE_MODE.IEEE),
+`ROUND_MODE` (int, the FP_ROUND mode of f32, 0 = round to nearest even), and the ints `MODE_ROUND32` / `MODE_ROUND16`
+(MODE.FP_ROUND[1:0] for f32, [3:2] for f16 and f64: 0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward zero) and
+`MODE_DENORM32` / `MODE_DENORM16` (MODE.FP_DENORM[1:0] for f32, [3:2] for f16 and f64: bit 0 set keeps denormal inputs, bit 1
+set keeps denormal results; 0 flushes both, 3 neither); an OpState without the MODE_* fields means their defaults. A float op
+never raises or warns. With every mode field at its IEEE
+default (`MODE_DEFAULTS`: nearest even, denormals kept) float results follow numpy's IEEE arithmetic. Otherwise an op whose
+generated code does float work runs its mode variant: float operands of a flushed format are flushed to zero of the same sign
+as they are read, float results as they are written, and +, -, *, /, fma, sqrt and the rounding conversions round in the mode
+of their result's format (transcendentals, min/max and the integer conversions do not round by mode). The mode does not
+apply to memory ops (atomics), V_CMP_CLASS_* (a bit test), bf16/fp8 values, hand-written ops (WMMA, MFMA) and overrides.
+Ops whose pcode names ROUND_MODE (V_CVT_PK_RTZ_F16_F32 sets it to round-toward-zero, cdna V_CVT_PK_F16_F32 / *_SR_* to
+nearest-even) read it and round their conversions in the mode in scope; they never write it back (the pcode restores it).
 
 Memory
 ------
@@ -99,6 +107,7 @@ import numpy as np
 ARCH_ALIASES = {"rdna3": "rdna3", "gfx1100": "rdna3", "gfx1151": "rdna3", "rdna4": "rdna4", "gfx1200": "rdna4", "gfx1201": "rdna4",
                 "cdna": "cdna", "gfx942": "cdna", "gfx950": "cdna"}
 KINDS = ("vector", "scalar", "wave", "executor")
+MODE_DEFAULTS = {"MODE_ROUND32": 0, "MODE_ROUND16": 0, "MODE_DENORM32": 3, "MODE_DENORM16": 3}   # IEEE: nearest even, denormals kept
 
 class Unsupported(Exception):
   """An opcode the pcode compiler cannot turn into an op. `category` groups reasons in reports ('no pcode', 'parse error',

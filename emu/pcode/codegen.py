@@ -4,7 +4,9 @@ Two modes share one generator: 'np' (vector ops: per-lane values are numpy array
 masked selects) and 'py' (scalar and wave ops: Python ints, numpy float scalars, plain control flow). Every expression
 compiles to a `Val`: code, static type, whether it differs per lane, and whether an integer may carry bits beyond its
 width (`dirty`; cleaned lazily where it matters). The generator runs twice: the first pass only learns variable types
-and which variables vary per lane.
+and which variables vary per lane. A third pass with `fpmode` set generates the op's mode variant, the body an op runs when
+the wave's MODE is not the IEEE default (abi.MODE_DEFAULTS): float operands pass through `daz`, float results through `ftz`,
+float arithmetic, fma, sqrt and rounding conversions round in the mode of their result's format.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "
                 "WAVE32", "WAVE64", "MODE_IEEE", "ROUND_MODE", "EXECZ", "VCCZ", "SDATA", "SGPR", "HW_REGISTERS", "TTMP", "TBA", "TMA", "TrapID",
                 "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP", "OMOD"}
 MASK_REGS = {"EXEC", "VCC"}
+SCALAR_FILES = {"SGPR", "HW_REGISTERS"}   # register files scalar ops index (SGPR[i], HW_REGISTERS[id]): 32-bit registers
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
 CONST_FIELDS = {("WAVE_STATUS", "PRIV"): "0"}  # the emulator runs user code only
 HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
@@ -35,6 +38,7 @@ ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "
            "ADDR_BASE": "ADDR", "wave32": "WAVE32"}
 _NAN_HELPERS = {"isSignalNAN", "isQuietNAN", "isNAN", "cvtToQuietNAN"}
 _FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan", "MAX_FLOAT_F32": "3.4028234663852886e+38"}
+_ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}   # float arithmetic in an op's mode variant (rounds in the wave's mode)
 _DT = {("f", 16): "np.float16", ("f", 32): "np.float32", ("f", 64): "np.float64", ("bf", 16): "np.float32"}
 
 def is_vgpr(e) -> bool:
@@ -51,8 +55,8 @@ def _offset(e) -> tuple:
 
 class Gen:
   """Generate one op body. `mode` 'np' or 'py'; `info` is the pre-scan (see `scan`)."""
-  def __init__(self, mode:str, info:dict, vt:dict|None=None, vary:set|None=None):
-    self.mode, self.info = mode, info
+  def __init__(self, mode:str, info:dict, vt:dict|None=None, vary:set|None=None, fpmode:bool=False):
+    self.mode, self.info, self.fpmode = mode, info, fpmode
     self.final = vt is not None
     self.vt: dict = dict(vt) if vt else {}
     self.vary: set = set(vary) if vary else set()
@@ -86,6 +90,11 @@ class Gen:
   def use(self, n:str):
     """Note a read of operand n: an input unless the op has already written all of it (S_MIN_I32's SCC, a load's VDATA)."""
     if n not in self.full: self.reads.add(n)
+  def fmode(self, t:tuple, kind:str) -> str:
+    """The wave mode field (abi.MODE_DEFAULTS) governing float type t: kind 'ROUND' or 'DENORM', of f32 or of f16/f64."""
+    n = f"MODE_{kind}{32 if t[1] == 32 else 16}"
+    self.reads.add(n)
+    return n
   def opnd_width(self, name:str) -> int: return self.info["widths"].get(name, 32)
   def is_wide(self, name:str) -> bool: return self.mode == "np" and self.opnd_width(name) > 64 and name in self.info["operands"]
 
@@ -108,7 +117,9 @@ class Gen:
     k, w = v.typ
     if k == "bool": return Val(f"({v.code}).astype(np.uint64)" if self.np(v.vary) else f"int({v.code})", ("u", 1), v.vary)
     if k == "bf": return Val(f"bf16_bits({v.code})", ("u", 16), v.vary)
-    if k == "f": return Val(f"f2bits({v.code}, {w})", ("u", w), v.vary)
+    if k == "f":
+      x = f"ftz({v.code}, {self.fmode(v.typ, 'DENORM')})" if self.fpmode else v.code   # a float result leaves the op: flush-output mode
+      return Val(f"f2bits({x}, {w})", ("u", w), v.vary)
     v = self.clean(v)
     if k == "i": return Val(f"(({v.code}) & {hex(mask(w))})" if w < 64 or not self.np(v.vary) else v.code, ("u", w), v.vary)
     return Val(v.code, ("u", w), v.vary)
@@ -116,7 +127,10 @@ class Gen:
   def from_bits(self, b:Val, t:tuple) -> Val:
     """Reinterpret unsigned bits b (any width) as type t (truncating or zero-extending)."""
     k, w = t
-    if k == "f": self.floats = True; return Val(f"bits2f({b.code}, {w})", t, b.vary)
+    if k == "f":
+      self.floats = True
+      x = f"bits2f({b.code}, {w})"
+      return Val(f"daz({x}, {self.fmode(t, 'DENORM')})" if self.fpmode else x, t, b.vary)   # a float operand enters: flush-input mode
     if k == "bf": self.floats = True; return Val(f"bf16_from_bits({b.code})", t, b.vary)
     if k == "bool": return Val(f"(({b.code}) != 0)", t, b.vary)
     if b.typ[1] > w or b.dirty or k == "i" and b.typ != t: return self.clean(Val(b.code, t, b.vary, True))
@@ -154,6 +168,7 @@ class Gen:
       return Val(f"bf16_round({code})" if t[0] == "bf" else code, t, v.vary)
     if t[0] == "bf": return Val(f"bf16_round({v.code})", t, v.vary)
     if v.typ[0] == "bf" and t == ("f", 32): return Val(v.code, t, v.vary)
+    if self.fpmode and v.typ[0] == "f" and t[1] < v.typ[1]: return Val(f"fround({v.code}, {t[1]}, {self.fmode(t, 'ROUND')})", t, v.vary)
     dt = _DT[t]
     if self.np(v.vary): return Val(f"np.asarray({v.code}).astype({dt})", t, v.vary)
     return Val(f"{dt}({v.code})", t, v.vary)
@@ -243,6 +258,10 @@ class Gen:
         return self.expr(e.expr)
       raise CodegenError(f"field .{e.name}")
     if isinstance(e.expr, Index) and isinstance(e.expr.expr, Name) and e.expr.expr.id == "MEM": return self.mem_read(e.expr.index, e.typ)
+    if isinstance(e.expr, Index) and isinstance(e.expr.expr, Name) and e.expr.expr.id in SCALAR_FILES and e.typ[1] == 64:
+      f, i = e.expr.expr.id, self.bind(self.conv(self.expr(e.expr.index), ("u", 32)))   # SGPR[i].b64: the register pair i, i + 1
+      self.reads.add(f)
+      return self.from_bits(Val(f"({f}[{i.code}] | ({f}[{i.code} + 1] << 32))", ("u", 64)), e.typ)
     v = self.expr(e.expr)
     if v.typ == e.typ: return v
     if v.typ[0] == "i" and isint(e.typ) and e.typ[1] > v.typ[1]: return self.conv(v, e.typ)  # n.i32 of an i16 sign-extends
@@ -268,9 +287,9 @@ class Gen:
       self.reads.add("VGPR")
       if self.np(lane.vary): return Val(f"VGPR[{lane.code}, {reg.code}].astype(np.uint64)", ("b", 32), True)
       return Val(f"int(VGPR[{lane.code}, {reg.code}])", ("b", 32))
-    if isinstance(base, Name) and base.id == "SGPR":
-      self.reads.add("SGPR")
-      return Val(f"SGPR[{self.conv(self.expr(e.index), ('u', 32)).code}]", ("b", 32))
+    if isinstance(base, Name) and base.id in SCALAR_FILES:
+      self.reads.add(base.id)
+      return Val(f"{base.id}[{self.conv(self.expr(e.index), ('u', 32)).code}]", ("b", 32))
     if base == Name("MEM"): return self.mem_read(e.index, ("b", 32))  # untyped MEM[a]: a dword
     lm = self.lanemask_name(e)
     if lm:
@@ -405,6 +424,7 @@ class Gen:
       self.floats = True
       a, b = self.conv(a, t), self.conv(b, t)
       if t[0] == "bf": t = ("f", 32)
+      if self.fpmode: return Val(f"{_ARITH[op]}({a.code}, {b.code}, {self.fmode(t, 'ROUND')})", t, vary)
       return Val(f"({a.code} {op} {b.code})", t, vary)
     if a.typ[0] == "bool": a = self.bits(a)
     if b.typ[0] == "bool": b = self.bits(b)
@@ -450,8 +470,14 @@ class Gen:
       return Val(f"where({c.code}, {self.lane(a)}, {self.lane(b)})", t, True)
     return Val(f"({a.code} if {c.code} else {b.code})", t, False)
 
+  def concat_part(self, x) -> Val:
+    """The bits of one part of `{a, b}` at its own width: `~lane[5]` stays 1 bit wide (no promotion to 32 bits as in `~mask`)."""
+    if isinstance(x, Unary) and x.op == "~" and (inner := self.bits(self.expr(x.expr))).typ[1] < 32:
+      return self.clean(Val(f"(~{self.lane(inner)})", inner.typ, inner.vary, True))
+    return self.bits(self.expr(x))
+
   def e_Concat(self, e:Concat) -> Val:
-    parts = [self.bits(self.expr(x)) for x in e.items]
+    parts = [self.concat_part(x) for x in e.items]
     total = sum(p.typ[1] for p in parts)
     vary = any(p.vary for p in parts)
     big = total > 64 and self.mode == "np" and vary
@@ -486,6 +512,7 @@ class Gen:
     if h.rm and self.info.get("rm"):  # the op sets or reads the rounding mode: the conversion honours the mode in scope
       self.reads.add("ROUND_MODE")
       extra += ", rm=ROUND_MODE"
+    elif h.rm and self.fpmode and ret[0] == "f": extra += f", rm={self.fmode(ret, 'ROUND')}"
     if h.lanes: args = [Val(self.lane(a), a.typ, a.vary) for a in args]
     return Val(f"{h.fn}({', '.join(a.code for a in args)}{extra})", ret, vary or h.vary_result and self.mode == "np", h.dirty)
 
@@ -709,16 +736,19 @@ class Gen:
       else: self.emit(f"MEM.write({a.code}, {v.code}, {nb})")
       return
     # VGPR[lane][reg] = value
+    w = 32
     if isinstance(target, View) and isinstance(target.expr, Index) and \
-       (target.expr.expr == Name("SGPR") or isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
-      target = target.expr  # SGPR[i].b32 / VGPR[lane][reg].b32: a whole register
+       (target.expr.expr in [Name(f) for f in SCALAR_FILES] or isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
+      w = 64 if target.typ and target.typ[1] == 64 and not is_vgpr(target.expr) else 32
+      target = target.expr  # SGPR[i].b32 / VGPR[lane][reg].b32: a whole register (SGPR[i].b64: the pair i, i + 1)
     if is_vgpr(target):
       self.vgpr_store(target, self.conv(self.expr(value), ("u", 32), numeric=False))
       return
-    if isinstance(target, Index) and isinstance(target.expr, Name) and target.expr.id == "SGPR":
-      i, v = self.conv(self.expr(target.index), ("u", 32)), self.conv(self.expr(value), ("u", 32), numeric=False)
-      self.writes.add("SGPR"); self.reads.add("SGPR")
-      self.emit(f"SGPR[{i.code}] = {v.code}")
+    if isinstance(target, Index) and isinstance(target.expr, Name) and target.expr.id in SCALAR_FILES:
+      f, i = target.expr.id, self.bind(self.conv(self.expr(target.index), ("u", 32)))
+      v = self.bind(self.conv(self.expr(value), ("u", w), numeric=False))
+      self.writes.add(f); self.reads.add(f)
+      for k in range(w // 32): self.emit(f"{f}[{i.code}{f' + {k}' if k else ''}] = {f'({v.code} >> 32)' if k else v.code}")
       return
     # lane-mask bit: VCC.u64[laneId] = value
     if isinstance(target, Index) and (lm := self.lanemask_name(target)):
@@ -874,5 +904,6 @@ class Gen:
       if self.mask:
         self.use(n)
         code = f"where({self.mask}, {code}, {n})"
+    if self.depth and not self.mask: self.use(n)   # a write under a condition may not happen: the old value is the default
     self.emit(f"{n} = {code}")
     if not self.mask and not self.depth: self.full.add(n)

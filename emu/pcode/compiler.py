@@ -2,7 +2,7 @@
 from __future__ import annotations
 import importlib
 from functools import cache
-from emu.pcode.abi import ARCH_ALIASES, CompiledOp, Unsupported
+from emu.pcode.abi import ARCH_ALIASES, MODE_DEFAULTS, CompiledOp, Unsupported
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
 from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
@@ -10,7 +10,7 @@ from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 10
+GENERATOR_VERSION = 13
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -96,6 +96,25 @@ def kind_of(fmt:str, stmts) -> str:
   if "VGPR" in names and "laneId" not in names or "s_ff1_i32_b64" in {c.name for c in walk(stmts) if isinstance(c, Call)}: return "wave"
   return "vector"
 
+def mode_variant(g:Gen, gm:Gen, stmts, name:str, info:dict) -> Gen | None:
+  """Generate the mode variant of an op (`gm`, a Gen with fpmode set) if its float code depends on the wave's MODE; None otherwise,
+  and for ops the mode does not govern: memory ops (atomics keep denormals) and V_CMP_CLASS_* (a test of the operand's bits)."""
+  if not g.floats or info["mem"] or "CLASS" in name: return None
+  gm.block(stmts)
+  return gm if gm.lines != g.lines else None
+
+def body(g:Gen, mode:str, widths:dict) -> list[str]:
+  """The statements of one op function: load what it reads from st, run the generated lines, store what it writes."""
+  reads = sorted((g.reads - {"n"}) | ({"n"} if mode == "np" else set()))
+  lines = [f"  {r} = st.{r}" for r in reads if r != "st"]
+  for w in sorted(g.writes):
+    if w not in reads and mode == "np" and widths.get(w, 0) > 64: lines.append(f"  {w} = np.zeros((n, {widths[w] // 32}), np.uint32)")
+  gl = g.lines
+  if g.floats and mode == "np": lines.append("  with np.errstate(all='ignore'):"); gl = ["  " + x for x in gl]
+  lines += gl + [f"  st.{w} = {w}" for w in sorted(g.writes)]
+  if not gl: lines.append("  pass")
+  return lines
+
 def generate(arch:str, op, text:str) -> tuple[str, dict]:
   """The Python source of one op and its metadata (kind, reads, writes, widths, lane_masks, mem)."""
   fmt = type(op).__name__
@@ -115,20 +134,18 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
     info["mem"] = set()
     g = Gen(mode, info, g1.vt, g1.vary)
     g.block(stmts)
+    gm = mode_variant(g, Gen(mode, info, g1.vt, g1.vary, fpmode=True), stmts, op.name, info)
   except MissingHelper as e: raise Unsupported("missing helper", str(e), op.name) from None
   except CodegenError as e: raise Unsupported("codegen", str(e), op.name) from None
-  reads = sorted((g.reads - {"n"}) | ({"n"} if mode == "np" else set()))
+  reads = sorted(((g.reads | (gm.reads if gm else set())) - {"n"}) | ({"n"} if mode == "np" else set()))
   writes = sorted(g.writes)
   widths = {k: v for k, v in info["widths"].items() if k in g.reads | g.writes}
   for k in g.writes & info["lanemask"]: widths[k] = 1
-  body = [f"  {r} = st.{r}" for r in reads if r != "st"]
-  for w in writes:
-    if w not in reads and mode == "np" and widths.get(w, 0) > 64: body.append(f"  {w} = np.zeros((n, {widths[w] // 32}), np.uint32)")
-  gl = g.lines
-  if g.floats and mode == "np": body.append("  with np.errstate(all='ignore'):"); gl = ["  " + x for x in gl]
-  body += gl + [f"  st.{w} = {w}" for w in writes]
-  if not gl: body.append("  pass")
-  src = "def op(st):\n" + "\n".join(body) + "\n"
+  src = "def op(st):\n" + "\n".join(body(g, mode, widths)) + "\n"
+  if gm is not None:   # the IEEE default runs the plain body; any other mode the variant
+    cond = " or ".join(f"getattr(st, '{m}', {d}) != {d}" for m, d in sorted(MODE_DEFAULTS.items()) if m in gm.reads)   # absent: default
+    src = src.replace("def op(st):\n", f"def op(st):\n  if {cond}: return op_mode(st)\n", 1)
+    src += "def op_mode(st):\n" + "\n".join(body(gm, mode, widths)) + "\n"
   meta = {"kind": kind, "reads": reads, "writes": writes, "widths": widths, "lane_masks": sorted(info["lanemask"] & (g.reads | g.writes)),
           "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}}
   return src, meta

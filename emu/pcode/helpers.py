@@ -25,7 +25,8 @@ class Helper:
   lanes: bool = False            # integer arguments must be uint64-compatible
   dirty: bool = False
   vary_result: bool = False
-  rm: bool = False               # rounds: takes rm=ROUND_MODE when the op's pcode names ROUND_MODE (else nearest-even)
+  rm: bool = False               # rounds: takes rm=ROUND_MODE when the op's pcode names ROUND_MODE, else the wave's mode in an op's
+                                 # mode variant (else nearest-even)
 
 def arg_type(want, types:list) -> tuple:
   """The type an argument is converted to."""
@@ -49,7 +50,7 @@ U32, I32, U64, I64, U16, I16, U8, BOOL = ("u", 32), ("i", 32), ("u", 64), ("i", 
 
 # ---- implementations (vectorised; scalars come in as numpy scalars or Python ints) ----
 def _dt(x): return np.asarray(x).dtype
-def fma(a, b, c): return {np.float32: N.fma_f32, np.float64: N.fma_f64, np.float16: N.fma_f16}[_dt(a).type](a, b, c)
+def fma(a, b, c, rm=N.RM_NE): return {np.float32: N.fma_f32, np.float64: N.fma_f64, np.float16: N.fma_f16}[_dt(a).type](a, b, c, rm)
 def _ret(x, like): return x if isinstance(like, np.ndarray) else x[()] if isinstance(x, np.ndarray) else x
 def isnan(x): return _ret(N.is_nan(x), x)
 def is_snan(x): return _ret(N.is_signal_nan(x), x)
@@ -62,6 +63,25 @@ def sign(x):
   if np.asarray(x).dtype.kind == "f": return _ret(np.asarray(N.sign_bit(x)).astype(np.uint64), x) if isinstance(x, np.ndarray) else int(N.sign_bit(x))
   raise TypeError("sign() of an integer")
 def fabs(x): return np.abs(x)
+def arith(name:str):
+  """Float `a <name> b` (add, sub, mul, div) of the operands' format (f16/f32/f64) rounded in mode rm: the generator's float
+  arithmetic in an op's mode variant (see codegen `Gen.fpmode`)."""
+  fns = {np.float16: getattr(N, f"{name}_f16"), np.float32: getattr(N, f"{name}_f32"), np.float64: getattr(N, f"{name}_f64")}
+  return lambda a, b, rm: _ret(fns[_dt(a).type](a, b, rm), a)
+_SQRT = {np.float16: N.sqrt_f16, np.float32: N.sqrt_f32, np.float64: N.sqrt_f64}
+def sqrt_(x, rm=N.RM_NE):
+  """sqrt, rounded in mode rm (the nearest-even path is numerics.sqrt)."""
+  return _ret(N.sqrt(x) if rm == N.RM_NE else _SQRT[_dt(x).type](x, rm), x)
+def daz(x, mode:int):
+  """x with denormals flushed to zero of the same sign unless FP_DENORM field `mode` keeps input denormals (bit 0)."""
+  return x if mode & 1 else _ret(N.flush_denorm(x), x)
+def ftz(x, mode:int):
+  """x with denormals flushed to zero of the same sign unless FP_DENORM field `mode` keeps result denormals (bit 1)."""
+  return x if mode & 2 else _ret(N.flush_denorm(x), x)
+_NARROW = {(32, 16): N.f32_to_f16, (64, 32): N.f64_to_f32, (64, 16): N.f64_to_f16}
+def fround(x, w:int, rm):
+  """A float narrowed to w bits (f32/f16), rounded in mode rm."""
+  return _ret(_NARROW[(_dt(x).itemsize * 8, w)](x, rm), x)
 def ldexp(x, e):
   e = R.i64(e) if isinstance(e, np.ndarray) else e
   return _ret(N.ldexp(x, e), x)
@@ -196,12 +216,12 @@ _CVT = {  # name: (numerics function, argument type, result type)
   "f64_to_f32": (N.f64_to_f32, F64, F32), "f64_to_f16": (N.f64_to_f16, F64, F16), "bf16_to_f32": (None, BF16, F32),
 }
 HELPERS: dict[str, Helper] = {
-  "fma": Helper("fma", _same, ("float", "arg0", "arg0")),
+  "fma": Helper("fma", _same, ("float", "arg0", "arg0"), rm=True),
   "isNAN": Helper("isnan", BOOL, ("float",)), "isSignalNAN": Helper("is_snan", BOOL, ("float",)), "isQuietNAN": Helper("is_qnan", BOOL, ("float",)),
   "cvtToQuietNAN": Helper("quiet", _same, ("float",)), "abs": Helper("fabs", _same, (None,)),
   "exponent": Helper("exponent", I32, ("float",)), "mantissa": Helper("mantissa", U64, ("float",)), "sign": Helper("sign", U32, ("float",)),
   "ldexp": Helper("ldexp", _same, ("float", ("i", 32))),
-  "sqrt": Helper("sqrt_", _same, ("float",)), "trunc": Helper("trunc_", _same, ("float",)), "floor": Helper("floor_", _same, ("float",)),
+  "sqrt": Helper("sqrt_", _same, ("float",), rm=True), "trunc": Helper("trunc_", _same, ("float",)), "floor": Helper("floor_", _same, ("float",)),
   "ceil": Helper("ceil_", _same, ("float",)), "fract": Helper("fract_", _same, ("float",)), "log2": Helper("log2_", _same, ("float",)),
   "sin": Helper("sin_", _same, ("float",)), "cos": Helper("cos_", _same, ("float",)), "rint": Helper("rint_", _same, ("float",)),
   "pow": Helper("pow_f", lambda t: t[1] if t[1][0] == "f" else F32, (None, "float")),
@@ -281,8 +301,9 @@ def namespace() -> dict:
             reverse_bits32=lambda x: R.reverse_bits(x, 32), ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
             is_even=is_even, to_snorm=to_norm(True), to_unorm=to_norm(False), writeable_mask=lambda reg, priv: 0xffffffff,
             fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=N.RM_NE, ROUND_TOWARD_ZERO=N.RM_ZERO,
-            sat_i16=saturate("i16"), sat_u16=saturate("u16"), prng_b32=prng_b32)
-  for n in ("sqrt", "trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
+            sat_i16=saturate("i16"), sat_u16=saturate("u16"), prng_b32=prng_b32, sqrt_=sqrt_, daz=daz, ftz=ftz, fround=fround,
+            fadd=arith("add"), fsub=arith("sub"), fmul=arith("mul"), fdiv=arith("div"))
+  for n in ("trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
   ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")
   for name, (fn, _a, _r) in _CVT.items():
     if fn is not None: ns[name] = cvt(fn)

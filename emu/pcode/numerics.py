@@ -20,8 +20,9 @@ Conventions (read these before mapping pcode helpers onto this module):
   V_CVT_SR_FP8_F32 etc. spell out their own mantissa arithmetic in pcode (adding S1[31:12] to the f32 mantissa with wrap,
   then a nearest-even f32_to_fp8); the *_sr helpers here implement the helper-level definition above.
 - Nothing depends on numpy's floating-point error state and no function emits warnings.
-- Exactness: every rounding and conversion is exact (correctly rounded, all modes), including fma_f16/f32/f64, the f32
-  add/sub/mul/div/sqrt with directed rounding and ldexp. Approximate (<= 1 ulp, computed in f64 and rounded once, so
+- Exactness: every rounding and conversion is exact (correctly rounded, all modes), including fma_f16/f32/f64, the f16/f32/f64
+  add/sub/mul and f16/f32 div/sqrt with directed rounding, and ldexp (f64 div/sqrt in directed modes: exact unless the
+  remainder underflows). Approximate (<= 1 ulp, computed in f64 and rounded once, so
   usually correctly rounded): log2, exp2, sin/cos (radians and revolutions), rsq, and every f64 transcendental.
 - NaNs produced by arithmetic are quiet. Conversions between IEEE formats keep the sign and the top payload bits and set
   the quiet bit; conversions into formats with a single NaN encoding produce that encoding.
@@ -503,40 +504,79 @@ def sub_f32(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
   return fma_f32(a, np.float32(1), -np.asarray(b, np.float32), rm, daz, ftz)
 
 
-def mul_f32(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
-  """a*b in f32 rounded in mode rm (exact: the f64 product of two f32 values is exact, then one narrowing)."""
-  a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+def _mul_narrow(a, b, rm, daz, ftz, dtype):
+  a, b = np.asarray(a, dtype), np.asarray(b, dtype)
   if daz: a, b = flush_denorm(a), flush_denorm(b)
   with np.errstate(all="ignore"):
-    return _narrow(to_f64(a) * to_f64(b), F32, rm, ftz)
+    return _narrow(to_f64(a) * to_f64(b), _TYPED[np.dtype(dtype)], rm, ftz)
+
+
+def mul_f32(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a*b in f32 rounded in mode rm (exact: the f64 product of two f32 values is exact, then one narrowing)."""
+  return _mul_narrow(a, b, rm, daz, ftz, np.float32)
+
+
+def mul_f16(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a*b in f16 rounded in mode rm (exact, as mul_f32)."""
+  return _mul_narrow(a, b, rm, daz, ftz, np.float16)
+
+
+def _div_narrow(a, b, rm, daz, ftz, dtype):
+  a, b = np.asarray(a, dtype), np.asarray(b, dtype)
+  if daz: a, b = flush_denorm(a), flush_denorm(b)
+  f = _TYPED[np.dtype(dtype)]
+  with np.errstate(all="ignore"):
+    A, B = to_f64(a), to_f64(b)
+    q = A / B
+    if _is_rne(rm): return _narrow(q, f, rm, ftz)   # 53 >= 2*24+2: RN_f64 then RN of a quotient is correctly rounded
+    hi, lo = _two_prod(q, B)
+    r = (A - hi) - lo                       # sign(r) = sign(a - q*b) = sign(a/b - q) * sign(b)
+    r = np.where(np.isfinite(q) & (q != 0), r * np.where(np.signbit(B), -1.0, 1.0), 0.0)
+    return _narrow(_to_odd(q, r), f, rm, ftz)
 
 
 def div_f32(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
   """a/b in f32 rounded in mode rm. Exact: q = RN_f64(a/b); the sign of the remainder a - q*b is computed exactly
   (Dekker product; a - hi is exact by Sterbenz), giving RO(a/b) at 53 bits, then one narrowing."""
-  a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-  if daz: a, b = flush_denorm(a), flush_denorm(b)
+  return _div_narrow(a, b, rm, daz, ftz, np.float32)
+
+
+def div_f16(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a/b in f16 rounded in mode rm (exact, as div_f32)."""
+  return _div_narrow(a, b, rm, daz, ftz, np.float16)
+
+
+def _sqrt_narrow(x, rm, daz, ftz, dtype):
+  x = np.asarray(x, dtype)
+  if daz: x = flush_denorm(x)
+  f = _TYPED[np.dtype(dtype)]
   with np.errstate(all="ignore"):
-    A, B = to_f64(a), to_f64(b)
-    q = A / B
-    if _is_rne(rm): return _narrow(q, F32, rm, ftz)   # 53 >= 2*24+2: RN_f64 then RN_f32 of a quotient is correctly rounded
-    hi, lo = _two_prod(q, B)
-    r = (A - hi) - lo                       # sign(r) = sign(a - q*b) = sign(a/b - q) * sign(b)
-    r = np.where(np.isfinite(q) & (q != 0), r * np.where(np.signbit(B), -1.0, 1.0), 0.0)
-    return _narrow(_to_odd(q, r), F32, rm, ftz)
+    X = to_f64(x)
+    s = np.sqrt(X)
+    if _is_rne(rm): return _narrow(s, f, rm, ftz)   # same argument as for division
+    hi, lo = _two_prod(s, s)
+    r = np.where(np.isfinite(s) & (s > 0), (X - hi) - lo, 0.0)
+    return _narrow(_to_odd(s, r), f, rm, ftz)
 
 
 def sqrt_f32(x, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
   """sqrt in f32 rounded in mode rm (exact: RN_f64 root s, exact sign of x - s*s, round-to-odd, one narrowing)."""
-  x = np.asarray(x, np.float32)
-  if daz: x = flush_denorm(x)
-  with np.errstate(all="ignore"):
-    X = to_f64(x)
-    s = np.sqrt(X)
-    if _is_rne(rm): return _narrow(s, F32, rm, ftz)   # same argument as for division
-    hi, lo = _two_prod(s, s)
-    r = np.where(np.isfinite(s) & (s > 0), (X - hi) - lo, 0.0)
-    return _narrow(_to_odd(s, r), F32, rm, ftz)
+  return _sqrt_narrow(x, rm, daz, ftz, np.float32)
+
+
+def sqrt_f16(x, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """sqrt in f16 rounded in mode rm (exact, as sqrt_f32)."""
+  return _sqrt_narrow(x, rm, daz, ftz, np.float16)
+
+
+def add_f16(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a+b in f16 rounded in mode rm (exact: fma_f16(a, 1, b))."""
+  return fma_f16(a, np.float16(1), b, rm, daz, ftz)
+
+
+def sub_f16(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a-b in f16 rounded in mode rm (exact)."""
+  return fma_f16(a, np.float16(1), -np.asarray(b, np.float16), rm, daz, ftz)
 
 
 def _fma_f64_slow(a: float, b: float, c: float):
@@ -602,6 +642,57 @@ def fma_f64(a, b, c, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarr
     neg = np.where(zero, r == RM_DOWN, neg)         # exact cancellation: +0, or -0 when rounding down
     out[slow] = _pack(neg, _round_core(neg, sig, e2, 52, -1022, r), F64, r, False, ftz).view(np.float64)
   return out.reshape(shape)
+
+
+def add_f64(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a+b in f64 rounded in mode rm (exact: fma_f64(a, 1, b))."""
+  return fma_f64(a, 1.0, b, rm, daz, ftz)
+
+
+def sub_f64(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a-b in f64 rounded in mode rm (exact)."""
+  return fma_f64(a, 1.0, -np.asarray(b, np.float64), rm, daz, ftz)
+
+
+def mul_f64(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a*b in f64 rounded in mode rm (exact: fma_f64(a, b, -0), whose zero results take the product's sign, which the -0 addend
+  would turn negative when rounding down)."""
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  r = fma_f64(a, b, -0.0, rm, daz, ftz)
+  return np.where(r == 0, np.where(np.signbit(a) ^ np.signbit(b), -0.0, 0.0), r)
+
+
+def _directed(q, sigma, rm) -> np.ndarray:
+  """The value x rounded in mode rm, given q = RN_f64(x) and sigma with the sign of x - q (0 when q is exact): x lies between
+  q and its neighbour toward sigma, so directed modes return one of the two (for an overflow to inf pass sigma = -q)."""
+  rm = np.asarray(rm)
+  away = np.where(rm == RM_UP, sigma > 0, np.where(rm == RM_DOWN, sigma < 0, (rm == RM_ZERO) & (sigma != 0) & (np.signbit(sigma) != np.signbit(q))))
+  return np.where((rm != RM_NE) & away, np.nextafter(q, np.where(sigma > 0, np.inf, -np.inf)), q)
+
+
+def div_f64(a, b, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """a/b in f64 rounded in mode rm: q = RN(a/b) and the sign of the remainder a - q*b (fma_f64, exact unless it underflows)."""
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if daz: a, b = flush_denorm(a), flush_denorm(b)
+  with np.errstate(all="ignore"):
+    q = a / b
+    if not _is_rne(rm):
+      fin = np.isfinite(a) & np.isfinite(b) & (b != 0)
+      r = fma_f64(-np.where(np.isfinite(q), q, 0.0), b, a) * np.where(np.signbit(b), -1.0, 1.0)
+      q = _directed(q, np.where(fin & np.isfinite(q), r, np.where(fin & np.isinf(q), -q, 0.0)), rm)
+  return flush_denorm(q) if ftz else q
+
+
+def sqrt_f64(x, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
+  """sqrt in f64 rounded in mode rm: s = RN(sqrt(x)) and the sign of x - s*s (fma_f64)."""
+  x = np.asarray(x, np.float64)
+  if daz: x = flush_denorm(x)
+  with np.errstate(all="ignore"):
+    s = np.sqrt(x)
+    if not _is_rne(rm):
+      ok = np.isfinite(s) & (s > 0)
+      s = _directed(s, np.where(ok, fma_f64(-np.where(ok, s, 0.0), s, x), 0.0), rm)
+  return flush_denorm(s) if ftz else s
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from emu.amd.timing import TimingModel
 from emu.timing.traces import TracedKernel, launch_dims
 
 BUF_BYTES = 1 << 20
-WAVE_LANES = 32
 KERNARG_SLOTS = 8          # pointer slots filled even when the trace lists fewer buffers
+EMULATED_AS = {"gfx1200": "gfx1201"}   # trace arch -> emulated arch (RX 9060 XT and RX 9070 XT: the same RDNA4 ISA and CU)
 
 @dataclass
 class Replay:
@@ -30,17 +30,18 @@ class Replay:
   workgroup: tuple[int, int, int]
   traced: list[int]
 
-def launch_of(k:TracedKernel) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-  """(grid, workgroup) for a traced kernel: from its name, checked against the wave starts; else one workgroup of all waves."""
+def launch_of(k:TracedKernel, lanes:int=32) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+  """(grid, workgroup) for a traced kernel of `lanes`-wide waves: from its name, checked against the wave starts; else one
+  workgroup of all waves."""
   n_waves = len(k.starts)
   if (dims := launch_dims(k.display)) is not None:
     grid, wg = dims
-    if math.prod(grid) * math.ceil(math.prod(wg) / WAVE_LANES) == n_waves or not n_waves: return grid, wg
-  return (1, 1, 1), (max(1, n_waves) * WAVE_LANES, 1, 1)
+    if math.prod(grid) * math.ceil(math.prod(wg) / lanes) == n_waves or not n_waves: return grid, wg
+  return (1, 1, 1), (max(1, n_waves) * lanes, 1, 1)
 
 def replay(k:TracedKernel) -> Replay:
   """Dispatch the traced kernel on a fresh emulated GPU of its arch (raises ValueError if the arch is unsupported)."""
-  spec = get_spec(k.arch)
+  spec = get_spec(EMULATED_AS.get(k.arch, k.arch))
   if not spec.supported: raise ValueError(f"the emulator does not run {k.arch} yet")
   bufs = Buffers()
   lk = load_kernel(k.lib, bufs)
@@ -49,7 +50,7 @@ def replay(k:TracedKernel) -> Replay:
   addrs = [bufs.add(np.zeros(BUF_BYTES, dtype=np.uint8), f"arg{i}") for i in range(n_args)]
   kernargs = np.frombuffer(b"".join(struct.pack("<Q", a) for a in addrs) + b"\0" * 256, dtype=np.uint8).copy()
   ka = bufs.add(kernargs, "kernargs", writable=False)
-  grid, wg = launch_of(k)
+  grid, wg = launch_of(k, 32 if lk.wave32 else 64)
   # the first traced PC is where hardware entered the code (robust against code objects whose descriptor offset assumes
   # another section layout than the loader's)
   entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues else lk.code_addr

@@ -8,7 +8,8 @@ def test_device_opens_with_the_requested_arch():
     d = Device["AMD"]
     print(json.dumps([d.arch, d.iface.props["simd_count"], type(d.iface).__name__]))
   """)
-  assert out == [ARCH, {"gfx1100": 192, "gfx1201": 128}[ARCH], "MOCKKFDIface"]   # SIMDs: 96 / 64 CUs x 2
+  simds = {"gfx1100": 96 * 2, "gfx1201": 64 * 2, "gfx942": 38 * 4, "gfx950": 32 * 4}[ARCH]   # CUs x SIMDs per CU (RDNA 2, CDNA 4)
+  assert out == [ARCH, simds, "MOCKKFDIface"]
 
 def test_device_opens_as_gfx1201():
   assert run_json("import json; from tinygrad import Device; print(json.dumps(Device['AMD'].arch))", dev="MOCKKFD+AMD::gfx1201") == "gfx1201"

@@ -1,10 +1,10 @@
-"""Elementwise ops over every dtype tinygrad's AMD LLVM renderer supports, on the emulated gfx1100; expected values from numpy.
+"""Elementwise ops over every dtype tinygrad's AMD LLVM renderer supports, on the emulated GPU (EMU_TEST_ARCH); expected values from numpy.
 
 All dtypes run in one child process (tinygrad parses DEV at import); the child reports a verdict per "dtype op" so a failure
 names exactly what broke.
 """
 import pytest
-from tinygrad_run import emulator_available, run_json
+from tinygrad_run import emulator_available, failed_checks, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -38,7 +38,7 @@ for dt in [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
   check(f"{dt.name} from float32", T(f).cast(dt).numpy(), f.astype(npdt))
 print(json.dumps(res))
 """)
-  assert out and all(out.values()), sorted(k for k, v in out.items() if not v)
+  assert out and not failed_checks(out), failed_checks(out)
 
 def test_float_dtypes_arithmetic_and_transcendentals():
   out = run_json(CHECKS + """
@@ -58,7 +58,7 @@ for dt, tol in [(dtypes.half, 1e-2), (dtypes.float32, 1e-5), (dtypes.float64, 1e
   check(f"{dt.name} to int32", T(a * 10).cast(dtypes.int32).numpy(), (a * 10).astype(np.int32))
 print(json.dumps(res))
 """)
-  assert out and all(out.values()), sorted(k for k, v in out.items() if not v)
+  assert out and not failed_checks(out), failed_checks(out)
 
 def test_bfloat16_and_bool():
   out = run_json(CHECKS + """
@@ -75,4 +75,4 @@ check("bool eq", (T(x) == T(y)).numpy(), x == y); check("bool to int32", T(x).ca
 check("bool where", T(x).where(T(a), T(b)).numpy(), np.where(x, a, b))
 print(json.dumps(res))
 """)
-  assert out and all(out.values()), sorted(k for k, v in out.items() if not v)
+  assert out and not failed_checks(out), failed_checks(out)

@@ -1,6 +1,6 @@
 """Kernels through tinygrad's AMD runtime on the mock KFD and the emulated GPU; expected values come from numpy."""
 import pytest
-from tinygrad_run import ARCH, emulator_available, run, run_json
+from tinygrad_run import ARCH, assert_mmu_fault_and_survival, emulator_available, run, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -83,25 +83,7 @@ def test_profiler_timestamps_are_emulated_and_monotonic():
   assert 0 <= s0 < e0 <= s1 < e1   # device time only moves forward, and only with work
 
 def test_out_of_bounds_kernel_is_tinygrads_mmu_fault_and_process_survives():
-  p = run("""
-    from tinygrad import Device, Tensor
-    from tinygrad.device import TinyELF
-    dev = Device["AMD"]
-    src = '''define amdgpu_kernel void @oob(ptr addrspace(1) %p) {
-      %q = getelementptr i8, ptr addrspace(1) %p, i64 1099511627776
-      store i32 7, ptr addrspace(1) %q
-      ret void
-    }'''
-    prg = dev.runtime(TinyELF(dev.compiler.compile(src), "oob", None, ()))
-    buf = Tensor.zeros(16, device="AMD").contiguous().realize()
-    try: prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(1, 1, 1), wait=True)
-    except RuntimeError as e: print("FAULT", e)
-    print("AFTER", (Tensor([1.0, 2.0], device="AMD:1") * 3).tolist())
-  """, dev=f"MOCKKFD:0,1+AMD:LLVM:{ARCH}")
-  addr = [ln for ln in p.stdout.splitlines() if ln.startswith("FAULT")]
-  assert addr and "MMU fault: 0x" in addr[0] and "NotPresent=1" in addr[0], p.stdout + p.stderr[-2000:]
-  assert "AFTER [3.0, 6.0]" in p.stdout
-  assert "GPU memory fault: write of unmapped address" in p.stderr
+  assert_mmu_fault_and_survival(ARCH)
 
 def test_runaway_kernel_is_a_hang_fault():
   p = run("""

@@ -1,8 +1,8 @@
-"""tinygrad operations on the emulated gfx1100 through the mock KFD: reductions, matmul, conv2d, softmax, argmax, masking,
+"""tinygrad operations on the emulated GPU (EMU_TEST_ARCH) through the mock KFD: reductions, matmul, conv2d, softmax, argmax, masking,
 indexing/gather/scatter and random numbers. Expected values come from numpy; each test is one child process reporting a
 verdict per check."""
 import pytest
-from tinygrad_run import emulator_available, run_json
+from tinygrad_run import emulator_available, failed_checks, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -14,8 +14,6 @@ def check(key, got, exp, tol=1e-5):
   res[key] = bool(got.shape == exp.shape and np.allclose(got.astype(np.float64), exp.astype(np.float64), rtol=tol, atol=tol))
 def T(x): return Tensor(x, device="AMD")
 """
-
-def _failed(out:dict) -> list[str]: return sorted(k for k, v in out.items() if not v)
 
 def test_reductions_over_axes():
   out = run_json(CHECKS + """
@@ -32,7 +30,7 @@ big = rng.random(70000).astype(np.float32)   # several workgroups and a grouped 
 check("sum 70000", T(big).sum().numpy(), np.asarray(big.sum(dtype=np.float64)), 1e-3)
 print(json.dumps(res))
 """)
-  assert out and not _failed(out), _failed(out)
+  assert out and not failed_checks(out), failed_checks(out)
 
 def test_matmul_conv2d_softmax_argmax_where():
   out = run_json(CHECKS + """
@@ -54,7 +52,7 @@ check("masked_fill", T(a).masked_fill(T(a) < 0.5, -1.0).numpy(), np.where(a < 0.
 check("relu", T(a).relu().numpy(), np.maximum(a, 0))
 print(json.dumps(res))
 """)
-  assert out and not _failed(out), _failed(out)
+  assert out and not failed_checks(out), failed_checks(out)
 
 def test_indexing_gather_setitem_scatter():
   out = run_json(CHECKS + """
@@ -80,7 +78,7 @@ oh = rng.integers(0, 10, 20).astype(np.int32)
 check("one_hot", T(oh).one_hot(10).numpy(), np.eye(10, dtype=np.int32)[oh], 0)
 print(json.dumps(res))
 """)
-  assert out and not _failed(out), _failed(out)
+  assert out and not failed_checks(out), failed_checks(out)
 
 def test_rand_is_seeded_deterministic_and_uniform():
   out = run_json("""

@@ -86,7 +86,7 @@ def test_timing_classifies_split_waits_and_barrier():
   spec = get_spec(ARCH)
   info = lambda i: classify(compile_step(decode(i if isinstance(i, bytes) else i.to_bytes(), spec), spec, 0))
   assert info(s_wait_loadcnt(3)).waits == (("vm", 3),) and info(s_wait_storecnt(0)).waits == (("vs", 0),)
-  assert info(s_wait_dscnt(1)).waits == (("lgkm", 1),) and info(s_wait_kmcnt(0)).waits == (("lgkm", 0),)
+  assert info(s_wait_dscnt(1)).waits == (("ds", 1),) and info(s_wait_kmcnt(0)).waits == (("km", 0),)
   assert info(BARRIER_SIGNAL).cls == "barrier" and info(s_barrier_wait(0xffff)).cls == "delay"
   assert info(s_mov_b32(s[0], 1)).cls == "salu"
 

@@ -1,0 +1,131 @@
+"""Emulator bugs the exec.rdna3 / kernel.amd fuzzers found (fuzz/findings/regressions/), pinned with expectations from the ISA and numpy."""
+from fractions import Fraction
+import numpy as np
+import pytest
+from tinygrad.runtime.autogen.amd.rdna3 import ins as I
+from emu.amd import run_program
+from emu.amd.api import GPUIllegalInstruction
+from emu.amd.arch import get_spec
+from emu.amd.decode import decode
+
+M0 = 125
+s, v = I.s, I.v
+
+@pytest.mark.parametrize("scc", [0, 1])
+def test_s_cmov_writes_only_when_scc_set(scc):
+  st = run_program([I.s_cmov_b32(s[0], s[1]), I.s_cmov_b64(s[2:3], s[4:5]), I.s_cmovk_i32(s[6], 0xfffe)], scc=scc,
+                   sgprs={0: 7, 1: 9, 2: 0x1111111122222222, 4: 0x3333333344444444, 6: 5})
+  assert [int(x) for x in st.sgpr[0, :4]] == ([9, 9, 0x44444444, 0x33333333] if scc else [7, 9, 0x22222222, 0x11111111])
+  assert int(st.sgpr[0, 6]) == (0xfffffffe if scc else 5)
+
+def test_s_setreg_then_s_getreg_reads_the_field_back():
+  hwreg = lambda reg, offset, size: reg | offset << 6 | (size - 1) << 11
+  st = run_program([I.s_setreg_b32(s[1], hwreg(3, 0, 8)), I.s_getreg_b32(s[0], hwreg(3, 0, 32)), I.s_getreg_b32(s[2], hwreg(3, 4, 4))],
+                   sgprs={1: 0x1ab})   # only the low 8 bits of s1 land
+  assert int(st.sgpr[0, 0]) == 0xab and int(st.sgpr[0, 2]) == 0xa
+
+def test_s_movrel_reads_and_writes_relative_to_m0():
+  st = run_program([I.s_movrels_b64(s[0:1], s[4:5]), I.s_movreld_b64(s[20:21], s[8:9])], sgprs={M0: 2, 6: 0x66, 7: 0x77, 8: 0x88, 9: 0x99})
+  assert [int(x) for x in st.sgpr[0, [0, 1, 22, 23]]] == [0x66, 0x77, 0x88, 0x99]
+  st = run_program([I.s_movrelsd_2_b32(s[30], s[10])], sgprs={M0: 2 | 3 << 16, 12: 0xcc})   # source += M0[9:0], destination += M0[25:16]
+  assert int(st.sgpr[0, 33]) == 0xcc
+
+def test_s_movrel_out_of_range_reads_s0_and_drops_the_write():
+  # ISA out-of-range rule: an SGPR index past the file reads s0; a write there does not happen
+  st = run_program([I.s_movrels_b32(s[1], s[4]), I.s_movreld_b32(s[100], s[2])], sgprs={M0: 1000, 0: 0x5a, 2: 0x77})
+  assert int(st.sgpr[0, 1]) == 0x5a and int(st.sgpr[0, 100]) == 0
+
+def test_v_movrel_relative_and_out_of_range():
+  lanes = np.arange(32)
+  st = run_program([I.v_movrels_b32_e32(v[1], v[3]), I.v_movreld_b32_e32(v[6], v[4])], sgprs={M0: 2}, vgprs={0: lanes, 5: lanes + 50, 4: 7})
+  assert (st.vgpr[0, :, 1] == lanes + 50).all() and (st.vgpr[0, :, 8] == 7).all()
+  before = run_program([], vgprs={0: lanes, 4: 7}).vgpr.copy()
+  st = run_program([I.v_movrels_b32_e32(v[1], v[3]), I.v_movreld_b32_e32(v[6], v[4])], sgprs={M0: 0xb0000000}, vgprs={0: lanes, 4: 7})
+  expect = before.copy()
+  expect[0, :, 1] = lanes   # past the file: the read returns v0, the write is dropped
+  assert (st.vgpr == expect).all()
+
+def test_s_bcnt1_i32_b64_writes_one_sgpr():
+  st = run_program([I.s_bcnt1_i32_b64(s[0], s[2:3])], sgprs={1: 0x12345678, 2: 0xff00ff00ff})
+  assert int(st.sgpr[0, 0]) == 24 and int(st.sgpr[0, 1]) == 0x12345678 and int(st.scc[0]) == 1
+
+def test_vop3_dpp16_is_one_instruction():
+  # v_cmpx_t_f16_e64 with DPP16 (src0 = 250 in the second dword): 12 bytes, and it writes EXEC only
+  raw = bytes.fromhex("00008fd4fa000000ff410120")
+  instr = decode(raw + bytes(4), get_spec("gfx1100"))
+  assert (instr.variant, instr.size) == ("DPP16", 12)
+  st = run_program([raw], vgprs={0: 0xc0000000, 160: 0xa000})
+  assert (st.vgpr[0, :, 0] == 0xc0000000).all()
+
+@pytest.mark.parametrize("mask, pick", [(-1, 2), (0, 1)])
+def test_inline_constant_lane_masks(mask, pick):
+  lanes = np.arange(32)
+  st = run_program([I.v_cndmask_b32_e64(v[0], v[1], v[2], mask), I.v_sub_co_ci_u32(v[3], s[4], v[1], v[2], mask)],
+                   vgprs={1: lanes + 100, 2: lanes})
+  assert (st.vgpr[0, :, 0] == st.vgpr[0, :, pick]).all()
+  assert (st.vgpr[0, :, 3] == 100 - (mask & 1)).all()   # carry-in from the constant mask: 100 - borrow
+
+@pytest.mark.parametrize("make", [I.v_fmac_dx9_zero_f32_e32, I.v_fmac_dx9_zero_f32_e64])
+def test_v_fmac_dx9_zero_accumulates_into_vdst(make):
+  a, b, acc = np.float32([2, 0, 3, 0]), np.float32([3, np.inf, 0, np.nan]), np.float32([1, 5, 6, 7])
+  st = run_program([make(v[0], v[1], v[2])], vgprs={1: np.tile(a, 8), 2: np.tile(b, 8), 0: np.tile(acc, 8)})
+  assert st.vgpr[0, :4, 0].view(np.float32).tolist() == [7.0, 5.0, 6.0, 7.0]   # 0 * x keeps the accumulator (DX9 rule)
+
+def test_v_permlane64():
+  lanes = np.arange(64)
+  st = run_program([I.v_permlane64_b32_e32(v[1], v[0])], lanes=64, vgprs={0: lanes, 1: 0})
+  assert (st.vgpr[0, :, 1] == lanes ^ 32).all()
+  st = run_program([I.v_permlane64_b32_e32(v[1], v[0])], vgprs={0: np.arange(32), 1: 9})
+  assert (st.vgpr[0, :, 1] == 9).all()   # wave32: a no-op
+  with pytest.raises(GPUIllegalInstruction, match="V_PERMLANE64_B32_E32: src0 must be a VGPR"):
+    run_program([I.v_permlane64_b32_e32(v[1], 0x12345678)], lanes=64)
+
+def test_wmma_with_a_non_vgpr_operand_is_illegal():
+  with pytest.raises(GPUIllegalInstruction, match="V_WMMA_F32_16X16X16_F16: src0 must be a VGPR"):
+    run_program([I.v_wmma_f32_16x16x16_f16(v[0:7], 0x3c003c00, v[16:23], v[24:31])])
+
+# float64 division. tinygrad's LLVM renderer emits `fdiv nsz arcp contract afn`, which LLVM lowers to rcp + Newton steps (the first
+# sequence); without arcp it is the IEEE-exact div_scale/fmas/fixup sequence (the second). Expectations: exact fma from Fractions.
+NUM = [3.0, -3.0, 0.0, 1.0, 5.0, 0.0, 1e300, 2.0, 1.0, -7.5]
+DEN = [0.0, 0.0, 0.0, -0.0, 2.0, 3.0, 1e-300, np.inf, 3.0, 1e-310]
+
+def _fma(a:float, b:float, c:float) -> float:
+  if not all(np.isfinite([a, b, c])) or a * b == 0: return float(np.float64(a) * np.float64(b) + np.float64(c))
+  return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+def _f64_regs(xs) -> tuple[np.ndarray, np.ndarray]:
+  u = np.array(xs + [1.0] * (32 - len(xs)), dtype=np.float64).view(np.uint32).reshape(-1, 2)
+  return u[:, 0], u[:, 1]
+
+def _run_f64(prog) -> np.ndarray:
+  (n0, n1), (d0, d1) = _f64_regs(NUM), _f64_regs(DEN)
+  st = run_program(prog, vgprs={0: n0, 1: n1, 2: d0, 3: d1})
+  return st.vgpr[0, :len(NUM), 10:12].copy().view(np.float64).reshape(-1)
+
+def test_f64_division_rcp_newton_sequence_matches_ieee_fma():
+  # the code LLVM emits for tinygrad's a / b (v[0:1] = a, v[2:3] = b): x/0 is NaN here on IEEE hardware too (fma(-0, inf, 1) = NaN)
+  prog = [I.v_rcp_f64_e32(v[4:5], v[2:3]), I.v_fma_f64(v[6:7], v[2:3], v[4:5], 1.0, neg=1), I.v_fma_f64(v[4:5], v[6:7], v[4:5], v[4:5]),
+          I.v_fma_f64(v[6:7], v[2:3], v[4:5], 1.0, neg=1), I.v_fma_f64(v[4:5], v[6:7], v[4:5], v[4:5]), I.v_mul_f64(v[8:9], v[0:1], v[4:5]),
+          I.v_fma_f64(v[6:7], v[2:3], v[8:9], v[0:1], neg=1), I.v_fma_f64(v[10:11], v[6:7], v[4:5], v[8:9])]
+  want = []
+  for a, b in zip(NUM, DEN):
+    with np.errstate(all="ignore"): r = float(np.float64(1.0) / np.float64(b))   # v_rcp_f64 of these is exact or +-inf / 0
+    r = _fma(_fma(-b, r, 1.0), r, r)
+    r = _fma(_fma(-b, r, 1.0), r, r)
+    q = float(np.float64(a) * np.float64(r))
+    want.append(_fma(_fma(-b, q, a), r, q))
+  np.testing.assert_array_equal(_run_f64(prog), np.array(want))
+
+def test_f64_division_ieee_sequence_gives_ieee_quotients():
+  prog = [I.v_div_scale_f64(v[4:5], I.VCC_LO, v[2:3], v[2:3], v[0:1]), I.v_rcp_f64_e32(v[6:7], v[4:5]),
+          I.v_fma_f64(v[8:9], v[4:5], v[6:7], 1.0, neg=1), I.v_fma_f64(v[6:7], v[6:7], v[8:9], v[6:7]),
+          I.v_fma_f64(v[8:9], v[4:5], v[6:7], 1.0, neg=1), I.v_fma_f64(v[6:7], v[6:7], v[8:9], v[6:7]),
+          I.v_div_scale_f64(v[8:9], I.VCC_LO, v[0:1], v[2:3], v[0:1]), I.v_mul_f64(v[12:13], v[8:9], v[6:7]),
+          I.v_fma_f64(v[14:15], v[4:5], v[12:13], v[8:9], neg=1), I.v_div_fmas_f64(v[12:13], v[14:15], v[6:7], v[12:13]),
+          I.v_div_fixup_f64(v[10:11], v[12:13], v[2:3], v[0:1])]
+  with np.errstate(all="ignore"): want = np.array(NUM) / np.array(DEN)
+  np.testing.assert_array_equal(_run_f64(prog), want)
+
+def test_v_movrelsd_with_a_literal_source_is_illegal():
+  with pytest.raises(GPUIllegalInstruction, match="V_MOVRELSD_B32_E32: src0 must be a VGPR"):
+    run_program([I.v_movrelsd_b32_e32(v[1], 0x12345678)])
