@@ -6,7 +6,7 @@ register file (RSRC3.ACCUM_OFFSET says where the AGPRs start); that only affects
 v_accvgpr_read/write/mov are plain 32-bit moves (the wheel has no pcode for them): `AccMoveStep`. Memory instructions with
 the ACC bit read their store data from / load into AGPRs (exec_vmem adds AGPR_BASE).
 
-gfx9 DPP (`dpp_route`): quad_perm, row_shl/shr/ror 1-15, wave_shl/rol/shr/ror by one lane, row_mirror, row_half_mirror,
+gfx9 DPP (`emu.amd.dpp.DPP16_CONTROLS['gfx9']`): quad_perm, row_shl/shr/ror 1-15, wave_shl/rol/shr/ror by one lane, row_mirror, row_half_mirror,
 row_bcast:15 (rows 1-3 read the last lane of the row before) and row_bcast:31 (rows 2 and 3 read lane 31). There is no
 FI bit and no DPP8.
 

@@ -1,31 +1,10 @@
-"""CDNA (gfx9) operand routing: gfx9 DPP lane controls and SDWA byte/word selects (their semantics: emu/amd/cdna.py's docstring)."""
+"""CDNA (gfx9) operand routing: SDWA byte/word selects (their semantics: emu/amd/cdna.py's docstring; gfx9 DPP: emu/amd/dpp.py)."""
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.operands import Src, resolve_src
 
 U64 = np.uint64
-
-# ---- DPP ----
-def dpp_route(ctrl:int, lanes:int) -> tuple[np.ndarray, np.ndarray]:
-  """(source lane, source valid) per lane for a gfx9 `dpp_ctrl`. Raises ValueError for controls gfx9 lacks."""
-  lane = np.arange(lanes)
-  row, l = lane & ~15, lane & 15
-  valid = np.ones(lanes, dtype=bool)
-  if ctrl <= 0xff: src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3)
-  elif 0x101 <= ctrl <= 0x10f: src, valid = lane + (ctrl & 15), l + (ctrl & 15) < 16                 # row_shl: read lane i+n
-  elif 0x111 <= ctrl <= 0x11f: src, valid = lane - (ctrl & 15), l >= (ctrl & 15)                     # row_shr: read lane i-n
-  elif 0x121 <= ctrl <= 0x12f: src = row | ((l - (ctrl & 15)) & 15)                                  # row_ror
-  elif ctrl == 0x130: src, valid = lane + 1, lane + 1 < lanes                                        # wave_shl:1
-  elif ctrl == 0x134: src = (lane + 1) % lanes                                                       # wave_rol:1
-  elif ctrl == 0x138: src, valid = lane - 1, lane >= 1                                               # wave_shr:1
-  elif ctrl == 0x13c: src = (lane - 1) % lanes                                                       # wave_ror:1
-  elif ctrl == 0x140: src = row | (15 - l)                                                           # row_mirror
-  elif ctrl == 0x141: src = (lane & ~7) | (7 - (lane & 7))                                           # row_half_mirror
-  elif ctrl == 0x142: src, valid = row - 1, row >= 16                                                # row_bcast:15
-  elif ctrl == 0x143: src, valid = np.full(lanes, 31), lane >= 32                                    # row_bcast:31
-  else: raise ValueError(f"DPP control {ctrl:#x} does not exist on gfx9")
-  return np.where(valid, src, lane) % lanes, valid
 
 # ---- SDWA ----
 SEL_BITS = {0: (0, 8), 1: (8, 8), 2: (16, 8), 3: (24, 8), 4: (0, 16), 5: (16, 16), 6: (0, 32)}   # SDWA_SEL -> (shift, width)

@@ -1,21 +1,47 @@
-"""DPP16 and DPP8 lane routing (RDNA): which lane each lane's src0 comes from, and which lanes may write."""
+"""DPP16 and DPP8 lane routing: which lane each lane's src0 comes from, and which lanes may write. The DPP16 controls are data per
+flavour (`ArchSpec.dpp`): both have quad_perm, row_shl/shr/ror 1-15, row_mirror and row_half_mirror; gfx9 adds wave_shl/rol/shr/ror:1
+and row_bcast:15/31 (emu/amd/cdna.py's docstring), RDNA row_share and row_xmask."""
 from __future__ import annotations
+from typing import Callable
 import numpy as np
 
-def dpp16_route(ctrl:int, lanes:int) -> tuple[np.ndarray, np.ndarray]:
-  """(source lane, source valid) per lane for a DPP16 `dpp_ctrl` value. Raises ValueError for controls RDNA lacks."""
+# (first ctrl, last ctrl, route): route(ctrl, lane, lanes) -> (source lane, source valid) per lane
+Control = tuple[int, int, Callable[[int, np.ndarray, int], tuple]]
+_COMMON: tuple[Control, ...] = (
+  (0x000, 0x0ff, lambda c, lane, n: ((lane & ~3) | ((c >> (2 * (lane & 3))) & 3), True)),            # quad_perm
+  (0x101, 0x10f, lambda c, lane, n: (lane + (c & 15), (lane & 15) + (c & 15) < 16)),                  # row_shl: read lane i+n
+  (0x111, 0x11f, lambda c, lane, n: (lane - (c & 15), (lane & 15) >= (c & 15))),                      # row_shr: read lane i-n
+  (0x121, 0x12f, lambda c, lane, n: ((lane & ~15) | (((lane & 15) - (c & 15)) & 15), True)),         # row_ror
+  (0x140, 0x140, lambda c, lane, n: ((lane & ~15) | (15 - (lane & 15)), True)),                       # row_mirror
+  (0x141, 0x141, lambda c, lane, n: ((lane & ~7) | (7 - (lane & 7)), True)),                          # row_half_mirror
+)
+DPP16_CONTROLS: dict[str, tuple[Control, ...]] = {
+  "gfx9": _COMMON + (
+    (0x130, 0x130, lambda c, lane, n: (lane + 1, lane + 1 < n)),                                      # wave_shl:1
+    (0x134, 0x134, lambda c, lane, n: ((lane + 1) % n, True)),                                        # wave_rol:1
+    (0x138, 0x138, lambda c, lane, n: (lane - 1, lane >= 1)),                                         # wave_shr:1
+    (0x13c, 0x13c, lambda c, lane, n: ((lane - 1) % n, True)),                                        # wave_ror:1
+    (0x142, 0x142, lambda c, lane, n: ((lane & ~15) - 1, lane >= 16)),                                # row_bcast:15
+    (0x143, 0x143, lambda c, lane, n: (np.full(n, 31), lane >= 32)),                                  # row_bcast:31
+  ),
+  "rdna": _COMMON + (
+    (0x150, 0x15f, lambda c, lane, n: ((lane & ~15) | (c & 15), True)),                               # row_share
+    (0x160, 0x16f, lambda c, lane, n: ((lane & ~15) | ((lane & 15) ^ (c & 15)), True)),               # row_xmask
+  ),
+}
+
+def dpp16_control(ctrl:int, flavour:str) -> Callable:
+  """The route of a DPP16 `dpp_ctrl` of a DPP flavour ('rdna' or 'gfx9', `ArchSpec.dpp`). Raises ValueError for controls the
+  flavour lacks (an illegal instruction)."""
+  for first, last, route in DPP16_CONTROLS[flavour]:
+    if first <= ctrl <= last: return route
+  raise ValueError(f"DPP control {ctrl:#x} does not exist on {flavour}")
+
+def dpp16_route(ctrl:int, lanes:int, flavour:str) -> tuple[np.ndarray, np.ndarray]:
+  """(source lane, source valid) per lane for a DPP16 `dpp_ctrl` of a DPP flavour (see dpp16_control)."""
   lane = np.arange(lanes)
-  row, l = lane & ~15, lane & 15
-  valid = np.ones(lanes, dtype=bool)
-  if ctrl <= 0xff: src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3)
-  elif 0x101 <= ctrl <= 0x10f: src, valid = lane + (ctrl & 15), l + (ctrl & 15) < 16                 # row_shl: read lane i+n
-  elif 0x111 <= ctrl <= 0x11f: src, valid = lane - (ctrl & 15), l >= (ctrl & 15)                     # row_shr: read lane i-n
-  elif 0x121 <= ctrl <= 0x12f: src = row | ((l - (ctrl & 15)) & 15)                                  # row_ror
-  elif ctrl == 0x140: src = row | (15 - l)                                                           # row_mirror
-  elif ctrl == 0x141: src = (lane & ~7) | (7 - (lane & 7))                                           # row_half_mirror
-  elif 0x150 <= ctrl <= 0x15f: src = row | (ctrl & 15)                                               # row_share
-  elif 0x160 <= ctrl <= 0x16f: src = row | (l ^ (ctrl & 15))                                         # row_xmask
-  else: raise ValueError(f"DPP control {ctrl:#x} does not exist on RDNA")
+  src, ok = dpp16_control(ctrl, flavour)(ctrl, lane, lanes)
+  valid = np.ones(lanes, dtype=bool) & ok
   return np.where(valid, src, lane) % lanes, valid
 
 def dpp16_write_enable(row_mask:int, bank_mask:int, lanes:int) -> np.ndarray:

@@ -10,9 +10,9 @@ from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd import cdna_operands
-from emu.amd.dpp import dpp16_route, dpp16_write_enable, dpp8_route
+from emu.amd.dpp import dpp16_control, dpp16_route, dpp16_write_enable, dpp8_route
 from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, int_clamp,
-                              write_vgpr_lanes, read_vgpr_lanes, write_sgpr)
+                              inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
 from emu.amd.wave import AGPR_BASE, MODE_INPUTS
@@ -80,6 +80,11 @@ class SrcSpec:
       return lo | (hi << U64(h))
     return apply_neg_abs(v, self.src.bits, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
 
+def mfma_c_const(code:int, fmt:Fmt|None) -> int | None:
+  """An MFMA's C (src2 `code`) when it is an inline constant, which the ISA allows there: the raw bits of one C element (64 bits
+  for f64 accumulators, else 32), broadcast by the op (abi.py's C_CONST); None when C is a register."""
+  return inline_constant(code, 64 if float_kind(fmt) == 64 else 32, float_kind(fmt)) if code < 256 else None
+
 class ValuStep(Step):
   """One VALU instruction (any VOP encoding except VOPD)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
@@ -135,7 +140,8 @@ class ValuStep(Step):
     self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
                        sdst if instr.variant == "SDWA" else vcc}
     self.fields = {k: v for k, v in self._fields(inst).items() if k in op.reads}
-    if op.kind == "wave" or "VGPR" in op.writes: self._check_register_operands()
+    if "C_CONST" in op.reads: self.fields["C_CONST"] = mfma_c_const(inst.src2.offset, operand_fmt(operands, "src2"))
+    if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
     self.mode_dep = bool(op.reads & MODE_INPUTS)
     # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
@@ -143,16 +149,17 @@ class ValuStep(Step):
     # DPP
     self.dpp = None
     if instr.variant == "DPP16":
+      dpp16_control(inst.dpp, spec.dpp)   # a control this arch lacks is an illegal instruction: raises here, not when it runs
       self.dpp = ("16", inst.dpp, bool(getattr(inst, "fi", 0)), bool(inst.bc), inst.row_mask, inst.bank_mask)   # gfx9 has no FI
     elif instr.variant == "DPP8":
       self.dpp = ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
 
   def _check_register_operands(self):
-    """Whole-wave ops (WMMA, v_permlane*, v_readlane ...) and ops that write VGPRs by number (v_movreld, v_movrelsd, v_swaprel) take
+    """Whole-wave ops (WMMA, v_permlane*, v_readlane ...) and ops that read or write VGPRs by number (v_movrels, v_movreld, v_swaprel) take
     their register operands as numbers (abi.py): a DPP form, or a constant, literal or SGPR where the op reads a VGPR by number
     (src_n without the value S_n), is no instruction the ISA defines."""
     name, bad = self.instr.op.name, [f"src{i}" for i in range(3) if f"SRC{i}" in self.op.reads and f"S{i}" not in self.op.reads and
-                                     self.fields[f"SRC{i}"] < 0]
+                                     self.fields[f"SRC{i}"] < 0 and not (i == 2 and self.fields.get("C_CONST") is not None)]
     if self.instr.variant in ("DPP16", "DPP8"): raise GPUIllegalInstruction(0, self.instr.raw, f"{name}: no {self.instr.variant} form")
     if bad: raise GPUIllegalInstruction(0, self.instr.raw, f"{name}: {', '.join(bad)} must be a VGPR, not a constant, literal or SGPR")
 
@@ -168,7 +175,7 @@ class ValuStep(Step):
     """Apply DPP: returns (active lanes, source lane per lane, lanes that read 0)."""
     if self.dpp[0] == "16":
       _, ctrl, fi, bc, row_mask, bank_mask = self.dpp
-      src, valid = (cdna_operands.dpp_route if self.spec.dpp == "gfx9" else dpp16_route)(ctrl, st.lanes)
+      src, valid = dpp16_route(ctrl, st.lanes, self.spec.dpp)
       act = act & dpp16_write_enable(row_mask, bank_mask, st.lanes)
     else:
       src, fi, bc, valid = dpp8_route(self.dpp[1], st.lanes), self.dpp[2], True, np.ones(st.lanes, dtype=bool)

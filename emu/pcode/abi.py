@@ -69,7 +69,10 @@ MFMA (cdna V_MFMA_* of every shape: single- and multi-block (_2B/_4B/_16B), f64/
           SRC0 SRC1 SRC2 VDST (register numbers), ACC (bit 0: A in AGPRs, bit 1: B in AGPRs), ACC_CD (C and D in AGPRs), CBSZ
           ABID BLGP (must be 0: ValueError otherwise, except: *_F8F6F4 take the A/B formats from CBSZ/BLGP (0-4; ABID 0); V_SMFMAC_*
           take SRC2 as the VGPR holding the sparsity index, ABID as the index set (CBSZ/BLGP 0) and C from VDST); it writes VGPR
-          or AGPR (listed in writes as both; the arrays are updated in place). gfx950 V_MFMA_SCALE_F32_*_F8F6F4 (VOP3PX2) also
+          or AGPR (listed in writes as both; the arrays are updated in place). Every V_MFMA_* also reads C_CONST: None (or
+          absent) when C is the registers at SRC2, else the raw bits of the inline constant src2 encodes (the ISA allows one for
+          C: LLVM 22 writes `..., 0` for a zero accumulator), one C element's worth (32 bits; 64 for F64), which every element of C
+          takes. gfx950 V_MFMA_SCALE_F32_*_F8F6F4 (VOP3PX2) also
           read SCALE_SRC0 and SCALE_SRC1 (the scale operands' 32-bit values per lane: uint32/uint64 (64,) arrays, an SGPR or
           constant broadcast by the executor) and OPSEL / OPSEL_HI (ints: the scale byte select, A: OPSEL[0] | OPSEL_HI[0] << 1,
           B: OPSEL[1] | OPSEL_HI[1] << 1).

@@ -33,9 +33,10 @@ SCALAR_FILES = {"SGPR", "HW_REGISTERS"}   # register files scalar ops index (SGP
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
 CONST_FIELDS = {("WAVE_STATUS", "PRIV"): "0"}  # the emulator runs user code only
 HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
-# per-arch spellings of the same operand in memory pseudocode (all address helpers evaluate to ADDR anyway)
+# per-arch spellings of the same operand (memory pseudocode: all address helpers evaluate to ADDR anyway; cdna V_BITOP3_B16/B32
+# assign the destination as `D.b32`, the matrix ops' prose `D = A * B + C` is hand-written)
 ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA",
-           "ADDR_BASE": "ADDR", "wave32": "WAVE32"}
+           "ADDR_BASE": "ADDR", "wave32": "WAVE32", "D": "D0"}
 _NAN_HELPERS = {"isSignalNAN", "isQuietNAN", "isNAN", "cvtToQuietNAN"}
 _FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan", "MAX_FLOAT_F32": "3.4028234663852886e+38"}
 _ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}   # float arithmetic in an op's mode variant (rounds in the wave's mode)
@@ -327,6 +328,14 @@ class Gen:
     if h < lw: raise CodegenError("reversed slice")  # `x[0 : 31]` (bit reversal) is handled by e_Slice
     return lw, h - lw + 1, lo
 
+  def sliced_operand(self, x, lo_c:int|None, w:int):
+    """What a slice of `x` takes its bits from: an integer view of a wider operand that the slice may reach past
+    (`S0.u32[OPSEL[0].i32 * 32 + 31 : OPSEL[0].i32 * 32]` of 64-bit V_PK_MOV_B32) only types it, so the slice reads the operand."""
+    if isinstance(x, View) and isinstance(x.expr, Name) and x.typ and isint(x.typ) and (lo_c is None or lo_c + w > x.typ[1]):
+      n = ALIASES.get(x.expr.id, x.expr.id)
+      if n in self.info["operands"] and self.opnd_width(n) > x.typ[1]: return x.expr
+    return x
+
   def e_Slice(self, e:Slice) -> Val:
     h, lw = helpers.const_eval(e.hi), helpers.const_eval(e.lo)
     if h is not None and lw is not None and h < lw:  # S0.u32[0 : 31]: the bits in reverse order
@@ -340,7 +349,7 @@ class Gen:
       k = lo_c // 32
       if w == 32: return Val(f"{n}[:, {k}].astype(np.uint64)", ("u", 32), True)
       return Val(f"({n}[:, {k}].astype(np.uint64) | ({n}[:, {k+1}].astype(np.uint64) << np.uint64(32)))", ("u", 64), True)
-    v = self.expr(e.expr)
+    v = self.expr(self.sliced_operand(e.expr, lo_c, w))
     if isfloat(v.typ) or v.typ[0] == "bool": v = self.bits(v)
     v = self.clean(v)
     lov = Val(str(lo_c), ("i", 32)) if lo_c is not None else self.conv(self.expr(lo), ("u", 32))

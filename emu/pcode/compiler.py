@@ -10,7 +10,7 @@ from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 13
+GENERATOR_VERSION = 15
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -57,6 +57,20 @@ def max_eval(e, env:dict):
     a, b = max_eval(e.a, env), max_eval(e.b, env)
     return None if a is None or b is None or a < 0 or b < 0 else a + b if e.op == "+" else a * b
   return const_eval(e)
+
+# the ISA operand table's fields (tinygrad.runtime.autogen.amd.<arch>.operands) -> the pcode's operand names; the destination is
+# vdst for vector ops and sdst for scalar ones (a vector op's sdst is its carry/lane mask, not D0)
+TABLE_SOURCES = {"src0": "S0", "vsrc0": "S0", "ssrc0": "S0", "src1": "S1", "vsrc1": "S1", "ssrc1": "S1", "src2": "S2"}
+
+@cache
+def operand_table(arch:str) -> dict:
+  """The wheel's OPERANDS dict for an arch (opcode -> {field: (Fmt, bits, OpType)})."""
+  return importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch_name(arch)}.operands").OPERANDS
+
+def table_widths(arch:str, op) -> dict[str, int]:
+  """Bit widths of an opcode's S0/S1/S2/D0 per the ISA operand table (only the fields it lists)."""
+  names = TABLE_SOURCES | ({"sdst": "D0"} if type(op).__name__ in SCALAR_FORMATS else {"vdst": "D0"})
+  return {names[f]: bits for f, (_, bits, _) in operand_table(arch).get(op, {}).items() if f in names}
 
 def scan(stmts, mode:str) -> dict:
   """Operand widths, lane-mask registers and declared variables of an entry."""
@@ -123,6 +137,10 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
   kind = kind_of(fmt, stmts)
   mode = "np" if kind == "vector" else "py"
   info = scan(stmts, mode)
+  # the operand table is a floor under the widths the pcode's views show: a slice the scan cannot bound (V_PK_MOV_B32's
+  # S0.u32[OPSEL[0].i32 * 32 + 31 : ...]) must not shrink a 64-bit operand to 32 bits
+  for n, bits in table_widths(arch, op).items():
+    if n in info["operands"] and bits in (32, 64) and bits > info["widths"].get(n, 0): info["widths"][n] = bits
   names = {x.id for x in walk(stmts) if isinstance(x, Name)} | {x.name for x in walk(stmts) if isinstance(x, Call)}
   # DS entries that address MEM[ADDR] without naming the instruction offset (rdna3 atomics, byte/short loads and stores...): the
   # hardware adds it all the same, and the executor passes the bare address VGPR (abi.py)

@@ -245,8 +245,9 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
 # element [8 * (t' // 4) + 4 * (l // M) + t' % 4][l % M] of block t // R, t' = t % R, R = M*M/64 items per block (16x16: rows
 # 4 * (l // 16) + t'); for M = 4 (blocks spread over lanes) item t of lane l is [r % 4][l % 4] of block r // 4, r = T * (l // 4) + t,
 # T = B*16/64 items per lane (4x4x1_16B: block l // 4, row t). ACC bit 0/1 put A/B in AGPRs, ACC_CD puts C and D in AGPRs (else
-# VGPRs). fp8/bf8 are FNUZ on gfx942 and OCP on gfx950 (and for 'cdna'). The broadcast controls CBSZ/ABID/BLGP are not modelled
-# (tinygrad passes 0): the op raises ValueError if they are set, except where the ISA gives them another meaning:
+# VGPRs); C_CONST (not None) replaces C by an inline constant, the same raw bits in every element. fp8/bf8 are FNUZ on gfx942
+# and OCP on gfx950 (and for 'cdna'). The broadcast controls CBSZ/ABID/BLGP are not modelled (tinygrad passes 0): the op raises
+# ValueError if they are set, except where the ISA gives them another meaning:
 # - gfx950 V_MFMA_[SCALE_]F32_*_F8F6F4: CBSZ (A) and BLGP (B) select the input format, 0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, 3 bf6
 #   E3M2, 4 fp4 E2M1 (OCP). Each lane holds E = 32 elements (fp8: 8 registers, fp6: 6, fp4: 4). The SCALE variants multiply
 #   every element by its lane's E8M0 scale 2**(s - 127) (0xFF: NaN): one scale per lane, i.e. per 32 consecutive K elements of
@@ -362,10 +363,12 @@ def mfma(a_src:str, b_src:str, dst:str, geo:_Geo, fnuz:bool, sparse:bool=False, 
     a = _mfma_in(st.AGPR if acc & 1 else st.VGPR, int(st.SRC0), fa, geo, fnuz, index=index, scale=sa)
     b = _mfma_in(st.AGPR if acc & 2 else st.VGPR, int(st.SRC1), fb, geo, fnuz, scale=sb).transpose(0, 2, 1)
     blk, rows, cols = _mfma_acc_index(geo)
-    c_reg = int(st.VDST) if sparse else int(st.SRC2)
-    words = cd[0:64, c_reg:c_reg + geo.items * dw].astype(np.uint64)
+    c_reg, c_const = (int(st.VDST), None) if sparse else (int(st.SRC2), getattr(st, "C_CONST", None))
     c = np.zeros((geo.blocks, geo.m, geo.m), np.uint64)
-    c[blk, rows, cols] = words[:, 0::2] | (words[:, 1::2] << np.uint64(32)) if dw == 2 else words
+    if c_const is not None: c[:] = np.uint64(c_const)   # an inline constant C: every element
+    else:
+      words = cd[0:64, c_reg:c_reg + geo.items * dw].astype(np.uint64)
+      c[blk, rows, cols] = words[:, 0::2] | (words[:, 1::2] << np.uint64(32)) if dw == 2 else words
     with np.errstate(all="ignore"):
       if dst == "I32":
         d = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.uint32).view(np.int32).astype(np.int64)
@@ -452,7 +455,7 @@ def _mfma_table(fnuz:bool) -> dict[str, Hand]:
     if not (mt := _MFMA_NAME.fullmatch(op.name)) or fnuz and mt[7] == "F8F6F4": continue
     sparse, scaled, dst, m, k, blocks, srcs = mt[1] == "S", bool(mt[2]), mt[3], int(mt[4]), int(mt[5]), int(mt[6] or 1), mt[7].split("_")
     fn = mfma(srcs[0], srcs[-1], dst, _Geo(m, k, blocks), fnuz, sparse=sparse, scaled=scaled)
-    t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {})
+    t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (() if sparse else ("C_CONST",)) + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {})
   return t
 _ACC = "accumulation-register move; the vendor pcode has no AGPR file (see emu.pcode.handwritten.accvgpr)"
 HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {}   # 'gfx942' (FNUZ fp8/bf8) and 'gfx950' (OCP) variants; 'cdna' is gfx950

@@ -73,6 +73,14 @@ PCODE_FIXES = {
                               "SGPR pair SGPR_ADDR", "MEM[ADDR].u32 = DATA.u32"),
 }
 PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
+_SETREG = ("rdna3's entry builds mask = (1 << size) - 1 and never shifts it to `offset`, so a field at a non-zero offset is written "
+           "through the low bits' mask (the register's low bits cleared, the new value lost); rdna4's and cdna's entries shift it: "
+           "this is their text")
+for _name, _src in (("S_SETREG_B32", "S0"), ("S_SETREG_IMM32_B32", "SIMM32")):
+  PCODE_FIXES[_name] = (_SETREG, "hwRegId = SIMM16.u16[5 : 0];\noffset = SIMM16.u16[10 : 6];\nsize = SIMM16.u16[15 : 11].u32 + 1U;\n"
+                                 "mask = (1 << size) - 1;\nmask = (mask << offset.u32);\nmask = (mask & HwRegWriteMask(hwRegId, WAVE_STATUS.PRIV));\n"
+                                 f"value = (({_src}.u32 << offset.u32) & mask.u32);\n"
+                                 "value = (value | 32'U(HW_REGISTERS[hwRegId].i32 & ~mask));\nHW_REGISTERS[hwRegId] = value.b32;")
 _SDWA = ("the cdna entry selects the source byte/word with SDWA_SRC0_SEL; the executor applies SDWA operand selection before the call, so "
          "S0 arrives with the selected byte (word) in its low bits, and the plain VOP1 encoding uses byte (word) 0")
 CDNA_PCODE_FIXES: dict[str, tuple[str, str]] = {}  # cdna only (the same mnemonic compiles from the vendor text on rdna4)

@@ -1,7 +1,8 @@
-"""tinygrad results that are wrong on the emulated gfx1100 because of known emulator bugs. Each test is a strict xfail naming
-the bug, so it turns into a failure (and should become an ordinary test) the day the bug is fixed."""
+"""Regression tests for emulator bugs first seen through tinygrad (wrong signs from V_CNDMASK's float modifiers, WMMA tensor
+cores, MFMA with a constant accumulator). A bug found this way is first recorded here as a strict xfail naming it, and the
+marker is removed when the fix lands."""
 import pytest
-from tinygrad_run import ARCH, emulator_available, run_json
+from tinygrad_run import emulator_available, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -22,8 +23,6 @@ print(json.dumps({"sign select": bool((sel == np.where(q & 1, -f, f)).all()),
 """)
   assert all(out.values()), out
 
-@pytest.mark.xfail(ARCH == "gfx950", strict=True, reason="emu/amd: an MFMA whose C (src2) is an inline constant (LLVM 22's "
-                   "v_mfma_f32_16x16x32_f16 ..., 0 for a zero accumulator) is an illegal instruction; only VGPR/AGPR C is implemented")
 def test_half_matmul_tensor_cores():
   out = run_json("""
 import json, numpy as np

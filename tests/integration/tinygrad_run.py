@@ -10,11 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ARCHS = ("gfx1100", "gfx1201", "gfx942", "gfx950")   # every emulated AMD GPU
 ARCH = os.environ.get("EMU_TEST_ARCH", "gfx1100")   # the emulated GPU the integration tests run on (one of ARCHS)
-# checks that fail on an arch because of a known emulator bug, with the bug; tests assert that exactly these fail there, so a fix shows
-KNOWN_BUGS = {"gfx950": {**dict.fromkeys(["bool and", "bool or", "bool xor"], "emu/pcode: V_BITOP3_B32 writes no result (its pseudocode "
-                                         "assigns D.b32, not D0; tests/unit/amd/test_arch_cdna.py)"),
-                         "conv2d stride 2 padding 1": "emu/pcode: V_PK_MOV_B32 op_sel reads the high dword as 0 (S0/S1 scanned as 32-bit; "
-                                                      "tests/unit/amd/test_arch_cdna.py)"}}
+# checks that fail on an arch because of a known emulator bug, with the bug; tests assert that exactly these fail there, so a fix shows up
+KNOWN_BUGS: dict[str, dict[str, str]] = {}
 SQTT_ENV = {"PROFILE": "1", "SQTT": "1", "VIZ": "0", "SQTT_BUFFER_SIZE": "1"}   # tinygrad's thread-trace profiling, 1 MB buffers
 # the user's LLVM_PATH, read at collection, before in-process tests (emu.amd.kernel sets libLLVM-19 for itself) change os.environ
 USER_LLVM_PATH = os.environ.get("LLVM_PATH")

@@ -129,3 +129,11 @@ def test_f64_division_ieee_sequence_gives_ieee_quotients():
 def test_v_movrelsd_with_a_literal_source_is_illegal():
   with pytest.raises(GPUIllegalInstruction, match="V_MOVRELSD_B32_E32: src0 must be a VGPR"):
     run_program([I.v_movrelsd_b32_e32(v[1], 0x12345678)])
+
+def test_dpp_form_of_an_op_reading_a_vgpr_by_number_is_illegal():
+  # v_movrels_b32 reads VGPR[lane][SRC0 + M0] itself (no S0 value to route), so a DPP8/DPP16 form (src0 = 233/250) has no meaning
+  # here: it used to index the register file with the DPP marker (233 - 256)
+  dpp8 = I.VOP1_DPP8(I.VOP1Op.V_MOVRELS_B32_E32, vdst=v[0], src0=I.src[233], vsrc0=v[0], **{f"lane_sel_{i}": 0 for i in range(8)})
+  dpp16 = I.VOP1_DPP16(I.VOP1Op.V_MOVRELS_B32_E32, vdst=v[0], src0=I.src[250], vsrc0=v[1], dpp=0x111, row_mask=0xf, bank_mask=0xf)
+  for inst, form in ((dpp8, "DPP8"), (dpp16, "DPP16")):
+    with pytest.raises(GPUIllegalInstruction, match=f"V_MOVRELS_B32_E32: no {form} form"): run_program([inst])

@@ -65,3 +65,13 @@ def test_tinygrad_kernel_rsrc1_keeps_ieee_denormals(bufs):
   out = np.zeros(64, np.float32)
   run_kernel(k, [a, b], out, bufs, timing=False)
   assert out.view(np.uint32).tolist() == (a + b).view(np.uint32).tolist() and (out[1:] != 0).any()
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201"])
+def test_setreg_at_a_nonzero_offset_writes_only_its_field(arch):
+  # MODE starts at 0x3f0 (FP_DENORM [7:4] = 0xf, DX10_CLAMP [8], IEEE [9]). FP_DENORM := 0x3 gives 0x330; bits [9:8] := 0b10 clears
+  # DX10_CLAMP only: 0x230. Reading back the [7:4] field gives 0x3.
+  I = __import__(f"tinygrad.runtime.autogen.amd.{'rdna4' if arch == 'gfx1201' else 'rdna3'}.ins", fromlist=["ins"])
+  st = run_program([I.s_setreg_imm32_b32(I.s[0], hwreg(HW_REG_MODE, 4, 4), 0x3), I.s_mov_b32(I.s[6], 0x2),
+                    I.s_setreg_b32(I.s[6], hwreg(HW_REG_MODE, 8, 2)), I.s_getreg_b32(I.s[5], hwreg(HW_REG_MODE, 0, 32)),
+                    I.s_getreg_b32(I.s[7], hwreg(HW_REG_MODE, 4, 4))], arch=arch)
+  assert int(st.sgpr[0, 5]) == 0x230 and int(st.sgpr[0, 7]) == 0x3

@@ -120,6 +120,19 @@ def test_addtid_memory_ops_use_the_effective_address():
   call(GLOBALOp.GLOBAL_STORE_ADDTID_B32, ADDR=np.array([8, 12], np.uint64), DATA=np.array([5, 6], np.uint64), MEM=m)
   assert m.w == {8: 5, 12: 6}
 
+@pytest.mark.parametrize("name,src", [("S_SETREG_B32", "S0"), ("S_SETREG_IMM32_B32", "SIMM32")])
+def test_setreg_writes_the_field_at_its_offset(name, src):
+  # rdna3's vendor text never shifts the field mask by offset. MODE (hwreg 1) = 0x205; offset 4, size 4, value 0xf: bits [7:4]
+  # become 0xf, the others stay: 0x2f5. Offset 8, size 2, value 0x7 (bits above the field dropped): bits [9:8] = 0b11: 0x3f5.
+  from tinygrad.runtime.autogen.amd.rdna3.enum import SOPKOp
+  op = compile_op("rdna3", SOPKOp[name])
+  assert op.override
+  hw = [0] * 64
+  hw[1] = 0x205
+  for offset, size, value, want in ((4, 4, 0xf, 0x2f5), (8, 2, 0x7, 0x3f5)):
+    op.fn(OpState(SIMM16=1 | offset << 6 | (size - 1) << 11, HW_REGISTERS=hw, **{src: value}))
+    assert hw[1] == want and hw[0] == 0 and hw[2] == 0, (offset, size)
+
 def test_every_override_has_a_reason_and_compiles():
   names = {op.name: op for op in ops_for("rdna3")}
   for name in (*EXECUTOR_OWNED, *PCODE_FIXES, *HANDWRITTEN):

@@ -101,6 +101,47 @@ def test_rdna4_dot4_fp8_bf8():
            S2=f32(10.0))
   assert list(asf32(st.D0)) == [10.0 + 2.0 + 1.0 - 4.0 + 0.5]
 
+# ---- destination and operand widths ----
+def test_cdna_bitop3_assigns_d_the_destination():
+  # the vendor text assigns `D.b32 = tmp`: D is the destination D0. TTBL {OMOD[1:0], ABS[2:0], NEG[2:0]} = 0x96 (OMOD 2, ABS 2,
+  # NEG 6): minterms S0S1S2 = 001, 010, 100, 111, i.e. S0 ^ S1 ^ S2: 0b1100 ^ 0b1010 ^ 0b1110 = 0b1000
+  for op, want in ((cdna.VOP3Op.V_BITOP3_B32, 0xffff0008), (cdna.VOP3Op.V_BITOP3_B16, 0xdead0008)):
+    assert "D0" in compile_op("cdna", op).writes, op.name
+    st = run("cdna", op, S0=np.array([0xffff000c], np.uint64), S1=np.array([0x0000000a], np.uint64), S2=np.array([0x0000000e], np.uint64),
+             OMOD=2, ABS=2, NEG=6, D0=np.array([0xdead0000], np.uint64))
+    assert list(st.D0) == [want], op.name
+
+def test_every_op_naming_d_writes_d0():
+  import re
+  from emu.pcode import ops_for
+  from emu.pcode.abi import Unsupported
+  for arch in ("rdna3", "rdna4", "cdna"):
+    for op in ops_for(arch):
+      try: c = compile_op(arch, op)
+      except Unsupported: continue
+      if c.kind != "executor" and re.search(r"(?m)^[^/]*\bD\.\w+\s*=", c.pcode): assert "D0" in c.writes, (arch, op.name)
+
+def test_cdna_pk_mov_b32_reads_64_bit_sources():
+  # S0.u32[OPSEL[0].i32 * 32 + 31 : OPSEL[0].i32 * 32] cannot be bounded by the pcode scan; the operand table says 64 bits.
+  # D = { S1 dword OPSEL[1], S0 dword OPSEL[0] }
+  c = compile_op("cdna", cdna.VOP3POp.V_PK_MOV_B32)
+  assert (c.widths["S0"], c.widths["S1"], c.widths["D0"]) == (64, 64, 64)
+  s0, s1 = np.array([0x5555555544444444], np.uint64), np.array([0x7777777766666666], np.uint64)
+  for opsel, want in ((0, 0x6666666644444444), (1, 0x6666666655555555), (2, 0x7777777744444444), (3, 0x7777777755555555)):
+    assert list(run("cdna", cdna.VOP3POp.V_PK_MOV_B32, S0=s0, S1=s1, OPSEL=opsel).D0) == [want], opsel
+
+def test_operand_widths_are_at_least_the_isa_operand_table():
+  from emu.pcode import ops_for
+  from emu.pcode.abi import Unsupported
+  from emu.pcode.compiler import table_widths
+  for arch in ("rdna3", "rdna4", "cdna"):
+    for op in ops_for(arch):
+      try: c = compile_op(arch, op)
+      except Unsupported: continue
+      if c.override: continue
+      for name, bits in table_widths(arch, op).items():
+        if name in c.widths and bits in (32, 64) and name not in c.lane_masks: assert c.widths[name] >= bits, (arch, op.name, name)
+
 # ---- handwritten overrides reached through cdna's _E64 spellings ----
 def test_cdna_div_fmas_e64_is_the_handwritten_op():
   c = compile_op("cdna", cdna.VOP3Op.V_DIV_FMAS_F32_E64)
