@@ -1,6 +1,6 @@
 """Kernels through tinygrad's AMD runtime on the mock KFD and the emulated GPU; expected values come from numpy."""
 import pytest
-from tinygrad_run import ARCH, assert_mmu_fault_and_survival, emulator_available, run, run_json
+from tinygrad_run import ARCH, assert_mmu_fault_and_survival, emulator_available, raw_kernel_script, run, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -86,11 +86,7 @@ def test_out_of_bounds_kernel_is_tinygrads_mmu_fault_and_process_survives():
   assert_mmu_fault_and_survival(ARCH)
 
 def test_runaway_kernel_is_a_hang_fault():
-  p = run("""
-    from tinygrad import Device, Tensor
-    from tinygrad.device import TinyELF
-    dev = Device["AMD"]
-    src = '''define amdgpu_kernel void @spin(ptr addrspace(1) %p) {
+  spin = """define amdgpu_kernel void @spin(ptr addrspace(1) %p) {
     entry:
       br label %loop
     loop:
@@ -99,12 +95,8 @@ def test_runaway_kernel_is_a_hang_fault():
       br i1 %c, label %exit, label %loop
     exit:
       ret void
-    }'''
-    prg = dev.runtime(TinyELF(dev.compiler.compile(src), "spin", None, ()))
-    buf = Tensor.zeros(16, device="AMD").contiguous().realize()
-    try: prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(1, 1, 1), wait=True)
-    except RuntimeError as e: print("FAULT", e)
-  """, env={"EMU_WATCHDOG": "20000"})
+    }"""
+  p = run(raw_kernel_script("spin", spin), env={"EMU_WATCHDOG": "20000"})
   assert "FAULT HW fault:" in p.stdout, p.stdout + p.stderr[-2000:]
   assert "GPU hang" in p.stderr
 

@@ -46,23 +46,29 @@ def llvm_missing(arch:str) -> str | None:
   if have >= AMD_TARGETS[arch]: return None
   return f"{arch} needs libLLVM >= {AMD_TARGETS[arch]}, the newest here is {have or 'none'} (./bench.sh setup installs one where apt has it)"
 
+def raw_kernel_script(name:str, llvm_ir:str, after:str="") -> str:
+  """A child script that compiles `llvm_ir` (one kernel `name` taking one buffer) with tinygrad's own compiler, launches it on a
+  16-float buffer, prints `FAULT <error>` if tinygrad raises, then runs `after`."""
+  return f"""
+from tinygrad import Device, Tensor
+from tinygrad.device import TinyELF
+dev = Device["AMD"]
+prg = dev.runtime(TinyELF(dev.compiler.compile({llvm_ir!r}), {name!r}, None, ()))
+buf = Tensor.zeros(16, device="AMD").contiguous().realize()
+try: prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(1, 1, 1), wait=True)
+except RuntimeError as e: print("FAULT", e)
+{after}
+"""
+
 def assert_mmu_fault_and_survival(arch:str):
   """A kernel storing 1 TiB past its buffer on GPU 0 of `arch` is tinygrad's MMU fault naming the address; GPU 1 keeps working."""
-  p = run('''
-    from tinygrad import Device, Tensor
-    from tinygrad.device import TinyELF
-    dev = Device["AMD"]
-    src = """define amdgpu_kernel void @oob(ptr addrspace(1) %p) {
+  oob = """define amdgpu_kernel void @oob(ptr addrspace(1) %p) {
       %q = getelementptr i8, ptr addrspace(1) %p, i64 1099511627776
       store i32 7, ptr addrspace(1) %q
       ret void
     }"""
-    prg = dev.runtime(TinyELF(dev.compiler.compile(src), "oob", None, ()))
-    buf = Tensor.zeros(16, device="AMD").contiguous().realize()
-    try: prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(1, 1, 1), wait=True)
-    except RuntimeError as e: print("FAULT", e)
-    print("AFTER", (Tensor([1.0, 2.0], device="AMD:1") * 3).tolist())
-  ''', dev=f"MOCKKFD:0,1+AMD:LLVM:{arch}")
+  p = run(raw_kernel_script("oob", oob, after='print("AFTER", (Tensor([1.0, 2.0], device="AMD:1") * 3).tolist())'),
+          dev=f"MOCKKFD:0,1+AMD:LLVM:{arch}")
   fault = [ln for ln in p.stdout.splitlines() if ln.startswith("FAULT")]
   assert fault and "MMU fault: 0x" in fault[0] and "NotPresent=1" in fault[0], p.stdout + p.stderr[-2000:]
   assert "AFTER [3.0, 6.0]" in p.stdout
