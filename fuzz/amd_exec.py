@@ -6,25 +6,28 @@ source fields name (`sgprs` {n: value}, `vgprs` {reg: [value per lane]}), drawn 
 format in operands.py. Every other register holds a background pattern (distinct per register and lane), so any write the
 instruction makes is visible. Which registers an instruction may write is derived here from its fields and operands.py plus the
 implicit destinations the ISA documents (SCC, VCC, EXEC), never from the emulator.
+
+Everything that differs between the table sets is data: the emulator's CPU per table set (`CPU`: rdna3 gfx1100, rdna4 gfx1201,
+cdna gfx942) and that CPU's emu.amd.arch.ArchSpec (wave sizes, M0 and NULL numbers, addressable SGPRs, true16, AGPR count).
 """
 from __future__ import annotations
-import random
+import functools, random
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from tinygrad.renderer.amd.dsl import OPERANDS, VGPRField, SrcField
 from tinygrad.runtime.autogen.amd.common import OpType
 from emu.amd import run_program
+from emu.amd.arch import ArchSpec, get_spec
 from emu.amd.wave import WaveState
-from fuzz.llvm_mc import Disassembler
+from fuzz.llvm_mc import ARCH_CPU as CPU, Disassembler
 from fuzz.amd_fields import inst_classes, ops_of, random_fields, encode_fields, scalar_reg
 
-CPU = {"rdna3": "gfx1100"}
 FORMATS = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC", "SOP1", "SOP2", "SOPC", "SOPK")  # base formats of VALU/SALU ops
 SALU = ("SOP1", "SOP2", "SOPC", "SOPK")
 # ops that move the PC away from the one-instruction program (their effect is a jump, not registers): not executed
-PC_OPS = ("S_SETPC_B64", "S_SWAPPC_B64", "S_RFE_B64", "S_CALL_B64", "S_SUBVECTOR_LOOP_BEGIN", "S_SUBVECTOR_LOOP_END")
-N_SGPR, N_VGPR, VCC, M0, EXEC, SCC_SRC = 128, 256, 106, 125, 126, 253
+PC_OPS = ("S_SETPC_B64", "S_SWAPPC_B64", "S_RFE", "S_CALL_B64", "S_SUBVECTOR_LOOP_BEGIN", "S_SUBVECTOR_LOOP_END", "S_CBRANCH_")
+N_SGPR, N_VGPR, VCC, EXEC, SCC_SRC = 128, 256, 106, 126, 253  # VCC and EXEC have the same numbers on every AMD arch
 SREG_TYPES = (OpType.OPR_SREG, OpType.OPR_SDST)
 
 # edge values per operand format: zeros, infinities, quiet and signalling NaNs, denormals, extremes, ones, powers of two
@@ -61,10 +64,20 @@ def exec_mask(rng:random.Random, lanes:int) -> int:
   full = (1 << lanes) - 1
   return rng.choice([full, full, 0, 1 << rng.randrange(lanes), 0x5555555555555555 & full, (1 << rng.randint(1, lanes)) - 1, rng.getrandbits(lanes)])
 
-def background(lanes:int) -> tuple[np.ndarray, np.ndarray]:
-  """The register file before explicit values: SGPR n = 0xb000_0000 | n << 8 | 0x5a, VGPR (lane, r) = 0xc000_0000 | r << 8 | lane."""
+@functools.cache
+def spec(arch:str) -> ArchSpec:
+  """The emulator's ArchSpec of a table set's CPU."""
+  return get_spec(CPU[arch])
+
+def vgpr_file(arch:str) -> int:
+  """Registers per lane in the emulator's VGPR file: 256 VGPRs, then the AGPRs (CDNA)."""
+  return N_VGPR + spec(arch).n_agprs
+
+def background(arch:str, lanes:int) -> tuple[np.ndarray, np.ndarray]:
+  """The register file before explicit values: SGPR n = 0xb000_0000 | n << 8 | 0x5a, VGPR (lane, r) = 0xc000_0000 | r << 8 | lane
+  (r counts on into the AGPRs)."""
   return ((np.uint32(0xb000005a) | (np.arange(N_SGPR, dtype=np.uint32) << 8)),
-          (np.uint32(0xc0000000) | (np.arange(N_VGPR, dtype=np.uint32)[None, :] << 8) | np.arange(lanes, dtype=np.uint32)[:, None]))
+          (np.uint32(0xc0000000) | (np.arange(vgpr_file(arch), dtype=np.uint32)[None, :] << 8) | np.arange(lanes, dtype=np.uint32)[:, None]))
 
 @dataclass(frozen=True)
 class Operand:
@@ -116,7 +129,7 @@ def exec_classes(arch:str) -> list[str]:
 def fill_registers(rng:random.Random, case:dict) -> dict:
   """Draw exec, scc, M0, VCC and the values of every register the case's source fields name."""
   lanes = case["lanes"]
-  sg: dict[str, int] = {str(M0): rng.choice([0, 1, 4, 0xffffffff, rng.getrandbits(8)]), str(VCC): exec_mask(rng, 32)}
+  sg: dict[str, int] = {str(spec(case["arch"]).m0_reg): rng.choice([0, 1, 4, 0xffffffff, rng.getrandbits(8)]), str(VCC): exec_mask(rng, 32)}
   if lanes == 64: sg[str(VCC + 1)] = exec_mask(rng, 32)
   vg: dict[str, list[int]] = {}
   for o in operands(case)[0]:
@@ -151,11 +164,12 @@ def draw(arch:str, rng:random.Random, classes:list[str]|None, ops:set[str]|None)
   info = OPERANDS.get(op, {})
   for name, f in cls._fields:  # SGPR destinations held in a VGPR-typed field (VOP3 compares): a valid SGPR, not a VGPR number
     if isinstance(f, VGPRField) and name in info and info[name][2] in SREG_TYPES: fields[name] = scalar_reg(rng, arch, max(1, info[name][1] // 32))
-  return {"arch": arch, "lanes": rng.choice([32, 32, 64]), "cls": cname, "op": op.name, "fields": fields}
+  waves = spec(arch).wave_sizes
+  return {"arch": arch, "lanes": rng.choice(waves + waves[:1]), "cls": cname, "op": op.name, "fields": fields}
 
 def initial_state(case:dict) -> tuple[np.ndarray, np.ndarray]:
-  """SGPRs (128,) and VGPRs (lanes, 256) before the instruction, EXEC included."""
-  sgpr, vgpr = background(case["lanes"])
+  """SGPRs (128,) and VGPRs (lanes, vgpr_file) before the instruction, EXEC included."""
+  sgpr, vgpr = background(case["arch"], case["lanes"])
   for k, v in case["sgprs"].items(): sgpr[int(k)] = v
   for k, v in case["vgprs"].items(): vgpr[:, int(k)] = v
   sgpr[EXEC], sgpr[EXEC + 1] = case["exec"] & 0xffffffff, case["exec"] >> 32
@@ -170,4 +184,4 @@ def run(case:dict, watchdog:int=1000) -> WaveState:
   sgpr, vgpr = initial_state(case)
   sgprs = {n: int(sgpr[n]) for n in range(N_SGPR) if n not in (EXEC, EXEC + 1)}
   return run_program([code(case)], arch=CPU[case["arch"]], lanes=case["lanes"], sgprs=sgprs,
-                     vgprs={r: vgpr[:, r] for r in range(N_VGPR)}, exec_mask=case["exec"], scc=case["scc"], watchdog=watchdog)
+                     vgprs={r: vgpr[:, r] for r in range(vgpr.shape[1])}, exec_mask=case["exec"], scc=case["scc"], watchdog=watchdog)

@@ -1,4 +1,5 @@
-"""Reference semantics for RDNA3 arithmetic ops, written from the ISA's documented meaning, independently of emu/pcode.
+"""Reference semantics for AMD arithmetic ops (RDNA3 names; fuzz.targets.oracle maps RDNA4/CDNA names onto them), written from
+the ISA's documented meaning, independently of emu/pcode.
 
 Floats are exact: a result is the exact rational value (fractions.Fraction) rounded once to nearest-even in the destination format
 (denormals kept, as the emulator documents); infinities and NaNs follow IEEE 754. Integers are Python ints. MODE.IEEE = 1 (the
@@ -78,6 +79,11 @@ def minmax(a:int, b:int, w:int, want_min:bool) -> int:
   a_gt = fa > fb or (fa == fb == 0 and not sign(a, w) and sign(b, w))
   return a if (a_lt if want_min else a_gt) else b
 
+def minmax_num(a:int, b:int, w:int, want_min:bool) -> int:
+  """RDNA4 V_MIN_NUM/V_MAX_NUM (IEEE 754-2019 minimumNumber): any NaN, signalling too, loses to a number; two NaNs give quiet(a)."""
+  if is_nan(a, w) and is_nan(b, w): return quiet(a, w)
+  return minmax(b if is_nan(a, w) else a, a if is_nan(b, w) else b, w, want_min)
+
 def f_to_int(bits:int, w:int, signed:bool) -> int:
   """Float to 32-bit integer: truncate toward zero, saturate, NaN -> 0."""
   v = to_float(bits, w)
@@ -119,6 +125,8 @@ for _w, _t in ((16, "F16"), (32, "F32"), (64, "F64")):
   _add("float arithmetic", f"V_FMA_{_t}", Op("valu", _w, lambda a, b, c, w=_w: {"D0": fma(a, b, c, w)}))
   _add("float arithmetic", f"V_MIN_{_t}", Op("valu", _w, lambda a, b, w=_w: {"D0": minmax(a, b, w, True)}))
   _add("float arithmetic", f"V_MAX_{_t}", Op("valu", _w, lambda a, b, w=_w: {"D0": minmax(a, b, w, False)}))
+  _add("float arithmetic", f"V_MIN_NUM_{_t}", Op("valu", _w, lambda a, b, w=_w: {"D0": minmax_num(a, b, w, True)}))
+  _add("float arithmetic", f"V_MAX_NUM_{_t}", Op("valu", _w, lambda a, b, w=_w: {"D0": minmax_num(a, b, w, False)}))
   if _w != 64:
     _add("float arithmetic", f"V_SUB_{_t}", Op("valu", _w, lambda a, b, w=_w: {"D0": add(a, neg(b, w), w)}))
     _add("float arithmetic", f"V_SUBREV_{_t}", Op("valu", _w, lambda a, b, w=_w: {"D0": add(b, neg(a, w), w)}))

@@ -1,6 +1,7 @@
-"""Target `exec.rdna3`: one random valid VALU/SALU instruction (every VOP1/VOP2/VOP3/VOP3SD/VOP3P/VOPC/SOP1/SOP2/SOPC/SOPK opcode,
-base, literal, DPP16/DPP8 and SDST classes; encodings from fuzz.amd_fields) executed by emu.amd.run_program on gfx1100 in wave32
-or wave64, with edge-biased operand values and a random EXEC (fuzz.amd_exec).
+"""Targets `exec.{rdna3,rdna4,cdna}`: one random valid VALU/SALU instruction (every VOP1/VOP2/VOP3/VOP3SD/VOP3P/VOPC/SOP1/SOP2/SOPC/
+SOPK opcode, base, literal, DPP16/DPP8, SDWA, MFMA and SDST classes the table set has; encodings from fuzz.amd_fields) executed by
+emu.amd.run_program on the table set's CPU (gfx1100, gfx1201: wave32 or wave64; gfx942: wave64), with edge-biased operand
+values and a random EXEC (fuzz.amd_exec).
 
 Properties and kinds:
   `host-exception`    execution raised something other than the emulator's defined faults (emu.amd.api.GPUFault subclasses)
@@ -8,9 +9,11 @@ Properties and kinds:
   `unexpected-write`  a register the instruction does not name as a destination changed (SGPR, VGPR or SCC)
   `inactive-lane-write` a destination VGPR changed in a lane whose EXEC bit is 0
 The registers an instruction may write come from its destination fields and operands.py (widths; a wave-sized lane mask for
-compare results) plus the implicit destinations the ISA documents: SCC for SALU ops, VCC for VOPC and VOP2 carry ops (e32),
-EXEC for v_cmpx and s_*saveexec/s_*wrexec. 16-bit VOP1/VOP2 destinations v128+ may also name the high half of v(n-128)
-(gfx11 true16 encoding), so both registers are allowed. Exemptions: v_writelane and WMMA ignore EXEC (no lane check);
+compare results) plus the implicit destinations the ISA documents: SCC for SALU ops, VCC for VOPC and VOP2 carry ops (e32; the
+SDST field instead when a gfx9 SDWA form sets sd), EXEC for v_cmpx (on CDNA also VCC/SDST) and s_*saveexec/s_*wrexec, M0 for gfx9's s_set_gpr_idx_*.
+16-bit VOP1/VOP2 destinations v128+ may also name the high half of v(n-128)
+(RDNA true16 encoding), so both registers are allowed. On CDNA a VGPR destination of v_accvgpr_*/MFMA ops or of an
+instruction with acc_cd set may be the AGPR of the same number. Exemptions: v_writelane and (S)WMMA ignore EXEC (no lane check);
 v_movrel*/v_swaprel/s_movrel* write registers indexed by M0 (no check of the register file they write).
 """
 from __future__ import annotations
@@ -18,25 +21,32 @@ import os, traceback
 import numpy as np
 from emu.amd.api import GPUFault
 from fuzz import amd_exec
-from fuzz.amd_exec import EXEC, VCC, SALU, base_format
+from fuzz.amd_exec import EXEC, VCC, N_VGPR, SALU, base_format
 from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy
 from fuzz.targets.encoding import simpler as simpler_fields
 
-ARCHS = ("rdna3",)
-LANE_EXEMPT = ("V_WRITELANE", "V_WMMA")
+ARCHS = ("rdna3", "rdna4", "cdna")
+LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC")
 MOVREL = ("V_MOVREL", "V_SWAPREL", "S_MOVREL")
+AGPR_OPS = ("V_ACCVGPR", "V_MFMA", "V_SMFMAC")
+CMPX_WRITES_MASK = ("cdna",)  # GCN/CDNA v_cmpx writes its mask to VCC (or SDST) as well as EXEC; RDNA's writes only EXEC
 
 def allowed_writes(case:dict) -> tuple[set[int], set[int], bool]:
   """(SGPRs, VGPRs, SCC) the instruction may write, from its fields, operands.py and the ISA's implicit destinations."""
-  name, fmt, masks = case["op"], base_format(case["cls"]), range(case["lanes"] // 32)
+  name, fmt, masks, spec = case["op"], base_format(case["cls"]), range(case["lanes"] // 32), amd_exec.spec(case["arch"])
+  agpr = spec.n_agprs and (name.startswith(AGPR_OPS) or case["fields"].get("acc_cd"))
   sg, vg = set(), set()
   for d in amd_exec.operands(case)[1]:
     (sg if d.file == "s" else vg).update(range(d.reg, d.reg + d.count))
-    if d.file == "v" and d.bits == 16 and fmt in ("VOP1", "VOP2") and d.reg >= 128: vg.add(d.reg - 128)
-  if "CMPX" in name or (fmt == "SOP1" and ("SAVEEXEC" in name or "WREXEC" in name)): sg.update(EXEC + i for i in masks)
-  elif fmt == "VOPC" or (fmt == "VOP2" and "_CO_CI_" in name): sg.update(VCC + i for i in masks)
+    if d.file == "v" and agpr: vg.update(range(N_VGPR + d.reg, N_VGPR + d.reg + d.count))
+    if d.file == "v" and d.bits == 16 and fmt in ("VOP1", "VOP2") and d.reg >= 128 and spec.true16: vg.add(d.reg - 128)
+  fields, cmpx = case["fields"], "CMPX" in name
+  mask = fields["sdst"] if case["cls"].endswith("_SDWA_SDST") and fields["sd"] else VCC  # gfx9 SDWA: sd selects SDST over VCC
+  if cmpx or (fmt == "SOP1" and ("SAVEEXEC" in name or "WREXEC" in name)): sg.update(EXEC + i for i in masks)
+  if name.startswith("S_SET_GPR_IDX"): sg.add(spec.m0_reg)  # gfx9: the VGPR index mode keeps its index in M0
+  if (fmt == "VOPC" and (not cmpx or case["arch"] in CMPX_WRITES_MASK)) or (fmt == "VOP2" and "_CO_" in name): sg.update(mask + i for i in masks)
   return sg, vg, fmt in SALU
 
 def execute(case:dict):
@@ -93,7 +103,7 @@ def checked_run(case:dict):
 def simpler(case:dict):
   """Fields back to defaults (as the encoding target shrinks), then wave32, EXEC all ones, fewer explicit register values."""
   yield from simpler_fields(case)
-  if case["lanes"] == 64:
+  if case["lanes"] == 64 and 32 in amd_exec.spec(case["arch"]).wave_sizes:
     yield {**case, "lanes": 32, "exec": case["exec"] & 0xffffffff, "vgprs": {k: v[:32] for k, v in case["vgprs"].items()},
            "sgprs": {k: v for k, v in case["sgprs"].items() if int(k) != VCC + 1}}
   if case["exec"] != (full:=(1 << case["lanes"]) - 1): yield {**case, "exec": full}
@@ -105,5 +115,7 @@ def minimise(case:dict, fails) -> dict:
   return greedy(case, fails, simpler, budget=200)
 
 for _arch in ARCHS:
+  _waves = "/".join(map(str, amd_exec.spec(_arch).wave_sizes))
   register(Target(f"exec.{_arch}", lambda rng, a=_arch: amd_exec.generate(a, rng), check, minimise,
-                  doc=f"{_arch} VALU/SALU instructions on emu.amd (wave32/64): no host crash, deterministic, only its destinations written"))
+                  doc=f"{_arch} VALU/SALU instructions on emu.amd ({amd_exec.CPU[_arch]}, wave{_waves}): no host crash, deterministic, "
+                      "only its destinations written"))

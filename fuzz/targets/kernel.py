@@ -1,6 +1,8 @@
-"""Target `kernel.amd`: random small tinygrad programs (fuzz.tiny_program) realised on the emulated AMD GPU vs the PYTHON backend.
+"""Targets `kernel.{gfx1100,gfx1201,gfx942,gfx950}`: random small tinygrad programs (fuzz.tiny_program) realised on the emulated AMD
+GPU vs the PYTHON backend, one target per arch the emulator runs (emu.amd.api.ARCHS).
 
-The emulated device is tinygrad's own AMD runtime (LLVM renderer, gfx1100) over mockgpu's KFD (`DEV=MOCKKFD+AMD:LLVM:gfx1100`);
+The emulated device is tinygrad's own AMD runtime (LLVM renderer) over mockgpu's KFD (`DEV=MOCKKFD+AMD:LLVM:<arch>`; for gfx950
+the mock picks libLLVM-22 itself when LLVM_PATH is unset, so LLVM_PATH is left alone);
 tinygrad reads DEV at import, so the programs run in one long-lived child process (fuzz.kernel_worker) that takes case after
 case; the reference runs in this process on Device["PYTHON"] (as the x86 target does). Kinds: `kernel-mismatch` (values
 beyond the dtype tolerance of fuzz.tiny_program.compare), `kernel-error` (the emulated device raised; the reference did not),
@@ -14,8 +16,9 @@ from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.targets.x86 import run_reference, minimise
 from tinygrad.helpers import Context
+from emu.amd.api import ARCHS
 
-DEVICES = {"amd": "MOCKKFD+AMD:LLVM:gfx1100"}
+DEVICES = {arch: f"MOCKKFD+AMD:LLVM:{arch}" for arch in ARCHS}
 _workers: dict[str, subprocess.Popen] = {}
 
 def worker(dev:str) -> subprocess.Popen:
