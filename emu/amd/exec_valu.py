@@ -16,7 +16,7 @@ from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
 from emu.amd.wave import AGPR_BASE, MODE_INPUTS
-from emu.pcode.abi import OpState
+from emu.pcode.abi import InvalidField, OpState
 
 U64 = np.uint64
 SRC_FIELDS = {"VOP1": {"S0": "src0"}, "VOP2": {"S0": "src0", "S1": "vsrc1"}, "VOPC": {"S0": "src0", "S1": "vsrc1"},
@@ -24,6 +24,8 @@ SRC_FIELDS = {"VOP1": {"S0": "src0"}, "VOP2": {"S0": "src0", "S1": "vsrc1"}, "VO
               "VOP3P": {"S0": "src0", "S1": "src1", "S2": "src2"}, "VINTERP": {"S0": "src0", "S1": "src1", "S2": "src2"}}
 E32 = ("VOP1", "VOP2", "VOPC")      # encodings whose 16-bit VGPR operands use bit 7 of the register number as the high-half select
 OWN_MODIFIER_FIELDS = {"OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS"}
+# modifier fields an op may read that some of its encodings lack (VOP1/VOP2/VOPC have no OPSEL ...): there the ISA value is 0
+ABSENT_FIELD_VALUES = dict.fromkeys(("OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS", "OMOD"), 0)
 
 def rawf(inst, name:str) -> int:
   """The raw bits of field `name` (register fields decode to operand objects; executors want the number)."""
@@ -139,7 +141,7 @@ class ValuStep(Step):
     self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
     self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
                        sdst if instr.variant == "SDWA" else vcc}
-    self.fields = {k: v for k, v in self._fields(inst).items() if k in op.reads}
+    self.fields = self._fields(inst, op.reads)
     if "C_CONST" in op.reads: self.fields["C_CONST"] = mfma_c_const(inst.src2.offset, operand_fmt(operands, "src2"))
     if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
@@ -163,13 +165,17 @@ class ValuStep(Step):
     if self.instr.variant in ("DPP16", "DPP8"): raise GPUIllegalInstruction(0, self.instr.raw, f"{name}: no {self.instr.variant} form")
     if bad: raise GPUIllegalInstruction(0, self.instr.raw, f"{name}: {', '.join(bad)} must be a VGPR, not a constant, literal or SGPR")
 
-  def _fields(self, inst) -> dict:
-    f = {name.upper(): getattr(inst, name) for name, bf in inst._fields if isinstance(getattr(inst, name), int)}
-    f.update(SIMM32=self.instr.literal or 0, SRC0=(inst.src0.offset - 256) if hasattr(inst, "src0") else 0,
-             VDST=inst.vdst.offset - 256 if hasattr(inst, "vdst") else 0, CLAMP=getattr(inst, "clmp", 0) or 0)
-    f.update({f"SRC{i}": getattr(inst, f"src{i}").offset - 256 for i in (1, 2) if hasattr(inst, f"src{i}")})   # WMMA's B and C VGPRs
+  def _fields(self, inst, reads:frozenset) -> dict:
+    """The encoding fields the op reads (`reads`), by their pcode names; only those are fetched (decoding a field costs)."""
+    f = {n: v for name, _ in inst._fields if (n := name.upper()) in reads and isinstance(v := getattr(inst, name), int)}
+    if "SIMM32" in reads: f["SIMM32"] = self.instr.literal or 0
+    if "SIMM16" in reads: f["SIMM16"] = (self.instr.literal or 0) & 0xffff   # gfx9 V_MADAK/MADMK_F16: the K literal
+    if "SRC0" in reads: f["SRC0"] = (inst.src0.offset - 256) if hasattr(inst, "src0") else 0
+    if "VDST" in reads: f["VDST"] = inst.vdst.offset - 256 if hasattr(inst, "vdst") else 0
+    if "CLAMP" in reads: f["CLAMP"] = getattr(inst, "clmp", 0) or 0
+    f.update({n: getattr(inst, f"src{i}").offset - 256 for i in (1, 2) if (n := f"SRC{i}") in reads and hasattr(inst, f"src{i}")})   # WMMA's B, C
     if "OPSEL_HI" in f: f["OPSEL_HI"] = inst.opsel_hi | (inst.opsel_hi2 << 2)
-    return f
+    return {**{n: v for n, v in ABSENT_FIELD_VALUES.items() if n in reads}, **f}
 
   def _route(self, st, ws:np.ndarray, act:np.ndarray):
     """Apply DPP: returns (active lanes, source lane per lane, lanes that read 0)."""
@@ -230,7 +236,8 @@ class ValuStep(Step):
       if "AGPR" in op.reads: o.AGPR = st.vgpr[w, :, AGPR_BASE:]   # CDNA MFMA: the accumulation registers, updated in place
       for name, s in self.srcs.items(): setattr(o, name, s.src.read_int(st, w) if s.src.kind != "vgpr" else 0)
       if "D0" in op.reads: o.D0 = int(st.sgpr[w, self.vdst]) if self.instr.sdst_dest else 0
-      op.fn(o)
+      try: op.fn(o)
+      except InvalidField as e: raise GPUIllegalInstruction(int(st.pc[w]), self.instr.raw, f"{self.instr.op.name}: {e}") from None
       if "D0" in op.writes and self.instr.sdst_dest: write_sgpr(st, w, self.vdst, 32, int(o.D0))
       if "EXEC" in op.writes: st.set_mask(w, self.spec.exec_lo, int(o.EXEC))
 

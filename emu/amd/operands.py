@@ -76,9 +76,9 @@ class Src:
     if self.bits > 64:
       if dense is not None: return st.vgpr[dense, :, self.reg:self.reg + self.nregs].reshape(-1, self.nregs)
       return st.vgpr[wv[:, None], ln[:, None], self.reg + np.arange(self.nregs)]
-    at = (lambda r: st.vgpr[dense, :, r].reshape(-1)) if dense is not None else (lambda r: st.vgpr[wv, ln, r])
-    v = at(self.reg).astype(U64)
-    if self.bits == 64: v |= at(self.reg + 1).astype(U64) << U64(32)
+    at = (lambda r: st.vgpr[dense, :, r].astype(U64).reshape(-1)) if dense is not None else (lambda r: st.vgpr[wv, ln, r].astype(U64))
+    v = at(self.reg)
+    if self.bits == 64: v |= at(self.reg + 1) << U64(32)
     return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
 
   def _sgpr_lanes(self, st:WaveState, wv:np.ndarray) -> np.ndarray:
@@ -189,7 +189,8 @@ def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:i
     old, v16 = get(reg), (val & U64(0xffff)).astype(np.uint32)
     put(reg, (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16)
   else:
-    put(reg, (val & U64(0xffffffff)).astype(np.uint32))
+    wraps = isinstance(val, np.ndarray) and val.dtype == U64   # uint64 -> uint32 casts keep the low bits: no mask needed
+    put(reg, (val if wraps else val & U64(0xffffffff)).astype(np.uint32))
     if bits == 64: put(reg + 1, (val >> U64(32)).astype(np.uint32))
 
 def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, hi:bool=False, dense:slice|None=None) -> np.ndarray:

@@ -34,8 +34,9 @@ class Machine:
   def active(self, ws:np.ndarray, act:np.ndarray|None=None) -> Lanes:
     """The lanes of waves ws that `act` (default: EXEC) enables. Consecutive waves with every lane on are cached per range."""
     st, e = self.st, self.spec.exec_lo
-    if int(ws[-1]) - int(ws[0]) + 1 == len(ws) and (act.all() if act is not None else (st.sgpr[ws, e:e + st.mask_regs] == 0xffffffff).all()):
-      if (hit := self._dense.get(key := (int(ws[0]), len(ws)))) is None:
+    w0 = int(ws[0])   # ws is sorted and unique: consecutive iff the span matches its length (then a slice reads its EXECs)
+    if int(ws[-1]) - w0 + 1 == len(ws) and (act.all() if act is not None else (st.sgpr[w0:w0 + len(ws), e:e + st.mask_regs] == 0xffffffff).all()):
+      if (hit := self._dense.get(key := (w0, len(ws)))) is None:
         hit = self._dense[key] = Lanes(ws, np.ones((len(ws), st.lanes), dtype=bool), slice(key[0], key[0] + key[1]))
       return hit
     return Lanes(ws, act if act is not None else st.exec_bits(ws), None)

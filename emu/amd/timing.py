@@ -180,7 +180,8 @@ def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], p
     op = w.ops[w.i]
     ready = t
     pc = w.pcs[w.i] - w.pcs[0]   # code offset from the entry (kernel entries are 256-byte aligned)
-    fetched = max(iline.setdefault(line, t + p.launch) for line in range(pc // ILINE, (pc + op.size - 1) // ILINE + 1))
+    first, last = pc // ILINE, (pc + op.size - 1) // ILINE
+    fetched = iline.setdefault(first, t + p.launch) if first == last else max(iline.setdefault(ln, t + p.launch) for ln in range(first, last + 1))
     if fetched > ready:   # instruction cache miss: memory-bound like the launch
       w.next_dram = True; heapq.heappush(heap, (fetched, i)); continue
     if pc % ILINE < op.size or w.i == 0: iline.setdefault(pc // ILINE + 1, ready + p.launch)   # entering a line prefetches the next
@@ -222,7 +223,7 @@ def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], p
       continue
     nop = w.ops[w.i]
     # readiness of the next instruction
-    if nop.cls != "delay":
+    if nop.cls != "delay" and w.delay:
       deps, keep = [], []
       for skip, dep in w.delay:
         if skip == 0: deps.append(dep)

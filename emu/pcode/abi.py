@@ -67,7 +67,7 @@ MFMA (cdna V_MFMA_* of every shape: single- and multi-block (_2B/_4B/_16B), f64/
           F8F6F4; V_SMFMAC_*; hand-written, wave64 layout in emu.pcode.handwritten) is a 'wave' op reading VGPR, AGPR (the
           wave's accumulation registers, 2-D uint32 AGPR[lane, reg] like VGPR; on gfx90a+ the unified file from ACCUM_OFFSET),
           SRC0 SRC1 SRC2 VDST (register numbers), ACC (bit 0: A in AGPRs, bit 1: B in AGPRs), ACC_CD (C and D in AGPRs), CBSZ
-          ABID BLGP (must be 0: ValueError otherwise, except: *_F8F6F4 take the A/B formats from CBSZ/BLGP (0-4; ABID 0); V_SMFMAC_*
+          ABID BLGP (must be 0: InvalidField otherwise, except: *_F8F6F4 take the A/B formats from CBSZ/BLGP (0-4; ABID 0); V_SMFMAC_*
           take SRC2 as the VGPR holding the sparsity index, ABID as the index set (CBSZ/BLGP 0) and C from VDST); it writes VGPR
           or AGPR (listed in writes as both; the arrays are updated in place). Every V_MFMA_* also reads C_CONST: None (or
           absent) when C is the registers at SRC2, else the raw bits of the inline constant src2 encodes (the ISA allows one for
@@ -118,6 +118,10 @@ class Unsupported(Exception):
   def __init__(self, category:str, reason:str, op:str=""):
     self.category, self.reason, self.op = category, reason, op
     super().__init__(f"{op}: {category}: {reason}" if op else f"{category}: {reason}")
+
+class InvalidField(ValueError):
+  """A hand-written op (MFMA, SWMMAC) met an instruction field value it does not define or model (MFMA CBSZ/ABID/BLGP broadcast,
+  an out-of-range index set). The executor reports it as an illegal instruction naming the op."""
 
 class VectorMemory(Protocol):
   """Memory as a vector op sees it. Addresses are uint64 (n,) arrays of byte addresses, one per lane."""

@@ -10,6 +10,7 @@ float arithmetic, fma, sqrt and rounding conversions round in the mode of their 
 """
 from __future__ import annotations
 from dataclasses import dataclass
+import math
 from emu.pcode.nodes import (Assign, Binary, Break, Call, Cast, Concat, Declare, ExprStmt, For, If, Index, Lambda, Name, Num, Return, Slice,
                              Ternary, Unary, View, While)
 from emu.pcode import helpers
@@ -420,6 +421,10 @@ class Gen:
     if op == "<>":  # ordered less-or-greater: false when either operand is NaN (unlike `!=`)
       a, b = self.conv(a, t), self.conv(b, t)
       return Val(f"(({a.code} < {b.code}) | ({a.code} > {b.code}))", ("bool", 1), vary)
+    if op == "==" and isfloat(t) and (z := next((x for x in (e.a, e.b) if isinstance(x, Num) and x.signed and x.value == 0), None)):
+      # gfx9 V_MIN/V_MAX `S0 == +0.0 && S1 == -0.0`: a zero written with its sign tests the sign too (float equality has -0 == +0)
+      v = self.conv(b if z is e.a else a, t)
+      return Val(f"(({v.code} == 0) & (sign({v.code}) == {int(math.copysign(1, z.value) < 0)}))", ("bool", 1), vary)
     if op in ("==", "!=", "<", "<=", ">", ">="):
       if a.typ[0] == "bool" and b.typ[0] == "bool" or isint(t) and (a.typ[0] == "bool" or b.typ[0] == "bool"):
         a, b = self.bits(a), self.bits(b)

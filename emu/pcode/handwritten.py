@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 from emu.pcode import numerics as N
 from emu.pcode import runtime as R
-from emu.pcode.abi import CompiledOp
+from emu.pcode.abi import CompiledOp, InvalidField
 
 @dataclass(frozen=True)
 class _Fmt:
@@ -213,7 +213,7 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
     vgpr, neg, index = st.VGPR, int(st.NEG), None
     if sparse:
       ibits, key = k // 2, int(st.OPSEL) & 3
-      if key >= 32 // ibits: raise ValueError(f"SWMMAC: index key {key} out of range")
+      if key >= 32 // ibits: raise InvalidField(f"SWMMAC: index key {key} out of range")
       index = (vgpr[0:32, int(st.SRC2)].astype(np.uint64) >> np.uint64(key * ibits)) & np.uint64((1 << ibits) - 1)
     a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1), index)
     b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).T
@@ -247,7 +247,7 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
 # T = B*16/64 items per lane (4x4x1_16B: block l // 4, row t). ACC bit 0/1 put A/B in AGPRs, ACC_CD puts C and D in AGPRs (else
 # VGPRs); C_CONST (not None) replaces C by an inline constant, the same raw bits in every element. fp8/bf8 are FNUZ on gfx942
 # and OCP on gfx950 (and for 'cdna'). The broadcast controls CBSZ/ABID/BLGP are not modelled (tinygrad passes 0): the op raises
-# ValueError if they are set, except where the ISA gives them another meaning:
+# InvalidField if they are set, except where the ISA gives them another meaning:
 # - gfx950 V_MFMA_[SCALE_]F32_*_F8F6F4: CBSZ (A) and BLGP (B) select the input format, 0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, 3 bf6
 #   E3M2, 4 fp4 E2M1 (OCP). Each lane holds E = 32 elements (fp8: 8 registers, fp6: 6, fp4: 4). The SCALE variants multiply
 #   every element by its lane's E8M0 scale 2**(s - 127) (0xFF: NaN): one scale per lane, i.e. per 32 consecutive K elements of
@@ -347,14 +347,15 @@ def mfma(a_src:str, b_src:str, dst:str, geo:_Geo, fnuz:bool, sparse:bool=False, 
     cbsz, abid, blgp = int(st.CBSZ), int(st.ABID), int(st.BLGP)
     fa, fb, index, sa, sb = a_src, b_src, None, None, None
     if a_src == "F8F6F4":
-      if abid or cbsz > 4 or blgp > 4: raise ValueError("F8F6F4 MFMA: ABID must be 0 and CBSZ/BLGP at most 4")
+      if abid or cbsz > 4 or blgp > 4: raise InvalidField("F8F6F4 MFMA: ABID must be 0 and CBSZ/BLGP at most 4")
       fa, fb = _F8F6F4[cbsz], _F8F6F4[blgp]
     elif sparse:
-      if cbsz or blgp: raise ValueError("SMFMAC: CBSZ and BLGP must be 0 (ABID selects the index set)")
+      if cbsz or blgp: raise InvalidField("SMFMAC: CBSZ and BLGP must be 0 (ABID selects the index set)")
       ibits = geo.e_per  # 2 bits for each of the E/2 compressed elements
-      if abid >= 32 // ibits: raise ValueError(f"SMFMAC: index set {abid} out of range")
+      if abid >= 32 // ibits: raise InvalidField(f"SMFMAC: index set {abid} out of range")
       index = (st.VGPR[0:64, int(st.SRC2)].astype(np.uint64) >> np.uint64(abid * ibits)) & np.uint64((1 << ibits) - 1)
-    elif cbsz or abid or blgp: raise ValueError("MFMA broadcast controls (CBSZ/ABID/BLGP) are not modelled")
+    elif cbsz or abid or blgp:
+      raise InvalidField(", ".join(f"{k}={v}" for k, v in (("CBSZ", cbsz), ("ABID", abid), ("BLGP", blgp)) if v) + ": MFMA broadcast is not modelled")
     if scaled:
       opsel, opsel_hi = int(st.OPSEL), int(st.OPSEL_HI)
       sa = _byte(st.SCALE_SRC0, (opsel & 1) | (opsel_hi & 1) << 1)

@@ -7,6 +7,7 @@ set, and ops that call it are reported as unsupported (missing helper).
 """
 from __future__ import annotations
 from dataclasses import dataclass
+from functools import cache
 import numpy as np
 from emu.pcode import numerics as N
 from emu.pcode import runtime as R
@@ -292,7 +293,11 @@ CONSTANTS = {"ROUND_NEAREST_EVEN": ("u", 32), "ROUND_TOWARD_ZERO": ("u", 32)}
 NOOPS = {"nop", "s_nop"}
 
 def namespace() -> dict:
-  """The globals every generated op module runs with."""
+  """The globals every generated op module runs with (a fresh copy: the module's own definitions land in it)."""
+  return dict(_namespace())
+
+@cache
+def _namespace() -> dict:
   ns = {k: getattr(R, k) for k in ("sext", "i64", "u64", "wide", "words", "shl", "shr", "idiv", "imod", "f2bits", "bits2f", "bf16_from_bits",
                                    "bf16_bits", "tofloat", "toint", "where", "bitset", "mread", "mwrite",
                                    "vgpr_write", "pick", "reverse_bits")}

@@ -7,9 +7,10 @@ Type = tuple[str, int]
 
 @dataclass(frozen=True)
 class Num:
-  """A literal; `typ` None means an untyped C integer (int) literal."""
+  """A literal; `typ` None means an untyped C integer (int) literal. `signed`: a float literal written with an explicit sign (+0.0, -0.0)."""
   value: int | float
   typ: Type | None = None
+  signed: bool = False
 
 @dataclass(frozen=True)
 class Name:

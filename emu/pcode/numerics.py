@@ -240,7 +240,7 @@ def to_f64(x) -> np.ndarray:
 
 def _is_rne(rm) -> bool:
   """rm is the single mode nearest-even (enables the fast paths)."""
-  return np.ndim(rm) == 0 and int(rm) == RM_NE
+  return rm == RM_NE if type(rm) is int else np.ndim(rm) == 0 and int(rm) == RM_NE
 
 
 def _narrow(x64, f: Fmt, rm=RM_NE, ftz: bool = False, rnd=None) -> np.ndarray:
@@ -471,21 +471,54 @@ def _zero_sign(s, p, c, rm):
   return np.where(s == 0, np.where(neg, -0.0, 0.0), s)
 
 
+# per format: mask of the float64 bits below its last mantissa bit, the midpoint pattern there, f64 bits of its smallest normal - 1
+_RNE_CHECK = {f: (np.uint64((1 << (52 - f.mbits)) - 1), np.uint64(1 << (51 - f.mbits)), np.uint64(((1023 + f.emin) << 52) - 1))
+              for f in (F32, F16)}
+
+
+def _fma_rne(a, b, c, f: Fmt, dtype):
+  """Nearest-even fma via one float64 rounding, s = RN53(a*b + c) (the product is exact), then numpy's narrowing cast.
+  RN53 is monotone and every midpoint between adjacent values of f is a float64, so RN(s) == RN(a*b + c) unless s *is* such
+  a midpoint (normal range: the 52 - mbits dropped bits are exactly 10...0), or s lies in f's subnormal range (other
+  midpoint spacing). Returns (result, lanes needing the exact path) with lanes None when there are none; None overall when
+  some s is NaN (payload rules live in the exact path)."""
+  with np.errstate(all="ignore"):
+    s = np.asarray(to_f64(a) * to_f64(b) + to_f64(c))
+    if np.isnan(s).any(): return None
+    u = s.view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF)
+    low, half, below_tiny = _RNE_CHECK[f]
+    odd = ((u & low) == half) | ((u - np.uint64(1)) < below_tiny)
+    return s.astype(dtype), (np.nonzero(odd.ravel())[0] if odd.any() else None)
+
+
 def _fma_narrow(a, b, c, rm, daz, ftz, dtype):
   a, b, c = (np.asarray(v, dtype) for v in (a, b, c))
   if daz: a, b, c = flush_denorm(a), flush_denorm(b), flush_denorm(c)
+  f = _TYPED[np.dtype(dtype)]
+  if not ftz and _is_rne(rm) and (fast := _fma_rne(a, b, c, f, dtype)) is not None:
+    r, odd = fast
+    if odd is None: return r
+    a, b, c = (np.broadcast_to(v, r.shape).ravel()[odd] for v in (a, b, c))
+    r.ravel()[odd] = _fma_exact(a, b, c, rm, ftz, f)   # r is a fresh contiguous array: ravel() is a view
+    return r
+  return _fma_exact(a, b, c, rm, ftz, f)
+
+
+def _fma_exact(a, b, c, rm, ftz, f: Fmt):
+  """a*b+c rounded once to f in mode rm: TwoSum plus round-to-odd over float64, then the narrowing."""
   with np.errstate(all="ignore"):
     A, B, C = to_f64(a), to_f64(b), to_f64(c)
     p = A * B                     # exact: 2*24 (2*11) significant bits, exponent range far inside f64
     s, err = _two_sum(p, C)       # exact sum s + err, no overflow/underflow possible for f32/f16 operands
     s = _to_odd(s, err)
     if not (np.ndim(rm) == 0 and int(rm) != RM_DOWN): s = _zero_sign(s, p, C, rm)  # numpy's sum has the right sign otherwise
-  return _narrow(s, _TYPED[np.dtype(dtype)], rm, ftz)
+  return _narrow(s, f, rm, ftz)
 
 
 def fma_f32(a, b, c, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
   """a*b+c in f32 with a single rounding (mode rm). Exact: the f64 product of f32 values is exact, TwoSum gives the exact
-  sum as s + err, round-to-odd folds err into s's last bit, and the final narrowing to 24 bits is then correct."""
+  sum as s + err, round-to-odd folds err into s's last bit, and the final narrowing to 24 bits is then correct. Nearest-even
+  without ftz rounds through one float64 sum and redoes only the lanes where that can differ (_fma_rne)."""
   return _fma_narrow(a, b, c, rm, daz, ftz, np.float32)
 
 

@@ -163,6 +163,7 @@ class Parser:
     if self.peek()[0] == "op" and self.peek()[1] in ("-", "!", "~", "+"):
       op = self.next()[1]
       e = self.unary()
+      if op in "-+" and isinstance(e, Num) and isinstance(e.value, float): return Num(-e.value if op == "-" else e.value, e.typ, True)
       if op == "-" and isinstance(e, Num): return Num(-e.value, e.typ)
       return e if op == "+" else Unary(op, e)
     return self.postfix(self.primary())

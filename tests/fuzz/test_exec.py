@@ -57,12 +57,6 @@ REASONS = {
   "kernel-f64-div-by-zero-nan": "not an emulator bug: tinygrad's LLVM renderer emits `fdiv nsz arcp contract afn`, which LLVM lowers to "
                                 "v_rcp_f64 + v_fma_f64 Newton steps; for x/0 that is fma(-0, inf, 1.0) = NaN on IEEE hardware too "
                                 "(tests/unit/amd/test_fuzz_regressions.py runs the sequence). The target's PYTHON reference gives +-inf",
-  "exec-cdna-mfma-broadcast-not-modelled": "emulator limitation: handwritten MFMA raises ValueError for nonzero CBSZ/ABID/BLGP",
-  "exec-cdna-v_mac_f16-no-opsel": "emulator bug: cdna V_MAC_F16_E32's pcode reads OPSEL, which the executor does not pass (AttributeError)",
-  "exec-rdna4-v_cvt_fp8-no-opsel": "emulator bug: rdna4 V_CVT_F32_FP8/V_CVT_PK_F32_BF8 (VOP1) pcode reads OPSEL, not passed (AttributeError)",
-  "oracle-cdna-v_min_f32-signed-zero": "emulator bug: cdna V_MIN/V_MAX_F32 pcode tests `S0 == +0.0 && S1 == -0.0` meaning the signs; "
-                                       "evaluated as float equality, min(-0, +0) gives +0 (and max gives -0) instead of -0 < +0",
-  "exec-cdna-v_madak_f16-no-simm16": "emulator bug: cdna V_MADAK_F16_E32's pcode reads SIMM16 (the K literal), not passed (AttributeError)",
 }
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)

@@ -142,6 +142,44 @@ def test_fma_f32_bulk_vs_fraction():
     assert u32(got) == u32(np.array(want, np.float64).astype(np.float32)), rm
 
 
+
+@pytest.mark.parametrize("dtype,fmt,bits", [(np.float32, "f32", 13), (np.float16, "f16", 6)])
+def test_fma_rne_fast_path_near_midpoints(dtype, fmt, bits):
+  """Nearest-even fma takes one float64 rounding and redoes only the ambiguous lanes exactly: products of two odd
+  `bits`-bit integers are (near) midpoints of the format, c nudges them by 2**-k (below float64's precision for large k,
+  which rounds back onto the midpoint), is 0 (an exact tie) or cancels; lanes are scaled into the normal, subnormal and
+  overflow ranges and mixed with ordinary lanes, and one operand is a broadcast scalar."""
+  P = {"f32": F32P, "f16": F16P}[fmt]
+  f = N.F32 if fmt == "f32" else N.F16
+  rng = np.random.default_rng(7)
+  with np.errstate(all="ignore"):   # some operands overflow or flush in the casts: dropped below
+    n = 4000
+    m1 = rng.integers(1 << (bits - 1), 1 << bits, n) | 1
+    m2 = rng.integers(1 << (bits - 1), 1 << bits, n) | 1
+    top = np.floor(np.log2(m1.astype(np.float64) * m2))           # exponent of the product's leading bit
+    e = rng.integers(f.emin - f.mbits - 4, f.bias + 2, n) - top    # result exponent spans subnormal .. overflow
+    ea, eb = e // 2, e - e // 2
+    a = (m1 * 2.0 ** ea).astype(dtype)
+    b = (m2 * 2.0 ** eb).astype(dtype)
+    prod = a.astype(np.float64) * b.astype(np.float64)
+    k = rng.integers(f.mbits + 1, f.mbits + 60, n)
+    kind = rng.integers(0, 5, n)
+    c = np.where(kind == 0, 0.0, np.where(kind == 1, prod * 2.0 ** -k, np.where(kind == 2, -prod * 2.0 ** -k,
+                 np.where(kind == 3, -prod, rng.standard_normal(n)))))
+    c = np.where(rng.integers(0, 2, n) == 0, -c, c).astype(dtype)
+  ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+  a, b, c = a[ok], b[ok], c[ok]
+  fma = N.fma_f32 if fmt == "f32" else N.fma_f16
+  with np.errstate(all="ignore"):
+    fast = N._fma_rne(a, b, c, f, dtype)
+  assert fast is not None and fast[1] is not None and 0 < len(fast[1]) < len(a)   # both paths are exercised
+  for args in ((a, b, c), (a, dtype(1.5), c)):
+    got = fma(*args)
+    want = [ref_round(exact_fma(x, y, z), P) for x, y, z in zip(*np.broadcast_arrays(*args))]
+    assert [float(v) for v in got] == want
+    for v, x, y, z, w in zip(got, *np.broadcast_arrays(*args), want): assert zero_sign_ok(float(v), x, y, z, 0, w)
+
+
 f32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
 f16s = st.builds(lambda m, neg: float(np.array(m | (neg << 15), np.uint16).view(np.float16)), st.integers(0, 0x7BFF), st.integers(0, 1))
 f64s = st.floats(allow_nan=False, allow_infinity=False)

@@ -1,8 +1,10 @@
-"""Emulator bugs the exec.rdna3 / kernel.amd fuzzers found (fuzz/findings/regressions/), pinned with expectations from the ISA and numpy."""
+"""Emulator bugs the exec.* / kernel.amd / oracle fuzzers found (fuzz/findings/regressions/), pinned with expectations from the ISA and numpy."""
 from fractions import Fraction
 import numpy as np
 import pytest
+from tinygrad.runtime.autogen.amd.cdna import ins as C
 from tinygrad.runtime.autogen.amd.rdna3 import ins as I
+from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
 from emu.amd import run_program
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import get_spec
@@ -138,3 +140,34 @@ def test_dpp_form_of_an_op_reading_a_vgpr_by_number_is_illegal():
   dpp16 = I.VOP1_DPP16(I.VOP1Op.V_MOVRELS_B32_E32, vdst=v[0], src0=I.src[250], vsrc0=v[1], dpp=0x111, row_mask=0xf, bank_mask=0xf)
   for inst, form in ((dpp8, "DPP8"), (dpp16, "DPP16")):
     with pytest.raises(GPUIllegalInstruction, match=f"V_MOVRELS_B32_E32: no {form} form"): run_program([inst])
+
+# cdna / rdna4 findings: expectations worked out by hand from the ISA (f16 2.0 = 0x4000, 3.0 = 0x4200, 0.5 = 0x3800, 1.0 = 0x3c00)
+def test_cdna_v_mac_f16_e32_has_no_opsel():
+  # VOP2 has no OPSEL field, so OPSEL = 0: D0 = {16'0, S0 * S1 + D0.f16} (2 * 3 + 1 = 7.0 = 0x4700, the high half cleared)
+  st = run_program([C.v_mac_f16_e32(C.v[2], C.v[0], C.v[1])], arch="gfx942", lanes=64, vgprs={0: 0x4000, 1: 0x4200, 2: 0xabcd3c00})
+  assert (st.vgpr[0, :, 2] == 0x4700).all()
+
+def test_cdna_v_madak_madmk_f16_take_k_from_the_literal():
+  prog = [C.v_madak_f16_e32(C.v[2], C.v[0], C.v[1], literal=0x3800), C.v_madmk_f16_e32(C.v[3], C.v[0], C.v[1], literal=0x3800)]
+  st = run_program(prog, arch="gfx942", lanes=64, vgprs={0: 0x4000, 1: 0x4200})
+  assert (st.vgpr[0, :, 2] == 0x4680).all()   # 2 * 3 + 0.5 = 6.5
+  assert (st.vgpr[0, :, 3] == 0x4400).all()   # 2 * 0.5 + 3 = 4.0
+
+def test_rdna4_v_cvt_fp8_e32_reads_the_low_bytes():
+  # VOP1 has no OPSEL: byte 0 (word 0 for the packed form). OCP E4M3: 0x38 = 1.0, 0x3c = 1.5, 0x40 = 2.0, 0x44 = 3.0
+  st = run_program([R4.v_cvt_f32_fp8_e32(R4.v[1], R4.v[0]), R4.v_cvt_pk_f32_fp8_e32(R4.v[2:3], R4.v[0])], arch="gfx1201",
+                   vgprs={0: 0x44403c38})
+  assert st.vgpr[0, :, 1:4].view(np.float32).tolist() == [[1.0, 1.0, 1.5]] * 32
+
+def test_cdna_v_min_max_f32_order_signed_zeros():
+  # the gfx9 pseudocode tests `S0 == +0.0 && S1 == -0.0` by sign: -0 < +0 for both min and max
+  a, b = [0x80000000, 0, 0x80000000, 0], [0, 0x80000000, 0x80000000, 0]
+  st = run_program([C.v_min_f32_e32(C.v[2], C.v[0], C.v[1]), C.v_max_f32_e32(C.v[3], C.v[0], C.v[1])], arch="gfx942", lanes=64,
+                   vgprs={0: a * 16, 1: b * 16})
+  assert st.vgpr[0, :4, 2].tolist() == [0x80000000, 0x80000000, 0x80000000, 0]
+  assert st.vgpr[0, :4, 3].tolist() == [0, 0, 0x80000000, 0]
+
+@pytest.mark.parametrize("kw, field", [({"cbsz": 1}, "CBSZ=1"), ({"abid": 2}, "ABID=2"), ({"blgp": 3}, "BLGP=3")])
+def test_cdna_mfma_broadcast_is_an_illegal_instruction(kw, field):
+  with pytest.raises(GPUIllegalInstruction, match=f"V_MFMA_F32_16X16X32_FP8_FP8: {field}: MFMA broadcast is not modelled"):
+    run_program([C.v_mfma_f32_16x16x32_fp8_fp8(C.v[0:3], C.v[4:5], C.v[6:7], C.v[0:3], **kw)], arch="gfx942", lanes=64)
