@@ -80,7 +80,8 @@ class SrcSpec:
         if neg_lo: lo ^= sign
         if neg_hi: hi ^= sign
       return lo | (hi << U64(h))
-    return apply_neg_abs(v, self.src.bits, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
+    # neg/abs act on the sign bit of the operand's float type, not of the register width (an f16 source of VOP3 reads 32 bits)
+    return apply_neg_abs(v, self.fkind, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
 
 def mfma_c_const(code:int, fmt:Fmt|None) -> int | None:
   """An MFMA's C (src2 `code`) when it is an inline constant, which the ISA allows there: the raw bits of one C element (64 bits

@@ -2,7 +2,7 @@
 place its ELF image
 like tinygrad's `AMDProgram` does, and dispatch it on numpy buffers. Used by the end-to-end tests and `python -m emu.bench`.
 
-Needs libLLVM for the AMDGPU backend (env LLVM_PATH, default /usr/lib/x86_64-linux-gnu/libLLVM-19.so).
+Needs libLLVM for the AMDGPU backend: tinygrad's own search (or env LLVM_PATH) picks it; this module never changes the environment.
 """
 from __future__ import annotations
 import os, struct
@@ -15,8 +15,8 @@ from emu.amd.memory import MemoryMap
 DEFAULT_LLVM = "/usr/lib/x86_64-linux-gnu/libLLVM-19.so"
 
 def llvm_available() -> bool:
-  """Whether libLLVM (LLVM_PATH or the default path) exists, i.e. tinygrad can compile for AMD here."""
-  return os.path.exists(os.environ.get("LLVM_PATH", DEFAULT_LLVM))
+  """Whether libLLVM (LLVM_PATH, or Debian's libLLVM-19 that tinygrad's search finds) exists, i.e. tinygrad can compile for AMD here."""
+  return os.path.exists(os.environ.get("LLVM_PATH") or DEFAULT_LLVM)
 
 @dataclass
 class CompiledKernel:
@@ -29,7 +29,6 @@ class CompiledKernel:
 
 def compile_kernel(fn, *shapes, dtype:str="float32", arch:str="gfx1100") -> CompiledKernel:
   """Render the last kernel of fn(*tensors) (tensors of `shapes`) with tinygrad's AMD LLVM renderer for `arch`."""
-  os.environ.setdefault("LLVM_PATH", DEFAULT_LLVM)
   from tinygrad import Tensor, dtypes
   from tinygrad.uop.ops import Ops
   from tinygrad.helpers import Target, DEV

@@ -53,11 +53,7 @@ def test_oracle_rounding_by_hand():
   assert oracle.f_to_int(f32_bits(-3.5), 32, signed=False) == 0 and oracle.f_to_int(0x7fc00000, 32, signed=True) == 0
 
 # saved reproducers that still fail, and why (strict xfail); every other one must pass
-REASONS = {
-  "kernel-f64-div-by-zero-nan": "not an emulator bug: tinygrad's LLVM renderer emits `fdiv nsz arcp contract afn`, which LLVM lowers to "
-                                "v_rcp_f64 + v_fma_f64 Newton steps; for x/0 that is fma(-0, inf, 1.0) = NaN on IEEE hardware too "
-                                "(tests/unit/amd/test_fuzz_regressions.py runs the sequence). The target's PYTHON reference gives +-inf",
-}
+REASONS: dict[str, str] = {}
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
 def test_regression(path, request):
@@ -65,3 +61,12 @@ def test_regression(path, request):
   rec = load(path)
   f = runner.check_case(registry.get(rec["target"]), rec["case"])
   assert f is None, str(f)
+
+def test_compare_fast_math_rule():
+  import numpy as np
+  from fuzz.tiny_program import compare
+  div, add = {"steps": [["binary", "div", "flip", 0]]}, {"steps": [["binary", "add", "flip", 0]]}
+  got, ref = np.array([np.nan, np.nan, 2.0]), np.array([np.inf, -0.0, 2.0])
+  assert compare(got, ref, div, fast_math=True) is None
+  assert compare(got, ref, div) is not None and compare(got, ref, add, fast_math=True) is not None  # strict without div or flag
+  assert compare(np.array([np.nan, 3.0]), np.array([np.inf, 2.0]), div, fast_math=True) is not None  # finite results still compared

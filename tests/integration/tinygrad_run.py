@@ -13,8 +13,7 @@ ARCH = os.environ.get("EMU_TEST_ARCH", "gfx1100")   # the emulated GPU the integ
 # checks that fail on an arch because of a known emulator bug, with the bug; tests assert that exactly these fail there, so a fix shows up
 KNOWN_BUGS: dict[str, dict[str, str]] = {}
 SQTT_ENV = {"PROFILE": "1", "SQTT": "1", "VIZ": "0", "SQTT_BUFFER_SIZE": "1"}   # tinygrad's thread-trace profiling, 1 MB buffers
-# the user's LLVM_PATH, read at collection, before in-process tests (emu.amd.kernel sets libLLVM-19 for itself) change os.environ
-USER_LLVM_PATH = os.environ.get("LLVM_PATH")
+USER_LLVM_PATH = os.environ.get("LLVM_PATH")   # the user's choice, passed on to the children unchanged
 PRELUDE = "import sys; sys.path.insert(0, %r)\nfrom mockgpu import hook; hook.install()\n" % str(ROOT)
 
 def emulator_available() -> bool:
@@ -42,7 +41,10 @@ def llvm_missing(arch:str) -> str | None:
   """Why tinygrad cannot compile kernels for `arch` here (no libLLVM new enough on the machine), or None when it can."""
   from mockgpu.doctor import AMD_TARGETS, newest_system_llvm
   from mockgpu.llvm_path import llvm_major, tinygrad_llvm
-  have = max((llvm_major(p) or 0 for p in (USER_LLVM_PATH, tinygrad_llvm(), newest_system_llvm()) if p), default=0)
+  if USER_LLVM_PATH:   # the user's choice wins: tinygrad loads it and the mock never overrides it
+    if (have:=llvm_major(USER_LLVM_PATH) or 0) >= AMD_TARGETS[arch]: return None
+    return f"{arch} needs libLLVM >= {AMD_TARGETS[arch]}, but LLVM_PATH names LLVM {have or '?'} ({USER_LLVM_PATH}); unset it to let the mock choose"
+  have = max((llvm_major(p) or 0 for p in (tinygrad_llvm(), newest_system_llvm()) if p), default=0)
   if have >= AMD_TARGETS[arch]: return None
   return f"{arch} needs libLLVM >= {AMD_TARGETS[arch]}, the newest here is {have or 'none'} (./bench.sh setup installs one where apt has it)"
 

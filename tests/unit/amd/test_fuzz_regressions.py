@@ -171,3 +171,13 @@ def test_cdna_v_min_max_f32_order_signed_zeros():
 def test_cdna_mfma_broadcast_is_an_illegal_instruction(kw, field):
   with pytest.raises(GPUIllegalInstruction, match=f"V_MFMA_F32_16X16X32_FP8_FP8: {field}: MFMA broadcast is not modelled"):
     run_program([C.v_mfma_f32_16x16x32_fp8_fp8(C.v[0:3], C.v[4:5], C.v[6:7], C.v[0:3], **kw)], arch="gfx942", lanes=64)
+
+def test_vop3_f16_neg_abs_act_on_bit_15():
+  # kernel.gfx1100 finding kernel-f16-vop3-neg-ignored: -(sum) in f16 came out positive. VOP3 reads an f16 source as a 32-bit
+  # register, so neg/abs must flip/clear bit 15 (the f16 sign), not bit 31. 4.0 = 0x4400, -3.0 = 0xc200.
+  st = run_program([I.v_sub_f16_e64(v[3], v[1], v[2], neg=1), I.v_mul_f16_e64(v[4], v[1], v[2], abs=2, neg=2),
+                    I.v_add_f16_e64(v[5], v[1], v[2], abs=3), I.s_endpgm()],
+                   vgprs={1: np.full(32, 0x4400, np.uint32), 2: np.full(32, 0xc200, np.uint32)})
+  assert st.vgpr[0, 0, 3] & 0xffff == 0xbc00   # -4 - (-3) = -1
+  assert st.vgpr[0, 0, 4] & 0xffff == 0xca00   # 4 * -|-3| = -12
+  assert st.vgpr[0, 0, 5] & 0xffff == 0x4700   # |4| + |-3| = 7
