@@ -13,6 +13,7 @@ latencies cite their trace evidence in docs/timing.md.
 from __future__ import annotations
 import heapq, math
 from dataclasses import dataclass
+from typing import NamedTuple
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.step import Step
@@ -133,14 +134,49 @@ def classify(step:Step) -> OpInfo:
   if "_b64" in name or "_u64" in name or "_i64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_b64_2"], size=size)
   return OpInfo("valu", "valu", size=size)
 
+# replay codes: instruction classes and SIMD ports as small ints (the port order matters: VMEM and LDS last, ports that read VGPRs)
+C_VALU, C_TRANS, C_SALU, C_BRANCH, C_SMEM, C_VMEM_LOAD, C_VMEM_STORE, C_LDS, C_DELAY, C_NOP, C_WAITCNT, C_BARRIER, C_END, C_OTHER = range(14)
+CLS_CODE = {c: n for n, c in enumerate(("valu", "trans", "salu", "branch", "smem", "vmem_load", "vmem_store", "lds", "delay", "nop", "waitcnt",
+                                        "barrier", "end", "other"))}
+PORTS = ("valu", "trans", "matrix", "salu", "smem", "vmem", "lds")
+P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS = range(len(PORTS))
+COUNTERS = ("vm", "vs", "lgkm", "ds", "km")
+VM, VS = COUNTERS.index("vm"), COUNTERS.index("vs")
+
+class _Op(NamedTuple):
+  """An OpInfo as the replay loop reads it (built once per step): ints instead of strings, port flags resolved."""
+  cls: int
+  port: int                 # PORTS index, -1: none
+  shared: bool              # the port is the CU's (SMEM, LDS), not the wave's SIMD's
+  vec: bool                 # port cycles scale with the wave's passes (VALU, transcendental, matrix)
+  cost: int
+  lds_cycles: int
+  waits: tuple[tuple[int, int], ...]   # (COUNTERS index, max outstanding)
+  delay: int
+  counter: int              # COUNTERS index of an LDS / SMEM instruction
+  size: int
+  name: str                 # the OpInfo class (timeline records)
+
+def _op(info:OpInfo) -> _Op:
+  port = PORTS.index(info.port) if info.port is not None else -1
+  return _Op(CLS_CODE[info.cls], port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
+             tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
+             info.cls)
+
+def _lines(ops:list[_Op], pcs:list[int]) -> list[tuple[int, int, bool]]:
+  """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line."""
+  offs = [pc - pcs[0] for pc in pcs]
+  return [(off // ILINE, (off + op.size - 1) // ILINE, off % ILINE < op.size or k == 0) for k, (op, off) in enumerate(zip(ops, offs))]
+
 class _Wave:
   """Replay state of one wave."""
-  __slots__ = ("ops", "pcs", "i", "ready", "simd", "wg", "valu", "trans", "salu", "last_valu", "pending", "delay", "start", "times",
+  __slots__ = ("ops", "pcs", "lines", "i", "ready", "simd", "wg", "valu", "trans", "salu", "last_valu", "pending", "delay", "start", "times",
                "dram", "next_dram", "parked")
-  def __init__(self, ops, pcs, start:int, simd:int, wg:int, launch:int):
-    self.ops, self.pcs, self.i, self.ready, self.simd, self.wg = ops, pcs, 0, start + launch, simd, wg
+  def __init__(self, stream, start:int, simd:int, wg:int, launch:int):
+    self.ops, self.pcs, self.lines = stream
+    self.i, self.ready, self.simd, self.wg = 0, start + launch, simd, wg
     self.valu: list[int] = []; self.trans: list[int] = []; self.salu = -10**9; self.last_valu = -10**9
-    self.pending: dict[str, list[tuple[int, bool]]] = {"vm": [], "vs": [], "lgkm": [], "ds": [], "km": []}
+    self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]
     self.delay: list[tuple[int, int]] = []   # (instructions to skip, delay id) from s_delay_alu
     self.start, self.times, self.dram, self.next_dram, self.parked = start, [], [], True, 0
 
@@ -150,104 +186,120 @@ def _dep_ready(w:_Wave, dep:int, p:Params) -> int:
   if 9 <= dep <= 11: return w.salu + dep - 8 + 1
   return 0
 
-def simulate_cu(streams:list[tuple[list[OpInfo], list[int]]], wg_of:list[int], passes:int, wg_slots:int, p:Params):
-  """Replay the waves of one CU with the costs `p`. streams[i]: (ops, pcs) of the CU's i-th wave; wg_of[i]: its local workgroup number.
+def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]], wg_of:list[int], passes:int, wg_slots:int, p:Params):
+  """Replay the waves of one CU with the costs `p`. streams[i]: (ops, pcs, lines) of the CU's i-th wave; wg_of[i]: its local workgroup.
 
   Returns per wave (start, end, issue times, dram flags)."""
   n_wg = max(wg_of) + 1 if wg_of else 0
   waves: list[_Wave | None] = [None] * len(streams)
   wg_waves = [[i for i, g in enumerate(wg_of) if g == wg] for wg in range(n_wg)]
-  port_free: dict[tuple[int, str], int] = {}
+  n_simd = p.simds_per_cu
+  port_free = [0] * ((n_simd + 1) * len(PORTS))   # per SIMD, then the CU's shared ports: cycle the port is free
+  shared_base = n_simd * len(PORTS)
   lds_done, heap, launched, clock_launch = 0, [], 0, 0
   arrived: dict[int, list[int]] = {}
   iline: dict[int, int] = {}   # instruction cache: line (from the kernel entry) -> cycle its fetch completes
+  lat, queue_mx, vgpr_to_mem, pass_issue = p.launch, p.wmma[1], p.vgpr_to_mem, ISSUE * passes
+  smem_lat, load_lat, store_lat, store_next, lds_lat = p.smem_lat, p.vmem_load_lat, p.vmem_store_lat, p.store_next, p.lds_lat
+  heappush, heappop, heappushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
   def launch(wg:int, at:int):
     nonlocal clock_launch
     t = max(at, clock_launch)
     for k, i in enumerate(wg_waves[wg]):
-      ops, pcs = streams[i]
-      waves[i] = _Wave(ops, pcs, t + k * LAUNCH_GAP, k % p.simds_per_cu, wg, p.launch)   # heap ties: lower index = older
+      waves[i] = _Wave(streams[i], t + k * LAUNCH_GAP, k % n_simd, wg, lat)   # heap ties: lower index = older
       for line in range(ILAUNCH_LINES): iline.setdefault(line, waves[i].ready)
-      heapq.heappush(heap, (waves[i].ready, i))
+      heappush(heap, (waves[i].ready, i, False))
     clock_launch = t + len(wg_waves[wg]) * LAUNCH_GAP
   while launched < min(n_wg, max(1, wg_slots)): launch(launched, 0); launched += 1
   remaining = [len(g) for g in wg_waves]
   def release_barrier(wg:int, last:int):
-    for j in arrived.pop(wg, []): heapq.heappush(heap, (max(last + p.barrier_release, waves[j].parked), j))
-  while heap:
-    t, i = heapq.heappop(heap)
+    for j in arrived.pop(wg, []): heappush(heap, (max(last + p.barrier_release, waves[j].parked), j, False))
+  # heap items: (cycle, wave, whether only its port is left to check); a wave is in the heap at most once, so ties never reach the flag
+  item = heappop(heap) if heap else None
+  while item is not None:
+    ready, i, port_wait = item
     w = waves[i]
-    op = w.ops[w.i]
-    ready = t
-    pc = w.pcs[w.i] - w.pcs[0]   # code offset from the entry (kernel entries are 256-byte aligned)
-    first, last = pc // ILINE, (pc + op.size - 1) // ILINE
-    fetched = iline.setdefault(first, t + p.launch) if first == last else max(iline.setdefault(ln, t + p.launch) for ln in range(first, last + 1))
-    if fetched > ready:   # instruction cache miss: memory-bound like the launch
-      w.next_dram = True; heapq.heappush(heap, (fetched, i)); continue
-    if pc % ILINE < op.size or w.i == 0: iline.setdefault(pc // ILINE + 1, ready + p.launch)   # entering a line prefetches the next
-    if op.port is not None:
-      mult = passes if op.port in ("valu", "trans", "matrix") else 1
-      key = (w.simd if op.port in ("valu", "trans", "matrix", "salu", "vmem") else -1, op.port)
-      queue = p.wmma[1] if op.port == "matrix" else 0   # the matrix unit queues: issue while its backlog is short enough
-      if (busy := port_free.get(key, 0)) - queue > ready:
-        heapq.heappush(heap, (busy - queue, i)); continue
-      port_free[key] = max(ready, busy) + op.cost * mult
-      if op.port in ("trans", "matrix"): port_free[(w.simd, "valu")] = max(port_free.get((w.simd, "valu"), 0), ready + mult)
+    wi, ops = w.i, w.ops
+    cls, port, shared, vec, cost, lds_cycles, _, delay, counter, size, _ = ops[wi]
+    if not port_wait:   # (a wave back from a busy port has fetched its instruction already: cache lines are never refilled)
+      first, last, enter = w.lines[wi]
+      if first == last:
+        if (fetched := iline.get(first)) is None: fetched = iline[first] = ready + lat
+      else: fetched = max(iline.setdefault(ln, ready + lat) for ln in range(first, last + 1))
+      if fetched > ready:   # instruction cache miss: memory-bound like the launch
+        w.next_dram = True; item = heappushpop(heap, (fetched, i, False)); continue
+      if enter and first + 1 not in iline: iline[first + 1] = ready + lat   # entering a line prefetches the next
+    if port >= 0:
+      simd_base = w.simd * len(PORTS)
+      key = port + (shared_base if shared else simd_base)
+      queue = queue_mx if port == P_MATRIX else 0   # the matrix unit queues: issue while its backlog is short enough
+      if (busy := port_free[key]) - queue > ready:
+        item = heappushpop(heap, (busy - queue, i, True)); continue
+      mult = passes if vec else 1
+      port_free[key] = (ready if ready > busy else busy) + cost * mult
+      if port == P_TRANS or port == P_MATRIX:
+        vk = simd_base + P_VALU
+        if ready + mult > port_free[vk]: port_free[vk] = ready + mult
     dram = False
     w.times.append(ready); w.dram.append(w.next_dram)
     nxt = ready + ISSUE
-    if op.cls in ("valu", "trans"):
+    if cls <= C_TRANS:   # C_VALU or C_TRANS
       w.valu.append(ready); w.last_valu = ready
-      if op.cls == "trans": w.trans.append(ready)
-      nxt = ready + ISSUE * passes
-    elif op.cls in ("salu", "branch"): w.salu = ready
-    elif op.cls == "smem": w.pending[op.counter].append((ready + p.smem_lat, True))
-    elif op.cls == "vmem_load": w.pending["vm"].append((ready + p.vmem_load_lat, True))
-    elif op.cls == "vmem_store":
-      w.pending["vs"].append((ready + p.vmem_store_lat, True))
-      nxt = ready + p.store_next
-    elif op.cls == "lds":
-      lds_done = max(ready + p.lds_lat, lds_done + op.lds_cycles)
-      w.pending[op.counter].append((lds_done, False))
-    elif op.cls == "delay":
-      w.delay.append((0, op.delay & 0xf)); w.delay.append(((op.delay >> 4) & 7, (op.delay >> 7) & 0xf))
+      if cls == C_TRANS: w.trans.append(ready)
+      nxt = ready + pass_issue
+    elif cls == C_SALU or cls == C_BRANCH: w.salu = ready
+    elif cls == C_SMEM: w.pending[counter].append((ready + smem_lat, True))
+    elif cls == C_VMEM_LOAD: w.pending[VM].append((ready + load_lat, True))
+    elif cls == C_VMEM_STORE:
+      w.pending[VS].append((ready + store_lat, True))
+      nxt = ready + store_next
+    elif cls == C_LDS:
+      lds_done = max(ready + lds_lat, lds_done + lds_cycles)
+      w.pending[counter].append((lds_done, False))
+    elif cls == C_DELAY:
+      for skip, dep in ((0, delay & 0xf), ((delay >> 4) & 7, (delay >> 7) & 0xf)):
+        if dep: w.delay.append((skip, dep))   # dependency id 0: none
       w.times[-1] = None; nxt = ready
-    elif op.cls == "nop": nxt = ready + op.delay
-    w.i += 1
-    if op.cls == "branch" and w.i < len(w.pcs) and w.pcs[w.i] != w.pcs[w.i - 1] + op.size: nxt += BRANCH_TAKEN
-    if op.cls == "end" or w.i >= len(w.ops):
-      remaining[w.wg] -= 1
-      if w.wg in arrived and len(arrived[w.wg]) == remaining[w.wg]: release_barrier(w.wg, ready)
-      if remaining[w.wg] == 0 and launched < n_wg:
+    elif cls == C_NOP: nxt = ready + delay
+    w.i = wi = wi + 1
+    pcs = w.pcs
+    if cls == C_BRANCH and wi < len(pcs) and pcs[wi] != pcs[wi - 1] + size: nxt += BRANCH_TAKEN
+    if cls == C_END or wi >= len(ops):
+      wg = w.wg
+      remaining[wg] -= 1
+      if wg in arrived and len(arrived[wg]) == remaining[wg]: release_barrier(wg, ready)
+      if remaining[wg] == 0 and launched < n_wg:
         launch(launched, ready); launched += 1
+      item = heappop(heap) if heap else None
       continue
-    nop = w.ops[w.i]
+    nop = ops[wi]
+    ncls = nop.cls
     # readiness of the next instruction
-    if nop.cls != "delay" and w.delay:
-      deps, keep = [], []
+    if ncls != C_DELAY and w.delay:
+      keep = []
       for skip, dep in w.delay:
-        if skip == 0: deps.append(dep)
-        else: keep.append((skip - 1, dep))
+        if skip: keep.append((skip - 1, dep))
+        elif (dep_t := _dep_ready(w, dep, p)) > nxt: nxt = dep_t
       w.delay = keep
-      for dep in deps: nxt = max(nxt, _dep_ready(w, dep, p))
-    if nop.port in ("vmem", "lds"): nxt = max(nxt, w.last_valu + p.vgpr_to_mem)
-    if nop.cls == "waitcnt":
+    if nop.port >= P_VMEM: nxt = max(nxt, w.last_valu + vgpr_to_mem)
+    if ncls == C_WAITCNT:
       for q, limit in nop.waits:
         pend = w.pending[q]
         if len(pend) > limit:
           done, w.pending[q] = pend[:len(pend) - limit], pend[len(pend) - limit:]
           t_done = max(d for d, _ in done)
           if t_done > nxt: nxt, dram = t_done, dram or any(g for d, g in done if d == t_done)
-    if nop.cls == "end":
-      pend = w.pending["vs"] + w.pending["vm"]
+    elif ncls == C_END:
+      pend = w.pending[VS] + w.pending[VM]
       if pend and (t_done := max(d for d, _ in pend)) > nxt: nxt, dram = t_done, True
     w.next_dram = dram
-    if op.cls == "barrier":
+    if cls == C_BARRIER:
       w.parked = nxt
       arrived.setdefault(w.wg, []).append(i)
       if len(arrived[w.wg]) == remaining[w.wg]: release_barrier(w.wg, ready)
+      item = heappop(heap) if heap else None
       continue
-    heapq.heappush(heap, (nxt, i))
+    item = heappushpop(heap, (nxt, i, False))
   return [(w.start, w.times[-1] if w.times else w.start, w.times, w.dram) for w in waves]
 
 class TimingModel:
@@ -267,20 +319,20 @@ class TimingModel:
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, LDS_PER_CU // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
-    self.steps: dict[int, OpInfo] = {}
+    self.steps: dict[int, _Op] = {}
 
   def issue(self, step:Step, ws:np.ndarray, pc:int=0):
     """Record that waves `ws` (dispatch-wide numbers) executed `step` at `pc`."""
     sid = id(step)
-    if sid not in self.steps: self.steps[sid] = classify(step)
+    if sid not in self.steps: self.steps[sid] = _op(classify(step))
     self.batches.append((sid, pc, np.asarray(ws)))
 
   def placement(self, wave:int) -> tuple[int, int]:
     """(CU, SIMD within the CU) the model runs a wave on."""
     return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % self.params.simds_per_cu
 
-  def _streams(self) -> list[tuple[list[OpInfo], list[int]]]:
-    if not self.batches: return [([], []) for _ in range(self.n_waves)]
+  def _streams(self) -> list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]]:
+    if not self.batches: return [([], [], []) for _ in range(self.n_waves)]
     waves = np.concatenate([b[2] for b in self.batches])
     counts = [len(b[2]) for b in self.batches]
     sids = np.repeat(np.array([b[0] for b in self.batches], dtype=np.int64), counts)
@@ -288,12 +340,14 @@ class TimingModel:
     order = np.argsort(waves, kind="stable")
     waves, sids, pcs = waves[order], sids[order], pcs[order]
     bounds = np.searchsorted(waves, np.arange(self.n_waves + 1))
-    memo: dict[bytes, tuple[list[OpInfo], list[int]]] = {}
+    memo: dict[bytes, tuple[list[_Op], list[int], list[tuple[int, int, bool]]]] = {}
     out = []
     for w in range(self.n_waves):
       s, p = sids[bounds[w]:bounds[w + 1]], pcs[bounds[w]:bounds[w + 1]]
       key = s.tobytes() + p.tobytes()
-      if key not in memo: memo[key] = ([self.steps[int(x)] for x in s], p.tolist())
+      if key not in memo:
+        ops, pcl = [self.steps[x] for x in s.tolist()], p.tolist()
+        memo[key] = (ops, pcl, _lines(ops, pcl))
       out.append(memo[key])
     return out
 
@@ -314,6 +368,6 @@ class TimingModel:
       if self.keep_timeline:
         for w, (start, _, times, dram) in zip(ids, res):
           self.timeline.append((w, -1, start, "start", False))
-          ops, pcs = streams[w]
-          self.timeline.extend((w, pc, t, op.cls, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
+          ops, pcs, _ = streams[w]
+          self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
     return end, self.clock_mhz
