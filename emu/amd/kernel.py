@@ -9,10 +9,11 @@ import os, struct
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
+from emu.amd.disasm import LIBS
 from emu.amd.gpu import AMDGPU
 from emu.amd.memory import MemoryMap
 
-DEFAULT_LLVM = "/usr/lib/x86_64-linux-gnu/libLLVM-19.so"
+DEFAULT_LLVM = LIBS[19]   # Debian's libLLVM-19, which tinygrad's own search finds
 
 def llvm_available() -> bool:
   """Whether libLLVM (LLVM_PATH, or Debian's libLLVM-19 that tinygrad's search finds) exists, i.e. tinygrad can compile for AMD here."""

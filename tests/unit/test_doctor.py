@@ -2,8 +2,9 @@
 import glob, os, subprocess, sys
 import pytest
 
-def doctor(**env) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-m", "mockgpu", "doctor"], capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+def doctor(unset:tuple=(), **env) -> subprocess.CompletedProcess:
+  base = {k: v for k, v in os.environ.items() if k not in unset}
+  return subprocess.run([sys.executable, "-m", "mockgpu", "doctor"], capture_output=True, text=True, timeout=300, env={**base, **env})
 
 def test_llvm_absent_reports_problem_and_fix():
   # LLVM_PATH naming a file that is no libLLVM makes tinygrad's loader fail exactly as on a machine without LLVM
@@ -23,3 +24,11 @@ def test_llvm_present_lists_targets():
   gfx950 = next(l for l in r.stdout.splitlines() if "target gfx950" in l)
   assert "[!!]" in gfx950 and "does not know the processor" in gfx950   # LLVM 19 predates gfx950
   assert "[ok] import hook" in r.stdout
+
+LLVM22 = sorted(glob.glob("/usr/lib/*/libLLVM-22.so"))
+@pytest.mark.skipif(not (LLVM19 and LLVM22), reason="needs both libLLVM-19 and libLLVM-22 installed (bench.sh installs them when run as root)")
+def test_gfx950_counts_the_llvm_the_mock_selects():
+  # tinygrad alone picks LLVM 19 (it searches only up to 21), but with LLVM_PATH unset the mock selects LLVM 22 for gfx950
+  r = doctor(unset=("LLVM_PATH",))
+  gfx950 = next(l for l in r.stdout.splitlines() if "target gfx950" in l)
+  assert "[ok]" in gfx950 and LLVM22[0] in gfx950 and "the mock selects" in gfx950, r.stdout
