@@ -85,7 +85,8 @@ class OpInfo:
   counter: str = ""         # LDS / SMEM: the wait counter it bumps ('lgkm', or RDNA4's 'ds' / 'km')
   size: int = 4
 
-def _vgpr_bytes(name:str) -> int:
+def access_bytes(name:str) -> int:
+  """Bytes per lane a memory instruction moves, from its mnemonic's data-size suffix (4 when it names none)."""
   for sfx, n in (("2addr_b64", 16), ("2addr_b32", 8), ("b128", 16), ("b96", 12), ("b64", 8), ("u8", 1), ("i8", 1), ("u16", 2), ("i16", 2),
                  ("b16", 2)):
     if name.endswith(sfx): return n
@@ -97,10 +98,10 @@ def classify(step:Step) -> OpInfo:
   fmt, size, p = instr.fmt, instr.size, PARAMS[step.spec.family]
   if fmt in ("GLOBAL", "FLAT", "SCRATCH"):
     store = "store" in name or "atomic" in name and "_rtn" not in name
-    cost = p.store_port[0] + p.store_port[1] * max(1, _vgpr_bytes(name) // 4) if store else 1
+    cost = p.store_port[0] + p.store_port[1] * max(1, access_bytes(name) // 4) if store else 1
     return OpInfo("vmem_store" if store else "vmem_load", "vmem", cost, size=size)
   if fmt == "DS":
-    data = _vgpr_bytes(name) if ("store" in name or "write" in name or "add" in name) else 0
+    data = access_bytes(name) if ("store" in name or "write" in name or "add" in name) else 0
     return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), counter="ds" if p.split_counters else "lgkm",
                   size=size)
   if fmt == "SMEM": return OpInfo("smem", "smem", counter="km" if p.split_counters else "lgkm", size=size)

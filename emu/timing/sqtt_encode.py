@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 from tinygrad.renderer.amd import sqtt
-from emu.amd.timing import _vgpr_bytes
+from emu.amd.timing import access_bytes
 
 LAYOUT = 3                 # gfx11 SQTT layout (LAYOUT_HEADER.layout)
 LAYOUT_SEL_A = 6           # LAYOUT_HEADER.sel_a as gfx1100 hardware writes it
@@ -106,7 +106,7 @@ def waves_of(timeline:Iterable[tuple[int, int, int, str, bool]], placement:Calla
   return [waves[w] for w in sorted(waves)]
 
 def _memory_op(name:str, fmt:str, store:bool, saddr_null:bool) -> sqtt.InstOp:
-  dwords = max(1, _vgpr_bytes(name) // 4)
+  dwords = max(1, access_bytes(name) // 4)
   if fmt == "FLAT": return sqtt.InstOp[f"FLAT_WR_{min(6, 2 + dwords)}"] if store else sqtt.InstOp.FLAT_RD_2
   if store: return sqtt.InstOp[f"SGMEM_WR_{min(6, 1 + dwords + saddr_null)}"]
   return sqtt.InstOp.SGMEM_RD_2 if saddr_null else sqtt.InstOp.SGMEM_RD_1
@@ -127,7 +127,7 @@ def issue_packet(cls:str, instr, taken:bool) -> tuple[type[sqtt.PacketType], sqt
     return sqtt.INST, _memory_op(name, instr.fmt, cls == "vmem_store", saddr is None or saddr.offset >= 124)
   if cls == "lds":
     if "load" in name or "read" in name: return sqtt.INST, sqtt.InstOp.LDS_RD
-    return sqtt.INST, sqtt.InstOp[f"LDS_WR_{min(5, 1 + max(1, _vgpr_bytes(name) // 4))}"]
+    return sqtt.INST, sqtt.InstOp[f"LDS_WR_{min(5, 1 + max(1, access_bytes(name) // 4))}"]
   if cls == "other" and name.startswith("s_sendmsg"): return sqtt.INST, sqtt.InstOp.MESSAGE
   if cls in ("waitcnt", "nop", "other"): return sqtt.IMMEDIATE, None
   return None  # 'end' is the WAVEEND, 'delay' is never issued

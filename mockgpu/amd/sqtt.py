@@ -29,9 +29,10 @@ WPTR_MASK = 0x1FFFFFFF
 
 class ThreadTrace:
   """Thread-trace registers and streams of one GPU. `write_reg`/`read_reg` see every PM4 register access; `dispatch` runs one."""
-  def __init__(self, arch:str, gc_version:tuple[int, int, int], engines:int, arrays:int, memory:MemoryMap, clock:DeviceClock):
+  def __init__(self, arch:str, gc_version:tuple[int, int, int], engines:int, arrays:int, memory:MemoryMap, clock:DeviceClock,
+               regs:ComputeRegs|None=None):
     self.arch, self.gc_version, self.memory, self.clock, self.shape = arch, gc_version, memory, clock, Shape(engines, arrays)
-    self.gc = gc = ComputeRegs(gc_version).gc
+    self.gc = gc = (regs or ComputeRegs(gc_version)).gc
     self.addr = {n: getattr(gc, f"regSQ_THREAD_TRACE_{n}").addr[0] for n in TRACE_REGS if hasattr(gc, f"regSQ_THREAD_TRACE_{n}")}
     self.owned = {r.addr[0] for n, r in gc.regs.items() if n.startswith("regSQ_THREAD_TRACE_")} if gc_version[0] != 11 else set()
     self.grbm = gc.regGRBM_GFX_INDEX.addr[0]

@@ -11,7 +11,7 @@ from typing import Callable
 from emu.amd.api import GPUMemoryFault
 from mockgpu import config
 from mockgpu.amd.engine import SCHEDULER, Engine
-from mockgpu.amd.pm4 import ComputeRegs, PM4Engine
+from mockgpu.amd.pm4 import PM4Engine
 from mockgpu.amd.sdma import SDMAEngine
 from mockgpu.hostmem import PAGE, Heap, host_mmap, is_mapped, round_up
 from mockgpu.kfd.boards import SDMA0_HWID, board
@@ -178,7 +178,7 @@ class KFDProcess:
       if gpu.memory.find(addr, size) is None: raise _err(errno.EINVAL, f"queue {what} {addr:#x} is not in memory mapped to the GPU")
     args = (gpu, st.ring_base_address, st.ring_size, st.read_pointer_address, st.write_pointer_address)
     if st.queue_type == QUEUE_COMPUTE:
-      engine: Engine = PM4Engine(*args, regs=ComputeRegs(gpu.gc_version), dispatch=gpu.dispatch, sqtt=gpu.thread_trace)
+      engine: Engine = PM4Engine(*args, regs=gpu.compute_regs, dispatch=gpu.dispatch, sqtt=gpu.thread_trace)
     elif st.queue_type == QUEUE_SDMA:
       engine = SDMAEngine(*args, count_mask=0x3fffffff if gpu.board.ip_versions[SDMA0_HWID][0] >= 5 else 0x3fffff)
     elif st.queue_type == QUEUE_COMPUTE_AQL: raise _err(errno.ENOSYS, "mockgpu: AQL queues are not emulated (use a single-XCC node, AMD_AQL=0)")

@@ -8,6 +8,7 @@ from emu.amd.memory import MemoryMap
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
+from mockgpu.amd.pm4 import ComputeRegs
 from mockgpu.amd.sqtt import ThreadTrace
 from mockgpu.hostmem import Heap, host_mmap
 from mockgpu.stats import record_dispatch
@@ -27,7 +28,9 @@ class KFDGPU(GPUContext):
     self.doorbell_addr: int | None = None
     self._on_interrupt, self._on_fault = on_interrupt, on_fault
     self._emulator = None
-    self.thread_trace = ThreadTrace(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, self.memory, self.clock)
+    self.compute_regs = ComputeRegs(self.gc_version)   # resolved once per GPU, shared by its compute queues and its trace unit
+    self.thread_trace = ThreadTrace(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, self.memory, self.clock,
+                                    regs=self.compute_regs)
 
   @property
   def gc_version(self) -> tuple[int, int, int]: return self.board.ip_versions[GC_HWID]
