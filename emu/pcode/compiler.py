@@ -1,6 +1,7 @@
 """Compile one opcode: pcode text -> parse -> pre-scan -> two generator passes -> Python source -> `CompiledOp`."""
 from __future__ import annotations
-import importlib
+import importlib, sys
+from dataclasses import replace
 from functools import cache
 from emu.pcode.abi import ARCH_ALIASES, MODE_DEFAULTS, CompiledOp, Unsupported
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
@@ -168,12 +169,21 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
           "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}}
   return src, meta
 
+def vop1_twin(op):
+  """The VOP1 opcode (V_X_E32) whose VOP3 encoding `op` (V_X_E64) is, or None (the cdna wheel has pseudocode for the VOP1 forms only)."""
+  vop1 = getattr(sys.modules[type(op).__module__], "VOP1Op", None)
+  return vop1.__members__.get(op.name[:-4] + "_E32") if vop1 is not None and op.name.endswith("_E64") else None
+
 @cache
 def compile_op(arch:str, op) -> CompiledOp:
   """Compile one opcode of an arch into a `CompiledOp` (memoised; generated source cached on disk). Raises Unsupported."""
   a = arch_name(arch)
   if (ov := overrides.lookup(a, op, arch)) is not None: return ov
   reason, text = overrides.fixed_pcode(op, a) or ("", pcode_table(a).get(op))
+  if text is None and (twin := vop1_twin(op)) is not None:   # the VOP3 encoding runs the same operation as its VOP1 twin
+    twin_op = compile_op(arch, twin)
+    note = f"runs {twin.name} (the wheel has pseudocode only for the VOP1 form)"
+    return replace(twin_op, name=op.name, override=f"{note}; {twin_op.override}" if twin_op.override else note)
   if text is None: raise Unsupported("no pcode", "the wheel has no pseudocode for this opcode", op.name)
   entry = disk.load(a, op, text, GENERATOR_VERSION)
   if entry is None:

@@ -232,3 +232,11 @@ def test_rdna4_and_cdna_overrides_have_reasons_and_compile():
       if op.name not in names: continue
       c = compile_op(arch, op)
       assert c.override and (c.kind == "executor") == (op.name in EXECUTOR_OWNED), (arch, op.name)
+
+def test_cdna_vop3_form_of_vop1_op_uses_its_twins_pcode():
+  # the cdna wheel has no pseudocode for V_TRUNC_F64_E64, only for V_TRUNC_F64_E32; trunc(-2.5) = -2.0, trunc(1e300) = 1e300
+  op = compile_op("cdna", cdna.VOP3Op.V_TRUNC_F64_E64)
+  assert "V_TRUNC_F64_E32" in op.override
+  st = OpState(n=2, S0=np.array([-2.5, 1e300]).view(np.uint64), D0=np.zeros(2, np.uint64))
+  op.fn(st)
+  assert st.D0.view(np.float64).tolist() == [-2.0, 1e300]
