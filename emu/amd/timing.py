@@ -11,7 +11,7 @@ ends. Results are cached per identical CU workload, so uniform kernels simulate 
 latencies cite their trace evidence in docs/timing.md.
 """
 from __future__ import annotations
-import heapq, math
+import heapq, math, re
 from dataclasses import dataclass
 from typing import NamedTuple
 import numpy as np
@@ -40,29 +40,33 @@ class Params:
   store_next: int           # store issue -> the same wave's next instruction (store data read out of the VGPRs)
   lds_lat: int              # DS instruction issue -> LDS counter released
   barrier_release: int      # last arrival at the barrier -> the waves' next instruction
-  wmma: tuple[int, int]     # WMMA: matrix-unit cycles per wave32 pass, backlog (cycles) the unit accepts at issue
+  matrix_macs: tuple[int, int, int]  # WMMA: multiply-accumulates per cycle of a SIMD's matrix unit for 16-, 8- and 4-bit inputs
+  matrix_start: int         # WMMA issue -> the matrix unit starts it (when idle)
+  matrix_queue: int         # WMMAs a SIMD holds (queued or executing); with that many in flight the issuing wave stalls
+  matrix_drain: int         # the wave's last WMMA completes -> its s_endpgm
+  branch_dep: int           # SALU issue -> a conditional branch of the same wave (SCC/VCC/EXEC reach the branch unit)
+  branch_taken: int         # taken branch issue -> the target instruction
   split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
 
 PARAMS = {
   "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
-                  wmma=(32, 0), split_counters=False),
+                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=False),
   "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, lds_lat=32, barrier_release=14,
-                  wmma=(8, 37), split_counters=True),
+                  matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=True),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
   "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
-                 wmma=(32, 0), split_counters=False),
+                 matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=False),
 }
 
 LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
 ISSUE = 1                 # a wave issues at most one instruction per cycle
 LDS_BYTES_PER_CYCLE = 128 # LDS pipe throughput per CU (address + data bytes of a wave)
-BRANCH_TAKEN = 4          # extra cycles after a taken branch (not in the traces; instruction refetch)
 SLEEP_UNIT = 64           # s_sleep n: n * 64 cycles (ISA)
 ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64_2": 2, "valu_b64_4": 4, "valu_f64": 16}   # port cycles per wave32 pass
-ILINE = 64                # instruction cache line bytes
+ILINE = 64                # instruction cache line bytes; a fetch brings the 128-byte pair of lines (lines counted from the entry)
 ILAUNCH_LINES = 4         # lines the launch fetch brings from the entry line on; entering line L requests line L + 1
 
 TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
@@ -84,6 +88,7 @@ class OpInfo:
   delay: int = 0            # s_delay_alu raw simm16, s_nop/s_sleep stall cycles
   counter: str = ""         # LDS / SMEM: the wait counter it bumps ('lgkm', or RDNA4's 'ds' / 'km')
   size: int = 4
+  cond: bool = False        # a conditional branch (waits for the SALU result it tests)
 
 def access_bytes(name:str) -> int:
   """Bytes per lane a memory instruction moves, from its mnemonic's data-size suffix (4 when it names none)."""
@@ -91,6 +96,15 @@ def access_bytes(name:str) -> int:
                  ("b16", 2)):
     if name.endswith(sfx): return n
   return 4
+
+MATRIX_SHAPE = re.compile(r"_(\d+)x(\d+)x(\d+)_([a-z]+?)(\d+)")   # v_wmma_f32_16x16x16_f16 -> 16, 16, 16, 'f', 16
+
+def matrix_cycles(name:str, p:Params) -> int:
+  """Matrix-unit cycles of one wave32 WMMA/SWMMAC: its multiply-accumulates (M*N*K, half of K for the 2:4-sparse SWMMAC) over the
+  unit's rate for its input width."""
+  if (m := MATRIX_SHAPE.search(name)) is None: raise ValueError(f"no matrix shape in {name}")
+  macs = int(m[1]) * int(m[2]) * int(m[3]) // (2 if name.startswith("v_swmmac") else 1)
+  return max(1, macs // p.matrix_macs[{16: 0, 8: 1, 4: 2}[int(m[5])]])
 
 def classify(step:Step) -> OpInfo:
   """The timing view of a decoded instruction (mirrors the issue classes of tinygrad's SQTT decoder)."""
@@ -120,14 +134,14 @@ def classify(step:Step) -> OpInfo:
     if name in SKIPPED: return OpInfo("delay", None, delay=simm, size=size)
     if name == "s_nop": return OpInfo("nop", None, delay=(simm & 0xf) + 1, size=size)
     if name == "s_sleep": return OpInfo("nop", None, delay=(simm & 0x7f) * SLEEP_UNIT, size=size)
-    if "branch" in name: return OpInfo("branch", "salu", size=size)
+    if "branch" in name: return OpInfo("branch", "salu", size=size, cond=name.startswith("s_cbranch"))
     return OpInfo("other", None, size=size)
   if fmt.startswith("SOP"):
     if instr.fmt == "SOPK" and name.startswith("s_waitcnt"):
       return OpInfo("waitcnt", None, waits=((("vs" if "vscnt" in name else "vm" if "vmcnt" in name else "lgkm"), 0),), size=size)
     return OpInfo("salu", "salu", size=size)
   up = name.upper()
-  if "WMMA" in up: return OpInfo("valu", "matrix", p.wmma[0], size=size)
+  if "WMMA" in up: return OpInfo("valu", "matrix", matrix_cycles(name, p), size=size)
   if name.startswith(TRANS_SCALAR): return OpInfo("trans", "trans", ISSUE_COST["trans_scalar"], size=size)
   if name.startswith(TRANS) and "f64" not in name: return OpInfo("trans", "trans", ISSUE_COST["trans"], size=size)
   if "f64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size)
@@ -157,12 +171,13 @@ class _Op(NamedTuple):
   counter: int              # COUNTERS index of an LDS / SMEM instruction
   size: int
   name: str                 # the OpInfo class (timeline records)
+  cond: bool                # conditional branch
 
 def _op(info:OpInfo) -> _Op:
   port = PORTS.index(info.port) if info.port is not None else -1
   return _Op(CLS_CODE[info.cls], port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
              tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
-             info.cls)
+             info.cls, info.cond)
 
 def _lines(ops:list[_Op], pcs:list[int]) -> list[tuple[int, int, bool]]:
   """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line."""
@@ -172,20 +187,32 @@ def _lines(ops:list[_Op], pcs:list[int]) -> list[tuple[int, int, bool]]:
 class _Wave:
   """Replay state of one wave."""
   __slots__ = ("ops", "pcs", "lines", "i", "ready", "simd", "wg", "valu", "trans", "salu", "last_valu", "pending", "delay", "start", "times",
-               "dram", "next_dram", "parked")
+               "dram", "next_dram", "parked", "mx_end")
   def __init__(self, stream, start:int, simd:int, wg:int, launch:int):
     self.ops, self.pcs, self.lines = stream
     self.i, self.ready, self.simd, self.wg = 0, start + launch, simd, wg
     self.valu: list[int] = []; self.trans: list[int] = []; self.salu = -10**9; self.last_valu = -10**9
     self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]
     self.delay: list[tuple[int, int]] = []   # (instructions to skip, delay id) from s_delay_alu
-    self.start, self.times, self.dram, self.next_dram, self.parked = start, [], [], True, 0
+    self.start, self.times, self.dram, self.next_dram, self.parked, self.mx_end = start, [], [], True, 0, -10**9
 
 def _dep_ready(w:_Wave, dep:int, p:Params) -> int:
   if 1 <= dep <= 4: return w.valu[-dep] + p.valu_dep if len(w.valu) >= dep else 0
   if 5 <= dep <= 7: return w.trans[-(dep - 4)] + p.trans_dep if len(w.trans) >= dep - 4 else 0
   if 9 <= dep <= 11: return w.salu + dep - 8 + 1
   return 0
+
+def _fetch(iline:dict[int, int], line:int, done:int) -> int:
+  """Request an instruction cache line: it and the other line of its 128-byte pair arrive at cycle `done` (unless present)."""
+  for ln in (line, line ^ 1): iline.setdefault(ln, done)
+  return iline[line]
+
+def _retire(ends:list[int], used:set[int], now:int):
+  """Forget matrix-unit completions (and the issue slots taken at them) before cycle `now`."""
+  k = 0
+  while k < len(ends) and ends[k] < now: k += 1
+  del ends[:k]
+  used.difference_update([u for u in used if u < now])
 
 def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]], wg_of:list[int], passes:int, wg_slots:int, p:Params):
   """Replay the waves of one CU with the costs `p`. streams[i]: (ops, pcs, lines) of the CU's i-th wave; wg_of[i]: its local workgroup.
@@ -200,8 +227,13 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
   lds_done, heap, launched, clock_launch = 0, [], 0, 0
   arrived: dict[int, list[int]] = {}
   iline: dict[int, int] = {}   # instruction cache: line (from the kernel entry) -> cycle its fetch completes
-  lat, queue_mx, vgpr_to_mem, pass_issue = p.launch, p.wmma[1], p.vgpr_to_mem, ISSUE * passes
+  lat, vgpr_to_mem, pass_issue = p.launch, p.vgpr_to_mem, ISSUE * passes
+  # matrix unit per SIMD: completion cycles of the WMMAs in flight (in order), and the completions a VALU instruction issued at
+  mx = any(op.port == P_MATRIX for st in streams for op in st[0])
+  mx_ends: list[list[int]] = [[] for _ in range(n_simd)]
+  mx_used: list[set[int]] = [set() for _ in range(n_simd)]
   smem_lat, load_lat, store_lat, store_next, lds_lat = p.smem_lat, p.vmem_load_lat, p.vmem_store_lat, p.store_next, p.lds_lat
+  matrix_start, matrix_queue = p.matrix_start, p.matrix_queue
   heappush, heappop, heappushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
   def launch(wg:int, at:int):
     nonlocal clock_launch
@@ -221,26 +253,41 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
     ready, i, port_wait = item
     w = waves[i]
     wi, ops = w.i, w.ops
-    cls, port, shared, vec, cost, lds_cycles, _, delay, counter, size, _ = ops[wi]
+    cls, port, shared, vec, cost, lds_cycles, _, delay, counter, size, _, _ = ops[wi]
     if not port_wait:   # (a wave back from a busy port has fetched its instruction already: cache lines are never refilled)
       first, last, enter = w.lines[wi]
       if first == last:
-        if (fetched := iline.get(first)) is None: fetched = iline[first] = ready + lat
-      else: fetched = max(iline.setdefault(ln, ready + lat) for ln in range(first, last + 1))
+        if (fetched := iline.get(first)) is None: fetched = _fetch(iline, first, ready + lat)
+      else: fetched = max(iline.get(ln) or _fetch(iline, ln, ready + lat) for ln in range(first, last + 1))
       if fetched > ready:   # instruction cache miss: memory-bound like the launch
         w.next_dram = True; item = heappushpop(heap, (fetched, i, False)); continue
-      if enter and first + 1 not in iline: iline[first + 1] = ready + lat   # entering a line prefetches the next
+      if enter and first + 1 not in iline: _fetch(iline, first + 1, ready + lat)   # entering a line prefetches the next
     if port >= 0:
       simd_base = w.simd * len(PORTS)
+      if mx and vec:
+        ends = mx_ends[w.simd]
+        if ends and ends[0] < ready: _retire(ends, mx_used[w.simd], ready)
+        if ends and port != P_MATRIX:   # while the matrix unit works, other VALU work issues only as one of its WMMAs completes
+          used = mx_used[w.simd]
+          slot = next((e for e in ends if e not in used), ends[-1] + 1)
+          if slot > ready: item = heappushpop(heap, (slot, i, True)); continue
+          used.add(ready)
       key = port + (shared_base if shared else simd_base)
-      queue = queue_mx if port == P_MATRIX else 0   # the matrix unit queues: issue while its backlog is short enough
-      if (busy := port_free[key]) - queue > ready:
-        item = heappushpop(heap, (busy - queue, i, True)); continue
       mult = passes if vec else 1
-      port_free[key] = (ready if ready > busy else busy) + cost * mult
-      if port == P_TRANS or port == P_MATRIX:
-        vk = simd_base + P_VALU
-        if ready + mult > port_free[vk]: port_free[vk] = ready + mult
+      if port == P_MATRIX:   # queued in order behind the SIMD's WMMAs in flight; the issue itself takes one VALU pass
+        ends.append(max(ready + matrix_start, ends[-1] if ends else 0) + cost * mult)
+        w.mx_end = ends[-1]
+        mx_used[w.simd].add(ready)
+        key = simd_base + P_VALU
+        if (busy := port_free[key]) > ready: item = heappushpop(heap, (busy, i, True)); ends.pop(); continue
+        port_free[key] = ready + mult
+      else:
+        busy = port_free[key]
+        if port == P_TRANS and port_free[simd_base + P_VALU] > busy: busy = port_free[simd_base + P_VALU]   # issued through the VALU
+        if busy > ready:
+          item = heappushpop(heap, (busy, i, True)); continue
+        port_free[key] = ready + cost * mult
+        if port == P_TRANS: port_free[simd_base + P_VALU] = ready + mult
     dram = False
     w.times.append(ready); w.dram.append(w.next_dram)
     nxt = ready + ISSUE
@@ -264,7 +311,9 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
     elif cls == C_NOP: nxt = ready + delay
     w.i = wi = wi + 1
     pcs = w.pcs
-    if cls == C_BRANCH and wi < len(pcs) and pcs[wi] != pcs[wi - 1] + size: nxt += BRANCH_TAKEN
+    if cls == C_BRANCH and wi < len(pcs) and pcs[wi] != pcs[wi - 1] + size: nxt = ready + p.branch_taken
+    elif port == P_MATRIX and len(ends) >= matrix_queue:   # a full matrix queue holds the wave until its oldest WMMA completes
+      if len(out := [e for e in ends if e > ready]) >= matrix_queue: nxt = max(nxt, out[len(out) - matrix_queue])
     if cls == C_END or wi >= len(ops):
       wg = w.wg
       remaining[wg] -= 1
@@ -283,6 +332,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
         elif (dep_t := _dep_ready(w, dep, p)) > nxt: nxt = dep_t
       w.delay = keep
     if nop.port >= P_VMEM: nxt = max(nxt, w.last_valu + vgpr_to_mem)
+    elif nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
     if ncls == C_WAITCNT:
       for q, limit in nop.waits:
         pend = w.pending[q]
@@ -293,6 +343,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
     elif ncls == C_END:
       pend = w.pending[VS] + w.pending[VM]
       if pend and (t_done := max(d for d, _ in pend)) > nxt: nxt, dram = t_done, True
+      if w.mx_end + p.matrix_drain > nxt: nxt = w.mx_end + p.matrix_drain
     w.next_dram = dram
     if cls == C_BARRIER:
       w.parked = nxt

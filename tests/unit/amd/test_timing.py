@@ -71,3 +71,57 @@ def test_timing_is_deterministic_and_does_not_change_results():
   from emu.amd import run_program
   ref = run_program(prog, waves=2, vgprs=regs)
   np.testing.assert_array_equal(a[2].vgpr[:, :, :3], ref.vgpr[:, :, :3])
+
+# --- replay rules on synthetic streams (simulate_cu): expected cycles worked by hand from the rules docs/timing.md states ---
+from emu.amd.timing import PARAMS, ILINE, OpInfo, _op, _lines, simulate_cu  # noqa: E402
+
+RDNA4 = PARAMS["rdna4"]
+F16_WMMA = _op(OpInfo("valu", "matrix", 16))   # v_wmma_f32_16x16x16_f16 on RDNA4: 4096 MACs / 256 per cycle
+IU8_WMMA = _op(OpInfo("valu", "matrix", 8))    # v_wmma_i32_16x16x16_iu8: 4096 / 512
+VALU, SALU, END = _op(OpInfo("valu", "valu")), _op(OpInfo("salu", "salu")), _op(OpInfo("end", None))
+
+def stream(ops, pcs=None):
+  pcs = pcs if pcs is not None else [4 * k for k in range(len(ops))]
+  return ops, pcs, _lines(ops, pcs)
+
+def issue_times(streams, p=RDNA4, wg_of=None):
+  """Issue cycles per wave, relative to the first wave's first issue."""
+  res = simulate_cu(streams, wg_of or [0] * len(streams), 1, 1, p)
+  t0 = res[0][2][0]
+  return [[t - t0 for t in times if t is not None] for _, _, times, _ in res]
+
+def test_wmma_queue_holds_the_wave_until_the_oldest_completes():
+  batch = [F16_WMMA, IU8_WMMA] * 5
+  (times,) = issue_times([stream(batch + [SALU, END])])
+  start, q = RDNA4.matrix_start, RDNA4.matrix_queue
+  ends = [start + sum((16, 8)[k % 2] for k in range(n + 1)) for n in range(10)]   # in-order completions: 31, 39, 55, ...
+  assert times[:q] == list(range(q))                        # eight WMMAs fill the queue one per cycle
+  assert times[q:q + 2] == [ends[0], ends[1]]               # the 9th and 10th each wait for the oldest one to complete
+  assert times[q + 2] == ends[2]                            # so does the next instruction, a SALU
+  assert times[q + 3] == ends[-1] + RDNA4.matrix_drain      # s_endpgm waits for the last WMMA
+
+def test_other_waves_valu_issues_only_as_a_wmma_completes():
+  # two waves of one workgroup share SIMD 0 only when the CU has one SIMD per wave slot: use a one-SIMD CU
+  p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
+  a = stream([F16_WMMA, F16_WMMA, F16_WMMA, END])
+  b = stream([VALU, VALU, END])
+  wa, wb = issue_times([a, b], p)
+  ends = [wa[0] + p.matrix_start + 16 * (k + 1) for k in range(3)]
+  # wave b starts one cycle after a (LAUNCH_GAP); its first VALU finds the unit busy and takes the first completion, its second the next
+  assert wb[:2] == ends[:2]
+
+def test_conditional_branch_waits_for_the_salu_and_a_taken_branch_refetches():
+  cbr = _op(OpInfo("branch", "salu", cond=True))
+  # s_cmp; s_cbranch (taken: the next PC is back at 0x10); target instruction
+  ops, pcs = [SALU, cbr, SALU, END], [0, 4, 0x10, 0x14]
+  (times,) = issue_times([stream(ops, pcs)])
+  assert times[1] == RDNA4.branch_dep
+  assert times[2] == RDNA4.branch_dep + RDNA4.branch_taken
+
+def test_instruction_fetch_brings_the_128_byte_line_pair():
+  # straight-line code over 8 lines: the launch brings lines 0-3, entering line 3 requests line 4 and with it line 5; line 6 is
+  # requested on entering line 5 (with 7): the wave stalls once for 4/5 and once for 6/7 at most, never separately for 5 or 7
+  n = 8 * ILINE // 4
+  (times,) = issue_times([stream([SALU] * n + [END])])
+  stalls = [k * 4 // ILINE for k in range(1, n) if times[k] - times[k - 1] > 1]
+  assert stalls and set(stalls) <= {4, 6}
