@@ -5,7 +5,8 @@ and each AMD target is checked by compiling a tiny kernel for it with tinygrad's
 does not know a processor says so and emits generic code, which the check catches).
 """
 from __future__ import annotations
-import importlib.util, json, os, re, subprocess, sys, sysconfig
+import importlib.util, json, os, subprocess, sys
+from emu.llvm_libs import llvm_major, multiarch, newest_system_llvm
 
 # AMD targets the bench emulates, and the oldest LLVM that compiles for each (LLVM's AMDGPU processor table)
 AMD_TARGETS = {"gfx1100": 16, "gfx1201": 19, "gfx942": 18, "gfx950": 20}
@@ -43,27 +44,12 @@ def probe_target(arch:str, llvm_path:str|None=None) -> tuple[bool, str]:
   if r.returncode != 0: return False, (err.splitlines() or ["compile failed"])[-1][:160]
   return True, "compiles"
 
-def llvm_major(path:str) -> int | None:
-  """The LLVM major version a libLLVM file name carries (libLLVM-22.so, libLLVM-20.so.1, libLLVM.so.19.1, through symlinks), None if none."""
-  m = re.match(r"libLLVM(?:-(\d+)\.so|\.so\.(\d+))", os.path.basename(os.path.realpath(path)))
-  return int(m.group(1) or m.group(2)) if m else None
-
-def newest_system_llvm() -> str | None:
-  """The newest libLLVM on the machine's library path (what LLVM_PATH should name when an older one is picked): Debian's libLLVM-N.so,
-  Ubuntu's libLLVM-N.so.1 or the soname libLLVM.so.N.M."""
-  dirs = [d for d in ("/usr/lib", "/usr/lib64", "/usr/local/lib", f"/usr/lib/{_multiarch()}") if os.path.isdir(d)]
-  found = [(llvm_major(os.path.join(d, n)) or 0, n.startswith("libLLVM-"), os.path.join(d, n)) for d in dirs for n in os.listdir(d)
-           if re.fullmatch(r"libLLVM(-\d+\.so(\.\d+)*|\.so\.\d+(\.\d+)*)", n)]
-  return max(found)[2] if found else None
-
 def _target_fix(need:int, newer:str|None) -> str:
   if newer and (llvm_major(newer) or 0) >= need: return f"export LLVM_PATH={newer}"
   pkg = "libllvm22" if need > 19 else "libllvm19"
   cmd = f"apt-get update && apt-get install -y {pkg}" + ("   (from bookworm's security updates)" if pkg == "libllvm22" else "")
-  return (cmd if os.geteuid() == 0 else "ask an administrator to run: " + cmd) + (f", then export LLVM_PATH=/usr/lib/{_multiarch()}/libLLVM-22.so"
+  return (cmd if os.geteuid() == 0 else "ask an administrator to run: " + cmd) + (f", then export LLVM_PATH=/usr/lib/{multiarch()}/libLLVM-22.so"
                                                                                   if pkg == "libllvm22" else "")
-
-def _multiarch() -> str: return sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
 
 def doctor(out=print) -> int:
   """Print the report; return 0 when everything the bench needs for every AMD target is present, 1 otherwise."""

@@ -6,26 +6,10 @@ and LLVM_PATH is unset, `select()` sets LLVM_PATH to the newest libLLVM-N.so on 
 says so on stderr. mockgpu.py runs it at import, which happens (hcq.py) before tinygrad creates its AMD compiler.
 """
 from __future__ import annotations
-import os, re, sys, sysconfig
+import os, sys
 from mockgpu.config import amd_target
-from mockgpu.doctor import AMD_TARGETS, llvm_major, newest_system_llvm
-
-# the names tinygrad.runtime.autogen.llvm hands its DLL loader, in its order (tinygrad 0.14.0, Linux)
-TINYGRAD_LLVM_NAMES = ["LLVM", "LLVM-21", "LLVM-20", "LLVM-19", "LLVM-18", "LLVM-17", "LLVM-16", "LLVM-15", "LLVM-14"]
-
-def tinygrad_llvm(env:dict|None=None) -> str | None:
-  """The libLLVM tinygrad would load with LLVM_PATH unset: its loader's search (`c.DLL.findlib` on Linux), redone here because
-  calling it would cache LLVM_PATH's current value in tinygrad's `getenv`."""
-  env = os.environ if env is None else env
-  dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d] + ["/usr/lib64", "/usr/lib", "/usr/local/lib", "/usr/lib/wsl/lib/",
-         "/lib", "/lib64", f"/lib/{sysconfig.get_config_var('MULTIARCH')}"]
-  for name in TINYGRAD_LLVM_NAMES:
-    for d in filter(os.path.isdir, dirs):
-      for f in sorted(os.listdir(d)):
-        if re.fullmatch(f"lib{name}\\.so\\.?[0-9]*", f) and os.path.isfile(p := os.path.join(d, f)):
-          with open(p, "rb") as fh:
-            if fh.read(4) == b"\x7fELF": return p
-  return None
+from emu.llvm_libs import llvm_major, newest_system_llvm, tinygrad_llvm
+from mockgpu.doctor import AMD_TARGETS
 
 def select(env:dict|None=None, out=sys.stderr) -> str | None:
   """Set env's LLVM_PATH to a newer libLLVM when DEV's AMD arch needs one tinygrad would not load; returns the path it set."""

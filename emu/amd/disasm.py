@@ -2,14 +2,22 @@
 encoding checks (fuzz/llvm_mc.py re-exports this module).
 
 The library is picked per target, so several LLVM versions live in one process (each loaded RTLD_LOCAL): libLLVM-19 knows
-gfx1100/gfx1151/gfx1201/gfx942, gfx950 needs libLLVM-22. `LLVM_PATH` (tinygrad's variable) replaces the LLVM-19 default.
-Any failure to load a library makes `disassemble` return None, and traces fall back to the wheel's DSL repr.
+gfx1100/gfx1151/gfx1201/gfx942, gfx950 needs LLVM >= 20 (the oldest installed one that is new enough is used, e.g. Debian's
+libLLVM-22). Libraries are found by name in the system library directories (emu.llvm_libs: Debian and Ubuntu names).
+`LLVM_PATH` (tinygrad's variable) replaces the LLVM-19 default. Any failure to load a library makes `disassemble` return None,
+and traces fall back to the wheel's DSL repr.
 """
 from __future__ import annotations
 import ctypes, functools, os
+from emu.llvm_libs import multiarch, system_llvm
 
-LIBS = {19: "/usr/lib/x86_64-linux-gnu/libLLVM-19.so", 22: "/usr/lib/x86_64-linux-gnu/libLLVM-22.so"}
-CPU_LLVM = {"gfx950": 22}  # everything else is covered by LLVM 19
+DEFAULT_LLVM = 19          # the LLVM whose disassembly the fuzzers' expectations were checked against
+CPU_LLVM = {"gfx950": 20}  # CPUs that need a newer LLVM: the oldest major that knows them; everything else is covered by LLVM 19
+
+def default_library(major:int=DEFAULT_LLVM) -> str:
+  """Path of the installed libLLVM of `major` (or the newest newer one); the Debian name when none is installed (loading then fails
+  with that name in the error)."""
+  return system_llvm(major) or f"/usr/lib/{multiarch()}/libLLVM-{major}.so"
 ARCH_CPU = {"rdna3": "gfx1100", "rdna4": "gfx1201", "cdna": "gfx942"}  # the emulator's default CPU per table set
 
 @functools.cache
@@ -24,9 +32,9 @@ def _lib(path:str) -> ctypes.CDLL:
   return lib
 
 def library_for(cpu:str) -> str:
-  """Path of the libLLVM used for `cpu`: LLVM 22 for gfx950, else LLVM_PATH or LLVM 19."""
-  if (ver := CPU_LLVM.get(cpu)) is not None: return LIBS[ver]
-  return os.environ.get("LLVM_PATH") or LIBS[19]
+  """Path of the libLLVM used for `cpu`: an LLVM >= 20 for gfx950, else LLVM_PATH or LLVM 19."""
+  if (ver := CPU_LLVM.get(cpu)) is not None: return default_library(ver)
+  return os.environ.get("LLVM_PATH") or default_library()
 
 def available(cpu:str) -> bool:
   """True when the libLLVM for `cpu` exists and knows the CPU."""

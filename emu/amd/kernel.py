@@ -9,15 +9,13 @@ import os, struct
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
-from emu.amd.disasm import LIBS
+from emu.llvm_libs import tinygrad_llvm
 from emu.amd.gpu import AMDGPU
 from emu.amd.memory import MemoryMap
 
-DEFAULT_LLVM = LIBS[19]   # Debian's libLLVM-19, which tinygrad's own search finds
-
 def llvm_available() -> bool:
-  """Whether libLLVM (LLVM_PATH, or Debian's libLLVM-19 that tinygrad's search finds) exists, i.e. tinygrad can compile for AMD here."""
-  return os.path.exists(os.environ.get("LLVM_PATH") or DEFAULT_LLVM)
+  """Whether tinygrad finds a libLLVM (LLVM_PATH, or its own search), i.e. can compile for AMD here."""
+  return os.path.exists(p) if (p := os.environ.get("LLVM_PATH")) else tinygrad_llvm() is not None
 
 @dataclass
 class CompiledKernel:
