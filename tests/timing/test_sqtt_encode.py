@@ -1,56 +1,84 @@
-"""SQTT encoding (emu/timing/sqtt_encode.py) read back by the wheel's decoder (`tinygrad.renderer.amd.sqtt`).
+"""SQTT encoding (emu/timing/sqtt_encode.py, emu/timing/sqtt_layouts.py) read back by the wheel's decoder (`tinygrad.renderer.amd.sqtt`).
 
-Every packet type the encoder emits is decoded at every kind of time gap (in its own delta field, via TS_DELTA_SHORT, via
-TS_DELTA_OR_MARK). Instruction-packet classes are checked against what real gfx1100 traces report for the same instructions
-(the shipped captures and the decoder's documented encodings), and a replay of a real trace's code object, encoded and mapped
-with `map_insts`, must give the instruction sequence the hardware trace gives."""
+Per layout (RDNA3 / gfx1100, RDNA4 / gfx1201, CDNA / gfx950), every packet type the encoder emits is decoded at every kind of time
+gap (in its own delta field, via the layout's timestamp packets). Instruction-packet classes are checked against what the real
+captures report: a real capture's traced waves, re-encoded from their (PC, cycle) issues and mapped with `map_insts`, must give
+the instructions, cycles and packet kinds the hardware trace gives (gfx1100, gfx1200). The gfx950 captures trace no instructions
+(their waves ran on shader engines without instruction tracing), so for CDNA the captured wave start/end packets are re-encoded,
+and the instruction types are checked against the decoder's InstOpCDNA names."""
 from pathlib import Path
 import pytest
 from tinygrad.renderer.amd import sqtt
 from tinygrad.renderer.amd.dsl import NULL, s, v
+from tinygrad.runtime.autogen.amd.cdna import ins as cdna
 from tinygrad.runtime.autogen.amd.rdna3 import ins
+from tinygrad.runtime.autogen.amd.rdna4 import ins as rdna4
+from tinygrad.viz.serve import amd_decode
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode
 from emu.amd.steps import compile_step
 from emu.amd.timing import classify
-from emu.timing.traces import load_trace
-from emu.timing.sqtt_encode import (EXCLUDE_INST, EXCLUDE_VALUINST, EngineTrace, Shape, StreamWriter, Unit, Wave, encode, issue_packet,
-                                    pack)
+from emu.timing.traces import load_events
+from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, Wave, encode
+from emu.timing.sqtt_layouts import (CDNA_LAYOUT, EXCLUDE_INST, EXCLUDE_VALUINST, INCLUDE_INST, INCLUDE_WAVE_END, INCLUDE_WAVE_START, LAYOUTS,
+                                     RDNA3_LAYOUT, RDNA4_LAYOUT, pack)
 
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt" / "gfx1100"
-SPEC = get_spec("gfx1100")
-GAPS = [0, 1, 2, 3, 4, 7, 8, 19, 20, 26, 27, 1000, 123456, (1 << 36) + 77]
-PACKETS = [(sqtt.WAVESTART, {"sa": 1, "wgp": 5, "simd": 2, "wave": 13}), (sqtt.WAVEEND, {"sa": 1, "wgp": 3, "simd": 3, "wave": 15}),
-           (sqtt.VALUINST, {"wave": 7}), (sqtt.IMMEDIATE, {"wave": 9})] + \
-          [(sqtt.INST, {"wave": 4, "op": op.value}) for op in sqtt.InstOp if not op.name.startswith("OTHER_")]
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
+SPECS = {lay: get_spec(arch) for lay, arch in ((RDNA3_LAYOUT, "gfx1100"), (RDNA4_LAYOUT, "gfx1201"), (CDNA_LAYOUT, "gfx950"))}
+GAPS = [0, 1, 2, 3, 4, 7, 8, 19, 20, 26, 27, 1000, 1023, 1024, 4080, 4081, 4084, 123456, (1 << 36) + 77]
+# tinygrad prepends a layout-0 LAYOUT_HEADER to gfx9 blobs (the hardware stream has none); the decoder then switches to CDNA tables
+CDNA_PREFIX = pack(sqtt.LAYOUT_HEADER, layout=0).to_bytes(8, "little")
+TIME_PACKETS = (sqtt.NOP, sqtt.TS_DELTA_SHORT, sqtt.TS_DELTA_OR_MARK, sqtt.TS_DELTA_OR_MARK_RDNA4, sqtt.CDNA_MISC, sqtt.CDNA_TIMESTAMP)
 
-def real(packets): return [p for p in packets if not isinstance(p, (sqtt.NOP, sqtt.TS_DELTA_SHORT, sqtt.TS_DELTA_OR_MARK))]
+def blob(lay, data:bytes) -> bytes: return CDNA_PREFIX + data if lay is CDNA_LAYOUT else data
+def real(packets): return [p for p in packets if not isinstance(p, TIME_PACKETS)]
+def tick(lay, t:int) -> int: return t - t % 4 if lay is CDNA_LAYOUT else t   # CDNA timestamps count 4-cycle ticks
 
-def test_empty_stream_is_a_layout_3_header_padded_to_write_pointer_units():
-  data = StreamWriter().data()
-  (hdr,) = real(sqtt.decode(data))
-  assert isinstance(hdr, sqtt.LAYOUT_HEADER) and hdr.layout == 3 and hdr._time == 0 and len(data) % 32 == 0
+def emitted_packets(lay):
+  """(packet class, fields) for every packet type and op `lay` can emit."""
+  where = lay.wave_fields(1, 5, 2, 13) if lay is not CDNA_LAYOUT else lay.wave_fields(0, 9, 2, 7)
+  ops = {RDNA3_LAYOUT: sqtt.InstOp, RDNA4_LAYOUT: sqtt.InstOpRDNA4, CDNA_LAYOUT: sqtt.InstOpCDNA}[lay]
+  insts = [(lay.inst if lay is not CDNA_LAYOUT else sqtt.CDNA_INST, {**lay.inst_fields(3, 4), "op": op.value}) for op in ops
+           if not op.name.startswith("OTHER_")]
+  plain = [] if lay is CDNA_LAYOUT else [(sqtt.VALUINST, {"wave": 7}), (sqtt.IMMEDIATE, {"wave": 9})]
+  return [(lay.wave_start, where), (lay.wave_end, where)] + plain + insts
 
-@pytest.mark.parametrize("cls,fields", PACKETS, ids=lambda x: x.__name__ if isinstance(x, type) else str(x.get("op", "")))
-def test_every_packet_type_decodes_at_every_gap(cls, fields):
-  w, times = StreamWriter(), []
+PACKETS = [(lay, cls, f) for lay in LAYOUTS.values() for cls, f in emitted_packets(lay)]
+
+@pytest.mark.parametrize("lay,header", [(RDNA3_LAYOUT, {"layout": 3, "sel_a": 6}), (RDNA4_LAYOUT, {"layout": 4, "sel_a": 6, "sel_b": 4, "flag4": 1}),
+                                        (CDNA_LAYOUT, {"layout": 0})], ids=lambda x: getattr(x, "name", ""))
+def test_empty_stream_is_the_layout_header_padded_to_write_pointer_units(lay, header):
+  data = lay.writer().data()
+  assert len(data) % 32 == 0
+  (hdr, *rest) = list(sqtt.decode(blob(lay, data)))
+  assert isinstance(hdr, sqtt.LAYOUT_HEADER) and all(getattr(hdr, k) == val for k, val in header.items())
+  if lay is CDNA_LAYOUT:   # the hardware stream starts with an absolute timestamp anchoring the decoder's clock at 0
+    assert isinstance(rest[0], sqtt.CDNA_TIMESTAMP) and rest[0].timestamp == 0 and all(p._time == 0 for p in rest)
+  assert real(rest) == []
+
+@pytest.mark.parametrize("lay,cls,fields", PACKETS, ids=lambda x: getattr(x, "name", None) or getattr(x, "__name__", None) or str(x.get("op", "")))
+def test_every_packet_type_decodes_at_every_gap(lay, cls, fields):
+  w, times = lay.writer(), []
   for gap in GAPS:
     times.append(w.time + gap)
     w.packet(times[-1], cls, **fields)
-  got = real(sqtt.decode(w.data()))[1:]
+  got = real(sqtt.decode(blob(lay, w.data())))[1:]
   assert [type(p) for p in got] == [cls] * len(GAPS)
-  assert [p._time for p in got] == times
-  assert all(getattr(p, k) == (sqtt.InstOp(val) if k == "op" else val) for p in got for k, val in fields.items())
+  assert [p._time for p in got] == [tick(lay, t) for t in times]
+  assert all(getattr(p, k) == (p.op.__class__(val) if k == "op" else val) for p in got for k, val in fields.items())
 
-def test_out_of_order_and_oversized_fields_are_errors():
-  w = StreamWriter()
-  w.packet(10, sqtt.VALUINST, wave=0)
-  with pytest.raises(ValueError, match="time order"): w.packet(9, sqtt.VALUINST, wave=0)
+@pytest.mark.parametrize("lay", LAYOUTS.values(), ids=lambda x: x.name)
+def test_out_of_order_and_oversized_fields_are_errors(lay):
+  w = lay.writer()
+  cls, fields = emitted_packets(lay)[-1]
+  w.packet(10, cls, **fields)
+  with pytest.raises(ValueError, match="time order"): w.packet(9, cls, **fields)
   with pytest.raises(ValueError, match="wave=32"): pack(sqtt.VALUINST, wave=32)
+  with pytest.raises(ValueError, match="wave=16"): pack(sqtt.CDNA_INST, wave=16)
 
 # instruction -> (timing class, packet) as the gfx1100 captures report it (plus/sync kernels), or as the decoder's InstOp
 # documentation lists it (store sizes / address modes, transcendental, branches)
-def _i(inst): return decode(inst.to_bytes(), SPEC)
+def _i(inst, lay=RDNA3_LAYOUT): return decode(inst.to_bytes(), SPECS[lay])
 HW_CLASSES = [
   (ins.s_load_b64(sdata=s[0:1], sbase=s[0:1], offset=16), "smem", False, (sqtt.INST, sqtt.InstOp.SMEM_RD)),
   (ins.global_load_b32(vdst=v[1], addr=v[0], saddr=s[6:7]), "vmem_load", False, (sqtt.INST, sqtt.InstOp.SGMEM_RD_1)),
@@ -72,16 +100,46 @@ HW_CLASSES = [
 ]
 
 @pytest.mark.parametrize("inst,cls,taken,want", HW_CLASSES, ids=lambda x: repr(x).split("(")[0] if not isinstance(x, (str, bool, tuple)) else None)
-def test_issue_packets_match_hardware(inst, cls, taken, want):
-  assert issue_packet(cls, _i(inst), taken) == want
+def test_rdna3_issue_packets_match_hardware(inst, cls, taken, want):
+  assert RDNA3_LAYOUT.issue(cls, _i(inst), taken) == want
 
-def test_s_delay_alu_and_s_endpgm_have_no_instruction_packet():
-  assert issue_packet("delay", _i(ins.s_delay_alu(simm16=1)), False) is None and issue_packet("end", _i(ins.s_endpgm()), False) is None
+# CDNA: no capture traces instructions; the types are the decoder's InstOpCDNA names for each kind of instruction
+C = sqtt.InstOpCDNA
+CDNA_CLASSES = [
+  (cdna.s_load_dwordx2(sdata=s[0:1], sbase=s[0:1], offset=16), "smem", False, C.SMEM_RD),
+  (cdna.s_store_dword(sdata=s[2], sbase=s[0:1], offset=16), "smem", False, C.SMEM_WR),
+  (cdna.s_mov_b32(s[0], s[1]), "salu", False, C.SALU_32), (cdna.s_mov_b64(s[0:1], s[2:3]), "salu", False, C.SALU_64),
+  (cdna.v_add_f32_e32(v[1], v[1], v[2]), "valu", False, C.VALU_32), (cdna.v_add_f64(v[0:1], v[2:3], v[4:5]), "valu", False, C.VALU_64),
+  (cdna.v_exp_f32_e32(v[1], v[2]), "trans", False, C.VALU_32),
+  (cdna.global_load_dword(vdst=v[1], addr=v[0], saddr=s[6:7]), "vmem_load", False, C.VMEM_RD),
+  (cdna.global_store_dword(addr=v[0], data=v[1], saddr=s[4:5]), "vmem_store", False, C.VMEM_WR),
+  (cdna.flat_load_dword(vdst=v[1], addr=v[0:1]), "vmem_load", False, C.FLAT_RD),
+  (cdna.ds_read_b32(vdst=v[1], addr=v[0]), "lds", False, C.LDS),
+  (cdna.s_branch(simm16=3), "branch", True, C.JUMP), (cdna.s_cbranch_scc0(simm16=3), "branch", False, C.NEXT),
+  (cdna.s_sendmsg(simm16=3), "other", False, C.OTHER_MSG),
+]
+
+@pytest.mark.parametrize("inst,cls,taken,op", CDNA_CLASSES, ids=lambda x: repr(x).split("(")[0] if not isinstance(x, (str, bool, C)) else None)
+def test_cdna_issue_packets_follow_the_decoders_instruction_types(inst, cls, taken, op):
+  assert CDNA_LAYOUT.issue(cls, _i(inst, CDNA_LAYOUT), taken) == (sqtt.CDNA_INST, op)
+
+@pytest.mark.parametrize("lay,code", [(RDNA3_LAYOUT, [ins.s_delay_alu(simm16=1), ins.s_endpgm()]),
+                                      (RDNA4_LAYOUT, [rdna4.s_delay_alu(simm16=1), rdna4.s_wait_alu(simm16=0), rdna4.s_barrier_wait(simm16=0xffff),
+                                                      rdna4.s_endpgm()]),
+                                      (CDNA_LAYOUT, [cdna.s_waitcnt(simm16=0), cdna.s_nop(simm16=0), cdna.s_barrier(), cdna.s_endpgm()])],
+                         ids=lambda x: getattr(x, "name", ""))
+def test_unreported_instructions_have_no_instruction_packet(lay, code):
+  for inst in code:
+    instr = _i(inst, lay)
+    assert lay.issue(classify(compile_step(instr, SPECS[lay], 0)).cls, instr, False) is None, instr.name
+
+def _program(lay, code):
+  pcs, addr = {}, 0x1000
+  for c in code: pcs[addr], addr = _i(c, lay), addr + _i(c, lay).size
+  return pcs
 
 def test_encode_waves_slots_units_and_exclusions():
-  code = [ins.v_mov_b32_e32(v[0], 0), ins.s_waitcnt(simm16=0), ins.s_endpgm()]
-  pcs, addr = {}, 0x1000
-  for c in code: pcs[addr], addr = _i(c), addr + _i(c).size
+  pcs = _program(RDNA3_LAYOUT, [ins.v_mov_b32_e32(v[0], 0), ins.s_waitcnt(simm16=0), ins.s_endpgm()])
   issues = lambda t: [(t + 10 + i, pc, cls) for i, (pc, cls) in enumerate(zip(pcs, ("valu", "waitcnt", "end")))]
   traced = Unit(0, 0, 0, 0)
   waves = [Wave(traced, 0, issues(0)), Wave(traced, 1, issues(1)), Wave(traced, 50, issues(50)), Wave(Unit(0, 1, 2, 3), 5, issues(5)),
@@ -101,25 +159,101 @@ def test_encode_waves_slots_units_and_exclusions():
   encode(quiet, waves[:1], 0, pcs.__getitem__)
   assert [type(p).__name__ for p in real(sqtt.decode(quiet[0].writer.data()))[1:]] == ["WAVESTART", "IMMEDIATE", "WAVEEND"]
 
+def test_rdna4_wave_packets_carry_four_bit_wgps():
+  pcs = _program(RDNA4_LAYOUT, [rdna4.v_mov_b32_e32(v[0], 0), rdna4.s_endpgm()])
+  issues = [(10, pc, cls) for pc, cls in zip(pcs, ("valu", "end"))]
+  issues[1] = (11, *issues[1][1:])
+  eng = {0: EngineTrace(Unit(0, 1, 9, 1), layout=RDNA4_LAYOUT)}
+  encode(eng, [Wave(Unit(0, 1, 9, 1), 0, issues), Wave(Unit(0, 0, 0, 0), 2, issues)], 0, pcs.__getitem__)
+  got = [(type(p).__name__, p._time, getattr(p, "cu", None), getattr(p, "simd", None), p.wave) for p in real(sqtt.decode(eng[0].writer.data()))[1:]]
+  assert got == [("WAVESTART_RDNA4", 0, 9 | 16, 1, 0), ("WAVESTART_RDNA4", 2, 0, 0, 0), ("VALUINST", 10, None, None, 0),
+                 ("WAVEEND_RDNA4", 11, 9 | 16, 1, 0), ("WAVEEND_RDNA4", 11, 0, 0, 0)]
+
+def test_cdna_traces_every_simd_of_the_traced_cu_in_4_cycle_ticks():
+  pcs = _program(CDNA_LAYOUT, [cdna.v_mov_b32_e32(v[0], 0), cdna.s_waitcnt(simm16=0), cdna.s_endpgm()])
+  issues = lambda t: [(t + 10 + 3 * i, pc, cls) for i, (pc, cls) in enumerate(zip(pcs, ("valu", "waitcnt", "end")))]
+  waves = [Wave(Unit(0, 0, 2, s), 1 + s, issues(1 + s)) for s in range(4)] + [Wave(Unit(0, 0, 3, 0), 7, issues(7))]
+  tokens = INCLUDE_WAVE_START | INCLUDE_WAVE_END | INCLUDE_INST
+  eng = {0: EngineTrace(Unit(0, 0, 2, 0), tokens, CDNA_LAYOUT, simd_mask=0b1011)}
+  encode(eng, waves, 1000, pcs.__getitem__)
+  pkts = real(sqtt.decode(blob(CDNA_LAYOUT, eng[0].writer.data())))[1:]
+  got = [(type(p).__name__[5:], p._time, getattr(p, "cu", None), p.simd, p.wave) for p in pkts]
+  starts = [(t, cu, simd) for n, t, cu, simd, _ in got if n == "WAVESTART"]
+  assert starts == [(1000, 2, 0), (1000, 2, 1), (1000, 2, 2), (1004, 2, 3), (1004, 3, 0)]   # cycles 1001..1004, 1007 in 4-cycle ticks
+  insts = [(t, simd) for n, t, _, simd, _ in got if n == "INST"]   # s_waitcnt has no packet; SIMD 2 is not in the mask
+  assert insts == [(1008, 0), (1012, 1), (1012, 3)]   # cycles 1011, 1012, 1014
+  ends = [(t, cu, simd) for n, t, cu, simd, _ in got if n == "WAVEEND"]
+  assert ends == [(1016, 2, 0), (1016, 2, 1), (1016, 2, 2), (1020, 2, 3), (1020, 3, 0)]
+  starts_only = {0: EngineTrace(Unit(0, 0, 2, 0), INCLUDE_WAVE_START, CDNA_LAYOUT, simd_mask=0xf)}
+  encode(starts_only, waves[:1], 0, pcs.__getitem__)
+  assert [type(p).__name__ for p in real(sqtt.decode(blob(CDNA_LAYOUT, starts_only[0].writer.data())))[1:]] == ["CDNA_WAVESTART"]
+
 def test_shape_places_cus_on_wgps_like_the_traces():
   sh = Shape(6, 2)
   assert [sh.unit(0, s) for s in (0, 1)] == [Unit(0, 0, 0, 0), Unit(0, 0, 0, 2)]   # sync: one workgroup on SIMDs 0 and 2 of a WGP
   assert sh.unit(1, 0) == Unit(0, 0, 0, 1) and sh.unit(2, 0) == Unit(1, 0, 0, 0) and sh.unit(12, 1) == Unit(0, 1, 0, 2)
   assert sh.unit(95, 1) == Unit(5, 1, 3, 3)
+  cd = Shape(4, 1, CDNA_LAYOUT.cus_per_wgp)   # CDNA: a CU is its own unit, its 4 SIMDs as the model numbers them
+  assert [cd.unit(c, 3) for c in (0, 1, 5, 31)] == [Unit(0, 0, 0, 3), Unit(1, 0, 0, 3), Unit(1, 0, 1, 3), Unit(3, 0, 7, 3)]
 
-@pytest.mark.skipif(not TRACES.is_dir(), reason=f"shipped SQTT traces not present at {TRACES}")
-@pytest.mark.parametrize("name", ["profile_plus_run_0.pkl", "profile_sync_run_0.pkl"])
-def test_hardware_issue_streams_reencode_to_the_same_instructions_and_cycles(name):
-  """The traced waves of a real capture, re-encoded from their (PC, cycle) issues, map back to the same instructions at the same cycles."""
-  kernels = [k for k in load_trace(TRACES / name) if k.waves]
-  assert kernels
-  for k in kernels:
-    instr_at = {i.pc: decode(i.inst.to_bytes(), SPEC) for w in k.waves for i in w.issues}.__getitem__
-    waves = [Wave(Unit(0, 0, 0, 0), w.start, [(i.cycle, i.pc, classify(compile_step(instr_at(i.pc), SPEC, i.pc)).cls) for i in w.issues])
-             for w in k.waves]
-    eng = {0: EngineTrace(Unit(0, 0, 0, 0))}
-    encode(eng, waves, 0, instr_at)
-    seqs: dict[int, list[tuple[int, int, str]]] = {}
-    for p, info in sqtt.map_insts(eng[0].writer.data(), k.lib, "gfx1100"):
-      if info is not None: seqs.setdefault(info.wave, []).append((info.pc, p._time, repr(info.inst)))
-    assert list(seqs.values()) == [[(i.pc, i.cycle, repr(i.inst)) for i in w.issues] for w in k.waves], k.name
+# ---- real captures ----
+
+def _kind(p) -> str: return type(p).__name__.replace("_RDNA4", "") + (":" + p.op.name if hasattr(p, "op") else "")
+
+def _issue_streams(data:bytes, lib:bytes, arch:str) -> dict[int, list[tuple[int, int, str]]]:
+  """Per wave slot of the traced SIMD: the (pc, cycle, packet kind) `map_insts` gives."""
+  seqs: dict[int, list[tuple[int, int, str]]] = {}
+  for p, info in sqtt.map_insts(data, lib, arch):
+    if info is not None: seqs.setdefault(info.wave, []).append((info.pc, p._time, _kind(p)))
+  return seqs
+
+def _captures(arch:str, kind:str) -> list:
+  if not (TRACES / arch).is_dir(): pytest.skip(f"shipped SQTT traces not present at {TRACES / arch}")
+  return [(f.name, load_events(f)) for f in sorted((TRACES / arch).glob(f"profile_{kind}_run_*.pkl"))]
+
+@pytest.mark.parametrize("arch,emu_arch,kind", [("gfx1100", "gfx1100", k) for k in ("plus", "sync")] +
+                         [("gfx1200", "gfx1201", k) for k in ("plus", "sync", "handwritten")])
+def test_hardware_issue_streams_reencode_to_the_same_instructions_cycles_and_packets(arch, emu_arch, kind):
+  """The traced waves of a real capture, re-encoded from their (PC, cycle) issues with the emulator's instruction classes, map back
+  to the same instructions at the same cycles, reported by the same packets (INST ops included)."""
+  spec, seen = get_spec(emu_arch), 0
+  lay = LAYOUTS[spec.family]
+  for fname, events in _captures(arch, kind):
+    progs = {e.tag: e for e in events if type(e).__name__ == "ProfileProgramEvent"}
+    for ev in (e for e in events if type(e).__name__ == "ProfileSQTTEvent" and e.itrace):
+      lib = progs[ev.kern].lib
+      if not (hw := _issue_streams(ev.blob, lib, arch)): continue
+      starts: dict[int, list[int]] = {}
+      for p in sqtt.decode(ev.blob):
+        if isinstance(p, lay.wave_start) and p.cu == 0 and p.simd == 0: starts.setdefault(p.wave, []).append(p._time)
+      instr_at = {pc: decode(i.to_bytes(), spec) for pc, i in amd_decode(lib, arch).items()}.__getitem__
+      waves = [Wave(Unit(0, 0, 0, 0), starts[slot].pop(0), [(t, pc, classify(compile_step(instr_at(pc), spec, pc)).cls) for pc, t, _ in seq])
+               for slot, seq in hw.items()]
+      eng = {0: EngineTrace(Unit(0, 0, 0, 0), layout=lay)}
+      encode(eng, waves, 0, instr_at)
+      assert _issue_streams(eng[0].writer.data(), lib, arch) == hw, (fname, ev.se)
+      seen += sum(len(s) for s in hw.values())
+  assert seen
+
+def test_gfx950_wave_starts_and_ends_reencode_to_the_same_packets():
+  """The gfx950 captures' waves (start, end, CU, SIMD, slot), re-encoded, decode to the same CDNA_WAVESTART/CDNA_WAVEEND packets."""
+  spec, seen = get_spec("gfx950"), 0
+  for fname, events in _captures("gfx950", "*"):
+    progs = {e.tag: e for e in events if type(e).__name__ == "ProfileProgramEvent"}
+    for ev in (e for e in events if type(e).__name__ == "ProfileSQTTEvent"):
+      hw = [(type(p).__name__, p._time, p.sh, p.cu, p.simd, p.wave) for p in sqtt.decode(ev.blob)
+            if isinstance(p, (sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND))]
+      if not hw: continue
+      code = {pc: decode(i.to_bytes(), spec) for pc, i in amd_decode(progs[ev.kern].lib, "gfx950").items()}
+      endpgm = next(pc for pc, instr in code.items() if instr.name == "s_endpgm")
+      live, waves = {}, []
+      for name, t, sh, cu, simd, slot in hw:
+        if name == "CDNA_WAVESTART": live[(sh, cu, simd, slot)] = Wave(Unit(ev.se, sh, cu, simd), t)
+        else: (w := live.pop((sh, cu, simd, slot))).issues.append((t, endpgm, "end")); waves.append(w)
+      eng = {ev.se: EngineTrace(Unit(ev.se, 0, 0, 0), INCLUDE_WAVE_START | INCLUDE_WAVE_END | INCLUDE_INST, CDNA_LAYOUT, 0xf)}
+      encode(eng, waves, 0, code.__getitem__)
+      got = [(type(p).__name__, p._time, p.sh, p.cu, p.simd, p.wave) for p in sqtt.decode(CDNA_PREFIX + eng[ev.se].writer.data())
+             if isinstance(p, (sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND))]
+      assert got == hw, (fname, ev.se)
+      seen += len(hw)
+  assert seen
