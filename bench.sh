@@ -41,6 +41,7 @@ setup_system() {
   fi
   [ -n "$newer" ] || say "no libLLVM >= 20 installed or in apt: gfx950 (MOCKKFD+AMD:LLVM:gfx950) cannot compile kernels; its tests skip"
   command -v clang >/dev/null || missing+=(clang)   # tinygrad's CPU device (used for host-side copies of multi-GPU tensors) needs it
+  command -v qemu-x86_64 >/dev/null || missing+=(qemu-user)  # the x86 fuzz target runs the x86 renderer's AVX code in QEMU >= 7.2
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (tinygrad's kernel compilers)"
     apt_install "${missing[@]}" || say "could not install ${missing[*]}: run as root: apt-get update && apt-get install -y ${missing[*]}" \

@@ -53,7 +53,15 @@ def test_oracle_rounding_by_hand():
   assert oracle.f_to_int(f32_bits(-3.5), 32, signed=False) == 0 and oracle.f_to_int(0x7fc00000, 32, signed=True) == 0
 
 # saved reproducers that still fail, and why (strict xfail); every other one must pass
-REASONS: dict[str, str] = {}
+REASONS: dict[str, str] = {
+  # tinygrad 0.14.0 X86Renderer code-generation bugs (the system under test: recorded, not patched); docs/fuzzing.md, `x86`
+  "x86-int8-narrowing-cast-cmp-imm-desync": "X86Renderer: an int8 from a narrowing cast keeps the wider operand size; cmp r32, imm is "
+                                            "encoded 81 /7 with a 1-byte immediate (the instruction stream desyncs)",
+  "x86-int8-filled-sil-stored-as-dh": "X86Renderer: an int8 value filled as a word is stored with 66 88 /r and no REX, so SIL/DIL/BPL/SPL "
+                                      "store DH/BH/CH/AH",
+  "x86-f64-where-f32-cmp-mask-blendvpd": "X86Renderer: a float32 compare mask (vcmpltss, low dword only) selects a float64 vblendvpd "
+                                         "(bit 63); fails as unicorn-invalid-insn where qemu is missing",
+}
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
 def test_regression(path, request):

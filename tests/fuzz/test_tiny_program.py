@@ -1,0 +1,31 @@
+"""fuzz.tiny_program: generated programs stay valid as data, and `compare`'s tolerance rules (worked by hand)."""
+import random
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from fuzz import tiny_program
+from fuzz.tiny_program import compare, tolerance
+
+def test_recorded_programs_build():
+  # every generated program builds: the shapes its steps record are the shapes they see (a recorded reshape shape used to be
+  # changed in place by later steps)
+  for seed in range(300):
+    case = tiny_program.generate(random.Random(seed))
+    tiny_program.build(case, [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]])
+
+def test_tolerance_is_the_least_precise_float_in_the_program():
+  f32_to_f64 = {"inputs": [{"dtype": "float32", "shape": [1], "data": [1.0]}], "steps": [["cast", "float64"]]}
+  assert tolerance(f32_to_f64, "float64") == 1e-5
+  # x/x computed in float32 and widened: 1.0 vs the reference's 0.99999988 (one float32 ulp below 1) is within float32 rounding
+  assert compare(np.array([1.0]), np.array([np.float32(1) - np.float32(2**-24)], dtype=np.float64), f32_to_f64) is None
+  f64 = {"inputs": [{"dtype": "float64", "shape": [1], "data": [1.0]}], "steps": []}
+  assert compare(np.array([1.0]), np.array([1 - 2**-24]), f64) is not None
+
+@pytest.mark.skipif(not tiny_program.HALF_IN_FLOAT32, reason="the PYTHON backend rounds half per step on Python >= 3.12")
+def test_half_programs_scale_with_their_magnitudes_and_saturate():
+  case = {"inputs": [{"dtype": "float16", "shape": [2], "data": [10.0, -9.336]}], "steps": [["reduce", "sum", 0]]}
+  # 10 + (-9.336) rounds in half to 0.6641 (per step) while a float32 reference keeps 0.664: 2e-3 * 10 absolute tolerance
+  assert compare(np.array([0.6641], dtype=np.float16), np.array([0.664], dtype=np.float16), case) is None
+  assert compare(np.array([0.70], dtype=np.float16), np.array([0.664], dtype=np.float16), case) is not None
+  assert compare(np.array([65504.0], dtype=np.float16), np.array([np.inf], dtype=np.float16), case) is None
+  assert compare(np.array([-65504.0], dtype=np.float16), np.array([np.inf], dtype=np.float16), case) is not None
