@@ -1,6 +1,6 @@
 """DS ops the pcode leaves to the executor (kind 'executor'): DS_SWIZZLE_B32 and the LDS counters DS_APPEND / DS_CONSUME.
 
-DS_SWIZZLE_B32 moves data between lanes without touching LDS; OFFSET (offset1:offset0) selects the pattern (ISA "DS_SWIZZLE"):
+DS_SWIZZLE_B32 moves the ADDR VGPR between lanes without touching LDS; OFFSET (offset1:offset0) selects the pattern (ISA "DS_SWIZZLE"):
   offset >= 0xe000  FFT: lane i reads lane bitreverse5(i) >> popcount(mask) | (i & mask), mask = offset[4:0]
   offset >= 0xc000  rotate: lane i reads (i & mask) | ((i + r) & ~mask) within its 32 lanes, r = offset[9:5], negated when
                     offset[10] is set (rotate right), mask = offset[4:0]
@@ -19,6 +19,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
 from emu.amd.step import Machine, Step
+from emu.amd.wave import AGPR_BASE
 
 U64 = np.uint64
 
@@ -38,11 +39,14 @@ def swizzle_sources(offset:int, lanes:int) -> np.ndarray:
   return (((lo & mask) | ((offset >> 5) & 0x1f)) ^ ((offset >> 10) & 0x1f)) | half
 
 class DsSwizzleStep(Step):
-  """DS_SWIZZLE_B32: vdst = data0 of the source lane that the offset pattern picks (0 from inactive lanes)."""
+  """DS_SWIZZLE_B32: vdst = the ADDR VGPR of the source lane that the offset pattern picks (0 from inactive lanes)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     inst = instr.inst
-    self.vdst, self.data0, self.offset = rawf(inst, "vdst"), rawf(inst, "data0"), inst.offset0 | (inst.offset1 << 8)
+    # the source is the ADDR field's VGPR (LLVM: `ds_swizzle_b32 vdst, addr`; the ISA's operand table lists addr and vdst only); CDNA's ACC
+    # bit makes the destination an AGPR
+    acc = AGPR_BASE if getattr(inst, "acc", 0) else 0
+    self.vdst, self.data0, self.offset = rawf(inst, "vdst") + acc, rawf(inst, "addr"), inst.offset0 | (inst.offset1 << 8)
 
   def execute(self, m:Machine, ws:np.ndarray):
     st = m.st
@@ -57,7 +61,7 @@ class DsCounterStep(Step):
     super().__init__(instr, spec)
     inst = instr.inst
     if getattr(inst, "gds", 0): raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name} on GDS is not emulated")
-    self.vdst, self.offset = rawf(inst, "vdst"), inst.offset0 | (inst.offset1 << 8)
+    self.vdst, self.offset = rawf(inst, "vdst") + (AGPR_BASE if getattr(inst, "acc", 0) else 0), inst.offset0 | (inst.offset1 << 8)
     self.sign = 1 if instr.op.name == "DS_APPEND" else -1
 
   def execute(self, m:Machine, ws:np.ndarray):

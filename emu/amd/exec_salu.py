@@ -28,7 +28,7 @@ NO_EFFECT = {"S_NOP", "S_WAITCNT", "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAIT
              "S_DELAY_ALU", "S_CLAUSE", "S_SLEEP", "S_SENDMSG", "S_SET_INST_PREFETCH_DISTANCE", "S_WAIT_IDLE", "S_WAIT_EVENT", "S_ICACHE_INV",
              "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_VERSION",
              "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT",
-             "S_WAIT_ALU", "S_WAIT_SAMPLECNT", "S_WAIT_BVHCNT",
+             "S_WAIT_ALU", "S_WAIT_SAMPLECNT", "S_WAIT_BVHCNT", "S_WAIT_EXPCNT", "S_WAIT_LOADCNT_DSCNT", "S_WAIT_STORECNT_DSCNT",
              # cache invalidation and prefetch (emulated memory is coherent), in any format
              "S_DCACHE_INV", "S_GL1_INV", "BUFFER_GL0_INV", "BUFFER_GL1_INV", "GLOBAL_INV", "GLOBAL_WBINV", "S_PREFETCH_INST",
              "S_PREFETCH_INST_PC_REL", "S_PREFETCH_DATA", "S_BUFFER_PREFETCH_DATA", "S_PREFETCH_DATA_PC_REL"}
@@ -52,10 +52,11 @@ class ControlStep(Step):
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     name = instr.op.name
-    if name in ENDS: self.effect = "end"
+    # s_sethalt halts the wave only with SIMM16[0] = 1 (no debugger resumes it: it ends here); SIMM16[0] = 0 resumes, a no-op
+    if name in ENDS and not (name == "S_SETHALT" and not instr.inst.simm16 & 1): self.effect = "end"
     elif name in BARRIERS: self.effect = "barrier"
     elif name == "S_TRAP": self.effect = "trap"
-    elif name in NO_EFFECT: self.effect = None
+    elif name in NO_EFFECT or name == "S_SETHALT": self.effect = None
     else: raise GPUIllegalInstruction(0, instr.raw, f"{name} is not implemented (executor-owned op without emulation)")
   def execute(self, m:Machine, ws:np.ndarray):
     if self.effect == "end": m.st.status[ws] = ENDED
@@ -193,6 +194,7 @@ class SmemStep(SaluStep):
 
   def _addresses(self, st, ws:np.ndarray) -> np.ndarray:
     base = st.sgpr[ws, self.sbase].astype(U64) | (st.sgpr[ws, self.sbase + 1].astype(U64) << U64(32))
+    if self.sbase == self.spec.null_reg: base = np.zeros(len(ws), dtype=U64)   # SBASE = NULL reads 0 (not NULL's and M0's storage)
     if self.buffer: base &= U64((1 << 48) - 1)
     soff = st.sgpr[ws, self.soffset].astype(U64) if self.soffset != self.spec.null_reg else U64(0)
     return (base + U64(self.offset & MASK64) + soff) & U64(MASK64 & ~3)
@@ -218,6 +220,9 @@ class SmemStep(SaluStep):
   def extra(self, m:Machine, w:int, o:OpState):
     o.ADDR, o.MEM = self.addrs[w], m.smem
     if "SDATA" in self.op.reads: o.SDATA = resolve_src(self.sdata, self.sdata_bits, None, None, self.spec).read_int(m.st, w)
+    if "DATA" in self.op.reads: o.DATA = resolve_src(self.sdata, self.op.widths["DATA"], None, None, self.spec).read_int(m.st, w)  # gfx9 atomics
 
   def writeback(self, m:Machine, w:int, o:OpState):
     if "SDATA" in self.op.writes: write_sgpr(m.st, w, self.sdata, self.sdata_bits, int(o.SDATA))
+    # gfx9 scalar atomics return the pre-op value into SDATA only with GLC
+    if "RETURN_DATA" in self.op.writes and self.instr.inst.glc: write_sgpr(m.st, w, self.sdata, self.op.widths["RETURN_DATA"], int(o.RETURN_DATA))

@@ -23,6 +23,9 @@ SADDR_OFF = 0x7f   # gfx9 encodes "no SADDR" as 0x7f (RDNA as NULL)
 # field and its signed width, and the bit that makes an atomic return its pre-op value (rdna4: TH[0], TH_ATOMIC_RETURN)
 MEM_FIELDS = {"rdna4": ("vaddr", "vsrc", "ioffset", 24, lambda inst: inst.th & 1)}
 DEFAULT_MEM_FIELDS = ("addr", "data", "offset", 13, lambda inst: inst.glc if hasattr(inst, "glc") else inst.sc0)   # gfx940+: GLC is SC0
+# FLAT-segment offsets are unsigned: gfx10/gfx11 use the low 12 bits of the 13-bit field (LLVM's assembler: "MSB is ignored and forced to
+# zero"), gfx9's field is 12 bits; gfx12's 24-bit offsets are signed for every segment
+FLAT_UNSIGNED_BITS = {"rdna3": 12, "cdna": 12}
 
 def alias_rounds(key:np.ndarray) -> np.ndarray:
   """Round number of each lane: the k-th lane (in lane order) using an address goes in round k."""
@@ -49,11 +52,12 @@ class VmemStep(Step):
       self.fields = {"OFFSET": inst.offset0 | (inst.offset1 << 8), "OFFSET0": inst.offset0, "OFFSET1": inst.offset1}
       self.data = {"DATA": Src("vgpr", rawf(inst, "data0") + acc, w("DATA")), "DATA2": Src("vgpr", rawf(inst, "data1") + acc, w("DATA2"))}
       name = instr.op.name
-      self.returns = not (name.startswith("DS_STORE") or (op.mem_rmw and "RTN" not in name))   # non-RTN atomics return nothing
+      self.returns = not (name.startswith("DS_STORE_") or (op.mem_rmw and "RTN" not in name))   # non-RTN atomics return nothing
     else:
       addr_f, data_f, off_f, off_bits, returns = MEM_FIELDS.get(spec.family, DEFAULT_MEM_FIELDS)
       off = getattr(inst, off_f)
-      self.offset = off - (1 << off_bits) if off & (1 << (off_bits - 1)) else off
+      if fmt == "FLAT" and spec.family in FLAT_UNSIGNED_BITS: self.offset = off & ((1 << FLAT_UNSIGNED_BITS[spec.family]) - 1)
+      else: self.offset = off - (1 << off_bits) if off & (1 << (off_bits - 1)) else off
       self.addr, self.saddr, self.sve = rawf(inst, addr_f), rawf(inst, "saddr"), bool(inst.sve)
       data = rawf(inst, data_f) + acc
       self.data = {"DATA": Src("vgpr", data, w("DATA")), "DATA2": Src("vgpr", data + w("DATA") // 32, w("DATA2")),
@@ -69,7 +73,8 @@ class VmemStep(Step):
       a = Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense) if self.sve else np.zeros(len(wv), dtype=U64)
       if self.saddr not in (null, SADDR_OFF): a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
-    if self.saddr in (null, self.spec.m0_reg, SADDR_OFF): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
+    # FLAT has no SGPR base (gfx9 encodes its SADDR field as 0, RDNA as NULL)
+    if self.fmt == "FLAT" or self.saddr in (null, self.spec.m0_reg, SADDR_OFF): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
     else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
     return a + U64(self.offset & 0xffffffffffffffff)
 
@@ -97,6 +102,7 @@ class VmemStep(Step):
     inputs = {"laneId": lanes.lane_id, "ADDR": self._addresses(st, wv, ln, dense)}
     for name, src in self.data.items():
       if name in op.reads: inputs[name] = src.read_lanes(st, wv, ln, dense)
+    if "M0" in op.reads: inputs["M0"] = st.sgpr[wv, self.spec.m0_reg].astype(U64)   # DS_*_ADDTID: M0[15:0] is part of the address
     if "RETURN_DATA" in op.reads: inputs["RETURN_DATA"] = Src("vgpr", self.vdst, op.widths.get("RETURN_DATA", 32)).read_lanes(st, wv, ln)
     outs: dict[str, np.ndarray] = {}
     for sel, mem, base, addr in self._regions(m, wv, ln, inputs["ADDR"]):
@@ -119,7 +125,8 @@ class VmemStep(Step):
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave DS ops (ds_permute/bpermute, ds_swizzle): one call per wave with the VGPR file and register numbers."""
     st, inst = m.st, self.instr.inst
-    regs = {"VDST": self.vdst, "ADDR": self.addr, "DATA0": rawf(inst, "data0"), "DATA1": rawf(inst, "data1")} if self.fmt == "DS" else {}
+    acc = self.vdst - rawf(inst, "vdst")   # AGPR_BASE with CDNA's ACC bit: data0 is an AGPR too
+    regs = {"VDST": self.vdst, "ADDR": self.addr, "DATA": rawf(inst, "data0") + acc, "DATA1": rawf(inst, "data1") + acc} if self.fmt == "DS" else {}
     for w in (int(x) for x in ws):
       o = OpState(VGPR=st.vgpr[w], EXEC=st.get_mask(w, self.spec.exec_lo), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, MEM=m.lds,
                   OFFSET0=inst.offset0, OFFSET1=inst.offset1, OFFSET=inst.offset0 | (inst.offset1 << 8), **regs)

@@ -37,6 +37,11 @@ class LocalMemory:
   def __init__(self, store:np.ndarray, limit:int, fault_oob:bool):
     self.store, self.limit, self.fault_oob = store, limit, fault_oob
     self.base = np.zeros(0, dtype=np.int64)
+  def select(self, mask:np.ndarray) -> LocalMemory:
+    """The same memory seen by the lanes `mask` selects (pcode's conditional accesses pass only those lanes' addresses)."""
+    sub = LocalMemory(self.store, self.limit, self.fault_oob)
+    sub.base = self.base[mask]
+    return sub
   def _index(self, addrs:np.ndarray, nbytes:int, write:bool) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(addrs, dtype=U64) & U64(0xffffffff)
     ok = a + U64(nbytes) <= U64(self.limit)

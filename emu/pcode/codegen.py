@@ -30,6 +30,9 @@ UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "
                 "WAVE32", "WAVE64", "MODE_IEEE", "ROUND_MODE", "EXECZ", "VCCZ", "SDATA", "SGPR", "HW_REGISTERS", "TTMP", "TBA", "TMA", "TrapID",
                 "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP", "OMOD"}
 MASK_REGS = {"EXEC", "VCC"}
+# encoding fields some entries `declare` to say where they come from (DS_PERMUTE/BPERMUTE: "VDST, ADDR and DATA0 are from the microcode
+# DS encoding"): they stay inputs
+DECLARED_FIELDS = {"OFFSET", "DATA0", "VDST"}
 SCALAR_FILES = {"SGPR", "HW_REGISTERS"}   # register files scalar ops index (SGPR[i], HW_REGISTERS[id]): 32-bit registers
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
 CONST_FIELDS = {("WAVE_STATUS", "PRIV"): "0"}  # the emulator runs user code only
@@ -567,6 +570,7 @@ class Gen:
       m(s)
 
   def s_Declare(self, s:Declare):
+    if s.name in DECLARED_FIELDS and not s.count: return   # the instruction's field, an input: not a zeroed local
     t = ({"u": "u", "i": "i", "b": "u", "f": "f"}[s.typ[0]], s.typ[1])
     self.settype(s.name, ("arr", t, s.count) if s.count else t)
     self.defined.add(s.name)

@@ -73,6 +73,10 @@ PCODE_FIXES = {
                               "SGPR pair SGPR_ADDR", "MEM[ADDR].u32 = DATA.u32"),
 }
 PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
+_ADDTID = "the vendor entry `declare`s OFFSET0 and OFFSET1, which compiles them as zeroed locals instead of the instruction's offset fields"
+_ADDTID_ADDR = "MEM[32'I(OFFSET.u32 + M0[15 : 0].u32) + laneID.i32 * 4].u32"   # OFFSET = { OFFSET1, OFFSET0 }
+for _name in ("DS_LOAD_ADDTID_B32", "DS_READ_ADDTID_B32"): PCODE_FIXES[_name] = (_ADDTID, f"RETURN_DATA.u32 = {_ADDTID_ADDR}")
+for _name in ("DS_STORE_ADDTID_B32", "DS_WRITE_ADDTID_B32"): PCODE_FIXES[_name] = (_ADDTID, f"{_ADDTID_ADDR} = DATA0.u32")
 _SETREG = ("rdna3's entry builds mask = (1 << size) - 1 and never shifts it to `offset`, so a field at a non-zero offset is written "
            "through the low bits' mask (the register's low bits cleared, the new value lost); rdna4's and cdna's entries shift it: "
            "this is their text")
@@ -88,6 +92,9 @@ for _t in ("FP8", "BF8"):
   CDNA_PCODE_FIXES[f"V_CVT_F32_{_t}_E32"] = (_SDWA, f"D0.f32 = {_t.lower()}_to_f32(S0[7 : 0].{_t.lower()})")
   CDNA_PCODE_FIXES[f"V_CVT_PK_F32_{_t}_E32"] = (_SDWA, f"D0[31 : 0].f32 = {_t.lower()}_to_f32(S0[7 : 0].{_t.lower()});\n"
                                                   f"D0[63 : 32].f32 = {_t.lower()}_to_f32(S0[15 : 8].{_t.lower()})")
+_ADD_F64 = "the vendor entry assigns RETURN_DATA = tmp without a type, which reads as 32 bits: the pre-op value's high dword was lost"
+for _name in ("DS_ADD_F64", "DS_ADD_RTN_F64", "FLAT_ATOMIC_ADD_F64", "GLOBAL_ATOMIC_ADD_F64", "BUFFER_ATOMIC_ADD_F64"):
+  CDNA_PCODE_FIXES[_name] = (_ADD_F64, "tmp = MEM[ADDR].f64;\nMEM[ADDR].f64 += DATA.f64;\nRETURN_DATA.f64 = tmp")
 _RNDNE = "the vendor's floor(x + 0.5) rounds x + 0.5 first (0.49999997 -> 1.0); the instruction rounds to the nearest even integer exactly"
 for _w in ("F16", "F32", "F64"):
   for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64", f"S_RNDNE_{_w}"):

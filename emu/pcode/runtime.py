@@ -124,13 +124,17 @@ def bitset(x, i, v):
     return (np.asarray(x, dtype=np.uint64) & ~(np.uint64(1) << i)) | (np.asarray(v, dtype=np.uint64) << i)
   return (x & ~(1 << i)) | ((int(v) & 1) << i)
 
+def _lanes(mem, mask):
+  """The accessor for the lanes `mask` selects: per-lane memories (LDS, scratch) carry a base per lane that must shrink with the batch."""
+  return mem.select(mask) if hasattr(mem, "select") else mem
+
 def mread(mem, addr, nbytes:int, n:int, mask=None):
   """MEM[addr] for a batch: addresses of inactive (masked-off) lanes are not touched."""
   addr = np.asarray(addr, dtype=np.uint64)
   if addr.ndim == 0: addr = np.full(n, addr, dtype=np.uint64)
   if mask is None: return mem.read(addr, nbytes)
   out = np.zeros(n, dtype=np.uint64)
-  if mask.any(): out[mask] = mem.read(addr[mask], nbytes)
+  if mask.any(): out[mask] = _lanes(mem, mask).read(addr[mask], nbytes)
   return out
 
 def mwrite(mem, addr, value, nbytes:int, n:int, mask=None):
@@ -139,7 +143,7 @@ def mwrite(mem, addr, value, nbytes:int, n:int, mask=None):
   if addr.ndim == 0: addr = np.full(n, addr, dtype=np.uint64)
   value = np.broadcast_to(value.astype(np.uint64) if value.dtype != object else (value & M64).astype(np.uint64), (n,))
   if mask is None: mem.write(addr, value, nbytes)
-  elif mask.any(): mem.write(addr[mask], value[mask], nbytes)
+  elif mask.any(): _lanes(mem, mask).write(addr[mask], value[mask], nbytes)
 
 def vgpr_write(vgpr, lanes, reg, value, mask=None):
   """VGPR[lanes, reg] = value for a batch of one wave's lanes (only where mask is set)."""
