@@ -491,6 +491,7 @@ def destination(case:dict) -> Operand|None:
   if m.lane_op or m.counter: count = 1
   elif m.typed: count = max(1, OPERANDS[case_op(case)]["vdata"][1] // 32)
   elif case["op"] in ("S_MEMTIME", "S_MEMREALTIME"): count = 2
+  elif case["op"].endswith("_LOAD_BLOCK"): count = 32   # rdna4: up to 32 VGPRs from vdst on, the ones M0's set bits select
   else: count = 1 if m.d16 else max(1, -(-m.nbytes * m.elems // 4))
   if kind == "smem": return Operand("sdata", "s", f["sdata"], count, "", 32 * count)
   reg = f["vdata"] if kind == "mubuf" else f["vdst"]

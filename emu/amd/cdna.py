@@ -17,14 +17,17 @@ byte/word DST_SEL of VDST, the other bits zeroed (DST_UNUSED 0), sign-extended f
 MUBUF (`MubufStep`): the buffer resource (4 SGPRs at SRSRC) gives base (48 bits), stride, num_records, swizzle (word1 bit 31,
 ELEMENT_SIZE word3[20:19], INDEX_STRIDE word3[22:21]) and ADD_TID_ENABLE (word3 bit 23). index = VGPR (IDXEN) + lane id
 (ADD_TID), offset = VGPR (OFFEN, the next VGPR when both) + OFFSET; address = base + SOFFSET + offset + index * stride, or the
-swizzled form. Out of range (stride 0: offset + size > num_records; else index >= num_records): loads read 0, stores and
-atomics are dropped (CDNA3 ISA, "Buffer Addressing").
+swizzled form. Out of range (stride 0: offset + size > num_records; else index >= num_records; size = the bytes the op moves, its
+`mem_access.footprint`: 1 for buffer_load_ubyte, 4 for a 32-bit cmpswap): loads read 0, stores and atomics are dropped (CDNA3 ISA,
+"Buffer Addressing"). The op still runs for such lanes with memory that reads 0 (`InRange`), so a D16 load merges the 0 into its
+half and keeps the other. A store the pcode moves in several writes checks the whole span of its in-range lanes first.
 """
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_vmem import alias_rounds
+from emu.amd.mem_access import InRange, footprint
 from emu.amd.operands import Src, resolve_src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
@@ -59,7 +62,8 @@ class MubufStep(Step):
     self.soffset = resolve_src(inst.soffset.offset, 32, None, instr.literal, spec)
     self.offen, self.idxen = bool(inst.offen), bool(inst.idxen)
     self.vdata = inst.vdata.offset - 256 + (AGPR_BASE if inst.acc else 0)
-    self.nbytes = max(op.widths.get(n, 0) for n in ("VDATA", "DATA", "RETURN_DATA")) // 8
+    fp = footprint(op, False)
+    self.nbytes, self.multi_write = fp.size, "w" in op.mem and fp.writes > 1
     self.returns = "VDATA" in op.writes or ("RETURN_DATA" in op.writes and bool(inst.sc0))
 
   def _addresses(self, m:Machine, lanes) -> tuple[np.ndarray, np.ndarray]:
@@ -83,28 +87,24 @@ class MubufStep(Step):
     st, op, lanes = m.st, self.op, m.active(ws)
     if len(lanes) == 0: return
     addr, ok = self._addresses(m, lanes)
-    sel = np.nonzero(ok)[0]
-    o = OpState(n=len(sel), MEM=m.gmem, ADDR=addr[sel], WAVE32=False, WAVE64=True)
+    if self.multi_write: m.gmem.check(addr[ok], self.nbytes, True)
+    mem = m.gmem if ok.all() else InRange(m.gmem, ok)
+    o = OpState(n=len(lanes), MEM=mem, ADDR=addr, WAVE32=False, WAVE64=True)
     for name in ("VDATA", "DATA", "DATA2"):
       if name in op.reads:
         reg = self.vdata + (op.widths.get("DATA", 32) // 32 if name == "DATA2" else 0)
-        setattr(o, name, Src("vgpr", reg, op.widths[name]).read_lanes(st, lanes.wv[sel], lanes.ln[sel]))
+        setattr(o, name, Src("vgpr", reg, op.widths[name]).read_lanes(st, lanes.wv, lanes.ln))
     if op.mem_rmw:   # atomics: no two lanes of one call may share an address
-      rounds, outs = alias_rounds(addr[sel].astype(np.int64)), []
-      for r in range(int(rounds.max()) + 1 if len(sel) else 0):
-        sub = OpState(**{k: (v[rounds == r] if isinstance(v, np.ndarray) else v) for k, v in o.__dict__.items()})
-        sub.n = int((rounds == r).sum())
+      rounds = alias_rounds(addr.astype(np.int64))
+      res = np.zeros(len(lanes), dtype=U64)
+      for r in range(int(rounds.max()) + 1):
+        sel = rounds == r
+        sub = OpState(**{k: (v[sel] if isinstance(v, np.ndarray) else v) for k, v in o.__dict__.items()})
+        sub.n, sub.MEM = int(sel.sum()), mem if mem is m.gmem else mem.select(sel)
         op.fn(sub)
-        outs.append((rounds == r, sub))
-      res = np.zeros(len(sel), dtype=U64)
-      for mask, sub in outs:
-        if "RETURN_DATA" in op.writes: res[mask] = np.asarray(sub.RETURN_DATA, dtype=U64)
+        if "RETURN_DATA" in op.writes: res[sel] = np.asarray(sub.RETURN_DATA, dtype=U64)
       o.RETURN_DATA = res
-    elif len(sel): op.fn(o)
+    else: op.fn(o)
     if not self.returns: return
     name = "VDATA" if "VDATA" in op.writes else "RETURN_DATA"
-    bits = op.widths[name]
-    shape = (len(lanes), bits // 32) if bits > 64 else (len(lanes),)
-    out = np.zeros(shape, dtype=np.uint32 if bits > 64 else U64)   # out-of-range lanes read 0
-    if len(sel): out[sel] = np.asarray(getattr(o, name))
-    write_vgpr_lanes(st, lanes.wv, lanes.ln, self.vdata, bits, out)
+    write_vgpr_lanes(st, lanes.wv, lanes.ln, self.vdata, op.widths[name], np.asarray(getattr(o, name)))

@@ -2,7 +2,9 @@
 
 The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA is DPP8 (src0 = 233/234,
 'DPP8'/'DPP8FI') and the DPP16 forms of VOP3/VOP3SD/VOP3P (src0 = 250 in the second dword: it only looks at the first), recognised
-here. Operand meaning (inline constants, special registers) is `operands.py`'s job.
+here. Operand meaning (inline constants, special registers) is `operands.py`'s job. Whether a VOP1/VOP3 destination is an SGPR
+(v_readfirstlane, v_readlane, rdna4 v_s_exp_f32 ...) comes from the operand table's type for vdst, not from the class name: the
+cdna table makes v_readfirstlane_b32 a plain VOP1 (no _SDST class) although its operand is OPR_SREG_NOVCC.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -17,6 +19,12 @@ VARIANTS = ("_SDWA_SDST", "_SDWA", "_MFMA", "_SDST_LIT", "_SDST", "_LIT", "_DPP1
 DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), 250: ("DPP16", None)}   # src0 code -> variant, DPP8 fetch-inactive (FI) flag
 SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
+SGPR_DEST_TYPES = ("OPR_SREG", "OPR_SDST")   # operand-table types (and their _NOVCC... variants) of an SGPR destination
+
+def sgpr_dest(inst:Inst) -> bool:
+  """The operand table names an SGPR type for the instruction's vdst."""
+  dst = inst.operands.get("vdst")
+  return dst is not None and dst[2].name.startswith(SGPR_DEST_TYPES)
 
 @dataclass(eq=False)
 class Instr:
@@ -59,6 +67,7 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
       if variant == "DPP8": inst.dpp8_fi = fi
     if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
       inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
+    if base in ("VOP1", "VOP3") and variant != "SDWA": sdst = sdst or sgpr_dest(inst)
     size = inst.size()
     if size > len(data): raise ValueError(f"instruction needs {size} bytes, only {len(data)} mapped")
   except (ValueError, RuntimeError, AssertionError) as e:

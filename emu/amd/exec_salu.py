@@ -12,6 +12,7 @@ from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
+from emu.amd.mem_access import footprint
 from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
@@ -177,7 +178,9 @@ class SaluStep(Step):
 
 class SmemStep(SaluStep):
   """SMEM loads/stores: ADDR = base (SGPR pair, or a buffer resource's base) + signed offset + SGPR soffset (gfx9: IMM and SOFFSET_EN
-  choose which of the two are present)."""
+  choose which of the two are present), aligned down to the access size up to a dword: dword and wider accesses ignore ADDR[1:0],
+  gfx12's s_load_u16/i16 ADDR[0], s_load_u8/i8 nothing (the size is the op's `footprint`). A store the pcode moves in several writes
+  (s_store_dwordx2/x4) checks its whole span first, so a fault writes nothing."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     inst = instr.inst
@@ -191,13 +194,15 @@ class SmemStep(SaluStep):
       if not inst.imm: self.offset = 0
     self.sdata_bits = self.op.widths.get("SDATA", inst.op_bits.get("sdata", 32))
     self.buffer = "BUFFER" in instr.op.name
+    fp = footprint(self.op, True)
+    self.align, self.span = min(max(fp.size, 1), 4), (fp.lo, fp.size) if "w" in self.op.mem and fp.writes > 1 else None
 
   def _addresses(self, st, ws:np.ndarray) -> np.ndarray:
     base = st.sgpr[ws, self.sbase].astype(U64) | (st.sgpr[ws, self.sbase + 1].astype(U64) << U64(32))
     if self.sbase == self.spec.null_reg: base = np.zeros(len(ws), dtype=U64)   # SBASE = NULL reads 0 (not NULL's and M0's storage)
     if self.buffer: base &= U64((1 << 48) - 1)
     soff = st.sgpr[ws, self.soffset].astype(U64) if self.soffset != self.spec.null_reg else U64(0)
-    return (base + U64(self.offset & MASK64) + soff) & U64(MASK64 & ~3)
+    return (base + U64(self.offset & MASK64) + soff) & U64(MASK64 & ~(self.align - 1))
 
   def execute(self, m:Machine, ws:np.ndarray):
     """Loads run once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores per wave."""
@@ -219,6 +224,7 @@ class SmemStep(SaluStep):
 
   def extra(self, m:Machine, w:int, o:OpState):
     o.ADDR, o.MEM = self.addrs[w], m.smem
+    if self.span is not None: m.smem.check((o.ADDR + self.span[0]) & MASK64, self.span[1], True)
     if "SDATA" in self.op.reads: o.SDATA = resolve_src(self.sdata, self.sdata_bits, None, None, self.spec).read_int(m.st, w)
     if "DATA" in self.op.reads: o.DATA = resolve_src(self.sdata, self.op.widths["DATA"], None, None, self.spec).read_int(m.st, w)  # gfx9 atomics
 

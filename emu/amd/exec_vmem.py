@@ -5,12 +5,18 @@ VGPR32, plus the signed 13-bit offset; SCRATCH: optional VGPR32 + optional SGPR 
 memory) and hands the pcode op a memory accessor. FLAT addresses are global unless they fall in the shared or private aperture
 (ArchSpec.shared_aperture / private_aperture), which reach the workgroup's LDS or the lane's scratch.
 Atomics run in rounds so that no two lanes of one call share an address (lane order is kept within an address).
+A store the pcode moves in several writes (B64/B96/B128), or one whose lanes reach several memories (FLAT), first checks every lane's
+whole footprint (`mem_access.footprint`): a fault leaves memory unchanged.
+rdna4 *_LOAD_BLOCK / *_STORE_BLOCK move dword i of the block at the lane's address + 4*i to / from VGPR vdst/vsrc + i for each set bit i
+of M0 (holes skipped in both, as the vendor text says); its pcode indexes VGPR[laneId][ADDR] as if ADDR were a register number, so the
+executor runs them (`_block`). Registers past v255 are not part of the block.
 """
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
+from emu.amd.mem_access import footprint
 from emu.amd.operands import Src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.wave import AGPR_BASE
@@ -26,6 +32,7 @@ DEFAULT_MEM_FIELDS = ("addr", "data", "offset", 13, lambda inst: inst.glc if has
 # FLAT-segment offsets are unsigned: gfx10/gfx11 use the low 12 bits of the 13-bit field (LLVM's assembler: "MSB is ignored and forced to
 # zero"), gfx9's field is 12 bits; gfx12's 24-bit offsets are signed for every segment
 FLAT_UNSIGNED_BITS = {"rdna3": 12, "cdna": 12}
+BLOCK_OPS = ("_LOAD_BLOCK", "_STORE_BLOCK")   # rdna4 global/scratch block moves of up to 32 VGPRs (M0 mask)
 
 def alias_rounds(key:np.ndarray) -> np.ndarray:
   """Round number of each lane: the k-th lane (in lane order) using an address goes in round k."""
@@ -47,6 +54,7 @@ class VmemStep(Step):
     acc = AGPR_BASE if getattr(inst, "acc", 0) else 0   # CDNA ACC bit: data and destination are AGPRs
     self.fmt, self.vdst = fmt, rawf(inst, "vdst") + acc
     w = lambda name, default=32: op.widths.get(name, default)
+    self.block = None   # block moves: the first VGPR of the block
     if fmt == "DS":
       self.addr = rawf(inst, "addr")
       self.fields = {"OFFSET": inst.offset0 | (inst.offset1 << 8), "OFFSET0": inst.offset0, "OFFSET1": inst.offset1}
@@ -64,7 +72,13 @@ class VmemStep(Step):
                    "VDATA": Src("vgpr", self.vdst if "VDATA" in op.writes else data, w("VDATA"))}
       self.fields = {"OFFSET": self.offset}
       self.returns = bool(returns(inst))
+      if instr.op.name.endswith(BLOCK_OPS): self.block = data if instr.op.name.endswith("_STORE_BLOCK") else self.vdst
     self.fields = {k: v for k, v in self.fields.items() if k in op.reads}
+    # stores that may fault after writing part of their data: the span [lo, hi) around ADDR every lane's accesses cover
+    self.span = None
+    if fmt != "DS" and "w" in op.mem and self.block is None:
+      fp = footprint(op, False, **self.fields)
+      self.span, self.multi_write = (fp.lo, fp.size), fp.writes > 1
 
   def _addresses(self, st, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
     null = self.spec.null_reg
@@ -93,9 +107,15 @@ class VmemStep(Step):
                             (p, m.scratch, m.scratch_base(wv[p], ln[p]), addr[p] & low)) if len(r[0])]
     return [(slice(None), m.gmem, None, addr)]
 
+  def _check(self, regions:list[tuple]):
+    """Fault before anything moves if any lane's whole span leaves its memory."""
+    lo, size = self.span
+    for _, mem, _, addr in regions: mem.check(addr + U64(lo), size, True)
+
   def execute(self, m:Machine, ws:np.ndarray):
     st, op = m.st, self.op
     if op.kind == "wave": return self._wave(m, ws)
+    if self.block is not None: return self._block(m, ws)
     lanes = m.active(ws)
     wv, ln, dense = lanes.wv, lanes.ln, lanes.dense
     if len(wv) == 0: return
@@ -105,7 +125,9 @@ class VmemStep(Step):
     if "M0" in op.reads: inputs["M0"] = st.sgpr[wv, self.spec.m0_reg].astype(U64)   # DS_*_ADDTID: M0[15:0] is part of the address
     if "RETURN_DATA" in op.reads: inputs["RETURN_DATA"] = Src("vgpr", self.vdst, op.widths.get("RETURN_DATA", 32)).read_lanes(st, wv, ln)
     outs: dict[str, np.ndarray] = {}
-    for sel, mem, base, addr in self._regions(m, wv, ln, inputs["ADDR"]):
+    regions = self._regions(m, wv, ln, inputs["ADDR"])
+    if self.span is not None and (self.multi_write or len(regions) > 1): self._check(regions)
+    for sel, mem, base, addr in regions:
       sub = {k: v[sel] for k, v in inputs.items()} | {"ADDR": addr}
       key = addr.astype(np.int64) + (base if base is not None else 0)
       rounds = alias_rounds(key) if op.mem_rmw else np.zeros(len(key), dtype=np.int64)
@@ -121,6 +143,24 @@ class VmemStep(Step):
     if "VDATA" in outs: write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("VDATA", 32), outs["VDATA"], dense=dense)
     if "RETURN_DATA" in outs and self.returns:
       write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("RETURN_DATA", 32), outs["RETURN_DATA"], dense=dense)
+
+  def _block(self, m:Machine, ws:np.ndarray):
+    """*_LOAD_BLOCK / *_STORE_BLOCK: every (lane, set bit i of its wave's M0) pair is one 4-byte access at the lane's address + 4*i, all
+    of them in one read or write call per memory (so a fault moves nothing)."""
+    st, lanes = m.st, m.active(ws)
+    if len(lanes) == 0: return
+    m0 = st.sgpr[lanes.wv, self.spec.m0_reg].astype(np.int64)
+    bit = np.arange(32)
+    on = ((m0[:, None] >> bit) & 1).astype(bool) & (self.block + bit < AGPR_BASE)
+    li, i = np.nonzero(on)   # lane-major: lane order is kept for stores to one address
+    if len(li) == 0: return
+    wv, ln = lanes.wv[li], lanes.ln[li]
+    addr = self._addresses(st, lanes.wv, lanes.ln, lanes.dense)[li] + U64(4) * i.astype(U64)
+    store, reg = self.instr.op.name.endswith("_STORE_BLOCK"), self.block + i
+    for sel, mem, base, a in self._regions(m, wv, ln, addr):
+      if base is not None: mem.base = base
+      if store: mem.write(a, st.vgpr[wv[sel], ln[sel], reg[sel]].astype(U64), 4)
+      else: st.vgpr[wv[sel], ln[sel], reg[sel]] = mem.read(a, 4).astype(np.uint32)
 
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave DS ops (ds_permute/bpermute, ds_swizzle): one call per wave with the VGPR file and register numbers."""

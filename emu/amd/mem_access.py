@@ -3,14 +3,21 @@
 Global memory goes through the checked `MemoryMap` (faults before any byte moves). LDS and scratch are emulator-owned
 byte arrays; each accessor carries a per-lane base so one flat array serves every workgroup (LDS) or lane (scratch).
 LDS follows the hardware: out-of-range reads return 0 and out-of-range writes are dropped. Scratch out of the lane's
-private size is a `GPUMemoryFault` (the address reported is the lane's private offset).
+private size is a `GPUMemoryFault` (the address reported is the lane's private offset). `InRange` is global memory behind a
+buffer's range check (MUBUF: lanes out of range read 0, their writes are dropped).
+
+A faulting instruction must not write anything, but the pcode moves a multi-dword store one dword per call: `footprint` finds
+the bytes an op touches around its ADDR (and how many writes it makes) by running it once against a recording stand-in, so an
+executor can `check` every lane's whole span before the first write.
 """
 from __future__ import annotations
 import numpy as np
 from emu.amd.api import GPUMemoryFault, DispatchStats
 from emu.amd.memory import MemoryMap
+from emu.pcode.abi import CompiledOp, OpState
 
 U64 = np.uint64
+ORIGIN = 1 << 40   # the ADDR a footprint probe runs at (far from 0: offsets below ADDR stay positive)
 
 def _to_u64(rows:np.ndarray) -> np.ndarray:
   """(n, nbytes<=8) little-endian uint8 rows -> uint64 (n,)."""
@@ -31,6 +38,21 @@ class GlobalMemory:
   def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
     self.stats.bytes_written += len(addrs) * nbytes
     self.mem.scatter(np.asarray(addrs, dtype=U64), _to_rows(values, nbytes))
+  def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> None:
+    """Fault now if an access of `nbytes` at any of `addrs` would (nothing moves)."""
+    self.mem._locate(np.asarray(addrs, dtype=U64), nbytes, write)
+
+class InRange:
+  """Global memory for lanes of which only those `ok` selects passed a buffer's range check: the others read 0 and write nothing."""
+  def __init__(self, mem:GlobalMemory, ok:np.ndarray):
+    self.mem, self.ok = mem, ok
+  def select(self, mask:np.ndarray) -> InRange: return InRange(self.mem, self.ok[mask])
+  def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    out = np.zeros(len(self.ok), dtype=U64)
+    if self.ok.any(): out[self.ok] = self.mem.read(np.asarray(addrs, dtype=U64)[self.ok], nbytes)
+    return out
+  def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
+    if self.ok.any(): self.mem.write(np.asarray(addrs, dtype=U64)[self.ok], np.asarray(values)[self.ok], nbytes)
 
 class LocalMemory:
   """Per-lane view of a flat byte array: lane i's address a means array[base[i] + a] when a + nbytes <= limit."""
@@ -42,12 +64,17 @@ class LocalMemory:
     sub = LocalMemory(self.store, self.limit, self.fault_oob)
     sub.base = self.base[mask]
     return sub
-  def _index(self, addrs:np.ndarray, nbytes:int, write:bool) -> tuple[np.ndarray, np.ndarray]:
+  def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> np.ndarray:
+    """Which lanes' accesses are in range; out of range faults (scratch) instead when the memory says so."""
     a = np.asarray(addrs, dtype=U64) & U64(0xffffffff)
     ok = a + U64(nbytes) <= U64(self.limit)
     if self.fault_oob and not ok.all():
       lane = int(np.nonzero(~ok)[0][0])
       raise GPUMemoryFault(int(a[lane]), write, detail=f"private (scratch) offset beyond {self.limit} bytes per lane, lane {lane}")
+    return ok
+  def _index(self, addrs:np.ndarray, nbytes:int, write:bool) -> tuple[np.ndarray, np.ndarray]:
+    ok = self.check(addrs, nbytes, write)
+    a = np.asarray(addrs, dtype=U64) & U64(0xffffffff)
     return ok, (self.base + np.where(ok, a, 0).astype(np.int64))[:, None] + np.arange(nbytes)
   def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
     ok, idx = self._index(addrs, nbytes, False)
@@ -66,3 +93,32 @@ class ScalarMemory:
   def write(self, addr:int, value:int, nbytes:int) -> None:
     self.stats.bytes_written += nbytes
     self.mem.write(addr, (value & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little"))
+  def check(self, addr:int, nbytes:int, write:bool) -> None:
+    """Fault now if an access of `nbytes` at `addr` would (nothing moves)."""
+    if (m := self.mem.find(addr, nbytes)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{nbytes} bytes")
+
+class Footprint:
+  """A stand-in memory that records what an op touches: the bytes [lo, hi) relative to ADDR (= ORIGIN) and the number of write
+  calls. Reads return 0, writes go nowhere. Scalar ops call it with Python ints, vector ops with one-lane arrays."""
+  def __init__(self):
+    self.lo, self.hi, self.writes = None, None, 0
+  @property
+  def size(self) -> int: return 0 if self.lo is None else self.hi - self.lo
+  def _note(self, addr, nbytes:int):
+    a = int(np.asarray(addr).reshape(-1)[0]) - ORIGIN
+    self.lo, self.hi = (a, a + nbytes) if self.lo is None else (min(self.lo, a), max(self.hi, a + nbytes))
+  def read(self, addr, nbytes:int):
+    self._note(addr, nbytes)
+    return np.zeros(len(addr), dtype=U64) if isinstance(addr, np.ndarray) else 0
+  def write(self, addr, value, nbytes:int) -> None:
+    self.writes += 1
+    self._note(addr, nbytes)
+
+def footprint(op:CompiledOp, scalar:bool, **fields) -> Footprint:
+  """Run `op` once on zero data at ADDR = ORIGIN against a `Footprint` (encoding `fields` as the instruction has them). Every
+  SMEM/FLAT/GLOBAL/SCRATCH/MUBUF op of the pcode accesses fixed offsets from ADDR, so this is where any lane's accesses lie."""
+  fp = Footprint()
+  zero = lambda w: 0 if scalar else np.zeros((1, w // 32), dtype=np.uint32) if w > 64 else np.zeros(1, dtype=U64)
+  vals = {name: zero(op.widths.get(name, 32)) for name in op.reads - set(fields) - {"n", "MEM", "ADDR"}}
+  op.fn(OpState(**vals | fields, n=1, MEM=fp, ADDR=ORIGIN if scalar else np.array([ORIGIN], dtype=U64)))
+  return fp

@@ -83,9 +83,10 @@ _NARROW = {(32, 16): N.f32_to_f16, (64, 32): N.f64_to_f32, (64, 16): N.f64_to_f1
 def fround(x, w:int, rm):
   """A float narrowed to w bits (f32/f16), rounded in mode rm."""
   return _ret(_NARROW[(_dt(x).itemsize * 8, w)](x, rm), x)
-def ldexp(x, e):
+def ldexp(x, e, rm=N.RM_NE):
+  """x * 2**e rounded once in mode rm (numerics.ldexp: exact, whatever the size of e)."""
   e = R.i64(e) if isinstance(e, np.ndarray) else e
-  return _ret(N.ldexp(x, e), x)
+  return _ret(N.ldexp(x, e, rm), x)
 def f1(name):
   fn = getattr(N, name)
   return lambda x: _ret(fn(x), x)
@@ -141,10 +142,14 @@ def _imed3(signed):
     mx, mn = _imax(signed), _imin(signed)
     return mx(mn(a, b), mn(mx(a, b), c))
   return f
-def fmax(a, b, ieee=False): return _ret(N.max_f(a, b, ieee), a)
-def fmin(a, b, ieee=False): return _ret(N.min_f(a, b, ieee), a)
-def fmax3(a, b, c): return fmax(fmax(a, b), c)
-def fmin3(a, b, c): return fmin(fmin(a, b), c)
+def fmax(a, b, ieee): return _ret(N.max_f(a, b, ieee), a)
+def fmin(a, b, ieee): return _ret(N.min_f(a, b, ieee), a)
+def fmax3(a, b, c, ieee): return fmax(fmax(a, b, ieee), c, ieee)
+def fmin3(a, b, c, ieee): return fmin(fmin(a, b, ieee), c, ieee)
+def frexp_exp(x):
+  """The exponent of C's frexp (numerics.frexp_exp) as the generator's signed integer."""
+  e = np.asarray(N.frexp_exp(x)).astype(np.int64)
+  return R.u64(e) if isinstance(x, np.ndarray) else int(e)
 def _fold(fn):
   def f(a, *rest):
     for b in rest: a = fn(a, b)
@@ -221,7 +226,10 @@ HELPERS: dict[str, Helper] = {
   "isNAN": Helper("isnan", BOOL, ("float",)), "isSignalNAN": Helper("is_snan", BOOL, ("float",)), "isQuietNAN": Helper("is_qnan", BOOL, ("float",)),
   "cvtToQuietNAN": Helper("quiet", _same, ("float",)), "abs": Helper("fabs", _same, (None,)),
   "exponent": Helper("exponent", I32, ("float",)), "mantissa": Helper("mantissa", U64, ("float",)), "sign": Helper("sign", U32, ("float",)),
-  "ldexp": Helper("ldexp", _same, ("float", ("i", 32))),
+  "ldexp": Helper("ldexp", _same, ("float", ("i", 32)), rm=True),
+  # not vendor names: the corrected pcode of V_FREXP_* and V_RSQ_* (emu.pcode.overrides) calls them
+  "frexp_mant": Helper("frexp_mant_", _same, ("float",)), "frexp_exp": Helper("frexp_exp", I32, ("float",)),
+  "rsq": Helper("rsq_", _same, ("float",)),
   "sqrt": Helper("sqrt_", _same, ("float",), rm=True), "trunc": Helper("trunc_", _same, ("float",)), "floor": Helper("floor_", _same, ("float",)),
   "ceil": Helper("ceil_", _same, ("float",)), "fract": Helper("fract_", _same, ("float",)), "log2": Helper("log2_", _same, ("float",)),
   "sin": Helper("sin_", _same, ("float",)), "cos": Helper("cos_", _same, ("float",)), "rint": Helper("rint_", _same, ("float",)),
@@ -259,12 +267,12 @@ for _k, _s in (("u32", False), ("i32", True), ("u16", False), ("i16", True), ("u
   HELPERS[f"v_max3_{_k}"] = Helper(f"imax_{_s}", _t, (_t, _t, _t), lanes=True)
   HELPERS[f"v_min3_{_k}"] = Helper(f"imin_{_s}", _t, (_t, _t, _t), lanes=True)
   HELPERS[f"v_med3_{_k}"] = Helper(f"imed3_{_s}", _t, (_t, _t, _t), lanes=True)
-for _k in ("f16", "f32", "f64"):
+for _k in ("f16", "f32", "f64"):  # the V_MIN/V_MAX instructions: their NaN rule depends on MODE.IEEE, which the corrected pcode passes last
   _t = ("f", int(_k[1:]))
-  HELPERS[f"v_max_{_k}"] = Helper("fmax", _t, (_t, _t))
-  HELPERS[f"v_min_{_k}"] = Helper("fmin", _t, (_t, _t))
-  HELPERS[f"v_max3_{_k}"] = Helper("fmax3", _t, (_t, _t, _t))
-  HELPERS[f"v_min3_{_k}"] = Helper("fmin3", _t, (_t, _t, _t))
+  HELPERS[f"v_max_{_k}"] = Helper("fmax", _t, (_t, _t, BOOL))
+  HELPERS[f"v_min_{_k}"] = Helper("fmin", _t, (_t, _t, BOOL))
+  HELPERS[f"v_max3_{_k}"] = Helper("fmax3", _t, (_t, _t, _t, BOOL))
+  HELPERS[f"v_min3_{_k}"] = Helper("fmin3", _t, (_t, _t, _t, BOOL))
 # address helpers (any arity): the generator resolves them to the effective address the executor passes as ADDR (see abi.py)
 ADDR_HELPERS = {"CalcDsAddr", "CalcGlobalAddr", "CalcFlatAddr", "CalcScratchAddr", "CalcBufferAddr", "CalcScalarGlobalAddr", "CalcScalarBufferAddr",
                 "CalcScalarScratchAddr", "CalcImageAddr"}
@@ -304,11 +312,11 @@ def _namespace() -> dict:
   ns.update(np=np, fma=fma, isnan=isnan, is_snan=is_snan, is_qnan=is_qnan, quiet=quiet, is_denorm=is_denorm, exponent=exponent, mantissa=mantissa,
             sign=sign, fabs=fabs, ldexp=ldexp, pow_f=pow_f, signext=signext, signext_from_bit=signext_from_bit, popcount=popcount,
             reverse_bits32=lambda x: R.reverse_bits(x, 32), ff1_32=ff1(32), ff1_64=ff1(64), sad_u8=sad_u8, msad_u8=msad_u8, bf16_round=bf16_round,
-            is_even=is_even, to_snorm=to_norm(True), to_unorm=to_norm(False), writeable_mask=lambda reg, priv: 0xffffffff,
+            is_even=is_even, frexp_exp=frexp_exp, to_snorm=to_norm(True), to_unorm=to_norm(False), writeable_mask=lambda reg, priv: 0xffffffff,
             fmax=fmax, fmin=fmin, fmax3=fmax3, fmin3=fmin3, ROUND_NEAREST_EVEN=N.RM_NE, ROUND_TOWARD_ZERO=N.RM_ZERO,
             sat_i16=saturate("i16"), sat_u16=saturate("u16"), prng_b32=prng_b32, sqrt_=sqrt_, daz=daz, ftz=ftz, fround=fround,
             fadd=arith("add"), fsub=arith("sub"), fmul=arith("mul"), fdiv=arith("div"))
-  for n in ("trunc", "floor", "ceil", "fract", "log2", "rint"): ns[n + "_"] = f1(n)
+  for n in ("trunc", "floor", "ceil", "fract", "log2", "rint", "frexp_mant", "rsq"): ns[n + "_"] = f1(n)
   ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")
   for name, (fn, _a, _r) in _CVT.items():
     if fn is not None: ns[name] = cvt(fn)

@@ -900,15 +900,15 @@ def _minmax(a, b, ieee: bool, want_max: bool):
   na, nb = is_nan(a), is_nan(b)
   if not (na.any() or nb.any()): return r
   r = np.where(na, b, np.where(nb, a, r))
-  if ieee:
-    r = np.where(is_signal_nan(b), quiet_nan(b), r)
-    r = np.where(is_signal_nan(a), quiet_nan(a), r)
+  ieee = np.asarray(ieee, bool)   # a bool, or one per element
+  r = np.where(ieee & is_signal_nan(b), quiet_nan(b), r)
+  r = np.where(ieee & is_signal_nan(a), quiet_nan(a), r)
   return r.astype(a.dtype)
 
 
 def max_f(a, b, ieee: bool = True) -> np.ndarray:
   """V_MAX_F* (IEEE 754-2008 maxNum flavour, as the pcode): a NaN operand yields the other operand (b if both are NaN);
-  with ieee=True (MODE.IEEE) a signalling NaN operand (a first) yields that NaN quieted instead. +0 > -0."""
+  with ieee=True (MODE.IEEE; a bool or one per element) a signalling NaN operand (a first) yields that NaN quieted instead. +0 > -0."""
   return _minmax(a, b, ieee, True)
 
 

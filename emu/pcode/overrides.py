@@ -3,12 +3,13 @@
 Three kinds of entry, looked up by mnemonic (the same name on every arch unless the table says otherwise):
 - `EXECUTOR_OWNED`: control/wait/barrier ops and ops whose pcode is prose about hardware the executor owns (cross-lane
   swizzles, GS registers, buffer formats): they come back as kind 'executor' with `fn is None`.
-- `PCODE_FIXES` (and `CDNA_PCODE_FIXES`, cdna only): corrected pcode, compiled by the normal compiler (the vendor entry leaves a
-  table empty or names an operand the executor never provides).
+- `PCODE_FIXES` (and `ARCH_PCODE_FIXES` for one arch: `CDNA_PCODE_FIXES` ...): corrected pcode, compiled by the normal compiler
+  (the vendor entry leaves a table empty, names an operand the executor never provides, or computes something else than the ISA
+  documents).
 - `HANDWRITTEN` (and `HANDWRITTEN_RDNA4`): semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers,
   WMMA in each arch's register layout).
-Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py; the rdna4/cdna-only entries in
-tests/unit/pcode/test_rdna4_cdna.py."""
+Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
+`oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
 from emu.pcode.abi import CompiledOp
 
@@ -100,9 +101,68 @@ for _w in ("F16", "F32", "F64"):
   for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64", f"S_RNDNE_{_w}"):
     PCODE_FIXES[_name] = (_RNDNE, f"D0.{_w.lower()} = rint(S0.{_w.lower()})")
 
+_IEEE = ("the vendor's v_min_f32/v_max_f32 (and f16, min3/max3) helpers stand for the V_MIN/V_MAX instructions, whose NaN rule depends "
+         "on WAVE_MODE.IEEE (IEEE mode: a signalling NaN gives it quietened; else any NaN loses to a number); a helper call cannot read the "
+         "mode, so the corrected text passes WAVE_MODE.IEEE to each call")
+_I = "WAVE_MODE.IEEE"
+for _w in ("16", "32"):
+  _s0, _s1, _s2 = (f"S{_i}.f{_w}" for _i in range(3))
+  _fixes = {
+    "MIN3": f"D0.f{_w} = v_min_f{_w}(v_min_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})",
+    "MAX3": f"D0.f{_w} = v_max_f{_w}(v_max_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})",
+    "MED3": f"if (isNAN(64'F({_s0})) || isNAN(64'F({_s1})) || isNAN(64'F({_s2}))) then\nD0.f{_w} = v_min3_f{_w}({_s0}, {_s1}, {_s2}, {_I})\n"
+            f"elsif v_max3_f{_w}({_s0}, {_s1}, {_s2}, {_I}) == {_s0} then\nD0.f{_w} = v_max_f{_w}({_s1}, {_s2}, {_I})\n"
+            f"elsif v_max3_f{_w}({_s0}, {_s1}, {_s2}, {_I}) == {_s1} then\nD0.f{_w} = v_max_f{_w}({_s0}, {_s2}, {_I})\n"
+            f"else\nD0.f{_w} = v_max_f{_w}({_s0}, {_s1}, {_I})\nendif"}
+  for _p, _text in _fixes.items():
+    for _name in (f"V_{_p}_F{_w}", f"V_{_p}_F{_w}_E64"): PCODE_FIXES[_name] = (_IEEE, _text)   # rdna3; cdna (VOP3 only)
+  PCODE_FIXES[f"V_MINMAX_F{_w}"] = (_IEEE, f"D0.f{_w} = v_max_f{_w}(v_min_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})")
+  PCODE_FIXES[f"V_MAXMIN_F{_w}"] = (_IEEE, f"D0.f{_w} = v_min_f{_w}(v_max_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})")
+for _m in ("MIN", "MAX"):
+  _halves = "".join(f"tmp[{_h} : {_l}].f16 = v_{_m.lower()}_f16(S0[{_h} : {_l}].f16, S1[{_h} : {_l}].f16, {_I});\n" for _h, _l in ((15, 0), (31, 16)))
+  PCODE_FIXES[f"V_PK_{_m}_F16"] = (_IEEE, f"declare tmp : 32'B;\n{_halves}D0.b32 = tmp")
+_FREXP = ("the vendor text reads the biased exponent and fraction fields: mantissa() assigned to a float is the fraction field's bits "
+          "(V_FREXP_MANT_F32 of 1.5 gave 5.9e-39), and exponent() - bias + 1 is wrong for zeros and denormals. The ISA means C's frexp: the "
+          "significand in [0.5, 1) with the source's sign, the exponent of the normalised value (0 for a zero); inf and NaN give "
+          "themselves and 0, as the vendor text says (numerics.frexp_mant / frexp_exp)")
+_LDEXP = ("the vendor text multiplies by 2.0 ** S1 formed in the operand's format, which overflows to inf (ldexp(0.5, 128) = inf, "
+          "0 * inf = NaN, -inf * 0 = NaN) or underflows to 0 before the product; the instruction is x * 2**S1 rounded once")
+_RSQ = ("the vendor text 1.0 / sqrt(x) rounds twice in the operand's format (up to 1.12 ULP from 1/sqrt(x) for f32, the ISA allows 1); "
+        "computed in f64 and rounded once (numerics.rsq)")
+for _e in ("_E32", "_E64"):
+  for _w in ("16", "32", "64"):
+    PCODE_FIXES[f"V_FREXP_MANT_F{_w}{_e}"] = (_FREXP, f"D0.f{_w} = frexp_mant(S0.f{_w})")
+  PCODE_FIXES[f"V_FREXP_EXP_I32_F32{_e}"] = (_FREXP, "D0.i32 = frexp_exp(S0.f32)")
+  PCODE_FIXES[f"V_FREXP_EXP_I32_F64{_e}"] = (_FREXP, "D0.i32 = frexp_exp(S0.f64)")
+  PCODE_FIXES[f"V_FREXP_EXP_I16_F16{_e}"] = (_FREXP, "D0.i16 = 16'I(frexp_exp(S0.f16))")
+  PCODE_FIXES[f"V_LDEXP_F16{_e}"] = (_LDEXP, "D0.f16 = ldexp(S0.f16, 32'I(S1.i16))")
+  PCODE_FIXES[f"V_RSQ_F32{_e}"] = (_RSQ, "D0.f32 = rsq(S0.f32)")
+  PCODE_FIXES[f"V_RSQ_F16{_e}"] = (_RSQ, "D0.f16 = rsq(S0.f16)")
+PCODE_FIXES["V_LDEXP_F32"] = (_LDEXP, "D0.f32 = ldexp(S0.f32, S1.i32)")
+PCODE_FIXES["V_LDEXP_F64"] = (_LDEXP, "D0.f64 = ldexp(S0.f64, S1.i32)")
+PCODE_FIXES["V_S_RSQ_F32"] = (_RSQ, "D0.f32 = rsq(S0.f32)")                              # rdna4
+PCODE_FIXES["V_S_RSQ_F16"] = (_RSQ, "D0.f16 = rsq(S0.f16);\nD0[31 : 16] = 16'0x0")
+
+_PERMUTE = ("the vendor text takes the lane as 32'I(addr + offset) / 4 % n, a signed division: an address >= 2**31 gives a negative lane; "
+            "the lane is the unsigned byte address / 4 modulo n (\"high-order bits are ignored\"), as cdna's text has it")
+def _permute(backward:bool, modulus:str) -> str:
+  """DS_PERMUTE_B32 / DS_BPERMUTE_B32 as the vendor writes them, with the lane index computed unsigned."""
+  lane = f"(VGPR[i][ADDR].u32 + OFFSET.u32) / 4U % {modulus}"
+  move = (f"src_lane = {lane};\nif EXEC[src_lane].u1 then\ntmp[i] = VGPR[src_lane][DATA0]\nendif" if backward else
+          f"if EXEC[i].u1 then\ndst_lane = {lane};\ntmp[dst_lane] = VGPR[i][DATA0]\nendif")
+  return ("declare tmp : 32'B[64];\ndeclare OFFSET : 16'U;\ndeclare DATA0 : 32'U;\ndeclare VDST : 32'U;\n"
+          f"for i in 0 : WAVE64 ? 63 : 31 do\ntmp[i] = 0x0\nendfor;\nfor i in 0 : WAVE64 ? 63 : 31 do\n{move}\nendfor;\n"
+          "for i in 0 : WAVE64 ? 63 : 31 do\nif EXEC[i].u1 then\nVGPR[i][VDST] = tmp[i]\nendif\nendfor")
+# per arch, taking precedence over PCODE_FIXES (cdna: CDNA_PCODE_FIXES). rdna3 keeps its "destination lane is MOD 32 regardless of
+# wave size", rdna4 takes the lane modulo the wave size
+ARCH_PCODE_FIXES: dict[str, dict[str, tuple[str, str]]] = {"cdna": CDNA_PCODE_FIXES, "rdna3": {}, "rdna4": {}}
+for _arch, _mod in (("rdna3", "32U"), ("rdna4", "(WAVE64 ? 64U : 32U)")):
+  for _name, _back in (("DS_PERMUTE_B32", False), ("DS_BPERMUTE_B32", True)):
+    ARCH_PCODE_FIXES[_arch][_name] = (_PERMUTE, _permute(_back, _mod))
+
 def fixed_pcode(op, arch:str="") -> tuple[str, str] | None:
   """(reason, corrected pcode) for an opcode of an arch whose vendor pcode is replaced, else None."""
-  return (CDNA_PCODE_FIXES.get(op.name) if arch == "cdna" else None) or PCODE_FIXES.get(op.name)
+  return ARCH_PCODE_FIXES.get(arch, {}).get(op.name) or PCODE_FIXES.get(op.name)
 
 def lookup(arch:str, op, target:str="") -> CompiledOp | None:
   """The executor-owned or hand-written op for an opcode, or None when its (possibly corrected) pcode is compiled. target: the

@@ -71,12 +71,7 @@ REASONS: dict[str, str] = {
   "oracle-rdna3-pk-f16-clamp-per-half": "VOP3P clamp applied to the packed register as one f32 (f16 pairs) / f64 (CDNA f32 pairs)",
   "oracle-rdna3-pk-u16-clamp-not-applied": "VOP3P integer clamp (V_PK_ADD/SUB_U16/I16 saturation) not modelled",
   "oracle-cdna-int-clamp-gfx9-names": "operands.INT_CLAMP_OPS lacks the gfx9 names (V_ADD_I32, V_SUB_I32, V_ADD_U32, V_SUBREV_U16, ...)",
-  "oracle-rdna3-min3-snan-not-quieted": "pcode helpers v_min_*/v_max_* (MIN3/MAX3/MINMAX/MAXMIN, V_PK_MIN/MAX_F16) ignore MODE.IEEE",
-  "oracle-rdna3-frexp-mant-fraction-bits": "V_FREXP_MANT_*: mantissa() returns the fraction field, read back as a float",
-  "oracle-rdna3-frexp-exp-of-zero": "V_FREXP_EXP_*: 0 and denormals give 1-bias instead of C frexp's exponent",
-  "oracle-rdna3-ldexp-scale-overflow": "V_LDEXP_*: 2**S1 is formed in the operand format and overflows/underflows before the multiply",
   "oracle-rdna3-pk-inline-constant-non-vop3p": "inline constants replicated to both halves of PK2 operands of non-VOP3P ops (V_SAT_PK_U8_I16)",
-  "oracle-rdna4-rsq-f32-over-1ulp": "V_RSQ_F32 = 1/sqrt rounded twice in f32: 1.12 ULP, above the ISA's 1 ULP",
 }
 
 # asm-* reproducers need their arch's libLLVM and are replayed by tests/fuzz/test_asm.py

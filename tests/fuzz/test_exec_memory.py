@@ -129,27 +129,21 @@ def test_vopd_destinations_by_hand():
   st = exec_target.checked_run(c)
   assert (st.vgpr[0, :, 5] == st.vgpr[0, :, 1]).all() and (st.vgpr[0, :, 6] == st.vgpr[0, :, 2]).all()
 
-# emulator bugs the fuzzers found that are not fixed yet (see docs/fuzzing.md): each check must still raise
-OPEN = {
-  "rdna3 ds_permute with an address >= 2^31": (lambda: case("rdna3", "DS", "DS_PERMUTE_B32", vgprs={0: 0xfffffffc}, addr=0, vdst=1, data0=2),
-                                                "host-exception"),
-  "cdna buffer_load_short_d16 out of range clears the high half": (
-    lambda: case("cdna", "MUBUF", "BUFFER_LOAD_SHORT_D16", lanes=64, exec_=1, sgprs={4: GLOBAL_BASE & 0xffffffff, 5: GLOBAL_BASE >> 32, 6: 8},
-                 vgprs={0: 64, 1: 0x12340000}, vaddr=0, vdata=1, srsrc=1, soffset=128, offen=1), "load-mismatch"),
-  "cdna buffer_load_ubyte of the last byte in range": (
-    lambda: case("cdna", "MUBUF", "BUFFER_LOAD_UBYTE", lanes=64, exec_=1, sgprs={4: GLOBAL_BASE & 0xffffffff, 5: GLOBAL_BASE >> 32, 6: 8},
-                 vgprs={0: 7}, vaddr=0, vdata=1, srsrc=1, soffset=128, offen=1), "load-mismatch"),
-  "cdna s_store_dwordx2 straddling the buffer end": (
-    lambda: case("cdna", "SMEM", "S_STORE_DWORDX2", lanes=64, sgprs={0: (GLOBAL_BASE + 4092) & 0xffffffff, 1: GLOBAL_BASE >> 32},
-                 sdata=4, sbase=0, imm=1), "fault-partial-write"),
-  "rdna4 global_load_block": (lambda: case("rdna4", "VGLOBAL", "GLOBAL_LOAD_BLOCK", sgprs={125: 1}, vdst=8, saddr=124), "host-exception"),
+# emulator bugs the fuzzers found, fixed since (docs/fuzzing.md; unit tests in tests/unit/amd/test_fixes_memory.py): each case must
+# now pass every check. A new open finding goes in as a strict xfail that expects its Finding kind.
+FIXED = {
+  "rdna3 ds_permute with an address >= 2^31": lambda: case("rdna3", "DS", "DS_PERMUTE_B32", vgprs={0: 0xfffffffc}, addr=0, vdst=1, data0=2),
+  "cdna buffer_load_short_d16 out of range clears the high half": lambda: case(
+    "cdna", "MUBUF", "BUFFER_LOAD_SHORT_D16", lanes=64, exec_=1, sgprs={4: GLOBAL_BASE & 0xffffffff, 5: GLOBAL_BASE >> 32, 6: 8},
+    vgprs={0: 64, 1: 0x12340000}, vaddr=0, vdata=1, srsrc=1, soffset=128, offen=1),
+  "cdna buffer_load_ubyte of the last byte in range": lambda: case(
+    "cdna", "MUBUF", "BUFFER_LOAD_UBYTE", lanes=64, exec_=1, sgprs={4: GLOBAL_BASE & 0xffffffff, 5: GLOBAL_BASE >> 32, 6: 8},
+    vgprs={0: 7}, vaddr=0, vdata=1, srsrc=1, soffset=128, offen=1),
+  "cdna s_store_dwordx2 straddling the buffer end": lambda: case(
+    "cdna", "SMEM", "S_STORE_DWORDX2", lanes=64, sgprs={0: (GLOBAL_BASE + 4092) & 0xffffffff, 1: GLOBAL_BASE >> 32}, sdata=4, sbase=0, imm=1),
+  "rdna4 global_load_block": lambda: case("rdna4", "VGLOBAL", "GLOBAL_LOAD_BLOCK", sgprs={125: 1}, vdst=8, saddr=124),
 }
 
-@pytest.mark.parametrize("name", sorted(OPEN))
-@pytest.mark.xfail(strict=True, raises=Finding, reason="open emulator bug")
-def test_open_findings(name):
-  make, kind = OPEN[name]
-  try: exec_target.check(make())
-  except Finding as f:
-    assert f.kind == kind, str(f)
-    raise
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_fixed_findings(name):
+  exec_target.check(FIXED[name]())
