@@ -47,7 +47,7 @@ WAVE32_ONLY = ("VOPD",)   # RDNA dual issue exists in wave32 only
 PC_OPS = ("S_SETPC_B64", "S_SWAPPC_B64", "S_RFE", "S_CALL_B64", "S_SUBVECTOR_LOOP_BEGIN", "S_SUBVECTOR_LOOP_END", "S_CBRANCH_JOIN",
           "S_CBRANCH_G_FORK", "S_CBRANCH_I_FORK")
 N_SGPR, N_VGPR, VCC, EXEC, SCC_SRC = 128, 256, 106, 126, 253  # VCC and EXEC have the same numbers on every AMD arch
-SREG_TYPES = (OpType.OPR_SREG, OpType.OPR_SDST)
+SREG_TYPES = tuple(t for t in OpType if t.name.startswith(("OPR_SREG", "OPR_SDST")))   # with their _NOVCC... variants
 
 # edge values per operand format: zeros, infinities, quiet and signalling NaNs, denormals, extremes, ones, powers of two
 F16 = (0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7d00, 0xfe01, 0x0001, 0x03ff, 0x8001, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0xbc00, 0x3800, 0x6400)

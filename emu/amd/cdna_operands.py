@@ -1,10 +1,26 @@
-"""CDNA (gfx9) operand routing: SDWA byte/word selects (their semantics: emu/amd/cdna.py's docstring; gfx9 DPP: emu/amd/dpp.py)."""
+"""CDNA (gfx9) operand routing: SDWA byte/word selects (their semantics: emu/amd/cdna.py's docstring; gfx9 DPP: emu/amd/dpp.py) and
+which 16-bit results zero the high half of their VGPR."""
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.operands import Src, resolve_src
 
 U64 = np.uint64
+
+# ---- 16-bit results ----
+LEGACY_FORMATS = ("VOP1Op", "VOP2Op", "VOPCOp")
+
+def legacy_16bit(spec:ArchSpec, op) -> bool:
+  """Whether `op` is a gfx9 VOP1/VOP2/VOPC opcode, in any encoding (e32, SDWA, DPP, or its VOP3 twin V_X_E64). Their 16-bit results
+  zero bits 31:16 of the destination VGPR and their VOP3 form has no op_sel (LLVM's GCNSubtarget::zeroesHigh16BitsOfDest: "most
+  instructions maintain the legacy behavior of 0ing"; its gfx942 code ORs such results together unmasked). The 16-bit ops gfx9
+  added to VOP3 (V_MAD_F16/U16/I16, V_FMA_F16, V_ADD/SUB_I16, V_MIN3/MAX3/MED3_*16 ...) take op_sel like RDNA's: they write the
+  half op_sel[3] names and keep the other; the VOP3 legacy ops (V_MAD_LEGACY_F16 ...) spell their zeroing out in the pcode."""
+  if spec.family != "cdna": return False
+  fmt = type(op).__name__
+  if fmt in LEGACY_FORMATS: return True
+  return fmt == "VOP3Op" and op.name.endswith("_E64") and any(op.name[:-4] + "_E32" in getattr(spec.enum, e).__members__
+                                                              for e in LEGACY_FORMATS)
 
 # ---- SDWA ----
 SEL_BITS = {0: (0, 8), 1: (8, 8), 2: (16, 8), 3: (24, 8), 4: (0, 16), 5: (16, 16), 6: (0, 32)}   # SDWA_SEL -> (shift, width)

@@ -11,7 +11,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_control, dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, int_clamp,
+from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies, int_clamp,
                               inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
@@ -80,7 +80,7 @@ class SrcSpec:
         if neg_lo: lo ^= sign
         if neg_hi: hi ^= sign
       return lo | (hi << U64(h))
-    # neg/abs act on the sign bit of the operand's float type, not of the register width (an f16 source of VOP3 reads 32 bits)
+    # neg/abs act on the sign bit of the operand's float type, not of the register width (an SDWA f16 source reads the whole dword)
     return apply_neg_abs(v, self.fkind, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
 
 def mfma_c_const(code:int, fmt:Fmt|None) -> int | None:
@@ -96,7 +96,9 @@ class ValuStep(Step):
     self.op = op = get_op(spec.name, instr.op, raw=instr.raw)
     operands, bits = inst.operands, inst.op_bits
     own_mods = not (OWN_MODIFIER_FIELDS & op.reads)
-    opsel = getattr(inst, "opsel", 0) or 0
+    # gfx9's VOP1/VOP2 ops have no op_sel in their VOP3 form and zero the high half of a 16-bit result (cdna_operands)
+    legacy = cdna_operands.legacy_16bit(spec, instr.op)
+    opsel = 0 if legacy else getattr(inst, "opsel", 0) or 0
     neg, abs_ = getattr(inst, "neg", 0) or 0, getattr(inst, "abs", 0) or 0
     if instr.variant in ("DPP16", "SDWA") and fmt in E32:
       neg, abs_ = inst.src0_neg | (inst.src1_neg << 1), inst.src0_abs | (inst.src1_abs << 1)
@@ -107,12 +109,13 @@ class ValuStep(Step):
         getattr(inst, field).offset
       fm = operand_fmt(operands, field)
       w = op.widths.get(name, bits.get(field, 32))
-      hi = False
-      if w == 16 and code >= 256:
-        if fmt in E32 and spec.true16 and code >= 256 + 128: code, hi = code - 128, True
-        elif fmt not in E32 and own_mods: hi = bool((opsel >> i) & 1)
+      hi = w == 16 and fmt in E32 and spec.true16 and code >= 256 + 128   # true16 e32: v128+ is the high half of v(n-128)
+      if hi: code -= 128
       pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w in (32, 64)
-      src = resolve_src(code, w, fm, instr.literal, spec, packed=pk)
+      # only VOP3P reads an inline constant into both halves of a packed operand; elsewhere it is the 32-bit value
+      src = resolve_src(code, w, fm, instr.literal, spec, packed=pk and fmt == "VOP3P")
+      # VOP3 op_sel: bit i picks the high half of a 16-bit register source (VGPR or SGPR; a constant has no high half)
+      if w == 16 and fmt not in E32 and own_mods and src.kind in ("vgpr", "sgpr"): hi = hi or bool((opsel >> i) & 1)
       if hi: src = Src(src.kind, src.reg, 16, src.value, hi=True)
       if instr.variant == "SDWA": src = cdna_operands.sdwa_source(inst, i, w, fm, instr.literal, spec)
       packed = None
@@ -130,11 +133,13 @@ class ValuStep(Step):
     self.vdst = rawf(inst, "vdst") if hasattr(inst, "vdst") else 0
     if self.d_bits == 16 and fmt in E32 and spec.true16 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
     elif self.d_bits == 16 and fmt in ("VOP3", "VOP3SD", "VINTERP") and own_mods: self.d_hi = bool((opsel >> 3) & 1)
+    self.store_bits = 32 if legacy and self.d_bits == 16 else self.d_bits   # the zero-extended result over the whole VGPR
     self.d_float = float_kind(dfmt) if dfmt is not None else 0
+    self.d_packed = fmt == "VOP3P" and dfmt is not None and dfmt.name.startswith("FMT_NUM_PK2")   # clamp each half
     self.omod, self.clamp = getattr(inst, "omod", 0) or 0, bool(getattr(inst, "clmp", 0))
     self.sdwa_dst = (inst.dst_sel, inst.dst_unused) if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
     self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
-    if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD"): self.int_clamp = None
+    if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD", "VOP3P"): self.int_clamp = None
     # lane-mask registers
     vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" or getattr(inst, "sd", 0) else spec.vcc_lo   # SDWA: SD picks SDST
     # e64 V_CNDMASK / V_*_CO_CI take the lane mask from src2; ops that read S2 as a value (V_DIV_FMAS) read VCC itself
@@ -146,7 +151,7 @@ class ValuStep(Step):
     if "C_CONST" in op.reads: self.fields["C_CONST"] = mfma_c_const(inst.src2.offset, operand_fmt(operands, "src2"))
     if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
-    self.mode_dep = bool(op.reads & MODE_INPUTS)
+    self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE
     # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
     self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
     # DPP
@@ -221,12 +226,13 @@ class ValuStep(Step):
     op.fn(o)
     for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
     if "D0" in op.writes and "D0" not in op.lane_masks:
-      d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, self.omod, self.clamp) if self.d_float else o.D0
+      omod = self.omod if self.omod and omod_applies(st.mode(int(ws[0])), self.d_bits, self.spec.ieee_mode) else 0
+      d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, omod, self.clamp, self.d_packed) if self.d_float else o.D0
       if self.int_clamp is not None: d = self.int_clamp([getattr(o, n) for n in ("S0", "S1", "S2") if n in self.srcs], d)
       if self.sdwa_dst is not None:   # SDWA: the result lands in a byte/word of the 32-bit destination
         d = cdna_operands.sdwa_merge(read_vgpr_lanes(st, wv, ln, self.vdst, 32, dense=dense), d, *self.sdwa_dst)
       if self.scalar_dst: write_sgpr(st, wv, self.vdst, self.d_bits, np.asarray(d, dtype=U64))
-      else: write_vgpr_lanes(st, wv, ln, self.vdst, 32 if self.sdwa_dst is not None else self.d_bits, d, self.d_hi, dense)
+      else: write_vgpr_lanes(st, wv, ln, self.vdst, 32 if self.sdwa_dst is not None else self.store_bits, d, self.d_hi, dense)
 
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints."""

@@ -127,8 +127,22 @@ def apply_neg_abs(v:np.ndarray, width:int, neg:bool, abs_:bool) -> np.ndarray:
 
 _FT = {16: (np.float16, np.uint16), 32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}
 
-def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool) -> np.ndarray:
-  """Output modifiers of a float result: omod 1 = *2, 2 = *4, 3 = /2, then clamp to [0, 1]."""
+def omod_applies(mode:dict, width:int, ieee_bit:bool) -> bool:
+  """Whether the hardware applies a float result's omod under the wave's MODE (`WaveState.mode`): not in IEEE mode (archs with the
+  IEEE bit) and not when output denormals of the result's width are kept (MODE.FP_DENORM bit 1 of its field). This is LLVM's
+  account of the hardware (SIFoldOperands folds omod only then: "omod is ignored by hardware if IEEE bit is enabled", "if output
+  denormals are enabled, omod is ignored"); the ISA guides describe only the scaling. LLVM's compute kernels keep denormals (and
+  set IEEE up to gfx11), so omod is ignored there."""
+  if ieee_bit and mode["MODE_IEEE"]: return False
+  return not (mode["MODE_DENORM32" if width == 32 else "MODE_DENORM16"] & 2)
+
+def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool, packed:bool=False) -> np.ndarray:
+  """Output modifiers of a float result: omod 1 = *2, 2 = *4, 3 = /2, then clamp to [0, 1]. `packed`: v holds two floats of
+  width/2 (a VOP3P result: f16 pairs, CDNA's f32 pairs), each modified on its own."""
+  if packed:
+    h = width // 2
+    m = U64((1 << h) - 1)
+    return apply_omod_clamp(v & m, h, omod, clamp) | (apply_omod_clamp((v >> U64(h)) & m, h, omod, clamp) << U64(h))
   if not (omod or clamp) or width not in _FT: return v
   ft, it = _FT[width]
   f = (v & U64((1 << width) - 1)).astype(it).view(ft)
@@ -137,27 +151,38 @@ def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool) -> np.ndarra
     if clamp: f = np.where(np.isnan(f), ft(0), np.clip(f, ft(0), ft(1)))
   return f.astype(ft).view(it).astype(U64)
 
-# integer clamp (VOP3 CLMP on an integer op): the exact result of these ops, saturated to the destination type instead of wrapping.
-# name prefix -> exact result from the sources as Python-sized ints (int64 arrays, already sign-extended for signed types)
+# integer clamp (CLMP on an integer op): the exact result of these ops, saturated to the destination type instead of wrapping.
+# name prefix -> exact result from the sources as Python-sized ints (int64 arrays, already sign-extended for signed types). RDNA
+# names, gfx9's (V_ADD_U32/U16 and V_ADD_I32/I16 are RDNA's V_ADD_NC_*; V_MAD_LEGACY_U16/I16 are VI's V_MAD_U16/I16), and VOP3P's
+# V_PK_ADD/SUB_{U,I}16, saturated per 16-bit half (LLVM selects them with clamp for v2i16 add/sub sat; the packed mads define none).
 _SEXT24 = lambda x: ((x & 0xffffff) ^ 0x800000) - 0x800000
-INT_CLAMP_OPS = {"V_ADD_NC_": lambda a, b, c: a + b, "V_ADD_CO_U32": lambda a, b, c: a + b, "V_ADD3_U32": lambda a, b, c: a + b + c,
-                 "V_SUB_NC_": lambda a, b, c: a - b, "V_SUB_CO_U32": lambda a, b, c: a - b, "V_SUBREV_NC_": lambda a, b, c: b - a,
-                 "V_SUBREV_CO_U32": lambda a, b, c: b - a, "V_MAD_U16": lambda a, b, c: a * b + c, "V_MAD_I16": lambda a, b, c: a * b + c,
-                 "V_MAD_U32_U24": lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c, "V_MAD_I32_I24": lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c}
+_ADD, _SUB, _SUBREV, _MAD = (lambda a, b, c: a + b), (lambda a, b, c: a - b), (lambda a, b, c: b - a), (lambda a, b, c: a * b + c)
+INT_CLAMP_OPS = {"V_ADD_NC_": _ADD, "V_ADD_CO_U32": _ADD, "V_ADD3_U32": lambda a, b, c: a + b + c, "V_SUB_NC_": _SUB, "V_SUB_CO_U32": _SUB,
+                 "V_SUBREV_NC_": _SUBREV, "V_SUBREV_CO_U32": _SUBREV, "V_MAD_U16": _MAD, "V_MAD_I16": _MAD, "V_MAD_LEGACY_U16": _MAD,
+                 "V_MAD_LEGACY_I16": _MAD, "V_MAD_U32_U24": lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c,
+                 "V_MAD_I32_I24": lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c,
+                 **{f"V_ADD_{t}": _ADD for t in ("U16", "U32", "I16", "I32")}, **{f"V_SUB_{t}": _SUB for t in ("U16", "U32", "I16", "I32")},
+                 "V_SUBREV_U16": _SUBREV, "V_SUBREV_U32": _SUBREV, **{f"V_PK_{o}_{t}": f for o, f in (("ADD", _ADD), ("SUB", _SUB))
+                                                                       for t in ("U16", "I16")}}
 
 def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] | None:
   """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64, the op's D0) -> D0 with the result bits
-  replaced by the saturated result (bits above the type's width, e.g. the high half of a 16-bit op, kept from D0)."""
+  replaced by the saturated result (bits above the type's width, e.g. the high half of a 16-bit op, kept from D0). V_PK_* ops
+  saturate each 16-bit half from the same half of the (op_sel-selected) sources."""
   fn = next((f for prefix, f in INT_CLAMP_OPS.items() if name.startswith(prefix)), None)
   if fn is None: return None
   typ = next(t for t in name.split("_")[2:] if t[:1] in "UI" and t[1:].isdigit())
   signed, bits = typ[0] == "I", int(typ[1:])
   lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
   mask = U64((1 << bits) - 1)
+  shifts = (0, 16) if name.startswith("V_PK_") else (0,)
   def clamp(srcs:list[np.ndarray], d0:np.ndarray) -> np.ndarray:
-    vals = [(np.asarray(x, dtype=U64) & mask).astype(np.int64) for x in srcs] + [np.int64(0)] * (3 - len(srcs))
-    if signed: vals = [(v ^ (1 << (bits - 1))) - (1 << (bits - 1)) for v in vals]
-    return (np.asarray(d0, dtype=U64) & ~mask) | (np.clip(fn(*vals), lo, hi).astype(U64) & mask)
+    d = np.asarray(d0, dtype=U64)
+    for sh in shifts:
+      vals = [((np.asarray(x, dtype=U64) >> U64(sh)) & mask).astype(np.int64) for x in srcs] + [np.int64(0)] * (3 - len(srcs))
+      if signed: vals = [(v ^ (1 << (bits - 1))) - (1 << (bits - 1)) for v in vals]
+      d = (d & ~(mask << U64(sh))) | ((np.clip(fn(*vals), lo, hi).astype(U64) & mask) << U64(sh))
+    return d
   return clamp
 
 # ---- destination writes ----
@@ -199,6 +224,9 @@ def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:in
 
 def write_sgpr(st:WaveState, w, reg:int, bits:int, value):
   """Store a scalar result of `bits` width into SGPR reg.. of wave w (an int value), or of waves w (an array; value uint64 (n,),
-  bits <= 64); writes to NULL are dropped."""
+  bits <= 64); writes to NULL are dropped. A 16-bit result replaces the low half and keeps the high one, as in a VGPR."""
   if reg == st.spec.null_reg: return
+  if bits == 16:
+    st.sgpr[w, reg] = (st.sgpr[w, reg] & 0xffff0000) | (value & 0xffff)
+    return
   for i in range(max(1, (bits + 31) // 32)): st.sgpr[w, reg + i] = (value >> (32 * i)) & 0xffffffff

@@ -100,7 +100,10 @@ class Gen:
     n = f"MODE_{kind}{32 if t[1] == 32 else 16}"
     self.reads.add(n)
     return n
-  def opnd_width(self, name:str) -> int: return self.info["widths"].get(name, 32)
+  def opnd_width(self, name:str) -> int:
+    """The bits the code holds of an operand: its width, at least a whole 32-bit register. A 16-bit operand's views mask its
+    register's bits (an SDWA DWORD select passes all 32) and a 16-bit write merges into the value the executor preloaded."""
+    return max(self.info["widths"].get(name, 32), 32)
   def is_wide(self, name:str) -> bool: return self.mode == "np" and self.opnd_width(name) > 64 and name in self.info["operands"]
 
   # ---- representation conversions ----

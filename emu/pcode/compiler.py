@@ -7,11 +7,11 @@ from emu.pcode.abi import ARCH_ALIASES, MODE_DEFAULTS, CompiledOp, Unsupported
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
 from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
-from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, View
+from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Ternary, View
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 17
+GENERATOR_VERSION = 18
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:
@@ -52,11 +52,15 @@ def loop_maxima(stmts, env:dict | None=None) -> dict:
   return env
 
 def max_eval(e, env:dict):
-  """The largest value of an expression of constants and non-negative bounded variables combined by + and *, else None."""
+  """The largest value of an expression of constants and non-negative bounded variables combined by + and * or chosen by a
+  conditional (`S1.u32[sign(x) ? 2 : 9]`), else None."""
   if isinstance(e, Name): return env.get(e.id)
   if isinstance(e, Binary) and e.op in ("+", "*"):
     a, b = max_eval(e.a, env), max_eval(e.b, env)
     return None if a is None or b is None or a < 0 or b < 0 else a + b if e.op == "+" else a * b
+  if isinstance(e, Ternary):
+    a, b = max_eval(e.a, env), max_eval(e.b, env)
+    return None if a is None or b is None else max(a, b)
   return const_eval(e)
 
 # the ISA operand table's fields (tinygrad.runtime.autogen.amd.<arch>.operands) -> the pcode's operand names; the destination is
@@ -73,8 +77,14 @@ def table_widths(arch:str, op) -> dict[str, int]:
   names = TABLE_SOURCES | ({"sdst": "D0"} if type(op).__name__ in SCALAR_FORMATS else {"vdst": "D0"})
   return {names[f]: bits for f, (_, bits, _) in operand_table(arch).get(op, {}).items() if f in names}
 
+def operand_base(e) -> Name | None:
+  """The Name an operand expression `S0` or `S0.u32` reads, else None."""
+  return e if isinstance(e, Name) else e.expr if isinstance(e, View) and isinstance(e.expr, Name) and e.typ else None
+
 def scan(stmts, mode:str) -> dict:
-  """Operand widths, lane-mask registers and declared variables of an entry."""
+  """Operand widths, lane-mask registers and declared variables of an entry. An operand's width is the most bits the pcode reaches:
+  its widest typed view (`D0.f16 = S0.f16 + S1.f16`: 16 bits each), bounded slice or bit index (V_CMP_CLASS_F16's mask
+  `S1.u32[sign(S0.f16) ? 2 : 9]`: 10 bits; S_CVT_HI_F32_F16's `S0[31 : 16]`: 32), or 32 bits where it is used bare."""
   widths: dict[str, int] = {}
   maxima = loop_maxima(stmts)
   lanemask, operands = set(), set()
@@ -82,14 +92,17 @@ def scan(stmts, mode:str) -> dict:
     n = ALIASES.get(n, n)
     if n in LANE_OPERANDS or n.startswith(("VDATA", "SDATA", "RETURN_DATA", "DATA")):
       operands.add(n); widths[n] = max(widths.get(n, 0), w)
+  sized = set()   # the views and Names below a bounded slice, bit index or typed view: counted there, not as whole or bare uses
   for node in walk(stmts):
     if isinstance(node, Call) and node.name in ADDR_HELPERS: note("ADDR", 64)
-    if isinstance(node, View) and isinstance(node.expr, Name) and node.typ: note(node.expr.id, node.typ[1])
-    elif isinstance(node, Slice) and isinstance(node.expr, (Name, View)):
-      base = node.expr if isinstance(node.expr, Name) else node.expr.expr
-      hi = max_eval(node.hi, maxima)
-      if isinstance(base, Name) and hi is not None: note(base.id, hi + 1)
-    elif isinstance(node, Name): note(node.id, 32)
+    if isinstance(node, (Slice, Index)) and (base := operand_base(node.expr)) is not None and \
+       (top := max_eval(node.hi if isinstance(node, Slice) else node.index, maxima)) is not None:
+      note(base.id, top + 1)
+      sized.update((id(node.expr), id(base)))
+    if isinstance(node, View) and isinstance(node.expr, Name) and node.typ and id(node) not in sized:
+      note(node.expr.id, node.typ[1])
+      sized.add(id(node.expr))
+    elif isinstance(node, Name) and id(node) not in sized: note(node.id, 32)
     if isinstance(node, Index) and mode == "np":
       b = node.expr.expr if isinstance(node.expr, View) else node.expr
       i = node.index.expr if isinstance(node.index, View) else node.index
@@ -139,9 +152,10 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
   mode = "np" if kind == "vector" else "py"
   info = scan(stmts, mode)
   # the operand table is a floor under the widths the pcode's views show: a slice the scan cannot bound (V_PK_MOV_B32's
-  # S0.u32[OPSEL[0].i32 * 32 + 31 : ...]) must not shrink a 64-bit operand to 32 bits
+  # S0.u32[OPSEL[0].i32 * 32 + 31 : ...]) must not shrink a 64-bit operand to 32 bits, nor a shift count's slice (S0[3 : 0] of
+  # V_LSHLREV_B16) a 16-bit operand to 4 bits
   for n, bits in table_widths(arch, op).items():
-    if n in info["operands"] and bits in (32, 64) and bits > info["widths"].get(n, 0): info["widths"][n] = bits
+    if n in info["operands"] and bits <= 64 and bits > info["widths"].get(n, 0): info["widths"][n] = bits
   names = {x.id for x in walk(stmts) if isinstance(x, Name)} | {x.name for x in walk(stmts) if isinstance(x, Call)}
   # DS entries that address MEM[ADDR] without naming the instruction offset (rdna3 atomics, byte/short loads and stores...): the
   # hardware adds it all the same, and the executor passes the bare address VGPR (abi.py)

@@ -138,8 +138,6 @@ REASONS = {
                          "no-saddr, so the right 0x7f cannot be built with a 64-bit address either",
   "asm-cdna-readfirstlane-sdst": "DSL cdna: v_readfirstlane_b32 is a plain VOP1 (VGPRField vdst) although its operand table says SGPR; "
                                  "rdna3/rdna4 have VOP1_SDST",
-  "asm-cdna-16bit-result-keeps-high-half": "emulator: on gfx9 a 16-bit VALU result (here v_min_u16_sdwa dst_sel:DWORD) must zero "
-                                           "bits 31:16; the emulator keeps the old high half",
   "asm-int8-add-nsw-overflow": "tinygrad's LLVM renderer emits `add nsw` for int8: wrapping is poison, LLVM computes abs on the wide "
                                "value (PYTHON wraps); not the assembler or the emulator",
 }

@@ -61,17 +61,6 @@ REASONS: dict[str, str] = {
                                       "store DH/BH/CH/AH",
   "x86-f64-where-f32-cmp-mask-blendvpd": "X86Renderer: a float32 compare mask (vcmpltss, low dword only) selects a float64 vblendvpd "
                                          "(bit 63); fails as unicorn-invalid-insn where qemu is missing",
-  # emulator bugs found by oracle.* (issue 7): strict xfails until fixed; diagnosis in docs/fuzzing.md, `oracle`
-  "oracle-rdna3-vop3-f16-opsel-src-ignored": "VOP3 op_sel on 16-bit sources ignored: pcode widths scan makes S0/S1/D0 of f16 ops 32-bit",
-  "oracle-rdna3-vop3-f16-opsel-dst-ignored": "VOP3 op_sel[3] (16-bit destination high half) ignored: same width root cause",
-  "oracle-rdna3-vop3-f16-opsel-sgpr-ignored": "VOP3 op_sel on a 16-bit SGPR source ignored (exec_valu selects halves of VGPRs only)",
-  "oracle-rdna3-true16-e32-v128-is-high-half": "true16 e32: a 16-bit operand v128+ is v(n-128).h, the emulator reads v(n): same width root cause",
-  "oracle-rdna3-omod-applied-with-denormals-kept": "omod applied although MODE keeps output denormals (hardware ignores omod then)",
-  "oracle-rdna3-f16-clamp-at-32-bits": "clamp/omod of a 16-bit VOP3 result applied to the whole 32-bit register as an f32",
-  "oracle-rdna3-pk-f16-clamp-per-half": "VOP3P clamp applied to the packed register as one f32 (f16 pairs) / f64 (CDNA f32 pairs)",
-  "oracle-rdna3-pk-u16-clamp-not-applied": "VOP3P integer clamp (V_PK_ADD/SUB_U16/I16 saturation) not modelled",
-  "oracle-cdna-int-clamp-gfx9-names": "operands.INT_CLAMP_OPS lacks the gfx9 names (V_ADD_I32, V_SUB_I32, V_ADD_U32, V_SUBREV_U16, ...)",
-  "oracle-rdna3-pk-inline-constant-non-vop3p": "inline constants replicated to both halves of PK2 operands of non-VOP3P ops (V_SAT_PK_U8_I16)",
 }
 
 # asm-* reproducers need their arch's libLLVM and are replayed by tests/fuzz/test_asm.py

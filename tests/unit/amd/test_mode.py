@@ -75,3 +75,25 @@ def test_setreg_at_a_nonzero_offset_writes_only_its_field(arch):
                     I.s_setreg_b32(I.s[6], hwreg(HW_REG_MODE, 8, 2)), I.s_getreg_b32(I.s[5], hwreg(HW_REG_MODE, 0, 32)),
                     I.s_getreg_b32(I.s[7], hwreg(HW_REG_MODE, 4, 4))], arch=arch)
   assert int(st.sgpr[0, 5]) == 0x230 and int(st.sgpr[0, 7]) == 0x3
+
+# ---- omod follows the MODE (operands.omod_applies): ignored in IEEE mode and when output denormals are kept ----
+def omod_sum(mode:int, omod:int, arch:str="gfx1100") -> float:
+  """1.0 + 2.0 with VOP3 omod after `s_setreg MODE[9:0] = mode` (gfx12 has no IEEE bit: only the denormal field counts there)."""
+  from tinygrad.runtime.autogen.amd import rdna3, rdna4
+  I = rdna4.ins if arch == "gfx1201" else rdna3.ins
+  st = run_program([I.s_setreg_imm32_b32(I.s[0], hwreg(HW_REG_MODE, 0, 10), mode), I.v_add_f32_e64(I.v[1], I.v[2], I.v[3], omod=omod)],
+                   arch=arch, vgprs={2: f32(1.0), 3: f32(2.0)})
+  return float(as_f32(st.vgpr[0, 0, 1]))
+
+def test_omod_is_ignored_in_llvms_compute_mode():
+  assert omod_sum(0x3f0, 1) == 3.0   # IEEE, denormals kept: what LLVM's kernels run with
+
+def test_omod_scales_with_ieee_off_and_output_denormals_flushed():
+  assert (omod_sum(0x100, 1), omod_sum(0x100, 2), omod_sum(0x100, 3)) == (6.0, 12.0, 1.5)   # *2, *4, /2
+  assert omod_sum(0x1d0, 1) == 6.0    # f32 denormal field 1: inputs kept, outputs flushed
+
+def test_omod_is_ignored_when_output_denormals_are_kept():
+  assert omod_sum(0x120, 1) == 3.0    # IEEE off, f32 denormal field 2: outputs kept
+
+def test_omod_on_gfx12_depends_on_the_denormal_mode_only():
+  assert omod_sum(0x000, 1, "gfx1201") == 6.0 and omod_sum(0x0f0, 1, "gfx1201") == 3.0
