@@ -152,7 +152,9 @@ def build(case:dict, inputs:list[Tensor]) -> Tensor:
       case ["shrink", ax, a, b]: x = x.shrink(tuple((a, b) if i == ax else None for i in range(x.ndim)))
       case ["flip", ax]: x = x.flip(ax)
       case ["cast", dt]:
-        if dtypes.is_float(x.dtype) and dt in INTS: x = x.isnan().where(0, x).clip(-100, 100)  # out-of-range float->int is UB
+        if dtypes.is_float(x.dtype) and dt in INTS:   # out-of-range float->int is UB, negative values to an unsigned type included
+          x = x.isnan().where(0, x).clip(-100, 100)
+          if dt.startswith("uint"): x = x.abs()
         x = x.cast(getattr(dtypes, dt))
       case _: raise ValueError(f"bad step {st}")
   return x.contiguous()

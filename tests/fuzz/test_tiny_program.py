@@ -29,3 +29,9 @@ def test_half_programs_scale_with_their_magnitudes_and_saturate():
   assert compare(np.array([0.70], dtype=np.float16), np.array([0.664], dtype=np.float16), case) is not None
   assert compare(np.array([65504.0], dtype=np.float16), np.array([np.inf], dtype=np.float16), case) is None
   assert compare(np.array([-65504.0], dtype=np.float16), np.array([np.inf], dtype=np.float16), case) is not None
+
+def test_float_to_unsigned_casts_are_defined():
+  # NaN -> 0, clipped to [-100, 100], then the magnitude for an unsigned target: no negative float ever reaches uint8
+  case = {"inputs": [{"dtype": "float64", "shape": [4], "data": [-8.5, 1e30, float("nan"), 3.75]}], "steps": [["cast", "uint8"]]}
+  got = tiny_program.build(case, [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]]).numpy()
+  assert got.tolist() == [8, 100, 0, 3]
