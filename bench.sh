@@ -43,9 +43,10 @@ setup_system() {
   command -v clang >/dev/null || missing+=(clang)   # tinygrad's CPU device (used for host-side copies of multi-GPU tensors) needs it
   command -v qemu-x86_64 >/dev/null || missing+=(qemu-user)  # the x86 fuzz target runs the x86 renderer's AVX code in QEMU >= 7.2
   if [ ${#missing[@]} -gt 0 ]; then
-    say "installing ${missing[*]} (tinygrad's kernel compilers)"
+    say "installing ${missing[*]} (tinygrad's kernel compilers, its CPU device's clang, QEMU for the x86 fuzz target)"
     apt_install "${missing[@]}" || say "could not install ${missing[*]}: run as root: apt-get update && apt-get install -y ${missing[*]}" \
-      "  (without them tinygrad cannot compile kernels for those devices; 'python -m mockgpu doctor' tells what works)"
+      "  (without them tinygrad cannot compile kernels for those devices and the x86 fuzz target falls back to unicorn;" \
+      "  'python -m mockgpu doctor' tells what works)"
   fi
 }
 
