@@ -4,7 +4,7 @@ Distributions name them differently: Debian's libLLVM-19.so, Ubuntu's libLLVM-19
 /usr/lib/<multiarch> or /usr/lib64. Everything here reads file names only (through symlinks); nothing is loaded.
 """
 from __future__ import annotations
-import os, re, sysconfig
+import os, re, sys, sysconfig
 
 LIB_NAME = re.compile(r"libLLVM(-\d+\.so(\.\d+)*|\.so\.\d+(\.\d+)*)")
 # the names tinygrad.runtime.autogen.llvm hands its DLL loader, in its order (tinygrad 0.14.0, Linux)
@@ -53,3 +53,15 @@ def tinygrad_llvm(env:dict|None=None) -> str | None:
           with open(p, "rb") as fh:
             if fh.read(4) == b"\x7fELF": return p
   return None
+
+def ensure_llvm(need:int, who:str, env:dict|None=None, out=sys.stderr) -> str | None:
+  """Before tinygrad loads a libLLVM: when LLVM_PATH is unset and the libLLVM tinygrad would load is older than `need`, set env's
+  LLVM_PATH to the newest installed one (if that is new enough) and say so on `out` (`who` names the user); returns the path set."""
+  env = os.environ if env is None else env
+  if env.get("LLVM_PATH"): return None
+  current = tinygrad_llvm(env)
+  if current is not None and (llvm_major(current) or 0) >= need: return None
+  if (newer := newest_system_llvm()) is None or (llvm_major(newer) or 0) < need: return None
+  env["LLVM_PATH"] = newer
+  print(f"{who} needs LLVM >= {need}, tinygrad would load {current or 'no libLLVM'}: using LLVM_PATH={newer}", file=out)
+  return newer

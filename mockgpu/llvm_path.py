@@ -8,17 +8,12 @@ says so on stderr. mockgpu.py runs it at import, which happens (hcq.py) before t
 from __future__ import annotations
 import os, sys
 from mockgpu.config import amd_target
-from emu.llvm_libs import llvm_major, newest_system_llvm, tinygrad_llvm
+from emu.llvm_libs import ensure_llvm, llvm_major, tinygrad_llvm  # noqa: F401  (llvm_major, tinygrad_llvm: re-exported)
 from mockgpu.doctor import AMD_TARGETS
 
 def select(env:dict|None=None, out=sys.stderr) -> str | None:
   """Set env's LLVM_PATH to a newer libLLVM when DEV's AMD arch needs one tinygrad would not load; returns the path it set."""
   env = os.environ if env is None else env
   tgt = amd_target(env)
-  if env.get("LLVM_PATH") or not tgt.interface.startswith("MOCK") or (need := AMD_TARGETS.get(tgt.arch)) is None: return None
-  current = tinygrad_llvm(env)
-  if current is not None and (llvm_major(current) or 0) >= need: return None
-  if (newer := newest_system_llvm()) is None or (llvm_major(newer) or 0) < need: return None
-  env["LLVM_PATH"] = newer
-  print(f"mockgpu: {tgt.arch} needs LLVM >= {need}, tinygrad would load {current or 'no libLLVM'}: using LLVM_PATH={newer}", file=out)
-  return newer
+  if not tgt.interface.startswith("MOCK") or (need := AMD_TARGETS.get(tgt.arch)) is None: return None
+  return ensure_llvm(need, f"mockgpu: {tgt.arch}", env, out)

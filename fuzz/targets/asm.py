@@ -25,11 +25,11 @@ Kinds and blame:
 Instructions with a translation problem are replaced by `decode_inst` of LLVM's bytes for the run, so the run still checks the
 rest. Order: runtime findings, translation findings (those in KNOWN after the others), descriptor findings. Values are compared
 with tiny_program.compare's fast-math rule (LLVM's flags).
-gfx950 needs LLVM >= 20 in tinygrad's process (tinygrad loads one libLLVM, libLLVM-19 by its own search): run it with LLVM_PATH
-naming a newer one, e.g. LLVM_PATH=/usr/lib/x86_64-linux-gnu/libLLVM-22.so.
+gfx950 needs LLVM >= 20 in tinygrad's process (tinygrad loads one libLLVM, libLLVM-19 by its own search): with LLVM_PATH unset and
+no libLLVM loaded yet, `unavailable` sets LLVM_PATH to the newest installed one (emu.llvm_libs.ensure_llvm) and says so on stderr.
 """
 from __future__ import annotations
-import ctypes, functools, re, struct
+import ctypes, functools, re, struct, sys
 from dataclasses import dataclass
 import numpy as np
 from tinygrad import Tensor
@@ -47,6 +47,7 @@ from emu.amd.api import Dispatch
 from emu.amd.disasm import CPU_LLVM, Disassembler, default_library
 from emu.amd.gpu import AMDGPU
 from emu.amd.kernel import Buffers, load_kernel
+from emu.llvm_libs import ensure_llvm
 from fuzz import tiny_program
 from fuzz.amd_asm import FAMILY, Translator, Untranslatable
 from fuzz.finding import Finding
@@ -66,7 +67,9 @@ def tinygrad_llvm_major() -> int:
   return major.value
 
 def unavailable(arch:str) -> str|None:
-  """Why `arch` cannot be compiled in this process (tinygrad's libLLVM too old), or None."""
+  """Why `arch` cannot be compiled in this process (tinygrad's libLLVM too old), or None. Before tinygrad has loaded a libLLVM, an
+  arch that needs a newer one than tinygrad's search finds gets LLVM_PATH set to it (said on stderr), as the mock does for DEV."""
+  if (need := CPU_LLVM.get(arch)) is not None and "tinygrad.runtime.autogen.llvm" not in sys.modules: ensure_llvm(need, f"fuzz asm.{arch}")
   if (need := CPU_LLVM.get(arch)) is not None and (have := tinygrad_llvm_major()) < need:
     return f"{arch} needs libLLVM >= {need} in tinygrad (this process loaded {have}): set LLVM_PATH={default_library(need)}"
   return None

@@ -1,6 +1,7 @@
 """mockgpu.llvm_path: LLVM_PATH is pointed at a newer libLLVM only when DEV's AMD arch needs one tinygrad would not load."""
 import io, os, subprocess, sys
 import pytest
+from emu import llvm_libs
 from mockgpu import llvm_path
 from mockgpu.doctor import newest_system_llvm
 
@@ -11,7 +12,7 @@ def test_llvm_major_from_names():
 
 @pytest.mark.parametrize("dev", ["MOCKKFD+AMD:LLVM:gfx1100", "MOCKKFD+AMD:LLVM:gfx942", "AMD:LLVM:gfx950", "MOCKKFD+AMD"])
 def test_left_alone_when_not_needed(dev, monkeypatch):
-  monkeypatch.setattr(llvm_path, "tinygrad_llvm", lambda env=None: "/x/libLLVM-19.so")
+  monkeypatch.setattr(llvm_libs, "tinygrad_llvm", lambda env=None: "/x/libLLVM-19.so")
   env = {"DEV": dev}
   assert llvm_path.select(env, out=io.StringIO()) is None and "LLVM_PATH" not in env
 
@@ -20,15 +21,15 @@ def test_user_setting_wins():
   assert llvm_path.select(env, out=io.StringIO()) is None and env["LLVM_PATH"] == "/my/libLLVM-19.so"
 
 def test_gfx950_gets_newer_llvm(monkeypatch):
-  monkeypatch.setattr(llvm_path, "tinygrad_llvm", lambda env=None: "/x/libLLVM-19.so")
-  monkeypatch.setattr(llvm_path, "newest_system_llvm", lambda: "/x/libLLVM-22.so")
+  monkeypatch.setattr(llvm_libs, "tinygrad_llvm", lambda env=None: "/x/libLLVM-19.so")
+  monkeypatch.setattr(llvm_libs, "newest_system_llvm", lambda: "/x/libLLVM-22.so")
   env, out = {"DEV": "MOCKKFD+AMD:LLVM:gfx950"}, io.StringIO()
   assert llvm_path.select(env, out=out) == "/x/libLLVM-22.so" == env["LLVM_PATH"]
   assert out.getvalue().count("\n") == 1 and "LLVM_PATH=/x/libLLVM-22.so" in out.getvalue()
 
 def test_nothing_newer_available(monkeypatch):
-  monkeypatch.setattr(llvm_path, "tinygrad_llvm", lambda env=None: "/x/libLLVM-19.so")
-  monkeypatch.setattr(llvm_path, "newest_system_llvm", lambda: "/x/libLLVM-19.so")
+  monkeypatch.setattr(llvm_libs, "tinygrad_llvm", lambda env=None: "/x/libLLVM-19.so")
+  monkeypatch.setattr(llvm_libs, "newest_system_llvm", lambda: "/x/libLLVM-19.so")
   env = {"DEV": "MOCKKFD+AMD:LLVM:gfx950"}
   assert llvm_path.select(env, out=io.StringIO()) is None and "LLVM_PATH" not in env
 
