@@ -36,3 +36,19 @@ def test_regression_mubuf_not_decodable():
   case = {"arch": "rdna3", "cls": "MUBUF", "op": "BUFFER_LOAD_B32", "fields": {"op": 20, "soffset": 124}}
   with pytest.raises(Finding) as e: encoding.check(case)
   assert e.value.kind == "wheel-decode-error"
+
+def test_llvm_register_operands_agree():
+  # v_add_f32_e32 v1, s5, v3: LLVM's text assembled back through the DSL names the same registers in the same fields
+  case = {"arch": "rdna3", "cls": "VOP2", "op": "V_ADD_F32_E32", "fields": {"op": 3, "vdst": 1, "src0": 5, "vsrc1": 3}}
+  encoding.check(case)
+  inst = __import__("tinygrad.renderer.amd", fromlist=["decode_inst"]).decode_inst(encoding.case_bytes(case), "rdna3")
+  assert encoding.registers(inst) == {"vdst": 257, "src0": 5, "vsrc1": 259}
+
+def test_regression_cdna_set_gpr_idx_on_mode_is_not_a_register():
+  # gfx9 s_set_gpr_idx_on's SSRC1 field holds the 4-bit index mode (the vendor text: "the direct content of raw S1 field"); the
+  # wheel's operand table types it as a register source, so it decodes s101 where LLVM prints the immediate 0x65. Fails while the
+  # wheel has this bug.
+  case = {"arch": "cdna", "cls": "SOPC", "op": "S_SET_GPR_IDX_ON", "fields": {"op": 17, "ssrc0": 0, "ssrc1": 0x65}}
+  assert encoding.case_bytes(case) == bytes.fromhex("006511bf")   # SOPC: ssrc0 | ssrc1 << 8 | op << 16 | 0x17e << 23, by hand
+  with pytest.raises(Finding) as e: encoding.check(case)
+  assert e.value.kind == "operand-mismatch" and "ssrc1" in e.value.key
