@@ -80,22 +80,25 @@ def test_mfma_shapes_match_numpy_per_block(name, m, k, blocks, src):
   got = run_mfma("gfx942", getattr(cdna.VOP3POp, name), encode(a, src), encode(b, src), c, m, k, blocks, w, dst)
   np.testing.assert_array_equal(got, a @ b + c)
 
+def one_product(arch:str, op, regs:int, a:tuple[int, float], b:tuple[int, float], src2:int, vdst:int) -> np.ndarray:
+  """Run a single-pass f32 MFMA with A in v0 and B in v1, zero except one lane each ((lane, value)), C from the zeroed AGPRs at
+  src2; returns the AGPR file (the result goes to vdst)."""
+  vgpr, agpr = np.zeros((64, regs), np.uint32), np.zeros((64, regs), np.uint32)
+  vgpr[a[0], 0], vgpr[b[0], 1] = np.float32(a[1]).view(np.uint32), np.float32(b[1]).view(np.uint32)
+  st = OpState(VGPR=vgpr, AGPR=agpr, SRC0=0, SRC1=1, SRC2=src2, VDST=vdst, ACC=0, ACC_CD=1, CBSZ=0, ABID=0, BLGP=0)
+  compile_op(arch, op).fn(st)
+  return agpr
+
 def test_mfma_4x4x1_16b_hand_worked_element():
   # 4x4x1_16B: lane l holds A[block l // 4][row l % 4][0] and B[block l // 4][0][col l % 4]. A = 3.0 only at lane 22 (block 5,
   # row 2), B = 2.0 only at lane 21 (block 5, col 1): D[5][2][1] = 6.0 in lane 4 * 5 + 1 = 21, register 2 (row 2)
-  vgpr, agpr = np.zeros((64, 32), np.uint32), np.zeros((64, 32), np.uint32)
-  vgpr[22, 0], vgpr[21, 1] = np.float32(3.0).view(np.uint32), np.float32(2.0).view(np.uint32)
-  st = OpState(VGPR=vgpr, AGPR=agpr, SRC0=0, SRC1=1, SRC2=8, VDST=12, ACC=0, ACC_CD=1, CBSZ=0, ABID=0, BLGP=0)
-  compile_op("gfx942", cdna.VOP3POp.V_MFMA_F32_4X4X1_16B_F32).fn(st)
+  agpr = one_product("gfx942", cdna.VOP3POp.V_MFMA_F32_4X4X1_16B_F32, 32, (22, 3.0), (21, 2.0), src2=8, vdst=12)
   assert agpr[21, 14].view(np.float32) == 6.0 and np.count_nonzero(agpr[:, 12:16]) == 1
 
 def test_mfma_32x32x1_2b_hand_worked_element():
   # A = 1.0 at lane 40 (block 1, row 8), B = 5.0 at lane 35 (block 1, col 3): D[1][8][3] sits in register 16 + 4 = 20 of lane 3
   # (block 1 -> items 16..31; row 8 = 8 * (4 // 4) + 4 * (3 // 32) + 4 % 4)
-  vgpr, agpr = np.zeros((64, 80), np.uint32), np.zeros((64, 80), np.uint32)
-  vgpr[40, 0], vgpr[35, 1] = np.float32(1.0).view(np.uint32), np.float32(5.0).view(np.uint32)
-  st = OpState(VGPR=vgpr, AGPR=agpr, SRC0=0, SRC1=1, SRC2=4, VDST=40, ACC=0, ACC_CD=1, CBSZ=0, ABID=0, BLGP=0)
-  compile_op("cdna", cdna.VOP3POp.V_MFMA_F32_32X32X1_2B_F32).fn(st)
+  agpr = one_product("cdna", cdna.VOP3POp.V_MFMA_F32_32X32X1_2B_F32, 80, (40, 1.0), (35, 5.0), src2=4, vdst=40)
   assert agpr[3, 60].view(np.float32) == 5.0 and np.count_nonzero(agpr[:, 40:72]) == 1
 
 def test_mfma_f64_is_fused():
