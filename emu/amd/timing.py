@@ -272,16 +272,16 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
           slot = next((e for e in ends if e not in used), ends[-1] + 1)
           if slot > ready: item = heappushpop(heap, (slot, i, True)); continue
           used.add(ready)
-      key = port + (shared_base if shared else simd_base)
       mult = passes if vec else 1
-      if port == P_MATRIX:   # queued in order behind the SIMD's WMMAs in flight; the issue itself takes one VALU pass
+      if port == P_MATRIX:   # the issue takes one VALU pass; the op queues in order behind the SIMD's WMMAs in flight
+        vk = simd_base + P_VALU
+        if (busy := port_free[vk]) > ready: item = heappushpop(heap, (busy, i, True)); continue
+        port_free[vk] = ready + mult
         ends.append(max(ready + matrix_start, ends[-1] if ends else 0) + cost * mult)
         w.mx_end = ends[-1]
         mx_used[w.simd].add(ready)
-        key = simd_base + P_VALU
-        if (busy := port_free[key]) > ready: item = heappushpop(heap, (busy, i, True)); ends.pop(); continue
-        port_free[key] = ready + mult
       else:
+        key = port + (shared_base if shared else simd_base)
         busy = port_free[key]
         if port == P_TRANS and port_free[simd_base + P_VALU] > busy: busy = port_free[simd_base + P_VALU]   # issued through the VALU
         if busy > ready:
