@@ -117,12 +117,12 @@ def compare(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False) -> 
   if got.shape != ref.shape: return f"shape {got.shape} != {ref.shape}", ("shape",)
   if got.dtype.kind == "f":
     tol, g, r = tolerance(case, got.dtype.name), got.astype(np.float64), ref.astype(np.float64)
-    atol = tol
-    if HALF_IN_FLOAT32 and "float16" in float_dtypes(case):
+    atol, half_ref = tol, HALF_IN_FLOAT32 and "float16" in float_dtypes(case)
+    if half_ref:
       vals = np.concatenate([np.asarray(i["data"], dtype=np.float64).ravel() for i in case.get("inputs", [])] + [r.ravel()])
       atol = tol * max(1.0, float(np.abs(vals[np.isfinite(vals)]).max(initial=0.0)))
     ok = np.isclose(g, r, rtol=tol, atol=atol, equal_nan=True)
-    if HALF_IN_FLOAT32 and "float16" in float_dtypes(case):   # beyond half's range: the device's half saturates or overflows per step
+    if half_ref:   # beyond half's range: the device's half saturates or overflows per step
       ok |= (np.isinf(r) & (np.abs(g) == HALF_MAX) | np.isinf(g) & (np.abs(r) > HALF_MAX)) & (np.sign(g) == np.sign(r))
     if fast_math and fast_math_div(case): ok |= ~np.isfinite(ref) | ((ref == 0) & np.isnan(got))  # x/0, x/inf: undefined under arcp
   else: ok = got == ref
