@@ -40,7 +40,7 @@ class GlobalMemory:
     self.mem.scatter(np.asarray(addrs, dtype=U64), _to_rows(values, nbytes))
   def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> None:
     """Fault now if an access of `nbytes` at any of `addrs` would (nothing moves)."""
-    self.mem._locate(np.asarray(addrs, dtype=U64), nbytes, write)
+    self.mem.check(np.asarray(addrs, dtype=U64), nbytes, write)
 
 class InRange:
   """Global memory for lanes of which only those `ok` selects passed a buffer's range check: the others read 0 and write nothing."""

@@ -85,6 +85,11 @@ class MemoryMap:
       raise GPUMemoryFault(int(addrs[lane]), write, detail=f"lane {lane}, {nbytes}-byte access")
     return groups
 
+  def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> None:
+    """Raise the GPUMemoryFault a `gather`/`scatter` of `nbytes` at `addrs` would raise, moving nothing (checks a whole
+    multi-access instruction before its first write)."""
+    self._locate(addrs, nbytes, write)
+
   def gather(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
     """Read `nbytes` (1, 2, 4, 8, 12 or 16) at each lane address; returns a (lanes, nbytes) uint8 array."""
     addrs = np.asarray(addrs, dtype=np.uint64)
