@@ -191,7 +191,7 @@ def build(case:dict, arch:str) -> tuple[list[Kernel], tuple[UOp, int], tuple, np
     problems += found
     kernels.append(Kernel(call, prg, lib, assemble(prg, insts, arch)))
   view, dt = out.uop.buffer, np.dtype(out.dtype.fmt) if out.dtype.fmt else np.dtype(out.dtype.name)
-  return kernels, (out.uop.buf_uop, view.offset if view._base is not None else 0), out.shape, dt, problems
+  return kernels, (out.uop.buf_uop, view.offset), out.shape, dt, problems   # a base buffer has offset 0
 
 def execute(kernels:list[Kernel], arch:str, which:str, out:tuple[UOp, int], nbytes:int) -> bytes:
   """Run every kernel's code object (`which`: "llvm_lib" or "asm_lib") in order on a fresh emulated GPU; the output buffer's bytes.
