@@ -31,6 +31,7 @@ from emu.amd.memory import MemoryMap
 from emu.amd.wave import WaveState
 from fuzz.llvm_mc import ARCH_CPU as CPU, Disassembler
 from fuzz.amd_fields import inst_classes, ops_of, random_fields, encode_fields, scalar_reg
+from fuzz.oracle import sx
 
 FORMATS = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC", "SOP1", "SOP2", "SOPC", "SOPK")  # base formats of VALU/SALU ops
 SALU = ("SOP1", "SOP2", "SOPC", "SOPK")
@@ -348,26 +349,22 @@ def vmem_fields(arch:str) -> tuple[str, str, str, int]:
   """(address field, data field, offset field, offset bits) of the arch's FLAT/GLOBAL/SCRATCH encodings."""
   return VMEM_FIELDS.get(arch, DEFAULT_VMEM_FIELDS)
 
-def sext(v:int, bits:int) -> int:
-  """A `bits`-wide field as a signed value."""
-  return v - (1 << bits) if v & (1 << (bits - 1)) else v
-
 def vmem_offset(case:dict) -> int:
   """The immediate offset of a FLAT/GLOBAL/SCRATCH case: signed, except FLAT-segment offsets where FLAT_UNSIGNED says so."""
   _, _, off_f, bits = vmem_fields(case["arch"])
   raw = case["fields"][off_f]
   if memory_kind(case) == "flat" and case["arch"] in FLAT_UNSIGNED: return raw & ((1 << FLAT_UNSIGNED[case["arch"]]) - 1)
-  return sext(raw, bits)
+  return sx(raw, bits)
 
 def smem_terms(case:dict, sgpr:np.ndarray) -> tuple[int, int]:
   """(immediate offset, SGPR offset value) of an SMEM case. gfx9: IMM=1 the OFFSET field is a signed immediate, IMM=0 its low 7 bits
   name an SGPR (unless SOFFSET_EN); SOFFSET_EN adds SGPR SOFFSET. RDNA: signed immediate plus SOFFSET (NULL: none)."""
   f, (off_f, bits) = case["fields"], SMEM_OFFSET[case["arch"]]
   if "imm" in f:
-    imm = sext(f[off_f], bits) if f["imm"] else 0
+    imm = sx(f[off_f], bits) if f["imm"] else 0
     reg = f["soffset"] if f["soffset_en"] else None if f["imm"] else f[off_f] & 0x7f
     return imm, sreg(case, sgpr, reg) if reg is not None else 0
-  return sext(f[off_f], bits), sreg(case, sgpr, f["soffset"])
+  return sx(f[off_f], bits), sreg(case, sgpr, f["soffset"])
 
 def sreg(case:dict, sgpr:np.ndarray, reg:int, n:int=1) -> int:
   """SGPRs reg.. as one little-endian value (NULL reads 0)."""
