@@ -29,7 +29,9 @@ class Params:
   simds_per_cu: int         # SIMDs a CU deals its waves over
   max_waves_per_simd: int   # wave slots per SIMD
   vgpr_file: int            # wave32 VGPRs a SIMD holds (occupancy: wave64 registers count twice)
-  launch: int               # wave start -> first issue; also an instruction-cache line miss (both a cold fetch)
+  launch: int               # wave start -> first issue; also an instruction-cache line miss (both a cold fetch), code mapped by
+                            # tinygrad's AM driver (its own GPU page tables)
+  launch_kfd: int           # the same under the amdgpu kernel driver (KFD), whose mappings make a cold fetch slower
   valu_dep: int             # s_delay_alu VALU_DEP_n: producer issue -> dependent issue (wave32 pass)
   trans_dep: int            # s_delay_alu TRANS32_DEP_n: transcendental issue -> dependent issue
   vgpr_to_mem: int          # VALU issue -> a VMEM/LDS instruction of the same wave may issue (reads VGPRs)
@@ -49,14 +51,14 @@ class Params:
   split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
 
 PARAMS = {
-  "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+  "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, launch_kfd=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
                   matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=False),
-  "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+  "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, launch_kfd=1550, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, lds_lat=32, barrier_release=14,
                   matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=True),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
-  "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+  "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, launch_kfd=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=False),
 }
@@ -214,8 +216,10 @@ def _retire(ends:list[int], used:set[int], now:int):
   del ends[:k]
   used.difference_update([u for u in used if u < now])
 
-def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]], wg_of:list[int], passes:int, wg_slots:int, p:Params):
-  """Replay the waves of one CU with the costs `p`. streams[i]: (ops, pcs, lines) of the CU's i-th wave; wg_of[i]: its local workgroup.
+def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]], wg_of:list[int], passes:int, wg_slots:int, p:Params,
+                fetch:int):
+  """Replay the waves of one CU with the costs `p` and the cold instruction-fetch latency `fetch` (launch and cache-line misses).
+  streams[i]: (ops, pcs, lines) of the CU's i-th wave; wg_of[i]: its local workgroup.
 
   Returns per wave (start, end, issue times, dram flags)."""
   n_wg = max(wg_of) + 1 if wg_of else 0
@@ -227,7 +231,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
   lds_done, heap, launched, clock_launch = 0, [], 0, 0
   arrived: dict[int, list[int]] = {}
   iline: dict[int, int] = {}   # instruction cache: line (from the kernel entry) -> cycle its fetch completes
-  lat, vgpr_to_mem, pass_issue = p.launch, p.vgpr_to_mem, ISSUE * passes
+  lat, vgpr_to_mem, pass_issue = fetch, p.vgpr_to_mem, ISSUE * passes
   # matrix unit per SIMD: completion cycles of the WMMAs in flight (in order), and the completions a VALU instruction issued at
   mx = any(op.port == P_MATRIX for st in streams for op in st[0])
   mx_ends: list[list[int]] = [[] for _ in range(n_simd)]
@@ -354,13 +358,18 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
     item = heappushpop(heap, (nxt, i, False))
   return [(w.start, w.times[-1] if w.times else w.start, w.times, w.dram) for w in waves]
 
+DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
+
 class TimingModel:
   """Cycle counts for one dispatch; `timeline=True` also keeps per-wave (wave, pc, cycle, class, dram) issue records.
 
-  pc -1 marks the wave's start; dram: the issue waited on a global-memory (VMEM/SMEM) completion or the launch."""
-  def __init__(self, spec:ArchSpec, timeline:bool=False):
+  pc -1 marks the wave's start; dram: the issue waited on a global-memory (VMEM/SMEM) completion or the launch. `driver` (DRIVERS)
+  picks the cold instruction-fetch latency: `Params.launch_kfd` under KFD, `Params.launch` under AM."""
+  def __init__(self, spec:ArchSpec, timeline:bool=False, driver:str="kfd"):
+    if driver not in DRIVERS: raise ValueError(f"unknown driver {driver!r}: expected one of {DRIVERS}")
     self.spec, self.keep_timeline = spec, timeline
     self.clock_mhz, self.n_cus, self.params = CLOCK_MHZ.get(spec.name, 2500.0), N_CUS.get(spec.name, 96), PARAMS[spec.family]
+    self.fetch = self.params.launch_kfd if driver == "kfd" else self.params.launch
     self.timeline: list[tuple[int, int, int, str, bool]] = []
 
   def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):
@@ -414,7 +423,8 @@ class TimingModel:
       ids = [w for g in wgs for w in range(g * self.wpg, min((g + 1) * self.wpg, self.n_waves))]
       key = tuple(id(streams[w][0]) for w in ids)
       if key not in cache:
-        cache[key] = simulate_cu([streams[w] for w in ids], [k // self.wpg for k in range(len(ids))], self.passes, self.wg_slots, self.params)
+        cache[key] = simulate_cu([streams[w] for w in ids], [k // self.wpg for k in range(len(ids))], self.passes, self.wg_slots, self.params,
+                                     self.fetch)
       res = cache[key]
       end = max([end] + [r[1] for r in res])
       if self.keep_timeline:

@@ -18,6 +18,13 @@ from emu.timing.traces import TracedKernel, launch_dims
 BUF_BYTES = 1 << 20
 KERNARG_SLOTS = 8          # pointer slots filled even when the trace lists fewer buffers
 EMULATED_AS = {"gfx1200": "gfx1201"}   # trace arch -> emulated arch (RX 9060 XT and RX 9070 XT: the same RDNA4 ISA and CU)
+# tinygrad's AM driver hands out GPU virtual addresses from this window (tinygrad.runtime.support.am.amdev, AMMemoryManager); under
+# KFD a buffer's GPU address is its host mmap address
+AM_VA = range(0x200000000000, 0x200000000000 + (1 << 44))
+
+def driver_of(k:TracedKernel) -> str:
+  """The kernel driver a trace was captured under, from where its code was loaded: 'am' or 'kfd'."""
+  return "am" if k.base in AM_VA else "kfd"
 
 @dataclass
 class Replay:
@@ -56,7 +63,7 @@ def replay(k:TracedKernel) -> Replay:
   entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues else lk.code_addr
   d = Dispatch(code_addr=entry, grid=grid, workgroup=wg, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1, rsrc2=lk.rsrc2,
                rsrc3=lk.rsrc3, wave32=lk.wave32)
-  tm = TimingModel(spec, timeline=True)
+  tm = TimingModel(spec, timeline=True, driver=driver_of(k))
   stats = Dispatcher(spec, bufs.mem, watchdog_budget(None), None, tm).run(d)
   waves: dict[int, list[tuple[int, int, str, bool]]] = {}
   starts: dict[int, int] = {}

@@ -1,5 +1,6 @@
 """Timing relations of the cycle model (emu/amd/timing.py): orderings hardware guarantees, not calibrated numbers."""
 import numpy as np
+import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import v, s_delay_alu, s_waitcnt, v_add_f32_e32, v_exp_f32_e32, v_mov_b32_e32, global_load_b32
 from tinygrad.renderer.amd.dsl import NULL
 from emu.amd.api import DispatchStats
@@ -86,7 +87,7 @@ def stream(ops, pcs=None):
 
 def issue_times(streams, p=RDNA4, wg_of=None):
   """Issue cycles per wave, relative to the first wave's first issue."""
-  res = simulate_cu(streams, wg_of or [0] * len(streams), 1, 1, p)
+  res = simulate_cu(streams, wg_of or [0] * len(streams), 1, 1, p, p.launch)
   t0 = res[0][2][0]
   return [[t - t0 for t in times if t is not None] for _, _, times, _ in res]
 
@@ -125,3 +126,16 @@ def test_instruction_fetch_brings_the_128_byte_line_pair():
   (times,) = issue_times([stream([SALU] * n + [END])])
   stalls = [k * 4 // ILINE for k in range(1, n) if times[k] - times[k - 1] > 1]
   assert stalls and set(stalls) <= {4, 6}
+
+def test_kfd_mappings_make_the_cold_fetch_slower_than_am():
+  spec = get_spec("gfx1201")
+  kfd, am = TimingModel(spec), TimingModel(spec, driver="am")
+  assert (kfd.fetch, am.fetch) == (RDNA4.launch_kfd, RDNA4.launch) and RDNA4.launch_kfd > RDNA4.launch
+  # the fetch latency is both the launch and a later cache-line miss: a wave of 8 lines of SALU starts later and stalls longer
+  n = 8 * ILINE // 4
+  s = stream([SALU] * n + [END])
+  (fast,), (slow,) = (simulate_cu([s], [0], 1, 1, RDNA4, f) for f in (RDNA4.launch, RDNA4.launch_kfd))
+  assert slow[2][0] - fast[2][0] == RDNA4.launch_kfd - RDNA4.launch and slow[2][-1] - fast[2][-1] > slow[2][0] - fast[2][0]
+
+def test_unknown_driver_is_rejected():
+  with pytest.raises(ValueError, match="unknown driver"): TimingModel(get_spec("gfx1100"), driver="amdgpu")
