@@ -1,9 +1,9 @@
-"""`python -m emu.timing compare TRACE.pkl [TRACE.pkl ...]` or `python -m emu.timing compare --all [--dir DIR]`.
+"""`python -m emu.timing compare TRACE.pkl [TRACE.pkl ...] [--arch gfxNNNN]` or `python -m emu.timing compare --all [--dir DIR]`.
 
 Runs traced kernels on the emulator and prints the timing comparison (emu.timing.compare). --all takes every pickle of
 DIR (default: ../shared/data/sqtt relative to the repository) and prints one report per arch folder."""
 from __future__ import annotations
-import argparse
+import argparse, pickle
 from pathlib import Path
 from emu.timing.compare import compare_file, format_report
 
@@ -17,15 +17,19 @@ def main(argv:list[str]|None=None) -> int:
   c.add_argument("traces", nargs="*", help="trace pickles")
   c.add_argument("--all", action="store_true", help="every trace under --dir, one report per arch")
   c.add_argument("--dir", default=str(DEFAULT_DIR), help="trace folder for --all (default %(default)s)")
+  c.add_argument("--arch", help="the traced GPU's target (e.g. gfx1201) for captures that do not record it")
   c.add_argument("--worst", type=int, default=8, help="worst offenders to list")
   args = ap.parse_args(argv)
+  if not args.all and not args.traces: ap.error("give trace pickles or --all")
+  def compare(path:Path) -> list:
+    try: return compare_file(path, args.arch)
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as e: ap.exit(2, f"{ap.prog}: error: cannot read trace {path}: {e}\n")
   if args.all:
     root = Path(args.dir)
     if not root.is_dir(): ap.error(f"no trace folder {root}")
-    for arch in sorted(p for p in root.iterdir() if p.is_dir()):
-      print(format_report([r for f in sorted(arch.glob("*.pkl")) for r in compare_file(f)], arch.name, args.worst))
-  for t in args.traces: print(format_report(compare_file(t), t, args.worst))
-  if not args.all and not args.traces: ap.error("give trace pickles or --all")
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+      print(format_report([r for f in sorted(folder.glob("*.pkl")) for r in compare(f)], folder.name, args.worst))
+  for t in args.traces: print(format_report(compare(Path(t)), t, args.worst))
   return 0
 
 if __name__ == "__main__": raise SystemExit(main())

@@ -59,9 +59,9 @@ def compare_kernel(k:TracedKernel, trace:str="") -> KernelResult:
       prev_hw, prev_emu = iss.cycle, cyc
   return res
 
-def compare_file(path:str|Path) -> list[KernelResult]:
-  """Compare every traced kernel of one pickle."""
-  return [compare_kernel(k, Path(path).name) for k in load_trace(path)]
+def compare_file(path:str|Path, arch:str|None=None) -> list[KernelResult]:
+  """Compare every traced kernel of one pickle (arch: the traced GPU's target when the capture does not record it)."""
+  return [compare_kernel(k, Path(path).name) for k in load_trace(path, arch)]
 
 def shares(deltas:list[Delta]) -> tuple[int, float, float]:
   """(count, share exactly equal, share within ±TOLERANCE cycles)."""
@@ -76,13 +76,14 @@ def class_rows(results:list[KernelResult]) -> list[tuple[str, int, float, float]
   return rows + [("ALL non-DRAM", *shares([d for d in deltas if not d.dram])), ("DRAM-bound", *shares([d for d in deltas if d.dram]))]
 
 def worst(results:list[KernelResult], n:int=8) -> list[tuple[KernelResult, Delta]]:
-  """The n non-DRAM deltas with the largest absolute error."""
-  pairs = [(r, d) for r in results for d in r.deltas if not d.dram]
+  """The n non-DRAM deltas with the largest absolute error (exact matches are never listed)."""
+  pairs = [(r, d) for r in results for d in r.deltas if not d.dram and d.error]
   return sorted(pairs, key=lambda p: -abs(p[1].error))[:n]
 
 def format_report(results:list[KernelResult], title:str, n_worst:int=8) -> str:
   """Text report: per-kernel ratios, per-class shares, worst offenders."""
-  lines = [f"== {title}"]
+  targets = sorted({r.arch for r in results} - {title})
+  lines = [f"== {title}" + (f" (traced GPU: {', '.join(targets)})" if targets and not title.endswith(".pkl") else "")]
   for r in results:
     if r.error: lines.append(f"  {r.trace:28} {r.name:18} not available: {r.error}"); continue
     lines.append(f"  {r.trace:28} {r.name:18} hw {r.hw_cycles:6d} emu {r.emu_cycles:6d} ratio {r.ratio:5.2f}  deltas {len(r.deltas)}"

@@ -17,7 +17,6 @@ from emu.timing.traces import TracedKernel, launch_dims
 
 BUF_BYTES = 1 << 20
 KERNARG_SLOTS = 8          # pointer slots filled even when the trace lists fewer buffers
-EMULATED_AS = {"gfx1200": "gfx1201"}   # trace arch -> emulated arch (RX 9060 XT and RX 9070 XT: the same RDNA4 ISA and CU)
 # tinygrad's AM driver hands out GPU virtual addresses from this window (tinygrad.runtime.support.am.amdev, AMMemoryManager); under
 # KFD a buffer's GPU address is its host mmap address
 AM_VA = range(0x200000000000, 0x200000000000 + (1 << 44))
@@ -48,7 +47,7 @@ def launch_of(k:TracedKernel, lanes:int=32) -> tuple[tuple[int, int, int], tuple
 
 def replay(k:TracedKernel) -> Replay:
   """Dispatch the traced kernel on a fresh emulated GPU of its arch (raises ValueError if the arch is unsupported)."""
-  spec = get_spec(EMULATED_AS.get(k.arch, k.arch))
+  spec = get_spec(k.arch)
   if not spec.supported: raise ValueError(f"the emulator does not run {k.arch} yet")
   bufs = Buffers()
   lk = load_kernel(k.lib, bufs)

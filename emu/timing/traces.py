@@ -31,7 +31,12 @@ class _Unpickler(pickle.Unpickler):
 
 def load_events(path:str|Path) -> list:
   """The profiler events of one pickle, tinygrad classes as `Record` subclasses named like the original class."""
-  with open(path, "rb") as f: return _Unpickler(f).load()
+  with open(path, "rb") as f:
+    try: events = _Unpickler(f).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as e:
+      raise ValueError(f"not a tinygrad profile pickle ({type(e).__name__}: {e})") from e
+  if not isinstance(events, list): raise ValueError(f"not a tinygrad profile pickle (holds a {type(events).__name__}, not a list of events)")
+  return events
 
 @dataclass
 class Issue:
@@ -93,11 +98,24 @@ def launch_dims(display:str) -> tuple[tuple[int, int, int], tuple[int, int, int]
   pad = lambda d: tuple((d[::-1] + [1, 1, 1])[:3])
   return pad(glob), pad(loc)
 
+_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
+
+def traced_target(events:list, path:str|Path="") -> str:
+  """The traced GPU's target ('gfx1201'): from the device properties the capture recorded (KFD's gfx_target_version,
+  major * 10000 + minor * 100 + stepping), else the pickle's folder name when it names a target; ValueError otherwise."""
+  for e in events:
+    if type(e).__name__ == "ProfileDeviceEvent" and str(getattr(e, "device", "")).startswith("AMD"):
+      if version := (getattr(e, "props", None) or {}).get("gfx_target_version"):
+        return f"gfx{version // 10000}{version // 100 % 100:x}{version % 100:x}"
+  if _TARGET.fullmatch(folder := Path(path).parent.name): return folder
+  raise ValueError(f"{path}: the capture records no AMD device target and its folder does not name one; give the arch")
+
 def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
-  """Every traced dispatch in one pickle (arch defaults to the pickle's parent folder name)."""
+  """Every traced dispatch in one pickle. arch: the traced GPU's target; by default what the capture recorded
+  (`traced_target`)."""
   from tinygrad.renderer.amd import sqtt
-  arch = arch or Path(path).parent.name
   events = load_events(path)
+  arch = arch or traced_target(events, path)
   kind = lambda e: type(e).__name__
   progs = {getattr(e, "tag", i): e for i, e in enumerate(events) if kind(e) == "ProfileProgramEvent"}
   execs = [e.arg for e in events if kind(e) == "ProfilePointEvent" and getattr(e, "name", "") == "exec" and e.arg.get("name")]

@@ -7,9 +7,10 @@ Kernels without instruction-traced waves (gfx1200 E_32_4, every gfx950 kernel: t
 are only checked to replay, except the empty gfx950 kernel, whose duration is the launch alone."""
 from pathlib import Path
 import pytest
-from emu.timing.compare import class_rows, compare_file, format_report
+from emu.timing.__main__ import main
+from emu.timing.compare import class_rows, compare_file, format_report, worst
 from emu.timing.replay import driver_of
-from emu.timing.traces import launch_dims, load_trace
+from emu.timing.traces import launch_dims, load_events, load_trace, traced_target
 
 ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
 # arch: (min non-DRAM deltas, min share within ±2, kernel ratio range for instruction-traced kernels)
@@ -51,3 +52,23 @@ def test_whole_kernel_ratios(arch_results):
   lo, hi = THRESHOLDS[arch][2]
   checked = [r for r in results if r.deltas or r.name == "E"]
   assert checked and all(lo <= r.ratio <= hi for r in checked), format_report(results, arch)
+
+@pytest.mark.parametrize("folder,target", [("gfx1100", "gfx1100"), ("gfx1200", "gfx1201"), ("gfx950", "gfx950")])
+def test_the_traced_target_is_the_one_the_capture_recorded(folder, target):
+  # the gfx1200 folder names the decoder's RDNA4 layout; its captures record gfx_target_version 120001 (a 64-CU gfx1201)
+  path = ROOT / folder / "profile_empty_run_0.pkl"
+  assert traced_target(load_events(path), path) == target and {k.arch for k in load_trace(path)} == {target}
+
+def test_a_capture_without_a_recorded_target_needs_one(tmp_path):
+  with pytest.raises(ValueError, match="give the arch"): traced_target([], tmp_path / "traces" / "x.pkl")
+  assert traced_target([], tmp_path / "gfx942" / "x.pkl") == "gfx942"
+
+def test_the_worst_list_holds_only_mismatches():
+  results = compare_file(ROOT / "gfx1200" / "profile_plus_run_0.pkl")
+  assert all(d.error for _, d in worst(results, 100)) and any(not d.error for r in results for d in r.deltas)
+
+def test_cli_reports_unreadable_traces_as_errors(tmp_path, capsys):
+  (bad := tmp_path / "bad.pkl").write_bytes(b"not a pickle")
+  for path in (tmp_path / "missing.pkl", bad):
+    with pytest.raises(SystemExit) as e: main(["compare", str(path)])
+    assert e.value.code == 2 and f"cannot read trace {path}" in capsys.readouterr().err
