@@ -92,6 +92,7 @@ def format_report(results:list[KernelResult], title:str, n_worst:int=8) -> str:
   if ok and any(r.deltas for r in ok):
     lines.append(f"  {'class':14} {'n':>5} {'exact':>7} {'±2':>7}")
     lines += [f"  {c:14} {n:5d} {e:7.1%} {w:7.1%}" for c, n, e, w in class_rows(ok)]
-    lines.append("  worst non-DRAM deltas:")
-    lines += [f"    {r.trace}:{r.name} pc={d.pc:#x} {d.inst[:48]:48} hw {d.hw:5d} emu {d.emu:5d}" for r, d in worst(ok, n_worst)]
+    bad = worst(ok, n_worst)
+    lines.append("  worst non-DRAM deltas:" + ("" if bad else " none (every one exact)"))
+    lines += [f"    {r.trace}:{r.name} pc={d.pc:#x} {d.inst[:48]:48} hw {d.hw:5d} emu {d.emu:5d}" for r, d in bad]
   return "\n".join(lines)

@@ -75,12 +75,17 @@ class TracedKernel:
   arch: str
   waves: list[WaveTrace]
   starts: list[WaveStart]
-  ends: list[int]
+  ends: list[tuple[int, int]]   # (shader engine, cycle) of every WAVEEND
   buffers: int
   @property
   def cycles(self) -> int:
-    """Hardware duration: first wave start to last wave end (cycles of the traces' timestamp clock)."""
-    return max(self.ends) - min(s.cycle for s in self.starts) if self.starts and self.ends else 0
+    """Hardware duration: first wave start to last wave end, within each shader engine's stream, the longest over engines.
+
+    Each engine's stream counts from its own trace start (the captures see one register write at 1032/710/385/63 cycles in the
+    four gfx1200 streams), so times of different engines are not comparable."""
+    first: dict[int, int] = {}
+    for st in self.starts: first[st.se] = min(first.get(st.se, st.cycle), st.cycle)
+    return max((end - first[se] for se, end in self.ends if se in first), default=0)
 
 _ANSI = re.compile(r"\x1b\[(\d+)m")
 
@@ -133,7 +138,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
         if isinstance(p, starts_t):
           starts.append(WaveStart(int(ev.se), getattr(p, "cu", 0), getattr(p, "simd", 0), p.wave, p._time))
           if getattr(p, "cu", 0) == 0 and getattr(p, "simd", 0) == 0: slot_starts.setdefault(p.wave, []).append(p._time)
-        elif isinstance(p, ends_t): ends.append(p._time)
+        elif isinstance(p, ends_t): ends.append((int(ev.se), p._time))
       if not ev.itrace: continue
       live: dict[int, WaveTrace] = {}
       for p, info in sqtt.map_insts(ev.blob, prog.lib, arch):

@@ -7,7 +7,9 @@ real captures report: gfx1100 (s_load -> INST SMEM_RD, global_* -> INST SGMEM_*,
 IMMEDIATE, s_endpgm -> WAVEEND), gfx1200 (the same with INST_RDNA4 SMEM / VMEM_*, s_wait_* -> IMMEDIATE). No CDNA capture traces
 instructions: there the decoder's InstOpCDNA names are expected (s_load -> SMEM_RD, v_* -> VALU_32/64, global_* -> VMEM_RD/WR,
 s_waitcnt/s_nop unreported), and since `map_insts` maps no CDNA instruction packets to PCs, the test walks the code itself."""
+import getpass
 import pytest
+from emu.timing.compare import compare_file
 from tests.integration.tinygrad_run import ARCHS, SQTT_ENV, emulator_available, llvm_missing, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emulator not available")
@@ -89,10 +91,12 @@ def with_pcs(arch:str, code:list, wave:list) -> list:
   return out
 
 @pytest.fixture(scope="module", params=ARCHS)
-def traced(request):
+def traced(request, tmp_path_factory):
   arch = request.param
   if (why := llvm_missing(arch)) is not None: pytest.skip(why)
-  return arch, run_json(CHILD, dev=f"MOCKKFD+AMD:LLVM:{arch}", env=SQTT_ENV)
+  tmp = tmp_path_factory.mktemp(f"profile-{arch}")   # tinygrad writes its profile pickle to the temp folder as it exits
+  res = run_json(CHILD, dev=f"MOCKKFD+AMD:LLVM:{arch}", env=SQTT_ENV | {"TMPDIR": str(tmp)})
+  return arch, res | {"profile": tmp / f"profile.pkl.{getpass.getuser()}"}
 
 def test_results_and_one_blob_per_shader_engine(traced):
   arch, res = traced
@@ -192,3 +196,19 @@ def test_trace_registers_buffer_write_pointer_and_gate(arch, gc):
   write("MODE" if gc[0] == 9 else "CTRL", {"mode": 0})   # sqtt_stop: tracing off, the next dispatch runs untraced
   tt.dispatch(run, None)
   assert calls == [True, False]
+
+def test_the_profile_pickle_compares_exactly_with_a_replay(traced):
+  """tinygrad's own profile pickle of the run, read by the trace comparison (`python -m emu.timing compare`) as a hardware
+  capture: replaying each kernel on a fresh emulator gives the same issue deltas and the same duration (CDNA stamps are 4-cycle
+  ticks; its instruction packets carry no PCs, so it has no deltas). Checks the chain end to end: the encoder, tinygrad's
+  pickle, the trace loader (target, launch size from the kernel name, per-engine time bases) and the replay (driver, placement)."""
+  arch, res = traced
+  results = compare_file(res["profile"])
+  assert {r.name for r in results} == set(res["kernels"]) and len(results) == 3, [r.name for r in results]
+  tick = 4 if arch.startswith("gfx9") else 1
+  for r in results:
+    assert r.error is None and r.unmatched == 0 and r.hw_cycles > 0, (r.name, r.error, r.unmatched)
+    assert abs(r.emu_cycles - r.hw_cycles) < tick, (r.name, r.hw_cycles, r.emu_cycles)
+    assert [d for d in r.deltas if d.error] == [], r.name
+  n = sum(len(r.deltas) for r in results)
+  assert n == 0 if tick > 1 else n > 100
