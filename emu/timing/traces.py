@@ -116,7 +116,7 @@ def traced_target(events:list, path:str|Path="") -> str:
   raise ValueError(f"{path}: the capture records no AMD device target and its folder does not name one; give the arch")
 
 def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
-  """Every traced dispatch in one pickle. arch: the traced GPU's target; by default what the capture recorded
+  """Every traced dispatch in one pickle, in capture order. arch: the traced GPU's target; by default what the capture recorded
   (`traced_target`)."""
   from tinygrad.renderer.amd import sqtt
   events = load_events(path)
@@ -126,9 +126,13 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   execs = [e.arg for e in events if kind(e) == "ProfilePointEvent" and getattr(e, "name", "") == "exec" and e.arg.get("name")]
   starts_t = (sqtt.WAVESTART, sqtt.WAVESTART_RDNA4, sqtt.CDNA_WAVESTART)
   ends_t = (sqtt.WAVEEND, sqtt.WAVEEND_RDNA4, sqtt.CDNA_WAVEEND)
+  # one traced dispatch per (program, execution): a program run twice has two sets of per-engine blobs (exec_tag tells them apart)
+  dispatches: dict[tuple, list] = {}
+  for e in events:
+    if kind(e) == "ProfileSQTTEvent" and e.kern in progs: dispatches.setdefault((e.kern, getattr(e, "exec_tag", None)), []).append(e)
   kernels = []
-  for tag, prog in progs.items():
-    sq = [e for e in events if kind(e) == "ProfileSQTTEvent" and e.kern == tag]
+  for (tag, _), sq in dispatches.items():
+    prog = progs[tag]
     display = next((a["name"] for a in execs if _ANSI.sub("", a["name"]).strip() == prog.name), prog.name)
     nbufs = next((len(a.get("bufs", [])) for a in execs if _ANSI.sub("", a["name"]).strip() == prog.name), 0)
     waves, starts, ends = [], [], []
