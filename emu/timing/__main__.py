@@ -3,11 +3,12 @@
 Runs traced kernels on the emulator and prints the timing comparison (emu.timing.compare). --all takes every pickle of
 DIR (default: ../shared/data/sqtt relative to the repository) and prints one report per arch folder."""
 from __future__ import annotations
-import argparse, pickle
+import argparse, pickle, sys, time
 from pathlib import Path
 from emu.timing.compare import compare_file, format_report
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
+PROGRESS_AFTER = 2.0   # seconds into a run after which each kernel's start is reported on stderr
 
 def main(argv:list[str]|None=None) -> int:
   """CLI entry point; returns the exit status."""
@@ -21,8 +22,11 @@ def main(argv:list[str]|None=None) -> int:
   c.add_argument("--worst", type=int, default=8, help="worst offenders to list")
   args = ap.parse_args(argv)
   if not args.all and not args.traces: ap.error("give trace pickles or --all")
+  started = time.monotonic()
+  def progress(done:int, total:int, name:str):   # long comparisons (big captures replay for a while) report on stderr
+    if time.monotonic() - started > PROGRESS_AFTER: print(f"  ... {name}: kernel {done + 1}/{total}", file=sys.stderr, flush=True)
   def compare(path:Path) -> list:
-    try: return compare_file(path, args.arch)
+    try: return compare_file(path, args.arch, progress)
     except (OSError, EOFError, pickle.UnpicklingError, ValueError) as e: ap.exit(2, f"{ap.prog}: error: cannot read trace {path}: {e}\n")
   if args.all:
     root = Path(args.dir)

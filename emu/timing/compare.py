@@ -7,6 +7,7 @@ their hardware values depend on cache state the traces do not record; the accura
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
+from typing import Callable
 from pathlib import Path
 from emu.timing.replay import replay
 from emu.timing.traces import TracedKernel, load_trace
@@ -59,9 +60,14 @@ def compare_kernel(k:TracedKernel, trace:str="") -> KernelResult:
       prev_hw, prev_emu = iss.cycle, cyc
   return res
 
-def compare_file(path:str|Path, arch:str|None=None) -> list[KernelResult]:
-  """Compare every traced kernel of one pickle (arch: the traced GPU's target when the capture does not record it)."""
-  return [compare_kernel(k, Path(path).name) for k in load_trace(path, arch)]
+def compare_file(path:str|Path, arch:str|None=None, progress:Callable[[int, int, str], None]|None=None) -> list[KernelResult]:
+  """Compare every traced kernel of one pickle (arch: the traced GPU's target when the capture does not record it).
+  progress(done, total, name) is called before each kernel."""
+  kernels, out = load_trace(path, arch), []
+  for i, k in enumerate(kernels):
+    if progress is not None: progress(i, len(kernels), k.name)
+    out.append(compare_kernel(k, Path(path).name))
+  return out
 
 def shares(deltas:list[Delta]) -> tuple[int, float, float]:
   """(count, share exactly equal, share within ±TOLERANCE cycles)."""
