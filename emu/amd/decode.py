@@ -1,8 +1,9 @@
 """Instruction decoding: bytes -> `Instr`, using the wheel's encoding tables; cached on the instruction bytes.
 
 The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA is DPP8 (src0 = 233/234,
-'DPP8'/'DPP8FI') and the DPP16 forms of VOP3/VOP3SD/VOP3P (src0 = 250 in the second dword: it only looks at the first), recognised
-here. Operand meaning (inline constants, special registers) is `operands.py`'s job. Whether a VOP1/VOP3 destination is an SGPR
+'DPP8'/'DPP8FI'), the DPP16 forms of VOP3/VOP3SD/VOP3P (src0 = 250 in the second dword: it only looks at the first), and the
+literal of a VOP3 SDST form (v_cmp/v_cmpx_*_e64) whose vdst field is 250 (it takes that for a DPP marker and drops the literal
+dword), recognised here. Operand meaning (inline constants, special registers) is `operands.py`'s job. Whether a VOP1/VOP3 destination is an SGPR
 (v_readfirstlane, v_readlane, rdna4 v_s_exp_f32 ...) comes from the operand table's type for vdst, not from the class name: the
 cdna table makes v_readfirstlane_b32 a plain VOP1 (no _SDST class) although its operand is OPR_SREG_NOVCC.
 """
@@ -17,6 +18,7 @@ from emu.amd.arch import ArchSpec
 FMT_ALIASES = {"VGLOBAL": "GLOBAL", "VFLAT": "FLAT", "VSCRATCH": "SCRATCH"}
 VARIANTS = ("_SDWA_SDST", "_SDWA", "_MFMA", "_SDST_LIT", "_SDST", "_LIT", "_DPP16", "_DPP8")
 DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), 250: ("DPP16", None)}   # src0 code -> variant, DPP8 fetch-inactive (FI) flag
+LITERAL = 255                         # source code of a literal dword after the instruction
 SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
 SGPR_DEST_TYPES = ("OPR_SREG", "OPR_SDST")   # operand-table types (and their _NOVCC... variants) of an SGPR destination
@@ -45,6 +47,10 @@ class Instr:
   def literal(self) -> int | None: return getattr(self.inst, "literal", None)
   def __repr__(self) -> str: return repr(self.inst)
 
+def _sources(raw:int) -> tuple[int, int, int]:
+  """src0, src1, src2 codes of a 64-bit VOP3/VOP3SD/VOP3P encoding (its second dword)."""
+  return (raw >> 32) & 0x1ff, (raw >> 41) & 0x1ff, (raw >> 50) & 0x1ff
+
 def _split(cls_name:str) -> tuple[str, str, bool]:
   for sfx in VARIANTS:
     if cls_name.endswith(sfx):
@@ -65,6 +71,9 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
       variant, fi = dpp
       inst = getattr(spec.ins, f"{base}_{variant}").from_bytes(data)
       if variant == "DPP8": inst.dpp8_fi = fi
+    if variant == "" and spec.dpp == "rdna" and base in ("VOP3", "VOP3SD", "VOP3P") and LITERAL in _sources(inst._raw) and \
+        (lit := getattr(spec.ins, f"{type(inst).__name__}_LIT", None)) is not None:
+      inst, variant = lit.from_bytes(data), "LIT"
     if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
       inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
     if base in ("VOP1", "VOP3") and variant != "SDWA": sdst = sdst or sgpr_dest(inst)

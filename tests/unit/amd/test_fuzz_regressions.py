@@ -181,3 +181,16 @@ def test_vop3_f16_neg_abs_act_on_bit_15():
   assert st.vgpr[0, 0, 3] & 0xffff == 0xbc00   # -4 - (-3) = -1
   assert st.vgpr[0, 0, 4] & 0xffff == 0xca00   # 4 * -|-3| = -12
   assert st.vgpr[0, 0, 5] & 0xffff == 0x4700   # |4| + |-3| = 7
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201"])
+def test_vop3_sdst_form_with_vdst_250_keeps_its_literal(arch):
+  # v_cmpx_gt_f32_e64 with the literal 1.5 and its (ignored) vdst field = 250: the wheel's decoder takes 250 for a DPP marker and
+  # drops the literal, which then ran as a VOP2 instruction of its own (0x3fc00000: op 31, vdst v224)
+  raw = bytearray(I.v_cmpx_gt_f32_e64(I.EXEC_LO, 1.5, v[1]).to_bytes())
+  raw[0] = 250
+  instr = decode(bytes(raw) + bytes(4), get_spec(arch))
+  assert (instr.variant, instr.size, instr.literal) == ("LIT", 12, 0x3fc00000)
+  lanes = np.arange(32, dtype=np.float32) / 8   # 0, 0.125, ... 3.875: 1.5 > x for lanes 0-11
+  st = run_program([bytes(raw), I.v_mov_b32_e32(v[2], 7)], arch=arch, vgprs={1: lanes, 2: 0, 224: 5})
+  assert int(st.sgpr[0, 126]) == (1 << 12) - 1
+  assert st.vgpr[0, :, 2].tolist() == [7] * 12 + [0] * 20 and (st.vgpr[0, :, 224] == 5).all()
