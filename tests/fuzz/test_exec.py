@@ -59,6 +59,14 @@ REASONS: dict[str, str] = {
                                             "encoded 81 /7 with a 1-byte immediate (the instruction stream desyncs)",
   "x86-int8-filled-sil-stored-as-dh": "X86Renderer: an int8 value filled as a word is stored with 66 88 /r and no REX, so SIL/DIL/BPL/SPL "
                                       "store DH/BH/CH/AH",
+  # tinygrad 0.14.0 LLVM renderer (docs/fuzzing.md, `kernel.*`)
+  "kernel-f64-const-exponent-literal": "LLVM renderer: a float64 constant is printed with Python's repr (1e+30), which LLVM IR rejects "
+                                       "without a decimal point ('integer constant must have integer type'); float32 goes through "
+                                       "truncate and keeps one",
+  # LLVM's AMDGPU backend (19 and 22) for gfx942, not the emulator: its listing computes x[0]-x[4] and x[1]-x[3] with
+  # v_sub_u32_sdwa and stores them again for x[4]-x[0] and x[3]-x[1] (v_mov_b32 v3, v1); gfx950 and gfx1100 code is right
+  "kernel-gfx942-llvm-sdwa-sub-mirrored": "LLVM gfx942 codegen: uint8 x - flip(x) after a float16 cast stores the mirrored "
+                                          "differences as copies of the first ones",
   "x86-f64-where-f32-cmp-mask-blendvpd": "X86Renderer: a float32 compare mask (vcmpltss, low dword only) selects a float64 vblendvpd "
                                          "(bit 63); fails as unicorn-invalid-insn where qemu is missing",
 }

@@ -38,3 +38,31 @@ def test_float_to_unsigned_casts_are_defined():
   case = {"inputs": [{"dtype": "float64", "shape": [4], "data": [-8.5, 1e30, float("nan"), 3.75]}], "steps": [["cast", "uint8"]]}
   got = tiny_program.build(case, [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]]).numpy()
   assert got.tolist() == [8, 100, 0, 3]
+
+def test_float_to_int_casts_of_inf_build_on_the_reference():
+  # inf and NaN are clipped away before the cast; the reference (PYTHON) used to raise converting them (see the xfail below)
+  case = {"inputs": [{"dtype": "float32", "shape": [5], "data": [1.0, float("inf"), float("-inf"), float("nan"), -3.7]}],
+          "steps": [["cast", "int8"]]}
+  got = tiny_program.build(case, [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]]).numpy()
+  assert got.tolist() == [1, 100, -100, 0, -3]
+
+@pytest.mark.xfail(strict=True, raises=OverflowError, reason="tinygrad 0.14.0: the cast is pushed into both branches of the where and "
+                   "the PYTHON backend converts the unselected inf with int(), raising OverflowError")
+def test_python_backend_casts_only_the_selected_where_branch():
+  x = Tensor(np.array([1.0, np.inf, -np.inf, 3.5], dtype=np.float32), device="PYTHON")
+  assert x.isinf().where(0, x).cast("int8").tolist() == [1, 0, 0, 3]
+
+def _reference(case:dict) -> np.ndarray:
+  return tiny_program.build(case, [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]]).numpy()
+
+def test_signed_overflow_is_seen_by_widening():
+  # relu(x) + INT_MAX wraps for x = 1 and 16 (the fuzzer's gfx1201 case: LLVM's `add nsw` let it fold relu to 0)
+  wraps = {"inputs": [{"dtype": "int32", "shape": [3], "data": [1, 16, -3]}],
+           "steps": [["unary", "relu"], ["binary", "add", "const", 2**31 - 1], ["flip", 0], ["binary", "mul", "input", 0]]}
+  assert tiny_program.signed_overflow(wraps, _reference)
+  fits = {"inputs": [{"dtype": "int8", "shape": [3], "data": [1, 16, -3]}], "steps": [["binary", "add", "const", 100]]}
+  assert not tiny_program.signed_overflow(fits, _reference)    # 101, 116, 97
+  summed = {**fits, "steps": fits["steps"] + [["reduce", "sum", 0]]}
+  assert tiny_program.signed_overflow(summed, _reference)      # 314: a sum reduction adds with `add nsw` too
+  cast = {**fits, "steps": fits["steps"] + [["cast", "int32"]]}
+  assert not tiny_program.signed_overflow(cast, _reference)    # programs with casts are not judged
