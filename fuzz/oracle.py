@@ -13,9 +13,9 @@ the halves op_sel (low result) and op_sel_hi (high result) pick, with neg_lo/neg
 Transcendentals are not exact on the hardware: the ISA documents 1 ULP for the f32 ops (rcp/rsq/sqrt/log/exp), 2**29 ULP for
 V_RCP/RSQ/SQRT_F64; the oracle accepts that error around a high-precision reference (f16: 1 ULP), takes the IEEE values for the
 special inputs exactly, and for f32 also a flushed denormal input or output (LLVM treats these units as flushing denormals).
-V_SIN/V_COS take revolutions (sin(2*pi*x)); the ISA gives no accuracy, the oracle allows an absolute error of 2**-18 + |x| * 2**-21
-(f16: 2**-10 + |x| * 2**-8: the pcode rounds x * 2*pi to the operand's format) on the valid domain |x| <= 256; outside it the
-result is not defined (any value passes).
+V_SIN/V_COS take revolutions (sin(2*pi*x), the argument reduced exactly: the hardware computes in revolutions, not on the pcode's
+rounded product x * 2*pi); the ISA gives no accuracy, the oracle allows an absolute error of 2**-18 (f16: 2**-10) on the valid
+domain |x| <= 256; outside it the result is not defined (any value passes).
 
 `ORACLE[base name]` (base name = opcode name without _E32/_E64) is an `Op`; `fn` takes the source values as raw bits plus the
 keyword inputs the op lists in `reads` and returns {'D0': bits} and, where the op defines them, 'SCC' or 'CO' (a carry-out /
@@ -205,7 +205,7 @@ def trig(f:Callable[[float], float], w:int) -> Callable:
     v = to_float(x, w)
     if math.isnan(v) or math.isinf(v): return {"D0": round_to(math.nan, w), "ok": lambda g: is_nan(g, w)}
     r = Fraction(v) - round(Fraction(v))                    # exact reduction to [-1/2, 1/2] revolutions
-    want, tol = f(2 * math.pi * float(r)), (2.0 ** -18 + abs(v) * 2.0 ** -21) if w == 32 else (2.0 ** -10 + abs(v) * 2.0 ** -8)
+    want, tol = f(2 * math.pi * float(r)), 2.0 ** -18 if w == 32 else 2.0 ** -10
     if abs(v) > 256: return {"D0": round_to(Fraction(want), w), "ok": lambda g: True}
     return {"D0": round_to(Fraction(want), w), "ok": lambda g: not is_nan(g, w) and abs(to_float(g, w) - want) <= tol}
   return fn

@@ -227,9 +227,9 @@ HELPERS: dict[str, Helper] = {
   "cvtToQuietNAN": Helper("quiet", _same, ("float",)), "abs": Helper("fabs", _same, (None,)),
   "exponent": Helper("exponent", I32, ("float",)), "mantissa": Helper("mantissa", U64, ("float",)), "sign": Helper("sign", U32, ("float",)),
   "ldexp": Helper("ldexp", _same, ("float", ("i", 32)), rm=True),
-  # not vendor names: the corrected pcode of V_FREXP_* and V_RSQ_* (emu.pcode.overrides) calls them
+  # not vendor names: the corrected pcode of V_FREXP_*, V_RSQ_* and V_SIN/COS_* (emu.pcode.overrides) calls them
   "frexp_mant": Helper("frexp_mant_", _same, ("float",)), "frexp_exp": Helper("frexp_exp", I32, ("float",)),
-  "rsq": Helper("rsq_", _same, ("float",)),
+  "rsq": Helper("rsq_", _same, ("float",)), "sin_rev": Helper("sin_rev_", _same, ("float",)), "cos_rev": Helper("cos_rev_", _same, ("float",)),
   "sqrt": Helper("sqrt_", _same, ("float",), rm=True), "trunc": Helper("trunc_", _same, ("float",)), "floor": Helper("floor_", _same, ("float",)),
   "ceil": Helper("ceil_", _same, ("float",)), "fract": Helper("fract_", _same, ("float",)), "log2": Helper("log2_", _same, ("float",)),
   "sin": Helper("sin_", _same, ("float",)), "cos": Helper("cos_", _same, ("float",)), "rint": Helper("rint_", _same, ("float",)),
@@ -317,7 +317,7 @@ def _namespace() -> dict:
             sat_i16=saturate("i16"), sat_u16=saturate("u16"), prng_b32=prng_b32, sqrt_=sqrt_, daz=daz, ftz=ftz, fround=fround,
             fadd=arith("add"), fsub=arith("sub"), fmul=arith("mul"), fdiv=arith("div"))
   for n in ("trunc", "floor", "ceil", "fract", "log2", "rint", "frexp_mant", "rsq"): ns[n + "_"] = f1(n)
-  ns["sin_"], ns["cos_"] = f1("sin"), f1("cos")
+  ns["sin_"], ns["cos_"], ns["sin_rev_"], ns["cos_rev_"] = f1("sin"), f1("cos"), f1("sin_rev"), f1("cos_rev")
   for name, (fn, _a, _r) in _CVT.items():
     if fn is not None: ns[name] = cvt(fn)
   ns["bf16_to_f32_"] = lambda x: x

@@ -188,3 +188,21 @@ def test_fixes_compile_with_their_reason_on_every_arch():
     fixes = {**PCODE_FIXES, **ARCH_PCODE_FIXES[arch]}
     for op in ops_for(arch):
       if op.name in fixes: assert compile_op(arch, op).override == fixes[op.name][0], (arch, op.name)
+
+# ---- V_SIN/V_COS take revolutions (oracle-cdna-v_sin_f16-argument-rounded) ----
+# The vendor text sin(S0 * PI * 2.0) rounded the product to f16: 0x4215 = 3.041015625 revolutions -> sin(2*pi*0.041015625) =
+# 0.25482 (f16 0x3414; the rounded product 19.109375 radians gave 0.2420); 0xd715 = -113.3125 revolutions -> cos(2*pi*0.3125) =
+# -0.38268 (f16 0xb61f; the product gave 0.0712).
+@pytest.mark.parametrize("arch, sin, cos", [("cdna", cdna.VOP1Op.V_SIN_F16_E32, cdna.VOP1Op.V_COS_F16_E32),
+                                            ("rdna3", rdna3.VOP1Op.V_SIN_F16_E32, rdna3.VOP1Op.V_COS_F16_E32),
+                                            ("rdna4", rdna4.VOP1Op.V_SIN_F16_E32, rdna4.VOP1Op.V_COS_F16_E32)])
+def test_f16_sin_cos_reduce_revolutions_exactly(arch, sin, cos):
+  want = lambda f, x: int(np.float16(f(2 * np.pi * (x - round(x)))).view(np.uint16))
+  assert run(arch, sin, S0=[0x4215]) == [want(np.sin, 3.041015625)] == [0x3414]
+  assert run(arch, cos, S0=[0xd715]) == [want(np.cos, -113.3125)] == [0xb61f]
+
+def test_f32_sin_of_a_large_argument_keeps_f32_accuracy():
+  # 200.3 revolutions (f32 200.3000030517578): sin(2*pi*0.3000030517578) = 0.9510546 within 2**-20; the rounded product lost ~1e-5
+  x = np.float32(200.3)
+  got = np.uint32(run("rdna3", rdna3.VOP1Op.V_SIN_F32_E32, S0=[int(x.view(np.uint32))])[0]).view(np.float32)
+  assert abs(float(got) - np.sin(2 * np.pi * (float(x) - 200))) < 2 ** -20
