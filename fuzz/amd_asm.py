@@ -373,14 +373,17 @@ class Translator:
         if lit is not None and lit != o.val & 0xffffffff: raise ValueError("two different literals")
         lit = o.val & 0xffffffff
       kw[n] = self._src_value(o, op, n)
-    if cls.__name__.startswith("VOP3P"): self._vop3p_mods(kw, mods)
+    if cls.__name__.startswith("VOP3P"): self._vop3p_mods(kw, mods, "_mix" in op.name.lower())
     else: self._vop3_mods(kw, mods, cls)
     return self._build(cls, op, kw)
 
   _vop3sd = _vop3p = _vop3
 
-  def _vop3p_mods(self, kw:dict, mods:dict) -> None:
+  def _vop3p_mods(self, kw:dict, mods:dict, mix:bool) -> None:
     if "op_sel" in mods: kw["opsel"] = _bits(mods.pop("op_sel"))
+    # v_fma_mix*/v_mad_mix*: op_sel_hi picks f16 (1) or f32 (0) per source and LLVM's text omits it when all are f32, while the
+    # DSL's VOP3P default is the packed-math one (all 1s)
+    if mix and "op_sel_hi" not in mods: kw["opsel_hi"], kw["opsel_hi2"] = 0, 0
     if "op_sel_hi" in mods:  # two entries for two-source ops: src2's bit keeps its default (1), as LLVM encodes it
       sel = mods.pop("op_sel_hi")
       b = _bits(sel)

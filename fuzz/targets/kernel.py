@@ -47,10 +47,9 @@ def check(dev:str, case:dict) -> None:
   tiny_program.compare: the LLVM renderer's `fdiv nsz arcp contract afn` leaves non-finite quotients undefined; an integer
   program whose signed adds overflow is undefined under its `add nsw` and not judged, tiny_program.signed_overflow)."""
   with Context(DEV="PYTHON"): ref = run_reference(case)
-  if (diff:=tiny_program.compare(got:=run_device(dev, case), ref, case, fast_math=True)) is not None:
-    if got.dtype.kind == "i":
-      with Context(DEV="PYTHON"):
-        if tiny_program.signed_overflow(case, run_reference): return
+  if (diff:=tiny_program.compare(run_device(dev, case), ref, case, fast_math=True)) is not None:
+    with Context(DEV="PYTHON"):
+      if tiny_program.signed_overflow(case, run_reference): return
     raise Finding("kernel-mismatch", f"{dev} vs PYTHON: {diff[0]}", key=(dev, *diff[1]))
 
 for _name, _dev in DEVICES.items():
