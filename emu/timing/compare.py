@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
 from emu.timing.replay import replay
+from emu.timing.sqtt_layouts import CDNA_TICK
 from emu.timing.traces import TracedKernel, load_trace
 
 CLASSES = ("salu", "valu", "trans", "smem", "vmem_load", "vmem_store", "lds", "branch", "waitcnt", "barrier", "nop", "other", "end", "launch")
@@ -49,12 +50,14 @@ def compare_kernel(k:TracedKernel, trace:str="") -> KernelResult:
     res.error = f"{type(e).__name__}: {e}"
     return res
   res.emu_cycles = rep.stats.cycles
+  tick = CDNA_TICK if k.arch.startswith("gfx9") else 1   # compared at the capture's resolution (CDNA stamps 4-cycle ticks)
   for hw, w in zip(sorted(k.waves, key=lambda w: w.start or 0), rep.traced):
     emu = rep.waves.get(w, [])
-    prev_hw, prev_emu = hw.start, rep.starts[w]
+    prev_hw, prev_emu = hw.start, rep.starts[w] // tick * tick
     for i, iss in enumerate(hw.issues):
       if i >= len(emu) or emu[i][0] != iss.pc: res.unmatched += len(hw.issues) - i; break
       pc, cyc, cls, dram = emu[i]
+      cyc = cyc // tick * tick
       if prev_hw is not None:
         res.deltas.append(Delta("launch" if i == 0 else cls, pc, repr(iss.inst), iss.cycle - prev_hw, cyc - prev_emu, dram or i == 0))
       prev_hw, prev_emu = iss.cycle, cyc

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
+from emu.amd.decode import decode
 from emu.amd.dispatcher import Dispatcher
 from emu.amd.gpu import watchdog_budget
 from emu.amd.kernel import Buffers, load_kernel
 from emu.amd.timing import TimingModel
-from emu.timing.traces import TracedKernel, launch_dims
+from emu.timing.traces import TracedKernel, cdna_reported, launch_dims
 
 BUF_BYTES = 1 << 20
 KERNARG_SLOTS = 8          # pointer slots filled even when the trace lists fewer buffers
@@ -27,7 +28,8 @@ def driver_of(k:TracedKernel) -> str:
 
 @dataclass
 class Replay:
-  """The emulated run: stats, per-wave records {wave: [(pc relative to the code object, cycle, class, dram)]}, wave starts
+  """The emulated run: stats, per-wave records {wave: [(pc relative to the code object, cycle, class, dram)]} (CDNA: only the
+  instructions its captures report, `traces.cdna_reported`), wave starts
   and the waves the model places on SIMD 0 of CU 0 (the SIMD the hardware traces), in launch order."""
   stats: DispatchStats
   waves: dict[int, list[tuple[int, int, str, bool]]]
@@ -59,15 +61,21 @@ def replay(k:TracedKernel) -> Replay:
   grid, wg = launch_of(k, 32 if lk.wave32 else 64)
   # the first traced PC is where hardware entered the code (robust against code objects whose descriptor offset assumes
   # another section layout than the loader's)
-  entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues else lk.code_addr
+  cdna = spec.family == "cdna"   # (its packets carry no PC: the loader follows the code from the entry)
+  entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues and not cdna else lk.code_addr
   d = Dispatch(code_addr=entry, grid=grid, workgroup=wg, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1, rsrc2=lk.rsrc2,
                rsrc3=lk.rsrc3, wave32=lk.wave32)
   tm = TimingModel(spec, timeline=True, driver=driver_of(k))
   stats = Dispatcher(spec, bufs.mem, watchdog_budget(None), None, tm).run(d)
   waves: dict[int, list[tuple[int, int, str, bool]]] = {}
   starts: dict[int, int] = {}
+  code = bufs.keep[0].tobytes()
+  carry: dict[int, bool] = {}   # CDNA: a DRAM wait of an unreported instruction (s_waitcnt) shows in the next reported one
   for w, pc, cyc, cls, dram in tm.timeline:
-    if pc < 0: starts[w] = cyc
-    else: waves.setdefault(w, []).append((pc - image, cyc, cls, dram))
+    if pc < 0: starts[w] = cyc; continue
+    off = pc - image
+    if cdna and cls != "end" and not cdna_reported(decode(code[off:off + 16], spec, off), spec, off):
+      carry[w] = carry.get(w, False) or dram; continue
+    waves.setdefault(w, []).append((off, cyc, cls, dram or carry.pop(w, False)))
   traced = sorted((w for w in starts if tm.placement(w) == (0, 0)), key=lambda w: (starts[w], w))
   return Replay(stats, waves, starts, grid, wg, traced)

@@ -70,7 +70,8 @@ class EngineTrace:
     return u.simd == t.simd if self.simd_mask is None else bool(self.simd_mask >> u.simd & 1)
 
 def encode(engines:dict[int, EngineTrace], waves:list[Wave], base:int, instr_at:Callable[[int], object]):
-  """Append the packets of one dispatch's `waves` (cycles relative to `base`) to the streams of their shader engines.
+  """Append the packets of one dispatch's `waves` (cycles relative to `base`, rounded up to the layout's timestamp tick) to the
+  streams of their shader engines.
 
   Waves of engines not in `engines` are not traced. Each wave takes the lowest wave slot of its SIMD that is free at its start.
   `instr_at(pc)` decodes the instruction at a PC (packet classes depend on memory sizes, address modes and branch outcomes).
@@ -83,15 +84,16 @@ def encode(engines:dict[int, EngineTrace], waves:list[Wave], base:int, instr_at:
     if slot is None: raise ValueError(f"more than {WAVE_SLOTS} waves in flight on {w.unit}")
     busy[(w.unit, slot)] = w.end
     ev, lay = events[w.unit.se], eng.layout
+    b = -(-base // lay.tick) * lay.tick   # a whole number of timestamp ticks: a cycle's tick is then its tick in the dispatch
     where = lay.wave_fields(w.unit.sa, w.unit.wgp, w.unit.simd, slot)
-    if lay.emits(lay.wave_start, eng.tokens): ev.append((base + w.start, 1, k, lay.wave_start, where))
-    if lay.emits(lay.wave_end, eng.tokens): ev.append((base + w.end, 0, k, lay.wave_end, where))
+    if lay.emits(lay.wave_start, eng.tokens): ev.append((b + w.start, 1, k, lay.wave_start, where))
+    if lay.emits(lay.wave_end, eng.tokens): ev.append((b + w.end, 0, k, lay.wave_end, where))
     if not eng.itraced(w.unit): continue
     for i, (cyc, pc, cls) in enumerate(w.issues):
       instr = instr_at(pc)
       taken = i + 1 < len(w.issues) and w.issues[i + 1][1] != pc + instr.size
       if (pk := lay.issue(cls, instr, taken)) is None or not lay.emits(pk[0], eng.tokens): continue
       pcls, op = pk
-      ev.append((base + cyc, 2, k, pcls, {**lay.inst_fields(w.unit.simd, slot), **({"op": op.value} if op is not None else {})}))
+      ev.append((b + cyc, 2, k, pcls, {**lay.inst_fields(w.unit.simd, slot), **({"op": op.value} if op is not None else {})}))
   for se, ev in events.items():
     for t, _, _, pcls, fields in sorted(ev, key=lambda e: e[:3]): engines[se].writer.packet(t, pcls, **fields)

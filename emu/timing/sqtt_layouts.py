@@ -115,6 +115,7 @@ class Layout:
   wave_end: type[sqtt.PacketType]
   cus_per_wgp = 2          # model CUs (timing-model placement units) per WGP / CU field of the wave packets
   token_include = False    # the token register lists included packets (gfx9) instead of excluded ones (gfx11/12)
+  tick = 1                 # cycles per timestamp unit
   token_bits: dict[type[sqtt.PacketType], int] = {}
 
   def writer(self) -> Writer: raise NotImplementedError
@@ -221,7 +222,7 @@ class CDNA(Layout):
   not reported; s_endpgm is the CDNA_WAVEEND. The wave packets' `count` is 0 (the timeline has no lane counts)."""
   name = "cdna"
   wave_start, wave_end = sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND
-  cus_per_wgp, token_include = 1, True
+  cus_per_wgp, token_include, tick = 1, True, CDNA_TICK
   token_bits = {sqtt.CDNA_WAVESTART: INCLUDE_WAVE_START, sqtt.CDNA_WAVEEND: INCLUDE_WAVE_END, sqtt.CDNA_INST: INCLUDE_INST}
 
   def writer(self) -> Writer: return CDNAWriter()

@@ -3,7 +3,8 @@
 The pickles hold tinygrad profiler events written by a newer tinygrad than the pinned wheel, so they are read with a
 restricted unpickler that maps every `tinygrad.*` class to `Record` (a plain attribute bag) and allows only `decimal`
 besides. Decoding uses the wheel's `tinygrad.renderer.amd.sqtt` (`decode` for wave start/end packets of every CU/SIMD,
-`map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each shader engine).
+`map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each shader engine; on CDNA, whose packets
+it maps to no PC, `cdna_insts` follows the code instead).
 """
 from __future__ import annotations
 import decimal, pickle, re
@@ -115,6 +116,46 @@ def traced_target(events:list, path:str|Path="") -> str:
   if _TARGET.fullmatch(folder := Path(path).parent.name): return folder
   raise ValueError(f"{path}: the capture records no AMD device target and its folder does not name one; give the arch")
 
+@dataclass
+class Mapped:
+  """An instruction packet's place in the code: PC, wave slot and the DSL instruction (as the wheel's InstructionInfo)."""
+  pc: int
+  wave: int
+  inst: object
+
+def cdna_reported(instr, spec, pc:int) -> bool:
+  """Whether a CDNA capture has an instruction packet for `instr` (emu.amd.decode.Instr at `pc`): the layout's rule
+  (emu.timing.sqtt_layouts.CDNA.issue; s_waitcnt, s_nop, s_barrier and other immediate SOPP instructions have none)."""
+  from emu.amd.steps import compile_step
+  from emu.amd.timing import classify
+  from emu.timing.sqtt_layouts import CDNA_LAYOUT
+  return CDNA_LAYOUT.issue(classify(compile_step(instr, spec, pc)).cls, instr, False) is not None
+
+def cdna_insts(blob:bytes, lib:bytes, arch:str):
+  """`map_insts` for a CDNA capture, whose instruction packets the wheel maps to no PC: (packet, Mapped or None) for SIMD 0 of
+  the traced CU. Each CDNA_INST is the next instruction from the wave's PC that the capture reports (`cdna_reported`), a JUMP
+  takes the branch, and CDNA_WAVEEND is the wave's s_endpgm."""
+  from tinygrad.renderer.amd import sqtt
+  from tinygrad.viz.serve import amd_decode
+  from emu.amd.arch import get_spec
+  from emu.amd.decode import decode
+  spec = get_spec(arch)
+  code = {pc: decode(i.to_bytes() + bytes(8), spec, pc) for pc, i in amd_decode(lib, arch).items()}
+  entry, wave_pc = next(iter(code)), {}
+  def next_reported(pc:int, end:bool=False) -> int:
+    while pc in code and not (code[pc].name == "s_endpgm" if end else cdna_reported(code[pc], spec, pc)): pc += code[pc].size
+    return pc
+  for p in sqtt.decode(blob):
+    if isinstance(p, sqtt.CDNA_WAVESTART) and p.cu == 0 and p.simd == 0: wave_pc[p.wave] = entry
+    elif isinstance(p, sqtt.CDNA_INST) and p.simd == 0 and p.wave in wave_pc and (pc := next_reported(wave_pc[p.wave])) in code:
+      instr = code[pc]
+      yield p, Mapped(pc, p.wave, instr.inst)
+      jump = p.op == sqtt.InstOpCDNA.JUMP
+      wave_pc[p.wave] = pc + instr.size + 4 * (((instr.inst.simm16 & 0xffff) ^ 0x8000) - 0x8000) if jump else pc + instr.size
+    elif isinstance(p, sqtt.CDNA_WAVEEND) and p.cu == 0 and p.simd == 0 and p.wave in wave_pc:
+      if (pc := next_reported(wave_pc.pop(p.wave), end=True)) in code: yield p, Mapped(pc, p.wave, code[pc].inst)
+    else: yield p, None
+
 def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   """Every traced dispatch in one pickle, in capture order. arch: the traced GPU's target; by default what the capture recorded
   (`traced_target`)."""
@@ -145,7 +186,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
         elif isinstance(p, ends_t): ends.append((int(ev.se), p._time))
       if not ev.itrace: continue
       live: dict[int, WaveTrace] = {}
-      for p, info in sqtt.map_insts(ev.blob, prog.lib, arch):
+      for p, info in (cdna_insts if arch.startswith("gfx9") else sqtt.map_insts)(ev.blob, prog.lib, arch):
         if info is None: continue
         if info.wave not in live:
           live[info.wave] = WaveTrace(int(ev.se), info.wave, (slot_starts.get(info.wave) or [None]).pop(0))

@@ -209,8 +209,8 @@ print(json.dumps({"plus": plus, "mm": mm, "red": red}))
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_profile_pickle_compares_exactly_with_a_replay(arch, tmp_path):
   """tinygrad's own profile pickle of a run, read by the trace comparison (`python -m emu.timing compare`) as a hardware capture:
-  replaying each dispatch on a fresh emulator gives the same issue deltas and the same duration (CDNA stamps are 4-cycle ticks;
-  its instruction packets carry no PCs, so it has no deltas). Checks the chain end to end: the encoder, tinygrad's pickle, the
+  replaying each dispatch on a fresh emulator gives the same issue deltas and the same duration (CDNA stamps are 4-cycle ticks,
+  and its instruction packets carry no PCs: the loader follows the code, traces.cdna_insts). Checks the chain end to end: the encoder, tinygrad's pickle, the
   trace loader (target, one kernel per dispatch, launch size from the kernel name, per-engine time bases) and the replay
   (driver, placement)."""
   if (why := llvm_missing(arch)) is not None: pytest.skip(why)
@@ -224,5 +224,4 @@ def test_the_profile_pickle_compares_exactly_with_a_replay(arch, tmp_path):
     assert r.error is None and r.unmatched == 0 and r.hw_cycles > 0, (r.name, r.error, r.unmatched)
     assert abs(r.emu_cycles - r.hw_cycles) < tick, (r.name, r.hw_cycles, r.emu_cycles)
     assert [d for d in r.deltas if d.error] == [], r.name
-  n = sum(len(r.deltas) for r in results)
-  assert n == 0 if tick > 1 else n > 500
+  assert sum(len(r.deltas) for r in results) > 500
