@@ -210,9 +210,9 @@ print(json.dumps({"plus": plus, "mm": mm, "red": red}))
 def test_the_profile_pickle_compares_exactly_with_a_replay(arch, tmp_path):
   """tinygrad's own profile pickle of a run, read by the trace comparison (`python -m emu.timing compare`) as a hardware capture:
   replaying each dispatch on a fresh emulator gives the same issue deltas and the same duration (CDNA stamps are 4-cycle ticks,
-  and its instruction packets carry no PCs: the loader follows the code, traces.cdna_insts). Checks the chain end to end: the encoder, tinygrad's pickle, the
-  trace loader (target, one kernel per dispatch, launch size from the kernel name, per-engine time bases) and the replay
-  (driver, placement)."""
+  and its instruction packets carry no PCs: the loader follows the code, traces.cdna_insts). Checks the chain end to end: the
+  encoder, tinygrad's pickle, the trace loader (target, one kernel per dispatch, launch size from the kernel name, per-engine
+  time bases) and the replay (driver, placement)."""
   if (why := llvm_missing(arch)) is not None: pytest.skip(why)
   # tinygrad writes profile.pkl.$USER to its temp folder as it exits
   res = run_json("import json\n" + ROUND_TRIP, dev=f"MOCKKFD+AMD:LLVM:{arch}", env=SQTT_ENV | {"TMPDIR": str(tmp_path)})
