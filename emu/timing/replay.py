@@ -69,12 +69,13 @@ def replay(k:TracedKernel) -> Replay:
   stats = Dispatcher(spec, bufs.mem, watchdog_budget(None), None, tm).run(d)
   waves: dict[int, list[tuple[int, int, str, bool]]] = {}
   starts: dict[int, int] = {}
-  code = bufs.keep[0].tobytes()
+  code, reported = bufs.keep[0].tobytes(), {}
   carry: dict[int, bool] = {}   # CDNA: a DRAM wait of an unreported instruction (s_waitcnt) shows in the next reported one
   for w, pc, cyc, cls, dram in tm.timeline:
     if pc < 0: starts[w] = cyc; continue
     off = pc - image
-    if cdna and cls != "end" and not cdna_reported(decode(code[off:off + 16], spec, off), spec, off):
+    if cdna and off not in reported: reported[off] = cls == "end" or cdna_reported(decode(code[off:off + 16], spec, off), spec, off)
+    if cdna and not reported[off]:
       carry[w] = carry.get(w, False) or dram; continue
     waves.setdefault(w, []).append((off, cyc, cls, dram or carry.pop(w, False)))
   traced = sorted((w for w in starts if tm.placement(w) == (0, 0)), key=lambda w: (starts[w], w))

@@ -142,8 +142,9 @@ def cdna_insts(blob:bytes, lib:bytes, arch:str):
   spec = get_spec(arch)
   code = {pc: decode(i.to_bytes() + bytes(8), spec, pc) for pc, i in amd_decode(lib, arch).items()}
   entry, wave_pc = next(iter(code)), {}
+  reported = {pc: cdna_reported(instr, spec, pc) for pc, instr in code.items()}
   def next_reported(pc:int, end:bool=False) -> int:
-    while pc in code and not (code[pc].name == "s_endpgm" if end else cdna_reported(code[pc], spec, pc)): pc += code[pc].size
+    while pc in code and not (code[pc].name == "s_endpgm" if end else reported[pc]): pc += code[pc].size
     return pc
   for p in sqtt.decode(blob):
     if isinstance(p, sqtt.CDNA_WAVESTART) and p.cu == 0 and p.simd == 0: wave_pc[p.wave] = entry
