@@ -134,14 +134,14 @@ def compare(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False) -> 
 
 WIDER = {"int8": "int64", "int32": "int64"}   # signed dtypes a program can be re-run in to see its exact integer results
 
-def signed_overflow(case:dict, reference:Callable[[dict], np.ndarray]) -> bool:
+def signed_overflow(case:dict, plain:np.ndarray, reference:Callable[[dict], np.ndarray]) -> bool:
   """Whether the program's signed integer arithmetic wraps: run by `reference` with its int8/int32 inputs as int64 (its steps,
-  casts included, unchanged), some result differs from the plain run's. tinygrad's LLVM renderer emits `add nsw` for signed adds
+  casts included, unchanged), some result differs from `plain`, the reference's result of the program as it is. tinygrad's LLVM renderer emits `add nsw` for signed adds
   (subtractions and sum reductions included), so on such a program the device's result is undefined (LLVM may assume the add
   does not wrap). A wrapping multiply (defined) counts too, and overflows a later step hides (max, min, relu, where) are not
   seen. Programs with other input dtypes are not judged (False)."""
   if any(i["dtype"] not in WIDER for i in case["inputs"]): return False
-  plain, exact = reference(case), reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
+  exact = reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
   if plain.shape != exact.shape: return False
   if plain.dtype.kind in "iu" and exact.dtype.kind in "iu": return bool((plain.astype(object) != exact.astype(object)).any())
   return not np.array_equal(plain.astype(np.float64), exact.astype(np.float64), equal_nan=True)

@@ -252,7 +252,7 @@ def check(arch:str, case:dict) -> None:
   llvm_diff = tiny_program.compare(llvm_out, ref, case, fast_math=True)
   if llvm_diff is not None:   # a program whose signed adds wrap is undefined under the renderer's `add nsw`: the reference does not
     with Context(DEV="PYTHON"):   # judge it, the assembled code object must still do what LLVM's does
-      if tiny_program.signed_overflow(case, run_reference): ref, llvm_diff = llvm_out, None
+      if tiny_program.signed_overflow(case, ref, run_reference): ref, llvm_diff = llvm_out, None
   if asm_err:
     names, why = _violations(kernels, arch)
     kind = "asm-elf-fault" if llvm_diff is None else "asm-fault"

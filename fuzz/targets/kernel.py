@@ -49,7 +49,7 @@ def check(dev:str, case:dict) -> None:
   with Context(DEV="PYTHON"): ref = run_reference(case)
   if (diff:=tiny_program.compare(run_device(dev, case), ref, case, fast_math=True)) is not None:
     with Context(DEV="PYTHON"):
-      if tiny_program.signed_overflow(case, run_reference): return
+      if tiny_program.signed_overflow(case, ref, run_reference): return
     raise Finding("kernel-mismatch", f"{dev} vs PYTHON: {diff[0]}", key=(dev, *diff[1]))
 
 for _name, _dev in DEVICES.items():

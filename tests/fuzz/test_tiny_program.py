@@ -59,17 +59,19 @@ def test_signed_overflow_is_seen_by_widening():
   # relu(x) + INT_MAX wraps for x = 1 and 16 (the fuzzer's gfx1201 case: LLVM's `add nsw` let it fold relu to 0)
   wraps = {"inputs": [{"dtype": "int32", "shape": [3], "data": [1, 16, -3]}],
            "steps": [["unary", "relu"], ["binary", "add", "const", 2**31 - 1], ["flip", 0], ["binary", "mul", "input", 0]]}
-  assert tiny_program.signed_overflow(wraps, _reference)
+  assert tiny_program.signed_overflow(wraps, _reference(wraps), _reference)
   fits = {"inputs": [{"dtype": "int8", "shape": [3], "data": [1, 16, -3]}], "steps": [["binary", "add", "const", 100]]}
-  assert not tiny_program.signed_overflow(fits, _reference)    # 101, 116, 97
+  assert not tiny_program.signed_overflow(fits, _reference(fits), _reference)    # 101, 116, 97
   summed = {**fits, "steps": fits["steps"] + [["reduce", "sum", 0]]}
-  assert tiny_program.signed_overflow(summed, _reference)      # 314: a sum reduction adds with `add nsw` too
+  assert tiny_program.signed_overflow(summed, _reference(summed), _reference)      # 314: a sum reduction adds with `add nsw` too
   cast = {**fits, "steps": fits["steps"] + [["cast", "int64"]]}
-  assert not tiny_program.signed_overflow(cast, _reference)    # 101, 116, 97 fit int8 before the cast
+  assert not tiny_program.signed_overflow(cast, _reference(cast), _reference)    # 101, 116, 97 fit int8 before the cast
   wraps_before_cast = {**fits, "steps": [["binary", "add", "const", -128], ["cast", "int64"]]}
-  assert tiny_program.signed_overflow(wraps_before_cast, _reference)   # -3 - 128 wraps in int8 (the gfx1100 case) before it widens
+  # -3 - 128 wraps in int8 (the gfx1100 case) before it widens
+  assert tiny_program.signed_overflow(wraps_before_cast, _reference(wraps_before_cast), _reference)
   truncated = {**fits, "steps": [["cast", "int64"], ["binary", "add", "const", 300], ["cast", "int8"]]}
-  assert not tiny_program.signed_overflow(truncated, _reference)       # an explicit narrowing cast truncates in both runs
+  # an explicit narrowing cast truncates in both runs
+  assert not tiny_program.signed_overflow(truncated, _reference(truncated), _reference)
 
 @pytest.mark.skipif(not tiny_program.HALF_IN_FLOAT32, reason="reproduced only on Python < 3.12, where the PYTHON backend computes half in float32")
 @pytest.mark.xfail(strict=True, raises=RuntimeError, reason="tinygrad 0.14.0 PYTHON backend: a float16 sum accumulated in float16 fails "
