@@ -136,10 +136,10 @@ WIDER = {"int8": "int64", "int32": "int64"}   # signed dtypes a program can be r
 
 def signed_overflow(case:dict, plain:np.ndarray, reference:Callable[[dict], np.ndarray]) -> bool:
   """Whether the program's signed integer arithmetic wraps: run by `reference` with its int8/int32 inputs as int64 (its steps,
-  casts included, unchanged), some result differs from `plain`, the reference's result of the program as it is. tinygrad's LLVM renderer emits `add nsw` for signed adds
-  (subtractions and sum reductions included), so on such a program the device's result is undefined (LLVM may assume the add
-  does not wrap). A wrapping multiply (defined) counts too, and overflows a later step hides (max, min, relu, where) are not
-  seen. Programs with other input dtypes are not judged (False)."""
+  casts included, unchanged), some result differs from `plain`, the reference's result of the program as it is. tinygrad's LLVM
+  renderer emits `add nsw` for signed adds (subtractions and sum reductions included), so on such a program the device's result
+  is undefined (LLVM may assume the add does not wrap). A wrapping multiply (defined) counts too, and overflows a later step hides
+  (max, min, relu, where) are not seen. Programs with other input dtypes are not judged (False)."""
   if any(i["dtype"] not in WIDER for i in case["inputs"]): return False
   exact = reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
   if plain.shape != exact.shape: return False
