@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
+from emu.amd.arch import get_spec
 from emu.timing.replay import replay
-from emu.timing.sqtt_layouts import CDNA_TICK
+from emu.timing.sqtt_layouts import LAYOUTS
 from emu.timing.traces import TracedKernel, load_trace
 
 CLASSES = ("salu", "valu", "trans", "smem", "vmem_load", "vmem_store", "lds", "branch", "waitcnt", "barrier", "nop", "other", "end", "launch")
@@ -50,7 +51,7 @@ def compare_kernel(k:TracedKernel, trace:str="") -> KernelResult:
     res.error = f"{type(e).__name__}: {e}"
     return res
   res.emu_cycles = rep.stats.cycles
-  tick = CDNA_TICK if k.arch.startswith("gfx9") else 1   # compared at the capture's resolution (CDNA stamps 4-cycle ticks)
+  tick = LAYOUTS[get_spec(k.arch).family].tick   # compared at the capture's timestamp resolution (CDNA: 4-cycle ticks)
   for hw, w in zip(sorted(k.waves, key=lambda w: w.start or 0), rep.traced):
     emu = rep.waves.get(w, [])
     prev_hw, prev_emu = hw.start, rep.starts[w] // tick * tick
