@@ -46,6 +46,7 @@ class Params:
   matrix_start: int         # WMMA issue -> the matrix unit starts it (when idle)
   matrix_queue: int         # WMMAs a SIMD holds (queued or executing); with that many in flight the issuing wave stalls
   matrix_drain: int         # the wave's last WMMA completes -> its s_endpgm
+  matrix_buffer: int        # VALU passes the wave owning every WMMA in flight may issue ahead of the next completion (drains 1/cycle)
   branch_dep: int           # SALU issue -> a conditional branch of the same wave (SCC/VCC/EXEC reach the branch unit)
   branch_taken: int         # taken branch issue -> the target instruction
   split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
@@ -53,14 +54,17 @@ class Params:
 PARAMS = {
   "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, launch_kfd=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
-                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=False),
+                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
+                  branch_dep=10, branch_taken=9, split_counters=False),
   "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, launch_kfd=1550, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, lds_lat=32, barrier_release=14,
-                  matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=True),
+                  matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
+                  branch_dep=10, branch_taken=9, split_counters=True),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
   "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, launch_kfd=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
-                 matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, branch_dep=10, branch_taken=9, split_counters=False),
+                 matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
+                 branch_dep=10, branch_taken=9, split_counters=False),
 }
 
 LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
@@ -209,12 +213,52 @@ def _fetch(iline:dict[int, int], line:int, done:int) -> int:
   for ln in (line, line ^ 1): iline.setdefault(ln, done)
   return iline[line]
 
-def _retire(ends:list[int], used:set[int], now:int):
-  """Forget matrix-unit completions (and the issue slots taken at them) before cycle `now`."""
-  k = 0
-  while k < len(ends) and ends[k] < now: k += 1
-  del ends[:k]
-  used.difference_update([u for u in used if u < now])
+class _Matrix:
+  """A SIMD's matrix unit: completion cycles of the WMMAs in flight (in order) and their waves, the completions VALU work issued at,
+  and the VALU buffer its owner (the wave whose WMMAs are all that is in flight) issues into between completions: passes issued
+  since the last completion (`undrained`) and the cycle the passes already draining are gone (`drain_end`: a completion starts
+  draining everything buffered, one pass per cycle). Work another wave issued at a completion holds the buffer until it has drained
+  (`foreign`: it waits for a completion; `foreign_end`: it drains until then)."""
+  __slots__ = ("ends", "owners", "used", "undrained", "drain_end", "seen", "foreign", "foreign_end")
+  def __init__(self):
+    self.ends, self.owners, self.used = [], [], set()
+    self.undrained, self.drain_end, self.seen, self.foreign, self.foreign_end = 0, 0, -1, False, 0
+
+  def advance(self, now:int):
+    """Drain from each completion up to `now`, then forget completions (and the issue slots taken at them) before `now`."""
+    ends = self.ends
+    for e in ends:
+      if e > now: break
+      if e > self.seen:
+        self.drain_end, self.undrained, self.seen = max(self.drain_end, e) + self.undrained, 0, e
+        if self.foreign: self.foreign, self.foreign_end = False, self.drain_end
+    k = 0
+    while k < len(ends) and ends[k] < now: k += 1
+    if k:
+      del ends[:k], self.owners[:k]
+      self.used.difference_update([u for u in self.used if u < now])
+      if not ends: self.undrained, self.drain_end, self.foreign, self.foreign_end = 0, 0, False, 0   # idle: the buffer has drained
+
+  def others_in_flight(self, wave:int, now:int) -> bool:
+    """Whether a WMMA of another wave is still in flight at `now`."""
+    return any(o != wave for e, o in zip(self.ends, self.owners) if e > now)
+
+  def next_slot(self) -> int:
+    """The first completion no instruction has issued at yet (the cycle after the last one if all are taken)."""
+    return next((e for e in self.ends if e not in self.used), self.ends[-1] + 1)
+
+  def buffer_room(self, wave:int, now:int, need:int, cap:int) -> int | None:
+    """First cycle >= `now` the buffer takes `need` more passes from `wave`, if that wave owns every WMMA in flight, no other wave's
+    work is buffered and the passes buffered since the last completion leave room; None otherwise."""
+    if self.foreign or self.foreign_end > now + 1 or self.undrained + need > cap or self.others_in_flight(wave, now): return None
+    return max(now, self.drain_end - 1 - (cap - need - self.undrained))
+
+  def take(self, wave:int, now:int, need:int, at_slot:bool):
+    """Record VALU work of `need` passes issued at `now`: into the owner's buffer, or at a completion (`at_slot`)."""
+    if at_slot:
+      self.used.add(now)
+      self.foreign = self.foreign or self.others_in_flight(wave, now)
+    self.undrained += need
 
 def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]], wg_of:list[int], passes:int, wg_slots:int, p:Params,
                 fetch:int):
@@ -232,12 +276,10 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
   arrived: dict[int, list[int]] = {}
   iline: dict[int, int] = {}   # instruction cache: line (from the kernel entry) -> cycle its fetch completes
   lat, vgpr_to_mem, pass_issue = fetch, p.vgpr_to_mem, ISSUE * passes
-  # matrix unit per SIMD: completion cycles of the WMMAs in flight (in order), and the completions a VALU instruction issued at
   mx = any(op.port == P_MATRIX for st in streams for op in st[0])
-  mx_ends: list[list[int]] = [[] for _ in range(n_simd)]
-  mx_used: list[set[int]] = [set() for _ in range(n_simd)]
+  units = [_Matrix() for _ in range(n_simd)] if mx else []
   smem_lat, load_lat, store_lat, store_next, lds_lat = p.smem_lat, p.vmem_load_lat, p.vmem_store_lat, p.store_next, p.lds_lat
-  matrix_start, matrix_queue = p.matrix_start, p.matrix_queue
+  matrix_start, matrix_queue, matrix_buffer = p.matrix_start, p.matrix_queue, p.matrix_buffer
   heappush, heappop, heappushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
   def launch(wg:int, at:int):
     nonlocal clock_launch
@@ -268,22 +310,31 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
       if enter and first + 1 not in iline: _fetch(iline, first + 1, ready + lat)   # entering a line prefetches the next
     if port >= 0:
       simd_base = w.simd * len(PORTS)
+      take = None
       if mx and vec:
-        ends = mx_ends[w.simd]
-        if ends and ends[0] < ready: _retire(ends, mx_used[w.simd], ready)
-        if ends and port != P_MATRIX:   # while the matrix unit works, other VALU work issues only as one of its WMMAs completes
-          used = mx_used[w.simd]
-          slot = next((e for e in ends if e not in used), ends[-1] + 1)
-          if slot > ready: item = heappushpop(heap, (slot, i, True)); continue
-          used.add(ready)
+        unit = units[w.simd]
+        ends = unit.ends
+        if ends: unit.advance(ready)
+        if ends and port != P_MATRIX:
+          # while the matrix unit works, the wave owning all of its WMMAs issues VALU work into a small buffer; other VALU work
+          # issues only as one of the WMMAs completes
+          need = (cost if port == P_VALU else 1) * passes
+          room = unit.buffer_room(i, ready, need, matrix_buffer)
+          at_slot = room is None or room > ready
+          if at_slot and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
+            item = heappushpop(heap, (slot, i, True)); continue
+          take = (need, at_slot)
+        elif ends and unit.others_in_flight(i, ready) and (slot := unit.next_slot()) > ready:   # another wave's WMMAs: wait for a completion
+          item = heappushpop(heap, (slot, i, True)); continue
       mult = passes if vec else 1
       if port == P_MATRIX:   # the issue takes one VALU pass; the op queues in order behind the SIMD's WMMAs in flight
         vk = simd_base + P_VALU
         if (busy := port_free[vk]) > ready: item = heappushpop(heap, (busy, i, True)); continue
         port_free[vk] = ready + mult
         ends.append(max(ready + matrix_start, ends[-1] if ends else 0) + cost * mult)
+        unit.owners.append(i)
         w.mx_end = ends[-1]
-        mx_used[w.simd].add(ready)
+        unit.used.add(ready)
       else:
         key = port + (shared_base if shared else simd_base)
         busy = port_free[key]
@@ -292,6 +343,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
           item = heappushpop(heap, (busy, i, True)); continue
         port_free[key] = ready + cost * mult
         if port == P_TRANS: port_free[simd_base + P_VALU] = ready + mult
+        if take: unit.take(i, ready, *take)
     dram = False
     w.times.append(ready); w.dram.append(w.next_dram)
     nxt = ready + ISSUE

@@ -111,6 +111,33 @@ def test_other_waves_valu_issues_only_as_a_wmma_completes():
   # wave b starts one cycle after a (LAUNCH_GAP); its first VALU finds the unit busy and takes the first completion, its second the next
   assert wb[:2] == ends[:2]
 
+def test_another_waves_wmma_waits_for_a_completion():
+  p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
+  wa, wb = issue_times([stream([F16_WMMA] * 3 + [END]), stream([F16_WMMA, END])], p)
+  # the queue has room, but the unit holds a's WMMAs: b's WMMA issues as the first of them completes, not at once
+  assert wb[0] == wa[0] + p.matrix_start + 16
+
+def test_the_owner_runs_ahead_into_the_valu_buffer_which_each_completion_drains():
+  (times,) = issue_times([stream([F16_WMMA, F16_WMMA] + [VALU] * 9 + [END])])
+  e1, e2 = RDNA4.matrix_start + 16, RDNA4.matrix_start + 32
+  cap = RDNA4.matrix_buffer   # 4 passes
+  # the wave owns every WMMA in flight: four VALUs issue at once; the fifth waits for the first completion, which starts draining
+  # the buffer one pass per cycle, so four more issue from there, one per cycle; the ninth waits for the second completion
+  assert times[2:2 + cap] == [2, 3, 4, 5]
+  assert times[2 + cap:2 + 2 * cap] == [e1, e1 + 1, e1 + 2, e1 + 3]
+  assert times[2 + 2 * cap] == e2
+
+def test_another_waves_work_in_the_buffer_stops_the_owner_running_ahead():
+  p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
+  a = stream([F16_WMMA] * 3 + [SALU] * 30 + [VALU, END])
+  b = stream([VALU, VALU, END])
+  wa, wb = issue_times([a, b], p)
+  e1, e2, e3 = (p.matrix_start + 16 * k for k in (1, 2, 3))
+  # b's VALUs wait for completions (a owns the WMMAs): the first takes e1; a's VALU, ready right after its 30 SALUs, finds b's
+  # work still buffered and waits for e2 too (alone it would issue at once); the oldest wave wins e2, so b's second VALU takes e3
+  assert wb[:2] == [e1, e3]
+  assert wa[3 + 30] == e2
+
 def test_conditional_branch_waits_for_the_salu_and_a_taken_branch_refetches():
   cbr = _op(OpInfo("branch", "salu", cond=True))
   # s_cmp; s_cbranch (taken: the next PC is back at 0x10); target instruction
