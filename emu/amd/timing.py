@@ -47,6 +47,7 @@ class Params:
   matrix_queue: int         # WMMAs a SIMD holds (queued or executing); with that many in flight the issuing wave stalls
   matrix_drain: int         # the wave's last WMMA completes -> its s_endpgm
   matrix_buffer: int        # VALU passes the wave owning every WMMA in flight may issue ahead of the next completion (drains 1/cycle)
+  wide_via_trans: bool      # 64-bit integer VALU ops (shifts, multiply-adds) also issue through the transcendental port
   branch_dep: int           # SALU issue -> a conditional branch of the same wave (SCC/VCC/EXEC reach the branch unit)
   branch_taken: int         # taken branch issue -> the target instruction
   split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
@@ -55,16 +56,16 @@ PARAMS = {
   "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, launch_kfd=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
                   matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
-                  branch_dep=10, branch_taken=9, split_counters=False),
+                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False),
   "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, launch_kfd=1550, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, lds_lat=32, barrier_release=14,
                   matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
-                  branch_dep=10, branch_taken=9, split_counters=True),
+                  wide_via_trans=True, branch_dep=10, branch_taken=9, split_counters=True),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
   "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, launch_kfd=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
-                 branch_dep=10, branch_taken=9, split_counters=False),
+                 wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False),
 }
 
 LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
@@ -95,6 +96,7 @@ class OpInfo:
   counter: str = ""         # LDS / SMEM: the wait counter it bumps ('lgkm', or RDNA4's 'ds' / 'km')
   size: int = 4
   cond: bool = False        # a conditional branch (waits for the SALU result it tests)
+  via_trans: bool = False   # a VALU op that also needs the transcendental port for its issue (Params.wide_via_trans)
 
 def access_bytes(name:str) -> int:
   """Bytes per lane a memory instruction moves, from its mnemonic's data-size suffix (4 when it names none)."""
@@ -151,8 +153,10 @@ def classify(step:Step) -> OpInfo:
   if name.startswith(TRANS_SCALAR): return OpInfo("trans", "trans", ISSUE_COST["trans_scalar"], size=size)
   if name.startswith(TRANS) and "f64" not in name: return OpInfo("trans", "trans", ISSUE_COST["trans"], size=size)
   if "f64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size)
-  if "_u64" in name and "mad" in name or "_i64" in name and "mad" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_b64_4"], size=size)
-  if "_b64" in name or "_u64" in name or "_i64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_b64_2"], size=size)
+  if "_u64" in name and "mad" in name or "_i64" in name and "mad" in name:
+    return OpInfo("valu", "valu", ISSUE_COST["valu_b64_4"], size=size, via_trans=p.wide_via_trans)
+  if "_b64" in name or "_u64" in name or "_i64" in name:
+    return OpInfo("valu", "valu", ISSUE_COST["valu_b64_2"], size=size, via_trans=p.wide_via_trans)
   return OpInfo("valu", "valu", size=size)
 
 # replay codes: instruction classes and SIMD ports as small ints (the port order matters: VMEM and LDS last, ports that read VGPRs)
@@ -178,12 +182,13 @@ class _Op(NamedTuple):
   size: int
   name: str                 # the OpInfo class (timeline records)
   cond: bool                # conditional branch
+  via_trans: bool           # also needs the transcendental port
 
 def _op(info:OpInfo) -> _Op:
   port = PORTS.index(info.port) if info.port is not None else -1
   return _Op(CLS_CODE[info.cls], port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
              tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
-             info.cls, info.cond)
+             info.cls, info.cond, info.via_trans)
 
 def _lines(ops:list[_Op], pcs:list[int]) -> list[tuple[int, int, bool]]:
   """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line."""
@@ -299,7 +304,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
     ready, i, port_wait = item
     w = waves[i]
     wi, ops = w.i, w.ops
-    cls, port, shared, vec, cost, lds_cycles, _, delay, counter, size, _, _ = ops[wi]
+    cls, port, shared, vec, cost, lds_cycles, _, delay, counter, size, _, _, via_trans = ops[wi]
     if not port_wait:   # (a wave back from a busy port has fetched its instruction already: cache lines are never refilled)
       first, last, enter = w.lines[wi]
       if first == last:
@@ -339,10 +344,12 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
         key = port + (shared_base if shared else simd_base)
         busy = port_free[key]
         if port == P_TRANS and port_free[simd_base + P_VALU] > busy: busy = port_free[simd_base + P_VALU]   # issued through the VALU
+        if via_trans and port_free[simd_base + P_TRANS] > busy: busy = port_free[simd_base + P_TRANS]
         if busy > ready:
           item = heappushpop(heap, (busy, i, True)); continue
         port_free[key] = ready + cost * mult
         if port == P_TRANS: port_free[simd_base + P_VALU] = ready + mult
+        elif via_trans: port_free[simd_base + P_TRANS] = ready + mult
         if take: unit.take(i, ready, *take)
     dram = False
     w.times.append(ready); w.dram.append(w.next_dram)

@@ -138,6 +138,13 @@ def test_another_waves_work_in_the_buffer_stops_the_owner_running_ahead():
   assert wb[:2] == [e1, e3]
   assert wa[3 + 30] == e2
 
+def test_a_64_bit_integer_op_waits_for_the_transcendental_port():
+  trans = _op(OpInfo("trans", "trans", 4))                        # v_rcp_f32: the transcendental port is busy 4 cycles
+  wide = _op(OpInfo("valu", "valu", 2, via_trans=True))           # v_lshlrev_b64 on RDNA4
+  (times,) = issue_times([stream([trans, VALU, wide, END])])
+  assert times[1] == 1                                            # a plain VALU op issues while the transcendental runs
+  assert times[2] == 4                                            # the 64-bit shift waits for the transcendental port
+
 def test_conditional_branch_waits_for_the_salu_and_a_taken_branch_refetches():
   cbr = _op(OpInfo("branch", "salu", cond=True))
   # s_cmp; s_cbranch (taken: the next PC is back at 0x10); target instruction
