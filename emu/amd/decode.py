@@ -3,9 +3,11 @@
 The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA is DPP8 (src0 = 233/234,
 'DPP8'/'DPP8FI'), the DPP16 forms of VOP3/VOP3SD/VOP3P (src0 = 250 in the second dword: it only looks at the first), and the
 literal of a VOP3 SDST form (v_cmp/v_cmpx_*_e64) whose vdst field is 250 (it takes that for a DPP marker and drops the literal
-dword), recognised here. Operand meaning (inline constants, special registers) is `operands.py`'s job. Whether a VOP1/VOP3 destination is an SGPR
-(v_readfirstlane, v_readlane, rdna4 v_s_exp_f32 ...) comes from the operand table's type for vdst, not from the class name: the
-cdna table makes v_readfirstlane_b32 a plain VOP1 (no _SDST class) although its operand is OPR_SREG_NOVCC.
+dword), recognised here; on CDNA it decodes gfx942's XF32 MFMAs as plain VOP3P, whose bits the hardware reads in the matrix layout
+(CBSZ/ABID/BLGP/ACC/ACC_CD), so they are re-read as VOP3P_MFMA. Operand meaning (inline constants, special registers) is
+`operands.py`'s job. Whether a VOP1/VOP3 destination is an SGPR (v_readfirstlane, v_readlane, rdna4 v_s_exp_f32 ...) comes from the
+operand table's type for vdst, not from the class name: the cdna table makes v_readfirstlane_b32 a plain VOP1 (no _SDST class)
+although its operand is OPR_SREG_NOVCC.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), 250: ("DPP16", None)}   #
 LITERAL = 255                         # source code of a literal dword after the instruction
 SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
+MATRIX_OPS = ("V_MFMA", "V_SMFMAC")   # gfx9: always the matrix (MAI) layout of VOP3P; the wheel decodes the XF32 ones as plain VOP3P
 SGPR_DEST_TYPES = ("OPR_SREG", "OPR_SDST")   # operand-table types (and their _NOVCC... variants) of an SGPR destination
 
 def sgpr_dest(inst:Inst) -> bool:
@@ -76,6 +79,8 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
       inst, variant = lit.from_bytes(data), "LIT"
     if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
       inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
+    if variant == "" and spec.dpp == "gfx9" and base == "VOP3P" and inst.op.name.startswith(MATRIX_OPS):
+      inst, variant = spec.ins.VOP3P_MFMA.from_bytes(data), "MFMA"
     if base in ("VOP1", "VOP3") and variant != "SDWA": sdst = sdst or sgpr_dest(inst)
     size = inst.size()
     if size > len(data): raise ValueError(f"instruction needs {size} bytes, only {len(data)} mapped")

@@ -172,6 +172,19 @@ def test_cdna_mfma_broadcast_is_an_illegal_instruction(kw, field):
   with pytest.raises(GPUIllegalInstruction, match=f"V_MFMA_F32_16X16X32_FP8_FP8: {field}: MFMA broadcast is not modelled"):
     run_program([C.v_mfma_f32_16x16x32_fp8_fp8(C.v[0:3], C.v[4:5], C.v[6:7], C.v[0:3], **kw)], arch="gfx942", lanes=64)
 
+def test_cdna_xf32_mfma_reads_the_matrix_layout():
+  # exec.cdna finding exec-cdna-mfma-xf32-decoded-as-vop3p: the wheel decodes gfx942's XF32 MFMAs as plain VOP3P (no CBSZ/ABID/BLGP/ACC
+  # fields), and running one raised AttributeError. The hardware reads those bits in the matrix layout: with them clear, 16x16x8 of
+  # A = 1.0 and B = 2.0 sums eight products of 2.0 into every element of D (C = 0)
+  one, two = int(np.float32(1.0).view(np.uint32)), int(np.float32(2.0).view(np.uint32))
+  regs = {0: [one] * 64, 1: [one] * 64, 2: [two] * 64, 3: [two] * 64, **{r: [0] * 64 for r in range(4, 8)}}
+  mfma = C.v_mfma_f32_16x16x8_xf32
+  st = run_program([mfma(C.v[8:11], C.v[0:1], C.v[2:3], C.v[4:7], opsel_hi=0, opsel_hi2=0)], arch="gfx942", lanes=64, vgprs=regs)
+  assert (st.vgpr[0, :, 8:12].view(np.float32) == 16.0).all()
+  # the DSL's default opsel_hi/opsel_hi2 bits are ACC=3 and ABID=8 in that layout: a broadcast, which is a clear error
+  with pytest.raises(GPUIllegalInstruction, match="V_MFMA_F32_16X16X8_XF32: ABID=8: MFMA broadcast is not modelled"):
+    run_program([mfma(C.v[8:11], C.v[0:1], C.v[2:3], C.v[4:7])], arch="gfx942", lanes=64, vgprs=regs)
+
 def test_vop3_f16_neg_abs_act_on_bit_15():
   # kernel.gfx1100 finding kernel-f16-vop3-neg-ignored: -(sum) in f16 came out positive. VOP3 reads an f16 source as a 32-bit
   # register, so neg/abs must flip/clear bit 15 (the f16 sign), not bit 31. 4.0 = 0x4400, -3.0 = 0xc200.
