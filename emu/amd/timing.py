@@ -242,7 +242,8 @@ class _Matrix:
     if k:
       del ends[:k], self.owners[:k]
       self.used.difference_update([u for u in self.used if u < now])
-      if not ends: self.undrained, self.drain_end, self.foreign, self.foreign_end = 0, 0, False, 0   # idle: the buffer has drained
+      if not ends:   # idle: what was issued at the last completion drains from there
+        self.drain_end, self.undrained, self.foreign, self.foreign_end = max(self.drain_end, self.seen) + self.undrained, 0, False, 0
 
   def others_in_flight(self, wave:int, now:int) -> bool:
     """Whether a WMMA of another wave is still in flight at `now`."""
@@ -320,7 +321,9 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
         unit = units[w.simd]
         ends = unit.ends
         if ends: unit.advance(ready)
-        if ends and port != P_MATRIX:
+        if port != P_MATRIX and (not ends or ends[-1] <= ready):   # idle unit: buffered work drains before more VALU work issues
+          if unit.drain_end - 1 > ready: item = heappushpop(heap, (unit.drain_end - 1, i, True)); continue
+        elif port != P_MATRIX:
           # while the matrix unit works, the wave owning all of its WMMAs issues VALU work into a small buffer; other VALU work
           # issues only as one of the WMMAs completes
           need = (cost if port == P_VALU else 1) * passes

@@ -122,10 +122,11 @@ def test_the_owner_runs_ahead_into_the_valu_buffer_which_each_completion_drains(
   e1, e2 = RDNA4.matrix_start + 16, RDNA4.matrix_start + 32
   cap = RDNA4.matrix_buffer   # 4 passes
   # the wave owns every WMMA in flight: four VALUs issue at once; the fifth waits for the first completion, which starts draining
-  # the buffer one pass per cycle, so four more issue from there, one per cycle; the ninth waits for the second completion
+  # the buffer one pass per cycle, so four more issue from there, one per cycle; the ninth waits for the second, last completion and,
+  # the unit now idle, for those four passes to drain (the last one drains in cycle e2 + 3)
   assert times[2:2 + cap] == [2, 3, 4, 5]
   assert times[2 + cap:2 + 2 * cap] == [e1, e1 + 1, e1 + 2, e1 + 3]
-  assert times[2 + 2 * cap] == e2
+  assert times[2 + 2 * cap] == e2 + cap - 1
 
 def test_another_waves_work_in_the_buffer_stops_the_owner_running_ahead():
   p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
