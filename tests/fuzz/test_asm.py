@@ -164,6 +164,14 @@ def test_dsl_true16_e32_high_half_source():
   # VOP1 v_mov_b16_e32 (op 0x1c): src0[8:0] = 256 + 34 + 128 = 0x1a2, op << 9, vdst << 17, 0x3f << 25, worked by hand
   assert r3.v_mov_b16_e32(r3.v[0], r3.v[34].h).to_bytes() == (0x1a2 | 0x1c << 9 | 0 << 17 | 0x3f << 25).to_bytes(4, "little")
 
+@pytest.mark.xfail(strict=True, reason="tinygrad DSL cdna: v_readlane_b32's VOP3 vdst is typed as a VGPR, so an SGPR destination raises "
+                   "TypeError (asm.gfx942, seed 777; the VOP1 v_readfirstlane_b32 case is asm-cdna-readfirstlane-sdst)")
+def test_dsl_cdna_readlane_sgpr_destination():
+  from tinygrad.runtime.autogen.amd.cdna import ins as c
+  # VOP3A v_readlane_b32 (op 0x289): first dword 0xd2890000 | vdst (s0); src0 = 256 + 93, src1 = inline constant 2 = 130, worked by
+  # hand; LLVM disassembles these bytes as `v_readlane_b32 s0, v93, 2`
+  assert c.v_readlane_b32(c.s[0], c.v[93], 2).to_bytes() == (0xD2890000).to_bytes(4, "little") + (349 | 130 << 9).to_bytes(4, "little")
+
 @pytest.mark.xfail(strict=True, reason="tinygrad's LLVM renderer emits `add nsw` for signed ints, so a wrapping add is poison while "
                    "tinygrad's PYTHON backend wraps (the asm/kernel targets therefore do not judge such programs: "
                    "tiny_program.signed_overflow); found as asm-int8-add-nsw-overflow, where LLVM computed abs on the wide sum")
