@@ -114,6 +114,8 @@ class ValuStep(Step):
       pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w in (32, 64)
       # only VOP3P reads an inline constant into both halves of a packed operand; elsewhere it is the 32-bit value
       src = resolve_src(code, w, fm, instr.literal, spec, packed=pk and fmt == "VOP3P")
+      if w > 64 and src.kind != "vgpr":   # a 128-bit source (v_mqsad_u32_u8's S2) has only the VGPR register class
+        raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name}: {field} is a {w}-bit operand and must be a VGPR")
       # VOP3 op_sel: bit i picks the high half of a 16-bit register source (VGPR or SGPR; a constant has no high half)
       if w == 16 and fmt not in E32 and own_mods and src.kind in ("vgpr", "sgpr"): hi = hi or bool((opsel >> i) & 1)
       if hi: src = Src(src.kind, src.reg, 16, src.value, hi=True)

@@ -185,6 +185,16 @@ def test_cdna_xf32_mfma_reads_the_matrix_layout():
   with pytest.raises(GPUIllegalInstruction, match="V_MFMA_F32_16X16X8_XF32: ABID=8: MFMA broadcast is not modelled"):
     run_program([mfma(C.v[8:11], C.v[0:1], C.v[2:3], C.v[4:7])], arch="gfx942", lanes=64, vgprs=regs)
 
+@pytest.mark.parametrize("src2", [255, 129, 0], ids=["literal", "inline-constant", "sgpr"])
+def test_a_128_bit_source_must_be_a_vgpr(src2):
+  # exec.rdna3 finding exec-rdna3-mqsad-constant-128-bit-source: v_mqsad_u32_u8 with a literal S2 raised IndexError (a constant read
+  # as one value where the op takes four dwords). S2's register class is VGPR-only (LLVM disassembles an SGPR, inline constant or
+  # literal there as invalid), so each is an illegal instruction. VOP3 op 573: 0xd6000000 | 573 << 16 | vdst; src0 v4, src1 v6
+  raw = (0b110101 << 26 | 573 << 16).to_bytes(4, "little") + ((256 + 4) | (256 + 6) << 9 | src2 << 18).to_bytes(4, "little")
+  inst = decode(raw + bytes(4), get_spec("gfx1100")).inst
+  with pytest.raises(GPUIllegalInstruction, match="V_MQSAD_U32_U8: src2 is a 128-bit operand and must be a VGPR"):
+    run_program([inst])
+
 def test_vop3_f16_neg_abs_act_on_bit_15():
   # kernel.gfx1100 finding kernel-f16-vop3-neg-ignored: -(sum) in f16 came out positive. VOP3 reads an f16 source as a 32-bit
   # register, so neg/abs must flip/clear bit 15 (the f16 sign), not bit 31. 4.0 = 0x4400, -3.0 = 0xc200.
