@@ -134,17 +134,45 @@ def compare(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False) -> 
 
 WIDER = {"int8": "int64", "int32": "int64"}   # signed dtypes a program can be re-run in to see its exact integer results
 
+WRAPPING_STEPS = (("binary", "add"), ("binary", "sub"), ("binary", "mul"), ("reduce", "sum"), ("unary", "neg"), ("unary", "abs"),
+                  ("unary", "square"))   # integer steps that can leave their dtype's range
+
 def signed_overflow(case:dict, plain:np.ndarray, reference:Callable[[dict], np.ndarray]) -> bool:
-  """Whether the program's signed integer arithmetic wraps: run by `reference` with its int8/int32 inputs as int64 (its steps,
-  casts included, unchanged), some result differs from `plain`, the reference's result of the program as it is. tinygrad's LLVM
-  renderer emits `add nsw` for signed adds (subtractions and sum reductions included), so on such a program the device's result
-  is undefined (LLVM may assume the add does not wrap). A wrapping multiply (defined) counts too, and overflows a later step hides
-  (max, min, relu, where) are not seen. Programs with other input dtypes are not judged (False)."""
-  if any(i["dtype"] not in WIDER for i in case["inputs"]): return False
-  exact = reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
-  if plain.shape != exact.shape: return False
-  if plain.dtype.kind in "iu" and exact.dtype.kind in "iu": return bool((plain.astype(object) != exact.astype(object)).any())
-  return not np.array_equal(plain.astype(np.float64), exact.astype(np.float64), equal_nan=True)
+  """Whether the program's signed integer arithmetic wraps, seen two ways by `reference`: (1) with its int8/int32 inputs as int64
+  (its steps, casts included, unchanged) some result differs from `plain`, the reference's result of the program as it is; (2) a
+  step of WRAPPING_STEPS on a signed int8/int32 value gives another result when its input is first cast to int64 (this sees a
+  wrap after a cast inside the program, which (1) does not). tinygrad's LLVM renderer emits `add nsw` for signed adds (subtractions
+  and sum reductions included), so on such a program the device's result is undefined (LLVM may assume the add does not wrap). A
+  wrapping multiply (defined) counts too. (2) runs the reference twice per such step, so callers ask only after a mismatch."""
+  if all(i["dtype"] in WIDER for i in case["inputs"]):
+    exact = reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
+    if plain.shape == exact.shape:
+      if plain.dtype.kind in "iu" and exact.dtype.kind in "iu":
+        if (plain.astype(object) != exact.astype(object)).any(): return True
+      elif not np.array_equal(plain.astype(np.float64), exact.astype(np.float64), equal_nan=True): return True
+  for k, st in enumerate(case["steps"]):
+    if tuple(st[:2]) not in WRAPPING_STEPS: continue
+    if reference({**case, "steps": case["steps"][:k]}).dtype.name not in WIDER: continue
+    narrow = reference({**case, "steps": case["steps"][:k + 1]})
+    wide = reference({**case, "steps": case["steps"][:k] + [["cast", "int64"], st]})
+    if narrow.shape == wide.shape and (narrow.astype(object) != wide.astype(object)).any(): return True
+  return False
+
+def nonfinite_quotient(case:dict, reference:Callable[[dict], np.ndarray]) -> bool:
+  """Whether a float division or reciprocal step of the program (FAST_MATH_DIV) gives inf or NaN anywhere, by `reference` on the
+  program up to that step. Under the LLVM renderer's `arcp afn` such a quotient is undefined (x * rcp(y) with Newton steps gives NaN
+  for x/0), and later steps can hide it from the output (min, where), so compare's fast-math rule on the output misses it."""
+  for k, st in enumerate(case["steps"]):
+    if st[0] in ("unary", "binary") and st[1] in FAST_MATH_DIV:
+      with np.errstate(all="ignore"):
+        part = reference({**case, "steps": case["steps"][:k + 1]})
+      if part.dtype.kind == "f" and not np.isfinite(part.astype(np.float64)).all(): return True
+  return False
+
+def undefined_on_llvm(case:dict, plain:np.ndarray, reference:Callable[[dict], np.ndarray]) -> bool:
+  """Whether the LLVM renderer's flags leave the program's result undefined: a signed step wraps under `add nsw` (signed_overflow)
+  or a float quotient is inf or NaN under `arcp afn` (nonfinite_quotient). Such a program is not judged against the reference."""
+  return signed_overflow(case, plain, reference) or fast_math_div(case) and nonfinite_quotient(case, reference)
 
 def input_array(spec:dict) -> np.ndarray:
   """The numpy array of one input spec (edge values such as 1e38 saturate to inf in narrow float dtypes, on purpose)."""

@@ -238,7 +238,8 @@ def _violations(kernels:list[Kernel], arch:str) -> tuple[tuple[str, ...], str]:
 
 def check(arch:str, case:dict) -> None:
   """Translate, assemble and run the case's kernels; raise the first Finding (runtime findings before translation findings). A
-  program whose signed adds wrap (tiny_program.signed_overflow) is undefined: the assembled object is then held to LLVM's result."""
+  program the LLVM renderer's flags leave undefined (tiny_program.undefined_on_llvm: a signed wrap, a non-finite quotient) is held
+  to LLVM's result instead of the reference's."""
   if (why := unavailable(arch)) is not None: raise RuntimeError(why)
   with Context(DEV="PYTHON"):
     ref = run_reference(case)  # first: it also rejects programs the generator got wrong (reference-error)
@@ -250,9 +251,9 @@ def check(arch:str, case:dict) -> None:
   if llvm_err: raise Finding("llvm-elf-fault", f"{arch}: LLVM's code object fails, the assembled one runs: {llvm_err}{steps}",
                              key=(arch, llvm_err.split(":")[0]))
   llvm_diff = tiny_program.compare(llvm_out, ref, case, fast_math=True)
-  if llvm_diff is not None:   # a program whose signed adds wrap is undefined under the renderer's `add nsw`: the reference does not
-    with Context(DEV="PYTHON"):   # judge it, the assembled code object must still do what LLVM's does
-      if tiny_program.signed_overflow(case, ref, run_reference): ref, llvm_diff = llvm_out, None
+  if llvm_diff is not None:   # a program the renderer's flags leave undefined is not judged by the reference; the assembled
+    with Context(DEV="PYTHON"):   # code object must still do what LLVM's does
+      if tiny_program.undefined_on_llvm(case, ref, run_reference): ref, llvm_diff = llvm_out, None
   if asm_err:
     names, why = _violations(kernels, arch)
     kind = "asm-elf-fault" if llvm_diff is None else "asm-fault"

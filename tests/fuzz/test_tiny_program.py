@@ -78,3 +78,18 @@ def test_signed_overflow_is_seen_by_widening():
                    "UOp verification (a float->float CAST after the reduce); CPU and the AMD devices run it")
 def test_python_backend_sums_half_in_half():
   assert Tensor.ones(180, dtype="half", device="PYTHON").reshape(2, 90).sum(1, dtype="half").tolist() == [90.0, 90.0]
+
+def test_signed_overflow_sees_a_wrap_after_a_cast_inside_the_program():
+  # the seed 60606 gfx1201 case: int64 inputs cast to int8, then x - (-128); widening the inputs changes nothing (the cast narrows
+  # them again), but the subtraction itself leaves int8: 5 + 128 = 133
+  wraps = {"inputs": [{"dtype": "int64", "shape": [2], "data": [-4, 5]}], "steps": [["cast", "int8"], ["binary", "sub", "const", -128]]}
+  assert tiny_program.signed_overflow(wraps, _reference(wraps), _reference)
+  fits = {**wraps, "steps": [["cast", "int8"], ["binary", "sub", "const", -100]]}   # 96, 105
+  assert not tiny_program.signed_overflow(fits, _reference(fits), _reference)
+
+def test_nonfinite_quotient_sees_a_quotient_a_later_step_hides():
+  # the seed 60606 case: recip then min(., 7.003); 1/0 = inf is hidden by the min in the output, but undefined under `arcp afn`
+  zero = {"inputs": [{"dtype": "float32", "shape": [2], "data": [0.0, 2.0]}], "steps": [["unary", "recip"], ["binary", "min", "const", 7.0]]}
+  assert tiny_program.nonfinite_quotient(zero, _reference)
+  finite = {**zero, "inputs": [{"dtype": "float32", "shape": [2], "data": [4.0, 2.0]}]}   # 0.25, 0.5
+  assert not tiny_program.nonfinite_quotient(finite, _reference)
