@@ -10,10 +10,10 @@ Kinds and blame:
   asm-untranslatable     fuzz.amd_asm cannot express the line (our coverage gap), keyed by mnemonic
   asm-dsl-error          the DSL constructor rejects operands LLVM accepted (tinygrad's tables/DSL, or the translator)
   asm-encoding-mismatch  the DSL's bytes differ from LLVM's, keyed by instruction class and the fields that differ
-  asm-elf-mismatch       the assembled code object computes other values than LLVM's code object, which matches the reference:
-                         assemble_linear (descriptor, counts, padding) or a DSL encoding
+  asm-elf-mismatch       the assembled code object computes other values than LLVM's code object, which matches the reference or
+                         (when it does not) the assembled one: assemble_linear (descriptor, counts, padding) or a DSL encoding
   asm-elf-fault          the assembled code object faults or hangs where LLVM's runs clean: assemble_linear / DSL
-  asm-mismatch           both code objects disagree with the PYTHON backend: emulator or LLVM codegen, not the assembler
+  asm-mismatch           both code objects disagree with the PYTHON backend, alike: emulator or LLVM codegen, not the assembler
   asm-fault              both code objects fault: emulator or LLVM codegen
   llvm-elf-fault         only LLVM's code object faults: the emulator's loader or LLVM's descriptor
   llvm-elf-mismatch      only LLVM's code object gives other values (same instructions, other descriptor): emulator
@@ -259,10 +259,12 @@ def check(arch:str, case:dict) -> None:
     kind = "asm-elf-fault" if llvm_diff is None else "asm-fault"
     raise Finding(kind, f"{arch}: assembled code object fails: {asm_err}{why}{steps}", key=(arch, asm_err.split(":")[0], *names))
   if (diff := tiny_program.compare(asm_out, ref, case, fast_math=True)) is not None:
-    if llvm_diff is None:
+    # the assembled object must do what LLVM's does: held to LLVM's result when that differs from PYTHON too
+    if llvm_diff is None or (vs_llvm := tiny_program.compare(asm_out, llvm_out, case)) is not None:
       names, why = _violations(kernels, arch)
-      raise Finding("asm-elf-mismatch", f"{arch}: assembled vs PYTHON (LLVM's code object matches): {diff[0]}{why}", key=(arch, *names))
-    raise Finding("asm-mismatch", f"{arch}: both code objects vs PYTHON: {diff[0]}", key=(arch, *diff[1]))
+      what = f"PYTHON (LLVM's code object matches): {diff[0]}" if llvm_diff is None else f"LLVM's code object (both differ from PYTHON): {vs_llvm[0]}"
+      raise Finding("asm-elf-mismatch", f"{arch}: assembled vs {what}{why}", key=(arch, *names))
+    raise Finding("asm-mismatch", f"{arch}: both code objects vs PYTHON, alike: {diff[0]}", key=(arch, *diff[1]))
   if llvm_diff is not None:
     raise Finding("llvm-elf-mismatch", f"{arch}: LLVM's code object vs PYTHON (the assembled one matches): {llvm_diff[0]}"
                   f"{_violations(kernels, arch)[1]}", key=(arch, *llvm_diff[1]))
