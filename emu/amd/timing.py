@@ -219,35 +219,56 @@ def _fetch(iline:dict[int, int], line:int, done:int) -> int:
   return iline[line]
 
 class _Matrix:
-  """A SIMD's matrix unit: completion cycles of the WMMAs in flight (in order) and their waves, the completions VALU work issued at,
-  and the VALU buffer its owner (the wave whose WMMAs are all that is in flight) issues into between completions: passes issued
-  since the last completion (`undrained`) and the cycle the passes already draining are gone (`drain_end`: a completion starts
-  draining everything buffered, one pass per cycle). Work another wave issued at a completion holds the buffer until it has drained
-  (`foreign`: it waits for a completion; `foreign_end`: it drains until then)."""
-  __slots__ = ("ends", "owners", "used", "undrained", "drain_end", "seen", "foreign", "foreign_end")
+  """A SIMD's matrix unit and the VALU work that waits on it.
+
+  `ends`/`owners`: completion cycles of the WMMAs in flight (in order) and their waves; `used`: completions an instruction issued at.
+  The owner (the wave whose WMMAs are all that is in flight) issues VALU work into a buffer between completions: `undrained` passes
+  issued since the last completion, `drain_end` the cycle the passes already draining are gone (a completion starts draining
+  everything buffered, one pass per cycle). Other VALU work issues at a completion and runs its first pass there; the rest of its
+  passes (`pend`, in order) take the later completions nobody issues at, and its wave issues its next VALU instruction in the cycle
+  after the last one (`free_at`). While such work is pending it holds the owner to completions too, and the owner's work then
+  pends the same way."""
+  __slots__ = ("ends", "owners", "used", "undrained", "drain_end", "seen", "pend", "free_at", "pass_seen")
   def __init__(self):
     self.ends, self.owners, self.used = [], [], set()
-    self.undrained, self.drain_end, self.seen, self.foreign, self.foreign_end = 0, 0, -1, False, 0
+    self.undrained, self.drain_end, self.seen = 0, 0, -1
+    self.pend: list[list[int]] = []
+    self.free_at: dict[int, int] = {}
+    self.pass_seen = -1
 
   def advance(self, now:int):
-    """Drain from each completion up to `now`, then forget completions (and the issue slots taken at them) before `now`."""
+    """Drain the buffer from each completion up to `now`; give each completion before `now` that nobody issued at to the oldest
+    pending work; then forget completions (and the issue slots taken at them) before `now`."""
     ends = self.ends
     for e in ends:
       if e > now: break
       if e > self.seen:
         self.drain_end, self.undrained, self.seen = max(self.drain_end, e) + self.undrained, 0, e
-        if self.foreign: self.foreign, self.foreign_end = False, self.drain_end
+      if e < now and e > self.pass_seen:
+        self.pass_seen = e
+        if e not in self.used and self.pend:
+          self.pend[0][1] -= 1
+          if self.pend[0][1] == 0: self.free_at[self.pend.pop(0)[0]] = e + 1
     k = 0
     while k < len(ends) and ends[k] < now: k += 1
     if k:
+      if k == len(ends):   # idle: what was buffered or pending (counted in `undrained` too) drains from the last completion
+        self.pend = []
+        self.drain_end, self.undrained = max(self.drain_end, self.seen) + self.undrained, 0
       del ends[:k], self.owners[:k]
       self.used.difference_update([u for u in self.used if u < now])
-      if not ends:   # idle: what was issued at the last completion drains from there
-        self.drain_end, self.undrained, self.foreign, self.foreign_end = max(self.drain_end, self.seen) + self.undrained, 0, False, 0
 
   def others_in_flight(self, wave:int, now:int) -> bool:
     """Whether a WMMA of another wave is still in flight at `now`."""
     return any(o != wave for e, o in zip(self.ends, self.owners) if e > now)
+
+  def held(self, wave:int) -> bool:
+    """Whether another wave's VALU work still has passes waiting for completions."""
+    return any(w != wave for w, _ in self.pend)
+
+  def waiting(self, wave:int) -> bool:
+    """Whether the wave's last VALU work still has passes waiting for completions."""
+    return any(w == wave for w, _ in self.pend)
 
   def next_slot(self) -> int:
     """The first completion no instruction has issued at yet (the cycle after the last one if all are taken)."""
@@ -255,15 +276,17 @@ class _Matrix:
 
   def buffer_room(self, wave:int, now:int, need:int, cap:int) -> int | None:
     """First cycle >= `now` the buffer takes `need` more passes from `wave`, if that wave owns every WMMA in flight, no other wave's
-    work is buffered and the passes buffered since the last completion leave room; None otherwise."""
-    if self.foreign or self.foreign_end > now + 1 or self.undrained + need > cap or self.others_in_flight(wave, now): return None
+    work holds the unit and the passes buffered since the last completion leave room; None otherwise."""
+    if self.undrained + need > cap or self.others_in_flight(wave, now) or self.held(wave): return None
     return max(now, self.drain_end - 1 - (cap - need - self.undrained))
 
   def take(self, wave:int, now:int, need:int, at_slot:bool):
-    """Record VALU work of `need` passes issued at `now`: into the owner's buffer, or at a completion (`at_slot`)."""
+    """Record VALU work of `need` passes issued at `now`: into the owner's buffer, or (`at_slot`) at a completion or in the cycle
+    after the wave's previous work finished in one."""
     if at_slot:
-      self.used.add(now)
-      self.foreign = self.foreign or self.others_in_flight(wave, now)
+      follow = self.free_at.get(wave) == now and now not in self.ends
+      if not follow: self.used.add(now)
+      if (self.others_in_flight(wave, now) or self.held(wave)) and (rest := need if follow else need - 1) > 0: self.pend.append([wave, rest])
     self.undrained += need
 
 def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bool]]]], wg_of:list[int], passes:int, wg_slots:int, p:Params,
@@ -326,10 +349,12 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
         elif port != P_MATRIX:
           # while the matrix unit works, the wave owning all of its WMMAs issues VALU work into a small buffer; other VALU work
           # issues only as one of the WMMAs completes
-          need = (cost if port == P_VALU else 1) * passes
+          need = cost * passes   # passes: VALU port cycles (64-bit shift 2, mad 4), transcendental port cycles (4, scalar 1)
           room = unit.buffer_room(i, ready, need, matrix_buffer)
           at_slot = room is None or room > ready
-          if at_slot and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
+          if at_slot and unit.waiting(i):   # its previous work still waits for completions: look again after the next one
+            item = heappushpop(heap, (next((e for e in ends if e >= ready), ready) + 1, i, True)); continue
+          if at_slot and unit.free_at.get(i) != ready and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
             item = heappushpop(heap, (slot, i, True)); continue
           take = (need, at_slot)
         elif ends and unit.others_in_flight(i, ready) and (slot := unit.next_slot()) > ready:   # another wave's WMMAs: wait for a completion

@@ -14,7 +14,7 @@ from emu.timing.traces import launch_dims, load_events, load_trace, traced_targe
 
 ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
 # arch: (min non-DRAM deltas, min share within ±2, kernel ratio range for instruction-traced kernels)
-THRESHOLDS = {"gfx1100": (50, 0.95, (0.75, 1.35)), "gfx1200": (2000, 0.93, (0.8, 1.25)), "gfx950": (0, 0.0, (0.8, 1.25))}
+THRESHOLDS = {"gfx1100": (50, 0.95, (0.75, 1.35)), "gfx1200": (2000, 0.95, (0.8, 1.25)), "gfx950": (0, 0.0, (0.8, 1.25))}
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"shipped SQTT traces not present at {ROOT}")
 
 @pytest.fixture(scope="module", params=sorted(THRESHOLDS))

@@ -128,16 +128,19 @@ def test_the_owner_runs_ahead_into_the_valu_buffer_which_each_completion_drains(
   assert times[2 + cap:2 + 2 * cap] == [e1, e1 + 1, e1 + 2, e1 + 3]
   assert times[2 + 2 * cap] == e2 + cap - 1
 
-def test_another_waves_work_in_the_buffer_stops_the_owner_running_ahead():
+def test_another_waves_pending_passes_take_free_completions_and_hold_the_owner():
   p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
-  a = stream([F16_WMMA] * 3 + [SALU] * 30 + [VALU, END])
-  b = stream([VALU, VALU, END])
+  wide = _op(OpInfo("valu", "valu", 2))                           # a 2-pass op (64-bit shift)
+  a = stream([F16_WMMA] * 4 + [SALU] * 30 + [VALU, END])
+  b = stream([wide, VALU, END])
   wa, wb = issue_times([a, b], p)
   e1, e2, e3 = (p.matrix_start + 16 * k for k in (1, 2, 3))
-  # b's VALUs wait for completions (a owns the WMMAs): the first takes e1; a's VALU, ready right after its 30 SALUs, finds b's
-  # work still buffered and waits for e2 too (alone it would issue at once); the oldest wave wins e2, so b's second VALU takes e3
-  assert wb[:2] == [e1, e3]
-  assert wa[3 + 30] == e2
+  # b does not own the WMMAs: its 2-pass op issues at the first completion, which runs one pass; the other pass waits for a later
+  # completion. a's VALU, ready after its SALUs (34), would fit a's buffer, but b's pending pass holds a to completions: it takes
+  # e2. The pass then runs at e3, the next free completion, and b issues its next VALU in the cycle after (without a completion)
+  assert wb[0] == e1
+  assert wa[4 + 30] == e2
+  assert wb[1] == e3 + 1
 
 def test_a_64_bit_integer_op_waits_for_the_transcendental_port():
   trans = _op(OpInfo("trans", "trans", 4))                        # v_rcp_f32: the transcendental port is busy 4 cycles
