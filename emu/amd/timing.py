@@ -357,7 +357,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
           if at_slot and unit.free_at.get(i) != ready and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
             item = heappushpop(heap, (slot, i, True)); continue
           take = (need, at_slot)
-        elif ends and unit.others_in_flight(i, ready) and (slot := unit.next_slot()) > ready:   # another wave's WMMAs: wait for a completion
+        elif ends and (unit.others_in_flight(i, ready) or unit.held(i)) and (slot := unit.next_slot()) > ready:   # wait for a completion
           item = heappushpop(heap, (slot, i, True)); continue
       mult = passes if vec else 1
       if port == P_MATRIX:   # the issue takes one VALU pass; the op queues in order behind the SIMD's WMMAs in flight
