@@ -142,6 +142,15 @@ def test_another_waves_pending_passes_take_free_completions_and_hold_the_owner()
   assert wa[4 + 30] == e2
   assert wb[1] == e3 + 1
 
+def test_a_held_owner_issues_its_wmmas_at_completions_too():
+  p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
+  wide = _op(OpInfo("valu", "valu", 2))
+  wa, wb = issue_times([stream([F16_WMMA] * 2 + [SALU] * 30 + [F16_WMMA, END]), stream([wide, END])], p)
+  e1, e2 = p.matrix_start + 16, p.matrix_start + 32
+  # b's 2-pass op takes e1 and leaves a pass pending; a's third WMMA, ready at 32, waits for e2 instead of issuing at once
+  assert wb[0] == e1
+  assert wa[2 + 30] == e2
+
 def test_a_64_bit_integer_op_waits_for_the_transcendental_port():
   trans = _op(OpInfo("trans", "trans", 4))                        # v_rcp_f32: the transcendental port is busy 4 cycles
   wide = _op(OpInfo("valu", "valu", 2, via_trans=True))           # v_lshlrev_b64 on RDNA4
