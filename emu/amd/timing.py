@@ -280,11 +280,10 @@ class _Matrix:
     if self.undrained + need > cap or self.others_in_flight(wave, now) or self.held(wave): return None
     return max(now, self.drain_end - 1 - (cap - need - self.undrained))
 
-  def take(self, wave:int, now:int, need:int, at_slot:bool):
-    """Record VALU work of `need` passes issued at `now`: into the owner's buffer, or (`at_slot`) at a completion or in the cycle
-    after the wave's previous work finished in one."""
+  def take(self, wave:int, now:int, need:int, at_slot:bool, follow:bool):
+    """Record VALU work of `need` passes issued at `now`: into the owner's buffer, or (`at_slot`) at a completion, or (`follow`) in
+    the cycle after the wave's previous work finished in one, which takes no completion."""
     if at_slot:
-      follow = self.free_at.get(wave) == now and now not in self.ends
       if not follow: self.used.add(now)
       if (self.others_in_flight(wave, now) or self.held(wave)) and (rest := need if follow else need - 1) > 0: self.pend.append([wave, rest])
     self.undrained += need
@@ -354,9 +353,10 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
           at_slot = room is None or room > ready
           if at_slot and unit.waiting(i):   # its previous work still waits for completions: look again after the next one
             item = heappushpop(heap, (next((e for e in ends if e >= ready), ready) + 1, i, True)); continue
-          if at_slot and unit.free_at.get(i) != ready and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
+          follow = at_slot and unit.free_at.get(i) == ready   # right after its previous work's last pass
+          if at_slot and not follow and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
             item = heappushpop(heap, (slot, i, True)); continue
-          take = (need, at_slot)
+          take = (need, at_slot, follow and ready not in ends)   # (a completion it issues at counts as one)
         elif ends and (unit.others_in_flight(i, ready) or unit.held(i)) and (slot := unit.next_slot()) > ready:   # wait for a completion
           item = heappushpop(heap, (slot, i, True)); continue
       mult = passes if vec else 1
