@@ -85,6 +85,10 @@ class Dispatcher:
 
   def schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int=0):
     """Run the waves of `m` (workgroups of `wpg` consecutive waves) until all have ended."""
+    # inf/NaN results and integer wraps are the emulated IEEE/two's complement semantics, not something to warn about
+    with np.errstate(all="ignore"): self._schedule(m, prog, wpg, stats, first_wave)
+
+  def _schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int):
     st = m.st
     while True:
       run = np.nonzero(st.status == RUNNING)[0]

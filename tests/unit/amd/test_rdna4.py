@@ -1,11 +1,12 @@
 """RDNA4 (gfx1201): the new memory encodings (VGLOBAL/VSCRATCH IOFFSET, SMEM IOFFSET), workgroup ids in TTMP9/TTMP7, VALU ops with an
 SGPR destination, the split barrier and wait counters, and tinygrad-compiled gfx1201 kernels. Expected values are worked out by hand or
 come from numpy."""
+import warnings
 import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna4.ins import (s, v, ttmp, NULL, global_load_b32, global_store_b32, s_load_b64, s_wait_kmcnt, s_wait_loadcnt,
                                                     s_wait_dscnt, s_wait_storecnt, v_s_exp_f32, s_barrier_wait, ds_store_b32,
-                                                    ds_load_b32, v_lshlrev_b32_e32, v_mov_b32_e32, s_mov_b32, s_endpgm)
+                                                    ds_load_b32, v_lshlrev_b32_e32, v_mov_b32_e32, s_mov_b32, s_endpgm, s_sub_f16)
 from tinygrad.runtime.autogen.amd.rdna4.enum import SOP1Op
 from emu.amd import run_program
 from emu.amd.api import Dispatch
@@ -43,6 +44,15 @@ def test_smem_load_ioffset():
 def test_v_s_exp_f32_writes_an_sgpr():
   st = run_program([v_s_exp_f32(s[3], s[2])], arch=ARCH, sgprs={2: int(np.float32(3.0).view(np.uint32))}, vgprs={3: 5})
   assert st.sgpr[0, 3] == np.float32(8.0).view(np.uint32) and (st.vgpr[0, :, 3] == 5).all()
+
+def test_nan_result_is_not_a_python_warning():
+  # inf - inf is NaN by IEEE 754 (a quiet NaN: exponent all ones, mantissa non-zero); the emulator must not leak numpy's RuntimeWarning
+  inf16 = int(np.float16(np.inf).view(np.uint16))
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    st = run_program([s_sub_f16(s[3], s[1], s[2])], arch=ARCH, sgprs={1: inf16, 2: inf16})
+  r = int(st.sgpr[0, 3]) & 0xffff
+  assert r & 0x7c00 == 0x7c00 and r & 0x3ff
 
 def test_split_barrier_orders_lds_between_waves():
   # one workgroup of 64 threads = 2 waves. Wave 1 (v0 >= 32) branches to a store block placed after the end of the program: it stores
