@@ -62,7 +62,7 @@ PARAMS = {
                   matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
                   wide_via_trans=True, branch_dep=10, branch_taken=9, split_counters=True),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
-  "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1036, launch_kfd=1036, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
+  "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1110, launch_kfd=1110, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False),

@@ -19,7 +19,9 @@ TAIL_BYTES = 8             # the decoder reads a 16-nibble window: 8 bytes must 
 WPTR_UNIT = 32             # the trace write pointer counts 32-byte units
 SHORT_DELTA = (4, 19)      # RDNA TS_DELTA_SHORT carries 4..19 cycles
 CDNA_TICK = 4              # CDNA timestamps advance in 4-cycle units (CDNA_MISC.delta counts them, the decoder multiplies by 4)
-CDNA_MISC_MAX = sqtt.CDNA_MISC.delta.mask * CDNA_TICK
+# the largest CDNA_MISC step written: the all-ones delta means a saturated gap on hardware (a timestamp follows to resync it,
+# traces.packets), so a chain of steps stops one tick short of it
+CDNA_MISC_MAX = (sqtt.CDNA_MISC.delta.mask - 1) * CDNA_TICK
 CDNA_MISC_RUN = 4          # gaps up to this many CDNA_MISC packets' worth go in CDNA_MISC packets, longer ones in a CDNA_TIMESTAMP
 
 # RDNA SQ_THREAD_TRACE_TOKEN_MASK.token_exclude bits (gfx11 SQ_TT_TOKEN_EXCLUDE_*_SHIFT; gfx12 keeps them) of the packets emitted

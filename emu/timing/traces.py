@@ -131,6 +131,30 @@ def cdna_reported(instr, spec, pc:int) -> bool:
   from emu.timing.sqtt_layouts import CDNA_LAYOUT
   return CDNA_LAYOUT.issue(classify(compile_step(instr, spec, pc)).cls, instr, False) is not None
 
+def packets(blob:bytes):
+  """The wheel's `sqtt.decode` of one stream, with CDNA times resynchronised after a saturated gap.
+
+  CDNA packets carry no time of their own: a CDNA_MISC advances it by at most 255 ticks (1020 cycles), and hardware writes that
+  saturated value for any longer gap, so every time after it is a lower bound until the next absolute CDNA_TIMESTAMP, which the
+  decoder jumps to. The jump is the time the saturated gap lost: the packets since the last saturated CDNA_MISC move forward by
+  it (after an earlier saturated gap in the same interval they keep their lower bounds: the loss cannot be split). Evidence, the
+  gfx950 plus captures: the wheel puts the wave end 1032/1036 cycles after the start, right after a saturated gap; the timestamp
+  that follows says 3148/3116, and the SQ_BUSY_CYCLES counter 3149/3113."""
+  from tinygrad.renderer.amd import sqtt
+  held: list = []   # packets since the last saturated CDNA_MISC, waiting for the next timestamp
+  for p in sqtt.decode(blob):
+    if isinstance(p, sqtt.CDNA_TIMESTAMP) and held:
+      if (lost := p._time - held[-1]._time) > 0:
+        for q in held: q._time += lost
+      yield from held
+      held = []
+    if isinstance(p, sqtt.CDNA_MISC) and p.delta == sqtt.CDNA_MISC.delta.mask:
+      yield from held
+      held = [p]
+    elif held: held.append(p)
+    else: yield p
+  yield from held
+
 def cdna_insts(blob:bytes, lib:bytes, arch:str):
   """`map_insts` for a CDNA capture, whose instruction packets the wheel maps to no PC: (packet, Mapped or None) for SIMD 0 of
   the traced CU. Each CDNA_INST is the next instruction from the wave's PC that the capture reports (`cdna_reported`), a JUMP
@@ -146,7 +170,7 @@ def cdna_insts(blob:bytes, lib:bytes, arch:str):
   def next_reported(pc:int, end:bool=False) -> int:
     while pc in code and not (code[pc].name == "s_endpgm" if end else reported[pc]): pc += code[pc].size
     return pc
-  for p in sqtt.decode(blob):
+  for p in packets(blob):
     if isinstance(p, sqtt.CDNA_WAVESTART) and p.cu == 0 and p.simd == 0: wave_pc[p.wave] = entry
     elif isinstance(p, sqtt.CDNA_INST) and p.simd == 0 and p.wave in wave_pc and (pc := next_reported(wave_pc[p.wave])) in code:
       instr = code[pc]
@@ -156,6 +180,14 @@ def cdna_insts(blob:bytes, lib:bytes, arch:str):
     elif isinstance(p, sqtt.CDNA_WAVEEND) and p.cu == 0 and p.simd == 0 and p.wave in wave_pc:
       if (pc := next_reported(wave_pc.pop(p.wave), end=True)) in code: yield p, Mapped(pc, p.wave, code[pc].inst)
     else: yield p, None
+
+def pmc_counter(event, name:str):
+  """One performance counter of a ProfilePMCEvent (tinygrad samples a few per dispatch when it traces): a uint64 array shaped
+  (xcc, instance, shader engine, array, WGP), or None if the event did not sample it."""
+  import numpy as np
+  for s in event.sched:
+    if s.name == name: return np.frombuffer(event.blob[s.off:s.off + s.size], dtype=np.uint64).reshape(s.xcc, s.inst, s.se, s.sa, s.wgp)
+  return None
 
 def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   """Every traced dispatch in one pickle, in capture order. arch: the traced GPU's target; by default what the capture recorded
@@ -180,7 +212,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
     waves, starts, ends = [], [], []
     for ev in sq:
       slot_starts: dict[int, list[int]] = {}
-      for p in sqtt.decode(ev.blob):
+      for p in packets(ev.blob):
         if isinstance(p, starts_t):
           starts.append(WaveStart(int(ev.se), getattr(p, "cu", 0), getattr(p, "simd", 0), p.wave, p._time))
           if getattr(p, "cu", 0) == 0 and getattr(p, "simd", 0) == 0: slot_starts.setdefault(p.wave, []).append(p._time)

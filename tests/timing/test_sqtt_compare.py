@@ -3,18 +3,20 @@
 Thresholds are what the calibrated model reaches (docs/timing.md, "Validation"): the share of non-DRAM issue deltas within
 ±2 cycles and the whole-kernel cycle ratios (emu/hw) of the kernels with instruction-traced waves. The targets (>= 95% within
 ±2, ratios 0.8-1.25) are met only where noted there; the gaps and their evidence are documented, not hidden here.
-Kernels without instruction-traced waves (gfx1200 E_32_4, every gfx950 kernel: their waves ran outside the traced SIMD)
-are only checked to replay, except the empty gfx950 kernel, whose duration is the launch alone."""
+Every kernel's ratio is checked except gfx1200's E_32_4 (RATIO_GAPS); gfx1100's range is wider than the target (its plus and sync
+kernels, docs/timing.md). The hardware durations themselves are checked against the SQ_BUSY_CYCLES counter the captures sampled."""
 from pathlib import Path
 import pytest
 from emu.timing.__main__ import main
 from emu.timing.compare import class_rows, compare_file, format_report, worst
 from emu.timing.replay import driver_of
-from emu.timing.traces import launch_dims, load_events, load_trace, traced_target
+from emu.timing.traces import launch_dims, load_events, load_trace, pmc_counter, traced_target
 
 ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
 # arch: (min non-DRAM deltas, min share within ±2, kernel ratio range for instruction-traced kernels)
 THRESHOLDS = {"gfx1100": (50, 0.95, (0.75, 1.35)), "gfx1200": (2000, 0.95, (0.8, 1.25)), "gfx950": (0, 0.0, (0.8, 1.25))}
+# kernels whose ratio is outside the range for a documented reason (docs/timing.md): gfx1200's E_32_4 ran warm after the kernel before it
+RATIO_GAPS = {"gfx1200": ("E_32_4",)}
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"shipped SQTT traces not present at {ROOT}")
 
 @pytest.fixture(scope="module", params=sorted(THRESHOLDS))
@@ -50,8 +52,24 @@ def test_non_dram_deltas_within_2_cycles(arch_results):
 def test_whole_kernel_ratios(arch_results):
   arch, results = arch_results
   lo, hi = THRESHOLDS[arch][2]
-  checked = [r for r in results if r.deltas or r.name == "E"]
+  checked = [r for r in results if r.name not in RATIO_GAPS.get(arch, ())]
   assert checked and all(lo <= r.ratio <= hi for r in checked), format_report(results, arch)
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx950"])
+def test_hardware_durations_agree_with_the_sq_busy_counter(arch):
+  # the captures also sampled SQ_BUSY_CYCLES per dispatch: an independent clock of how long the shader engine held waves. The
+  # SQTT-derived duration must agree with it (gfx950: only with CDNA times resynchronised after a saturated gap; the wheel's
+  # decoder alone puts the plus kernel's wave end at 1032/1036 cycles against 3149/3113 busy cycles). gfx1200's counter reads
+  # 89,000-92,000 for every kernel, the 766-cycle empty one included, so it does not time the dispatch there.
+  checked = 0
+  for path in sorted((ROOT / arch).glob("*.pkl")):
+    events = load_events(path)
+    names = {e.tag: e.name for e in events if type(e).__name__ == "ProfileProgramEvent"}
+    busy = {names[e.kern]: int(pmc_counter(e, "SQ_BUSY_CYCLES").max()) for e in events if type(e).__name__ == "ProfilePMCEvent"}
+    for k in load_trace(path):
+      assert abs(k.cycles - busy[k.name]) <= 16, (path.name, k.name, k.cycles, busy[k.name])
+      checked += 1
+  assert checked >= 4
 
 @pytest.mark.parametrize("folder,target", [("gfx1100", "gfx1100"), ("gfx1200", "gfx1201"), ("gfx950", "gfx950")])
 def test_the_traced_target_is_the_one_the_capture_recorded(folder, target):

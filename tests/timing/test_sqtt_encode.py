@@ -18,10 +18,10 @@ from emu.amd.arch import get_spec
 from emu.amd.decode import decode
 from emu.amd.steps import compile_step
 from emu.amd.timing import classify
-from emu.timing.traces import load_events
+from emu.timing.traces import load_events, packets
 from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, Wave, encode
-from emu.timing.sqtt_layouts import (CDNA_LAYOUT, EXCLUDE_INST, EXCLUDE_VALUINST, INCLUDE_INST, INCLUDE_WAVE_END, INCLUDE_WAVE_START, LAYOUTS,
-                                     RDNA3_LAYOUT, RDNA4_LAYOUT, pack)
+from emu.timing.sqtt_layouts import (CDNA_LAYOUT, CDNAWriter, EXCLUDE_INST, EXCLUDE_VALUINST, INCLUDE_INST, INCLUDE_WAVE_END, INCLUDE_WAVE_START,
+                                     LAYOUTS, RDNA3_LAYOUT, RDNA4_LAYOUT, pack)
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
 SPECS = {lay: get_spec(arch) for lay, arch in ((RDNA3_LAYOUT, "gfx1100"), (RDNA4_LAYOUT, "gfx1201"), (CDNA_LAYOUT, "gfx950"))}
@@ -241,7 +241,7 @@ def test_gfx950_wave_starts_and_ends_reencode_to_the_same_packets():
   for fname, events in _captures("gfx950", "*"):
     progs = {e.tag: e for e in events if type(e).__name__ == "ProfileProgramEvent"}
     for ev in (e for e in events if type(e).__name__ == "ProfileSQTTEvent"):
-      hw = [(type(p).__name__, p._time, p.sh, p.cu, p.simd, p.wave) for p in sqtt.decode(ev.blob)
+      hw = [(type(p).__name__, p._time, p.sh, p.cu, p.simd, p.wave) for p in packets(ev.blob)
             if isinstance(p, (sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND))]
       if not hw: continue
       code = {pc: decode(i.to_bytes(), spec) for pc, i in amd_decode(progs[ev.kern].lib, "gfx950").items()}
@@ -257,3 +257,34 @@ def test_gfx950_wave_starts_and_ends_reencode_to_the_same_packets():
       assert got == hw, (fname, ev.se)
       seen += len(hw)
   assert seen
+
+def _cdna_stream(*items) -> bytes:
+  """A CDNA blob written packet by packet as hardware orders them: ("misc", ticks), ("ts", cycle) or a (class, fields) packet."""
+  w = CDNAWriter()   # starts with the timestamp the decoder anchors on (cycle 0)
+  for kind, arg in items:
+    if kind == "misc": w.put(sqtt.CDNA_MISC, pack(sqtt.CDNA_MISC, delta=arg))
+    elif kind == "ts": w.put(sqtt.CDNA_TIMESTAMP, pack(sqtt.CDNA_TIMESTAMP, timestamp=arg + 4))   # the decoder places T at T - 4
+    else: w.put(kind, pack(kind, **arg))
+  return CDNA_PREFIX + w.data()
+
+def _wave_times(stream) -> list[tuple[str, int]]:
+  return [(type(p).__name__, p._time) for p in stream if isinstance(p, (sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND))]
+
+START, END = (sqtt.CDNA_WAVESTART, {"cu": 0, "simd": 0, "wave": 1}), (sqtt.CDNA_WAVEEND, {"cu": 0, "simd": 0, "wave": 1})
+
+def test_cdna_times_after_a_saturated_gap_take_the_next_timestamps_jump():
+  # start at 2 ticks (8 cycles); a saturated gap (255 ticks: 1020 cycles or more) ends at the wave end; 1 tick later a timestamp
+  # says 3000. The decoder leaves the end at 8 + 1020 = 1028; the 3000 - 1032 = 1968 cycles it lost belong to the saturated gap
+  data = _cdna_stream(("misc", 2), START, ("misc", 255), END, ("misc", 1), ("ts", 3000))
+  assert _wave_times(sqtt.decode(data)) == [("CDNA_WAVESTART", 8), ("CDNA_WAVEEND", 1028)]
+  assert _wave_times(packets(data)) == [("CDNA_WAVESTART", 8), ("CDNA_WAVEEND", 2996)]
+
+def test_cdna_times_without_a_saturated_gap_are_exact():
+  # 254 ticks is an exact gap: a later timestamp jump is time after the wave end, not lost before it
+  data = _cdna_stream(("misc", 2), START, ("misc", 254), END, ("ts", 3000))
+  assert _wave_times(packets(data)) == _wave_times(sqtt.decode(data)) == [("CDNA_WAVESTART", 8), ("CDNA_WAVEEND", 1024)]
+
+def test_cdna_time_lost_over_two_saturated_gaps_goes_to_the_later_one():
+  # which gap lost how much is unknown: packets before the second gap keep their lower bound, those after it are exact
+  data = _cdna_stream(("misc", 255), START, ("misc", 255), END, ("ts", 5000))
+  assert _wave_times(packets(data)) == [("CDNA_WAVESTART", 1020), ("CDNA_WAVEEND", 5000)]
