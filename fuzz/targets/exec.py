@@ -19,15 +19,14 @@ Properties and kinds:
   `store-mismatch`    a store left other bytes at its address than its data (lanes whose bytes no other lane touches)
   `wrong-pc`          a SOPP instruction continued elsewhere than the ISA says (branch target from SIMM16 and the SCC/VCCZ/EXECZ
                       condition), or did not end, trap or loop as it should
-The registers an instruction may write come from its destination fields and operands.py (widths; a wave-sized lane mask for
-compare results) plus the implicit destinations the ISA documents: SCC for SALU ops, VCC for VOPC and VOP2 carry ops (e32; the
-SDST field instead when a gfx9 SDWA form sets sd), EXEC for v_cmpx (on CDNA also VCC/SDST) and s_*saveexec/s_*wrexec, M0 for gfx9's s_set_gpr_idx_*.
-16-bit VOP1/VOP2 destinations v128+ may also name the high half of v(n-128)
-(RDNA true16 encoding), so both registers are allowed. On CDNA a VGPR destination of v_accvgpr_*/MFMA ops or of an
-instruction with acc_cd set may be the AGPR of the same number. Exemptions: v_writelane and (S)WMMA ignore EXEC (no lane check);
-v_movrel*/v_swaprel/s_movrel* write registers indexed by M0 (no check of the register file they write). Memory instructions may
-write their data destination (amd_exec.destination: loaded or returned bytes, an AGPR with CDNA's ACC bit), VOPD both halves'
-destinations, SOPP cases only the marker SGPRs (amd_exec.program).
+The registers an instruction may write come from its destination fields and operands.py (widths; a wave-sized lane mask for compare results)
+plus the implicit destinations the ISA documents: SCC for SALU ops, VCC for VOPC and VOP2 carry ops (e32; the SDST field instead when a gfx9
+SDWA form sets sd), EXEC for v_cmpx (on CDNA also VCC/SDST) and s_*saveexec/s_*wrexec, M0 for gfx9's s_set_gpr_idx_*. 16-bit VOP1/VOP2
+destinations v128+ may also name the high half of v(n-128) (RDNA true16 encoding), so both registers are allowed. On CDNA a VGPR destination
+of v_accvgpr_*/MFMA ops or of an instruction with acc_cd set may be the AGPR of the same number. Exemptions: v_writelane and the matrix ops
+((S)WMMA, (S)MFMA) ignore EXEC (no lane check); v_movrel*/v_swaprel/s_movrel* write registers indexed by M0 (no check of the register file
+they write). Memory instructions may write their data destination (amd_exec.destination: loaded or returned bytes, an AGPR with CDNA's ACC
+bit), VOPD both halves' destinations, SOPP cases only the marker SGPRs (amd_exec.program).
 """
 from __future__ import annotations
 import os, traceback
@@ -41,7 +40,9 @@ from fuzz.shrink import greedy
 from fuzz.targets.encoding import simpler as simpler_fields
 
 ARCHS = ("rdna3", "rdna4", "cdna")
-LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC")
+# whole-wave ops: the ISA's pseudocode for (S)WMMA and (S)MFMA is one matrix product over the wave (D = A * B + C), with no
+# per-lane EXEC condition, and the emulator writes all of D
+LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC", "V_MFMA", "V_SMFMAC")
 MOVREL = ("V_MOVREL", "V_SWAPREL", "S_MOVREL")
 AGPR_OPS = ("V_ACCVGPR", "V_MFMA", "V_SMFMAC")
 CMPX_WRITES_MASK = ("cdna",)  # GCN/CDNA v_cmpx writes its mask to VCC (or SDST) as well as EXEC; RDNA's writes only EXEC
