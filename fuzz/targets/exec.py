@@ -40,11 +40,12 @@ from fuzz.shrink import greedy
 from fuzz.targets.encoding import simpler as simpler_fields
 
 ARCHS = ("rdna3", "rdna4", "cdna")
-# whole-wave ops: the ISA's pseudocode for (S)WMMA and (S)MFMA is one matrix product over the wave (D = A * B + C), with no
-# per-lane EXEC condition, and the emulator writes all of D
-LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC", "V_MFMA", "V_SMFMAC")
+MFMA = ("V_MFMA", "V_SMFMAC")
+# v_writelane and the whole-wave ops: the ISA's pseudocode for (S)WMMA and (S)MFMA is one matrix product over the wave
+# (D = A * B + C) with no per-lane EXEC condition, and the emulator writes all of D
+LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC", *MFMA)
 MOVREL = ("V_MOVREL", "V_SWAPREL", "S_MOVREL")
-AGPR_OPS = ("V_ACCVGPR", "V_MFMA", "V_SMFMAC")
+AGPR_OPS = ("V_ACCVGPR", *MFMA)
 CMPX_WRITES_MASK = ("cdna",)  # GCN/CDNA v_cmpx writes its mask to VCC (or SDST) as well as EXEC; RDNA's writes only EXEC
 
 def allowed_writes(case:dict) -> tuple[set[int], set[int], bool]:
@@ -110,7 +111,9 @@ def checked_run(case:dict):
   return st
 
 def check_registers(case:dict, st, where:str) -> None:
-  """unexpected-write and inactive-lane-write."""
+  """unexpected-write and inactive-lane-write (not judged for the MFMAs the wheel's operand tables leave out: gfx942's XF32 forms
+  and gfx950's V_MFMA_LD_SCALE_B32 have no entry, so their registers are unknown here; their cases still check the run itself)."""
+  if case["op"].startswith(MFMA) and not amd_exec.OPERANDS.get(amd_exec.case_op(case)): return
   sgpr0, vgpr0 = amd_exec.initial_state(case)
   sg_ok, vg_ok, scc_ok = allowed_writes(case)
   name = case["op"]
