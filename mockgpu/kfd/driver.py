@@ -267,10 +267,18 @@ class KFDFile(OpenDevice):
   def ioctl(self, request:int, arg) -> int: return self.proc.ioctl(request, arg)
   def mmap(self, start, size, prot, flags, offset): return self.proc.mmap_kfd(start, size, prot, flags, offset)
 
+# DRM_IOCTL_AMDGPU_INFO's type and number ('d', DRM_COMMAND_BASE + DRM_AMDGPU_INFO); tinygrad's KFD interface sends it only to read
+# the active-WGP bitmap for its PMC performance counters
+AMDGPU_INFO_IOCTL = (ord("d") << 8) | 0x45
+
 class RenderFile(OpenDevice):
   """An open /dev/dri/renderD<n>: buffer-object mmaps; its DRM ioctls are not emulated."""
   def __init__(self, proc:KFDProcess, gpu:KFDGPU): self.proc, self.gpu = proc, gpu
   def ioctl(self, request:int, arg) -> int:
+    if request & 0xffff == AMDGPU_INFO_IOCTL:
+      raise _err(errno.ENOSYS, f"mockgpu: DRM_IOCTL_AMDGPU_INFO on renderD{self.gpu.render_minor} is not emulated: tinygrad asks for it "
+                 "only for its PMC performance counters (PMC=1, on by default with VIZ>=2), which the emulator does not model; run with "
+                 "PMC=0 (SQTT=1 thread traces are emulated)")
     raise _err(errno.ENOSYS, f"mockgpu: DRM ioctl {request:#x} on renderD{self.gpu.render_minor} is not emulated")
   def mmap(self, start, size, prot, flags, offset): return self.proc.mmap_render(self.gpu, start, size, prot, flags, offset)
 

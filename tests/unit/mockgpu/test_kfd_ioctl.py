@@ -48,6 +48,17 @@ def test_version_and_unknown_ioctls():
   big, _ = request("GET_VERSION", size=ctypes.sizeof(st_t) + 64)
   assert errno_of(s.proc.ioctl, big, st_t()) == errno.EFAULT                                 # _IOC_SIZE beyond the argument
 
+def test_render_node_ioctls_are_refused_with_the_way_out():
+  # tinygrad's PMC counters (PMC=1, default with VIZ>=2) read the active-WGP bitmap with DRM_IOCTL_AMDGPU_INFO: the error names PMC=0
+  from tinygrad.runtime.autogen import amdgpu_drm
+  s = Setup(gpus=1)
+  render = s.vfs.file(s.drm[0]).dev
+  idir, base, nr, st_t = amdgpu_drm.DRM_IOCTL_AMDGPU_INFO.args
+  with pytest.raises(OSError) as e: render.ioctl((idir << 30) | (ctypes.sizeof(st_t) << 16) | (base << 8) | nr, st_t())
+  assert e.value.errno == errno.ENOSYS and "PMC=0" in str(e.value)
+  with pytest.raises(OSError) as e: render.ioctl((idir << 30) | (ctypes.sizeof(st_t) << 16) | (base << 8) | (nr + 1), st_t())
+  assert e.value.errno == errno.ENOSYS and "PMC" not in str(e.value)
+
 def test_alloc_places_memory_at_the_requested_va_and_aliases_cpu_and_gpu_views():
   s = Setup(gpus=1)
   mem, va = s.alloc(0x3000)
