@@ -2,7 +2,8 @@
 
 The pickles hold tinygrad profiler events written by a newer tinygrad than the pinned wheel, so they are read with a
 restricted unpickler that maps every `tinygrad.*` class to `Record` (a plain attribute bag) and allows only `decimal`
-besides. Decoding uses the wheel's `tinygrad.renderer.amd.sqtt` (`decode` for wave start/end packets of every CU/SIMD,
+besides. Decoding uses the wheel's `tinygrad.renderer.amd.sqtt` (`decode`, through `packets`, which fixes CDNA times after saturated
+gaps, for wave start/end packets of every CU/SIMD,
 `map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each shader engine; on CDNA, whose packets
 it maps to no PC, `cdna_insts` follows the code instead).
 """
