@@ -1,11 +1,10 @@
 """Load tinygrad SQTT profile pickles (real hardware thread traces) and decode them into per-wave issue sequences.
 
-The pickles hold tinygrad profiler events written by a newer tinygrad than the pinned wheel, so they are read with a
-restricted unpickler that maps every `tinygrad.*` class to `Record` (a plain attribute bag) and allows only `decimal`
-besides. Decoding uses the wheel's `tinygrad.renderer.amd.sqtt` (`decode`, through `packets`, which fixes CDNA times after saturated
-gaps, for wave start/end packets of every CU/SIMD,
-`map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each shader engine; on CDNA, whose packets
-it maps to no PC, `cdna_insts` follows the code instead).
+The pickles hold tinygrad profiler events written by a newer tinygrad than the pinned wheel, so they are read with a restricted
+unpickler that maps every `tinygrad.*` class to `Record` (a plain attribute bag) and allows only `decimal` besides. Decoding uses
+the wheel's `tinygrad.renderer.amd.sqtt` (`decode`, through `packets`, which fixes CDNA times after saturated gaps, for wave
+start/end packets of every CU/SIMD, `map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each
+shader engine; on CDNA, whose packets it maps to no PC, `cdna_insts` follows the code instead).
 """
 from __future__ import annotations
 import decimal, pickle, re
