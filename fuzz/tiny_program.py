@@ -3,7 +3,7 @@
 `generate(rng)` draws one, tracking shapes and dtypes so every step is valid; `build(case, inputs)` turns it into a Tensor.
 """
 from __future__ import annotations
-import math, random, sys
+import math, random, re, sys
 from typing import Callable
 import numpy as np
 from tinygrad import Tensor, dtypes
@@ -178,6 +178,12 @@ def undefined_on_llvm(case:dict, plain:np.ndarray, reference:Callable[[dict], np
   """Whether the LLVM renderer's flags leave the program's result undefined: a signed step wraps under `add nsw` (signed_overflow)
   or a float quotient is inf or NaN under `arcp afn` (nonfinite_quotient). Such a program is not judged against the reference."""
   return signed_overflow(case, plain, reference) or fast_math_div(case) and nonfinite_quotient(case, reference)
+
+def error_shape(message:str) -> str:
+  """A compile error's dedupe key part: the first line that names the error (LLVM's `error: ...`), numbers and value names
+  replaced, so one renderer bug is one finding and two bugs with the same exception type are two."""
+  line = next((ln for ln in message.splitlines() if "error:" in ln), message.splitlines()[0] if message else "")
+  return re.sub(r"%[\w.]+|\d+(\.\d+)?(e[+-]?\d+)?", "N", line.split("error:", 1)[-1]).strip()
 
 def input_array(spec:dict) -> np.ndarray:
   """The numpy array of one input spec (edge values such as 1e38 saturate to inf in narrow float dtypes, on purpose)."""

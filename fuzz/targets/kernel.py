@@ -5,7 +5,8 @@ The emulated device is tinygrad's own AMD runtime (LLVM renderer) over mockgpu's
 the mock picks libLLVM-22 itself when LLVM_PATH is unset, so LLVM_PATH is left alone);
 tinygrad reads DEV at import, so the programs run in one long-lived child process (fuzz.kernel_worker) that takes case after
 case; the reference runs in this process on Device["PYTHON"] (as the x86 target does). Kinds: `kernel-mismatch` (values
-beyond the dtype tolerance of fuzz.tiny_program.compare), `kernel-error` (the emulated device raised; the reference did not),
+beyond the dtype tolerance of fuzz.tiny_program.compare), `kernel-error` (the emulated device raised; the reference did not, or raised another
+exception type: a device failure is not hidden behind a reference bug; keyed by exception type and error message shape),
 `worker-crash` (the child died: a host crash), `reference-error` (the PYTHON backend raised: not an emulator bug).
 """
 from __future__ import annotations
@@ -39,14 +40,22 @@ def run_device(dev:str, case:dict) -> np.ndarray:
   except BrokenPipeError: line = ""
   if not line: raise Finding("worker-crash", f"{dev} child exited with {p.wait()}; steps {case['steps']}", key=(dev,))
   ans = json.loads(line)
-  if "error" in ans: raise Finding("kernel-error", f"{dev}: {ans['error']}; steps {case['steps']}", key=(dev, ans["error"].split(":")[0]))
+  if "error" in ans:
+    raise Finding("kernel-error", f"{dev}: {ans['error']}; steps {case['steps']}",
+                  key=(dev, ans["error"].split(":")[0], tiny_program.error_shape(ans["error"])))
   return np.frombuffer(bytes.fromhex(ans["data"]), dtype=np.dtype(ans["dtype"])).reshape(ans["shape"])
 
 def check(dev:str, case:dict) -> None:
   """Raise a Finding when the program's result on the emulated device differs from the PYTHON backend's (fast-math rule of
   tiny_program.compare: the LLVM renderer's `fdiv nsz arcp contract afn` leaves non-finite quotients undefined; a program that
   the renderer's flags leave undefined, tiny_program.undefined_on_llvm, is not judged)."""
-  with Context(DEV="PYTHON"): ref = run_reference(case)
+  with Context(DEV="PYTHON"):
+    try: ref = run_reference(case)
+    except Finding as ref_error:   # the device may fail on its own too (a renderer CompileError behind a PYTHON-backend bug)
+      try: run_device(dev, case)
+      except Finding as dev_error:
+        if dev_error.kind != "kernel-error" or dev_error.key[1] != ref_error.key[0]: raise dev_error from None
+      raise ref_error
   if (diff:=tiny_program.compare(run_device(dev, case), ref, case, fast_math=True)) is not None:
     with Context(DEV="PYTHON"):
       if tiny_program.undefined_on_llvm(case, ref, run_reference): return

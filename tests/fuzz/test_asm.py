@@ -182,3 +182,12 @@ def test_llvm_renderer_signed_add_wraps():
   source = next(s.arg for s in kernels[0].prg.src if s.op is Ops.SOURCE)
   adds = [line for line in source.splitlines() if " add " in line]
   assert adds and not any("nsw" in line for line in adds), adds
+
+def test_a_renderer_error_behind_a_reference_error_is_the_finding():
+  # kernel.gfx1100/asm.gfx950 seed 4242: the PYTHON reference fails verification (Python < 3.12) and LLVM rejects the renderer's
+  # IR; the compile error is reported (and keyed by its message), not hidden behind the reference's
+  if not available("gfx1100"): pytest.skip("libLLVM for gfx1100 missing")
+  case = {"inputs": [{"dtype": "float16", "shape": [1, 6], "data": [0, 1.525, 3.648, 4.574, -5.765, 0.0]}],
+          "steps": [["pad", 0, 2, 0], ["unary", "log2"]]}
+  f = runner.check_case(registry.get("asm.gfx1100"), case)
+  assert f is not None and f.kind == "asm-compile-error" and f.key[1:] == ("CompileError", "'N' defined with type '<N x float>' but expected 'float'")
