@@ -343,9 +343,12 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
         unit = units[w.simd]
         ends = unit.ends
         if ends: unit.advance(ready)
-        if port != P_MATRIX and (not ends or ends[-1] <= ready):   # idle unit: buffered work drains before more VALU work issues
+        if port == P_MATRIX:   # another wave's WMMAs in flight, or pending passes: wait for a completion
+          if ends and (unit.others_in_flight(i, ready) or unit.held(i)) and (slot := unit.next_slot()) > ready:
+            item = heappushpop(heap, (slot, i, True)); continue
+        elif not ends or ends[-1] <= ready:   # idle unit: buffered work drains before more VALU work issues
           if unit.drain_end - 1 > ready: item = heappushpop(heap, (unit.drain_end - 1, i, True)); continue
-        elif port != P_MATRIX:
+        else:
           # while the matrix unit works, the wave owning all of its WMMAs issues VALU work into a small buffer; other VALU work
           # issues only as one of the WMMAs completes
           need = cost * passes   # passes: VALU port cycles (64-bit shift 2, mad 4), transcendental port cycles (4, scalar 1)
@@ -357,8 +360,6 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
           if at_slot and not follow and (slot := unit.next_slot() if room is None else min(room, unit.next_slot())) > ready:
             item = heappushpop(heap, (slot, i, True)); continue
           take = (need, at_slot, follow and ready not in ends)   # (a completion it issues at counts as one)
-        elif ends and (unit.others_in_flight(i, ready) or unit.held(i)) and (slot := unit.next_slot()) > ready:   # wait for a completion
-          item = heappushpop(heap, (slot, i, True)); continue
       mult = passes if vec else 1
       if port == P_MATRIX:   # the issue takes one VALU pass; the op queues in order behind the SIMD's WMMAs in flight
         vk = simd_base + P_VALU
