@@ -150,17 +150,21 @@ def signed_overflow(case:dict, plain:np.ndarray, reference:Callable[[dict], np.n
   step of WRAPPING_STEPS on a signed int8/int32 value gives another result when its input is first cast to int64 (this sees a
   wrap after a cast inside the program, which (1) does not). tinygrad's LLVM renderer emits `add nsw` for signed adds (subtractions
   and sum reductions included), so on such a program the device's result is undefined (LLVM may assume the add does not wrap). A
-  wrapping multiply (defined) counts too. (2) runs the reference twice per such step, so callers ask only after a mismatch."""
+  wrapping multiply (defined) counts too. (2) runs the reference up to twice per such step, so callers ask only after a mismatch."""
   if all(i["dtype"] in WIDER for i in case["inputs"]):
     exact = reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
     if plain.shape == exact.shape:
       if plain.dtype.kind in "iu" and exact.dtype.kind in "iu":
         if (plain.astype(object) != exact.astype(object)).any(): return True
       elif not np.array_equal(plain.astype(np.float64), exact.astype(np.float64), equal_nan=True): return True
+  runs: dict[int, np.ndarray|None] = {}   # the first n steps' result (a step's result is the next step's input)
+  def upto(n:int) -> np.ndarray|None:
+    if n not in runs: runs[n] = _prefix(case, case["steps"][:n], reference)
+    return runs[n]
   for k, st in enumerate(case["steps"]):
-    if tuple(st[:2]) not in WRAPPING_STEPS or (before := _prefix(case, case["steps"][:k], reference)) is None: continue
+    if tuple(st[:2]) not in WRAPPING_STEPS or (before := upto(k)) is None: continue
     if before.dtype.name not in WIDER: continue
-    narrow, wide = _prefix(case, case["steps"][:k + 1], reference), _prefix(case, case["steps"][:k] + [["cast", "int64"], st], reference)
+    narrow, wide = upto(k + 1), _prefix(case, case["steps"][:k] + [["cast", "int64"], st], reference)
     if narrow is not None and wide is not None and narrow.shape == wide.shape and (narrow.astype(object) != wide.astype(object)).any():
       return True
   return False
