@@ -1,4 +1,4 @@
-"""Command line: `python -m fuzz TARGET [--time S] [--seed N] [--findings DIR]`, `python -m fuzz replay FILE...`, `python -m fuzz list`."""
+"""Command line: `python -m fuzz TARGET [--time S] [--cases N] [--seed N] [--findings DIR]`, `python -m fuzz replay FILE...`, `python -m fuzz list`."""
 from __future__ import annotations
 import argparse, pathlib, sys
 from fuzz import registry, runner
@@ -32,12 +32,13 @@ def main(argv:list[str]|None=None) -> int:
   ap.add_argument("--seed", type=int, default=0, help="seed of the case sequence (default 0); same seed, same cases")
   ap.add_argument("--findings", type=pathlib.Path, default=DEFAULT_FINDINGS, help=f"folder for minimised reproducers (default {DEFAULT_FINDINGS})")
   ap.add_argument("--every", type=float, default=3.0, help="seconds between progress lines (default 3)")
+  ap.add_argument("--cases", type=int, default=None, help="stop after this many cases (default: only the time budget)")
   args = ap.parse_args(argv)
   try: target = registry.get(args.target)
   except KeyError as e:
     print(e.args[0], file=sys.stderr)
     return 2
-  st = runner.run(target, args.time, args.seed, args.findings, every=args.every)
+  st = runner.run(target, args.time, args.seed, args.findings, every=args.every, max_execs=args.cases)
   for p in st.findings.values(): print(p)
   return 0
 

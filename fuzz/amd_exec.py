@@ -86,7 +86,7 @@ STRIDE64 = {"STRIDE64", "READ2ST64", "WRITE2ST64", "WRXCHG2ST64"}
 LANE_OPS = {"SWIZZLE", "PERMUTE", "BPERMUTE", "NOP"}   # DS ops that move data between lanes without touching LDS
 COUNTERS = {"APPEND", "CONSUME"}
 # not modelled (no memory or value checks): loads into LDS (M0 addressing), rdna4 block/transpose loads, BVH stacks, GWS/GDS, the GDS
-# conditional exchange, per-lane ADDTID global ops, gfx9 scalar scratch
+# conditional exchange, gfx9 scalar scratch
 UNMODELLED = {"LDS", "BLOCK", "TR", "BVH", "GWS", "ORDERED", "GS", "CONDXCHG32"}
 NO_MEMORY = {"INV", "WB", "WBINV", "WBL2", "DCACHE", "GL0", "GL1", "ATC", "PREFETCH", "MEMTIME", "MEMREALTIME", "DISCARD"}
 
@@ -237,25 +237,31 @@ def llvm_valid(case:dict) -> bool:
   n, text = Disassembler.get(CPU[case["arch"]]).disasm(data)
   return n == len(data) and (base_format(case["cls"]) in FORMATS or not ("Invalid" in text or "Warning" in text))
 
-def generate(arch:str, rng:random.Random, classes:list[str]|None=None, ops:set[str]|None=None, adjust:Callable|None=None, tries:int=50) -> dict:
+EDGE_FIELDS = 0.3   # share of an edge case's operand fields that take an amd_fields.edge_value
+
+def generate(arch:str, rng:random.Random, classes:list[str]|None=None, ops:set[str]|None=None, adjust:Callable|None=None, tries:int=50,
+             edges:bool=False) -> dict:
   """A case LLVM accepts as a valid instruction (the wheel's tables allow some LLVM rejects, see the encoding targets): class and
   opcode (restricted to `classes`/`ops` when given; otherwise half the cases VALU/SALU, half the other formats), fields (passed
-  through `adjust(rng, case)` when given), wave, registers and memory."""
+  through `adjust(rng, case)` when given), wave, registers and memory. `edges`: instead an encoding the wheel's tables allow
+  with operands at the register files' edges or of kinds LLVM rejects (`edge: True` in the case; only the run itself can be
+  judged: no host exception, determinism)."""
   for _ in range(tries):
-    case = draw(arch, rng, classes, ops)
+    case = draw(arch, rng, classes, ops, EDGE_FIELDS if edges else 0.0)
     if adjust is not None: case = adjust(rng, case)
-    if llvm_valid(case): break
-  return fill_registers(rng, case)
+    if edges or llvm_valid(case): break
+  return fill_registers(rng, {**case, "edge": True} if edges else case)
 
-def draw(arch:str, rng:random.Random, classes:list[str]|None, ops:set[str]|None) -> dict:
-  """One encoding of an instruction (no register values yet)."""
+def draw(arch:str, rng:random.Random, classes:list[str]|None, ops:set[str]|None, edges:float=0.0) -> dict:
+  """One encoding of an instruction (no register values yet); `edges`: see amd_fields.random_fields."""
   cname = rng.choice(classes or rng.choice([exec_classes(arch), more_classes(arch)]))
   cls, choices = inst_classes(arch)[cname], usable_ops(arch, cname)
   op = rng.choice([o for o in choices if ops is None or o.name in ops] or choices)
-  fields = random_fields(rng, arch, cls, op)
+  fields = random_fields(rng, arch, cls, op, edges)
   info = OPERANDS.get(op, {})
   for name, f in cls._fields:  # SGPR destinations held in a VGPR-typed field (VOP3 compares): a valid SGPR, not a VGPR number
-    if isinstance(f, VGPRField) and name in info and info[name][2] in SREG_TYPES: fields[name] = scalar_reg(rng, arch, max(1, info[name][1] // 32))
+    if isinstance(f, VGPRField) and name in info and info[name][2] in SREG_TYPES and not (edges and rng.random() < edges):
+      fields[name] = scalar_reg(rng, arch, max(1, info[name][1] // 32))
   fmt, waves = base_format(cname), spec(arch).wave_sizes
   if fmt == "SOPP" and op.name in BRANCHES: fields["simm16"] = rng.randint(-SOPP_SLOTS - 1, SOPP_SLOTS) & 0xffff  # targets among the markers
   if MEMORY.get(fmt) in ("flat", "global", "scratch") and (rng.random() < 0.5 or MEMORY[fmt] == "flat"):
@@ -271,6 +277,14 @@ def initial_state(case:dict) -> tuple[np.ndarray, np.ndarray]:
   for k, v in case["vgprs"].items(): vgpr[:, int(k)] = v
   sgpr[EXEC], sgpr[EXEC + 1] = case["exec"] & 0xffffffff, case["exec"] >> 32
   return sgpr, vgpr
+
+def one_instruction(case:dict) -> bool:
+  """The emulator decodes the case's bytes as one instruction of exactly their length (an edge encoding may decode shorter)."""
+  from emu.amd.api import GPUIllegalInstruction
+  from emu.amd.decode import decode
+  data = code(case)
+  try: return decode(data + bytes(16), spec(case["arch"])).size == len(data)
+  except GPUIllegalInstruction: return True
 
 def code(case:dict) -> bytes:
   """The instruction's bytes."""
@@ -341,7 +355,7 @@ def mem_op(case:dict) -> MemOp:
   comps = next((FORMAT_COMPONENTS[t] for t in tokens if t in FORMAT_COMPONENTS), 0) if "FORMAT" in toks else 0
   nbytes = comps * (2 if "D16" in toks else 4) if comps else next((SIZES[t] for t in tokens if t in SIZES), 4 if atomic or counter else 0)
   two = kind == "ds" and bool(toks & TWO_ADDR)
-  modelled = not (toks & UNMODELLED or (kind == "smem" and ("SCRATCH" in toks or (load and nbytes < 4))) or "ADDTID" in toks and kind != "ds")
+  modelled = not (toks & UNMODELLED or (kind == "smem" and ("SCRATCH" in toks or (load and nbytes < 4))))
   return MemOp(nbytes, 2 if two else 1, 64 if toks & STRIDE64 else 1, load, store, atomic, bool(toks & SIGNED),
                ("hi" if "HI" in toks else "lo") if "D16" in toks else "", lane_op, counter, no_memory, modelled, bool(comps))
 
@@ -354,6 +368,7 @@ def vmem_offset(case:dict) -> int:
   _, _, off_f, bits = vmem_fields(case["arch"])
   raw = case["fields"][off_f]
   if memory_kind(case) == "flat" and case["arch"] in FLAT_UNSIGNED: return raw & ((1 << FLAT_UNSIGNED[case["arch"]]) - 1)
+  if "ADDTID" in case["op"]: return raw & 0xfff   # the ISA's GLOBAL_*_ADDTID address: SGPR_ADDR + INST_OFFSET[11:0] + laneId * 4
   return sx(raw, bits)
 
 def smem_terms(case:dict, sgpr:np.ndarray) -> tuple[int, int]:
@@ -440,7 +455,8 @@ def model(case:dict) -> list[Access]|None:
       a = (vreg(vgpr, ln, f[addr_f]) if f["sve"] else 0) + (sreg(case, sgpr, saddr) if saddr != SADDR_OFF[arch] else 0) + off
       out.append(Access("scratch", ln, a & 0xffffffff, m.nbytes, w))
       continue
-    if kind == "flat" or saddr == SADDR_OFF[arch]: a = (vreg(vgpr, ln, f[addr_f], 2) + off) & ((1 << 64) - 1)
+    if "ADDTID" in case["op"]: a = ((sreg(case, sgpr, saddr, 2) if saddr != SADDR_OFF[arch] else 0) + off + 4 * ln) & ((1 << 64) - 1)
+    elif kind == "flat" or saddr == SADDR_OFF[arch]: a = (vreg(vgpr, ln, f[addr_f], 2) + off) & ((1 << 64) - 1)
     else: a = (sreg(case, sgpr, saddr, 2) + vreg(vgpr, ln, f[addr_f]) + off) & ((1 << 64) - 1)
     sp, low = spec(arch), a & 0xffffffff
     if kind == "flat" and sp.shared_aperture <= a < sp.shared_aperture + sp.aperture_size:
@@ -551,7 +567,9 @@ def place(rng:random.Random, case:dict) -> dict:
       region = rng.choice(["global", "global", "lds", "scratch"]) if kind == "flat" else "global"
       base = {"global": mem["global"][0], "lds": spec(arch).shared_aperture, "scratch": spec(arch).private_aperture}[region]
       t = targets(rng, lanes, {"global": mem["global"][1], "lds": mem["lds"], "scratch": mem["scratch"]}[region], m.nbytes)
-      if kind == "flat" or f["saddr"] == SADDR_OFF[arch]: put_v(case, f[addr_f], [base + o - off for o in t], 2)
+      if "ADDTID" in case["op"]:   # one SGPR base for the wave: lane 0 at its target, the others 4 bytes apart
+        if f["saddr"] != SADDR_OFF[arch]: put_s(case, f["saddr"], base + t[0] - off, 2)
+      elif kind == "flat" or f["saddr"] == SADDR_OFF[arch]: put_v(case, f[addr_f], [base + o - off for o in t], 2)
       else:
         d = small()
         put_s(case, f["saddr"], base - off - d, 2)

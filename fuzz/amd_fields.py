@@ -21,6 +21,10 @@ DPP_CTRL = {"rdna3": _DPP_RDNA, "rdna4": _DPP_RDNA, "cdna": _DPP_COMMON + (0x130
 MODIFIERS = {"omod", "clmp", "opsel", "opsel_hi", "opsel_hi2", "neg", "neg_hi", "abs", "gds", "sve", "tfe", "lwe", "src0_sext", "acc_cd", "fi", "bc",
              "src0_neg", "src0_abs", "src1_neg", "src1_abs"}
 INLINE_CONSTS = (128, 129, 130, 192, 193, 208, 240, 241, 242, 243, 244, 245, 246, 247, 248)
+# register numbers at the edges of the register files, which the wheel's tables accept whatever the operand's width: the last VGPRs
+# (a 64-bit operand at v255 runs past the file), the last SGPRs, VCC_HI, the trap temporaries, NULL/M0 and EXEC_HI
+EDGE_VGPRS = (254, 255)
+EDGE_SCALARS = (101, 102, 103, 104, 105, 107, 108, 123, 124, 125, 127)
 
 @functools.cache
 def inst_classes(arch:str) -> dict[str, type[Inst]]:
@@ -79,6 +83,18 @@ def field_value(rng:random.Random, arch:str, cls:type[Inst], op, name:str, f:Bit
   if name in MODIFIERS: return default_raw(f) if rng.random() < 0.8 else rng.randint(0, f.mask)
   return rng.choice([0, 0, 1, f.mask, rng.randint(0, f.mask)])
 
+def edge_value(rng:random.Random, f:BitField, name:str) -> int|None:
+  """A raw value that LLVM (and the hardware) may reject although the field can hold it: a register at a file's edge whatever
+  the operand's width or type, any code of a source field (reserved ones included), any SDWA select. None: no edge for `f`."""
+  if isinstance(f, VGPRField): return rng.choice(EDGE_VGPRS)
+  if isinstance(f, (SGPRField, AlignedSGPRField)): return min(f.mask, rng.choice(EDGE_SCALARS))
+  if isinstance(f, SrcField):
+    lo = f._valid_range[0]
+    return rng.choice([rng.randint(0, f.mask), 256 + rng.choice(EDGE_VGPRS) - lo if f._valid_range[1] >= 256 else 0,
+                       rng.choice(EDGE_SCALARS) - lo if lo == 0 else 0]) & f.mask
+  if name.endswith("_sel"): return rng.randint(0, f.mask)
+  return None
+
 def default_raw(f:BitField) -> int:
   """A field's default as a raw value (register defaults such as NULL/v0 translated to the field's encoding)."""
   d = f.default
@@ -106,13 +122,15 @@ def _unused_operand(cls:type[Inst], op, name:str) -> bool:
   f = dict(cls._fields)[name]
   return isinstance(f, (SrcField, AlignedSGPRField)) and bool(OPERANDS.get(op)) and operand_regs(op, name)[1] == ""
 
-def random_fields(rng:random.Random, arch:str, cls:type[Inst], op) -> dict[str, int]:
-  """Raw values for every settable field of `cls` carrying opcode `op`, with the variant's src0 marker where it has one."""
+def random_fields(rng:random.Random, arch:str, cls:type[Inst], op, edges:float=0.0) -> dict[str, int]:
+  """Raw values for every settable field of `cls` carrying opcode `op`, with the variant's src0 marker where it has one. With
+  probability `edges` per field an operand field takes an `edge_value` instead (an encoding LLVM may reject)."""
   fields: dict[str, int] = {}
   for name, f in cls._fields:
     if isinstance(f, FixedBitField): continue
     if isinstance(f, EnumBitField):
       fields[name] = op.value if name in ("op", "opx") else rng.choice([o for o in f._enum if o.value <= f.mask]).value
+    elif edges and rng.random() < edges and (e := edge_value(rng, f, name)) is not None: fields[name] = e
     elif _unused_operand(cls, op, name): fields[name] = default_raw(f)
     else: fields[name] = field_value(rng, arch, cls, op, name, f)
   if (v:=variant(cls)) == "_LIT":

@@ -34,8 +34,10 @@ def _route(path:str) -> bool:
       if prefixes not in _mounted:
         _mounted.add(prefixes)
         devwrite.install()
+        from mockgpu import lifecycle
         from mockgpu.amd.engine import SCHEDULER
         devwrite.add_touch_hook(SCHEDULER.poll)
+        lifecycle.install()
         mount(VFS_ROOT)
       return True
   return False

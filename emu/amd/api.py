@@ -16,16 +16,17 @@ class GPUFault(Exception):
 class GPUMemoryFault(GPUFault):
   """A lane touched memory no mapping covers (or wrote to a read-only one)."""
   def __init__(self, addr:int, write:bool, pc:int|None=None, inst:str|None=None, wave:tuple|None=None, detail:str=""):
-    self.addr, self.write, self.pc, self.inst, self.wave = addr, write, pc, inst, wave
+    self.addr, self.write, self.pc, self.inst, self.wave, self.detail = addr, write, pc, inst, wave, detail
     where = f" at pc={pc:#x} ({inst})" if pc is not None else ""
     super().__init__(f"GPU memory fault: {'write' if write else 'read'} of unmapped address {addr:#x}{where}"
                      f"{f' wave={wave}' if wave else ''}{f': {detail}' if detail else ''}")
 
 class GPUHangFault(GPUFault):
-  """A dispatch exceeded its instruction/cycle budget (the watchdog)."""
-  def __init__(self, budget:int, executed:int, pc:int|None=None, wave:tuple|None=None):
-    self.budget, self.executed, self.pc, self.wave = budget, executed, pc, wave
-    super().__init__(f"GPU hang: dispatch exceeded its watchdog budget of {budget} wave-instructions ({executed} executed)"
+  """A dispatch was declared hung: it exceeded its watchdog budget (wall-clock seconds or wave-instructions), or its queue
+  was reset while it ran. `reason` says which."""
+  def __init__(self, reason:str, executed:int, pc:int|None=None, wave:tuple|None=None):
+    self.reason, self.executed, self.pc, self.wave = reason, executed, pc, wave
+    super().__init__(f"GPU hang: dispatch {reason} ({executed} wave-instructions executed)"
                      f"{f', last pc={pc:#x}' if pc is not None else ''}{f' wave={wave}' if wave else ''}")
 
 class GPUTrapFault(GPUFault):
@@ -39,6 +40,21 @@ class GPUIllegalInstruction(GPUFault):
   def __init__(self, pc:int, word:int|bytes, reason:str):
     self.pc, self.word, self.reason = pc, word, reason
     super().__init__(f"illegal instruction at pc={pc:#x} ({word.hex() if isinstance(word, bytes) else hex(word)}): {reason}")
+
+class IllegalOperand(Exception):
+  """Raised by the operand layer when an operand turns out to be impossible only once the wave runs (a wave64 lane mask at
+  EXEC_HI); the dispatcher reports it as GPUIllegalInstruction at the instruction's PC."""
+
+class GPUInvalidDispatch(GPUFault):
+  """The dispatch itself is impossible on this GPU (a workgroup, LDS or scratch size beyond the hardware's limits); no wave ran."""
+
+class GPUEmulatorError(GPUFault):
+  """The emulator failed on an instruction for a reason that is not a modelled fault: a bug in the emulator, reported as a
+  fault (the dispatch is abandoned, the host survives) naming the instruction, its PC and the wave, with the original error."""
+  def __init__(self, pc:int, inst:str, wave:tuple|None, err:BaseException):
+    self.pc, self.inst, self.wave, self.error = pc, inst, wave, err
+    super().__init__(f"emulator error at pc={pc:#x} ({inst}){f' wave={wave}' if wave else ''}: {type(err).__name__}: {err} "
+                     "(not a modelled GPU fault: please report it)")
 
 @dataclass
 class Dispatch:

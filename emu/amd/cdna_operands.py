@@ -43,11 +43,16 @@ def sdwa_merge(old:np.ndarray, result:np.ndarray, sel:int, unused:int) -> np.nda
     field |= np.where(neg != 0, U64(0xffffffff) & ~U64((1 << (shift + width)) - 1), U64(0))
   return field
 
+def check_sel(sel:int, what:str) -> int:
+  """`sel` when it is an SDWA select the ISA defines (0-6); ValueError for the reserved 7 (an illegal instruction)."""
+  if sel not in SEL_BITS: raise ValueError(f"SDWA {what} select {sel} is reserved")
+  return sel
+
 class SdwaSrc:
   """An SDWA source, read like a `Src`: the register (VGPR, or SGPR/constant when the S bit is set) and its byte/word select.
   `bits` is the op's operand width (float neg/abs apply at it, after the select)."""
   def __init__(self, src:Src, sel:int, sext:bool, bits:int):
-    self.src, self.sel, self.sext, self.bits, self.kind = src, sel, sext, bits, src.kind
+    self.src, self.sel, self.sext, self.bits, self.kind = src, check_sel(sel, "source"), sext, bits, src.kind
   def read_lanes(self, st, wv, ln, dense=None) -> np.ndarray:
     return sdwa_select(self.src.read_lanes(st, wv, ln, dense), self.sel, self.sext)
 

@@ -48,7 +48,13 @@ class Instr:
     return f"{self.inst.opx.name.lower()} :: {self.inst.opy.name.lower()}" if self.fmt == "VOPD" else self.inst.op.name.lower()
   @property
   def literal(self) -> int | None: return getattr(self.inst, "literal", None)
-  def __repr__(self) -> str: return repr(self.inst)
+  def __repr__(self) -> str: return describe(self)
+
+def describe(instr:Instr) -> str:
+  """The instruction as assembly for messages; its bytes in hex when the wheel cannot print it (a fault message must never
+  be the reason a fault is lost)."""
+  try: return repr(instr.inst)
+  except Exception: return f"{instr.fmt} {instr.raw.hex()}"
 
 def _sources(raw:int) -> tuple[int, int, int]:
   """src0, src1, src2 codes of a 64-bit VOP3/VOP3SD/VOP3P encoding (its second dword)."""

@@ -1,24 +1,29 @@
 """Grid -> workgroups -> waves: builds the launch state tinygrad kernels expect and schedules waves in lockstep batches.
 
-Workgroups run in chunks (bounded memory). Inside a chunk the scheduler repeatedly takes every running wave at the
+Workgroups run in chunks (bounded memory: a chunk's workgroup ids are computed when it starts, so a grid of millions of
+workgroups costs nothing per workgroup before it runs). Inside a chunk the scheduler repeatedly takes every running wave at the
 lowest PC and executes that instruction for all of them at once; waves split only where their PCs diverge.
 `s_barrier` parks a wave until every unfinished wave of its workgroup has reached the barrier.
 """
 from __future__ import annotations
-import itertools, math
+import math
 import numpy as np
-from emu.amd.api import Dispatch, DispatchStats, GPUHangFault
+from emu.amd.api import Dispatch, DispatchStats, GPUEmulatorError, GPUFault, GPUIllegalInstruction, GPUInvalidDispatch, IllegalOperand
 from emu.amd.arch import ArchSpec
+from emu.amd.decode import describe
 from emu.amd.memory import MemoryMap
 from emu.amd.step import Machine
 from emu.amd.steps import Program
 from emu.amd.exec_salu import ControlStep
 from emu.amd.wave import HWREG_MODE, WaveState, RUNNING, BARRIER, mode_from_rsrc1
 from emu.amd.trace import Tracer
+from emu.amd.watchdog import Watchdog
 
 MAX_VGPRS = 256
 TTMP7, TTMP9 = 115, 117   # scalar operand numbers of the trap temporaries (ttmp0 = 108)
 CHUNK_WAVES = 512
+CHUNK_SCRATCH_BYTES = 256 << 20   # a chunk's private memory is allocated at once: fewer waves per chunk when each needs much
+MAX_WORKGROUP_THREADS = 1024
 
 class LaunchConfig:
   """What RSRC1/RSRC2 and the dispatch say about each wave's start state."""
@@ -33,50 +38,82 @@ class LaunchConfig:
     self.scratch_en = d.rsrc2 & 1
     self.lds_bytes = d.lds_bytes if d.lds_bytes is not None else ((d.rsrc2 >> 15) & 0x1ff) * spec.lds_granule
 
-def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:list[tuple[int, int, int]]) -> WaveState:
-  n = len(wgs) * cfg.waves_per_wg
-  st = WaveState(spec, n, cfg.lanes, MAX_VGPRS + spec.n_agprs, d.scratch_per_lane)
+  def validate(self, spec:ArchSpec, d:Dispatch):
+    """Raise GPUInvalidDispatch for a launch the hardware cannot run (before any memory is allocated for it)."""
+    if min(d.grid) < 0 or min(d.workgroup) < 1: raise GPUInvalidDispatch(f"invalid dispatch: grid {d.grid}, workgroup {d.workgroup}")
+    if self.threads > MAX_WORKGROUP_THREADS:
+      raise GPUInvalidDispatch(f"invalid dispatch: a workgroup of {self.threads} threads {d.workgroup} exceeds {MAX_WORKGROUP_THREADS}")
+    if self.lds_bytes > spec.max_lds:
+      raise GPUInvalidDispatch(f"invalid dispatch: {self.lds_bytes} bytes of LDS per workgroup exceed {spec.name}'s {spec.max_lds}")
+    if d.scratch_per_lane * self.lanes * self.waves_per_wg > CHUNK_SCRATCH_BYTES:
+      raise GPUInvalidDispatch(f"invalid dispatch: {d.scratch_per_lane} bytes of scratch per lane for {self.threads} threads exceed "
+                               f"the emulator's {CHUNK_SCRATCH_BYTES >> 20} MiB per workgroup")
+
+  def chunk_workgroups(self, d:Dispatch) -> int:
+    """Workgroups per chunk: CHUNK_WAVES waves, fewer when their private memory would pass CHUNK_SCRATCH_BYTES."""
+    per_wave = d.scratch_per_lane * self.lanes
+    waves = min(CHUNK_WAVES, CHUNK_SCRATCH_BYTES // per_wave) if per_wave else CHUNK_WAVES
+    return max(1, waves // self.waves_per_wg)
+
+def workgroup_ids(grid:tuple[int, int, int], first:int, count:int) -> np.ndarray:
+  """(count, 3) x/y/z ids of workgroups first..first+count-1 in dispatch order (x fastest)."""
+  idx = np.arange(first, first + count, dtype=np.int64)
+  return np.stack([idx % grid[0], (idx // grid[0]) % grid[1], idx // (grid[0] * grid[1])], axis=1)
+
+def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:np.ndarray) -> WaveState:
+  n_wg, wpg = len(wgs), cfg.waves_per_wg
+  st = WaveState(spec, n_wg * wpg, cfg.lanes, MAX_VGPRS + spec.n_agprs, d.scratch_per_lane)
   st.pc[:] = d.code_addr
   st.hwreg[:, HWREG_MODE] = mode_from_rsrc1(spec, d.rsrc1)
   user = (list(d.user_sgprs) + [0] * cfg.user_sgprs)[:cfg.user_sgprs]
   st.sgpr[:, :len(user)] = np.array(user, dtype=np.uint64).astype(np.uint32) if user else 0
   wx, wy, _ = d.workgroup
-  t = np.arange(cfg.waves_per_wg * cfg.lanes)
+  t = np.arange(wpg * cfg.lanes)
   tid = (t % wx) | (((t // wx) % wy) << 10 if cfg.tidig_comps > 1 else 0) | ((t // (wx * wy)) << 20 if cfg.tidig_comps > 2 else 0)
-  tid = tid.reshape(cfg.waves_per_wg, cfg.lanes).astype(np.uint32)
-  active = (t < cfg.threads).reshape(cfg.waves_per_wg, cfg.lanes)
-  for g, wg in enumerate(wgs):
-    sl = slice(g * cfg.waves_per_wg, (g + 1) * cfg.waves_per_wg)
-    st.wg[sl] = g
-    reg = cfg.user_sgprs
-    for i in range(3):
-      if cfg.tgid_en[i]: st.sgpr[sl, reg], reg = wg[i] + d.grid_offset[i], reg + 1
-    if cfg.tg_size_en: st.sgpr[sl, reg] = np.arange(cfg.waves_per_wg) | (cfg.waves_per_wg << 6)
-    if spec.wg_ids_in_ttmp:   # gfx12: TTMP9 = workgroup id x, TTMP7 = y | z << 16 (whatever RSRC2 enables)
-      x, y, z = (wg[i] + d.grid_offset[i] for i in range(3))
-      st.sgpr[sl, TTMP9], st.sgpr[sl, TTMP7] = x, (y & 0xffff) | ((z & 0xffff) << 16)
-    st.vgpr[sl, :, 0] = tid
-    st.store_mask_bits(np.arange(sl.start, sl.stop), spec.exec_lo, active)
-    for i in range(cfg.waves_per_wg): st.wave_id[sl.start + i] = (*wg, i)
+  active = (t < cfg.threads).reshape(wpg, cfg.lanes)
+  ids = (wgs + np.asarray(d.grid_offset, dtype=np.int64)).astype(np.uint32)   # what the waves see: offset by COMPUTE_START_*
+  per_wave = np.repeat(ids, wpg, axis=0)                                        # (waves, 3)
+  st.wg[:] = np.repeat(np.arange(n_wg), wpg)
+  reg = cfg.user_sgprs
+  for i in range(3):
+    if cfg.tgid_en[i]: st.sgpr[:, reg], reg = per_wave[:, i], reg + 1
+  if cfg.tg_size_en: st.sgpr[:, reg] = np.tile(np.arange(wpg) | (wpg << 6), n_wg)
+  if spec.wg_ids_in_ttmp:   # gfx12: TTMP9 = workgroup id x, TTMP7 = y | z << 16 (whatever RSRC2 enables)
+    st.sgpr[:, TTMP9], st.sgpr[:, TTMP7] = per_wave[:, 0], (per_wave[:, 1] & 0xffff) | ((per_wave[:, 2] & 0xffff) << 16)
+  st.vgpr[:, :, 0] = np.tile(tid.reshape(wpg, cfg.lanes).astype(np.uint32), (n_wg, 1))
+  st.store_mask_bits(np.arange(n_wg * wpg), spec.exec_lo, np.tile(active, (n_wg, 1)))
+  local = np.tile(np.arange(wpg), n_wg)
+  st.wave_id = [(int(x), int(y), int(z), int(w)) for (x, y, z), w in zip(np.repeat(wgs, wpg, axis=0).tolist(), local.tolist())]
   return st
 
+def release_barriers(status:np.ndarray, groups:np.ndarray):
+  """`status` is (workgroups, waves per workgroup): in each of `groups` where no wave runs any more and some wave waits at
+  the barrier, the waiting waves run again (every unfinished wave has arrived)."""
+  sub = status[groups]
+  release = groups[~(sub == RUNNING).any(axis=1) & (sub == BARRIER).any(axis=1)]
+  if len(release):
+    rows = status[release]
+    rows[rows == BARRIER] = RUNNING
+    status[release] = rows
+
 class Dispatcher:
-  """Runs one Dispatch to completion against a MemoryMap."""
-  def __init__(self, spec:ArchSpec, mem:MemoryMap, watchdog:int, tracer:Tracer|None=None, timing=None):
+  """Runs one Dispatch to completion against a MemoryMap, within `watchdog`'s budgets."""
+  def __init__(self, spec:ArchSpec, mem:MemoryMap, watchdog:Watchdog, tracer:Tracer|None=None, timing=None):
     self.spec, self.mem, self.watchdog, self.tracer, self.timing = spec, mem, watchdog, tracer, timing
 
   def run(self, d:Dispatch) -> DispatchStats:
     cfg = LaunchConfig(self.spec, d)
+    cfg.validate(self.spec, d)
     stats = DispatchStats(workgroups=d.grid[0] * d.grid[1] * d.grid[2], lds_bytes=cfg.lds_bytes)
     stats.waves = stats.workgroups * cfg.waves_per_wg
     prog = Program(self.spec, self.mem)
-    all_wgs = [(x, y, z) for z, y, x in itertools.product(range(d.grid[2]), range(d.grid[1]), range(d.grid[0]))]
-    per_chunk = max(1, CHUNK_WAVES // cfg.waves_per_wg)
+    per_chunk = cfg.chunk_workgroups(d)
+    self.watchdog.arm()
     if self.timing is not None:   # timing model: launch shape and occupancy inputs (VGPRs from RSRC1, LDS per workgroup)
       vgprs = ((d.rsrc1 & 0x3f) + 1) * self.spec.vgpr_granule32 * 32 // cfg.lanes
       self.timing.start(stats.waves, cfg.lanes, cfg.waves_per_wg, vgprs, cfg.lds_bytes)
-    for c in range(0, len(all_wgs), per_chunk):
-      wgs = all_wgs[c:c + per_chunk]
+    for c in range(0, stats.workgroups, per_chunk):
+      wgs = workgroup_ids(d.grid, c, min(per_chunk, stats.workgroups - c))
       st = _init_waves(self.spec, d, cfg, wgs)
       m = Machine(self.spec, st, self.mem, stats, cfg.lds_bytes, len(wgs))
       self.schedule(m, prog, cfg.waves_per_wg, stats, c * cfg.waves_per_wg)
@@ -96,16 +133,25 @@ class Dispatcher:
       pcs = st.pc[run]
       pc = int(pcs.min())
       ws = run[pcs == pc]
+      step = self._execute(m, prog, pc, ws, first_wave)
+      stats.wave_instructions += len(ws)
+      self.watchdog.check(stats.wave_instructions, pc, st.wave_id[int(ws[0])])
+      if isinstance(step, ControlStep) and step.effect is not None: release_barriers(st.status.reshape(-1, wpg), np.unique(st.wg[ws]))
+
+  def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int):
+    """Decode (once per PC) and run the instruction at `pc` for waves `ws`. Any failure that is not a modelled GPU fault
+    becomes GPUEmulatorError naming the instruction, so the public API raises GPUFault subclasses only."""
+    step = None
+    try:
       step = prog.at(pc)
-      if self.tracer is not None: self.tracer.before(st, ws)
+      if self.tracer is not None: self.tracer.before(m.st, ws)
       if self.timing is not None: self.timing.issue(step, ws + first_wave, pc)
       step.run(m, ws)
-      if self.tracer is not None: self.tracer.after(st, ws, step)
-      stats.wave_instructions += len(ws)
-      if stats.wave_instructions > self.watchdog:
-        raise GPUHangFault(self.watchdog, stats.wave_instructions, pc=pc, wave=st.wave_id[int(ws[0])])
-      if isinstance(step, ControlStep) and step.effect is not None:
-        for g in np.unique(st.wg[ws]):
-          waves = slice(int(g) * wpg, (int(g) + 1) * wpg)
-          if not (st.status[waves] == RUNNING).any() and (parked := st.status[waves] == BARRIER).any():
-            st.status[waves][parked] = RUNNING
+      if self.tracer is not None: self.tracer.after(m.st, ws, step)
+    except GPUFault: raise
+    except IllegalOperand as e:
+      assert step is not None
+      raise GPUIllegalInstruction(pc, step.instr.raw, f"{step.instr.name}: {e}") from None
+    except Exception as e:   # MemoryError included: a fault report must never be the reason a fault is lost
+      raise GPUEmulatorError(pc, describe(step.instr) if step is not None else "while decoding", m.st.wave_id[int(ws[0])], e) from e
+    return step

@@ -139,7 +139,8 @@ class ValuStep(Step):
     self.d_float = float_kind(dfmt) if dfmt is not None else 0
     self.d_packed = fmt == "VOP3P" and dfmt is not None and dfmt.name.startswith("FMT_NUM_PK2")   # clamp each half
     self.omod, self.clamp = getattr(inst, "omod", 0) or 0, bool(getattr(inst, "clmp", 0))
-    self.sdwa_dst = (inst.dst_sel, inst.dst_unused) if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
+    self.sdwa_dst = (cdna_operands.check_sel(inst.dst_sel, "destination"), inst.dst_unused) \
+      if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
     self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
     if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD", "VOP3P"): self.int_clamp = None
     # lane-mask registers
@@ -147,6 +148,7 @@ class ValuStep(Step):
     # e64 V_CNDMASK / V_*_CO_CI take the lane mask from src2; ops that read S2 as a value (V_DIV_FMAS) read VCC itself
     src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in op.reads else None
     self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
+    if src2 is not None and src2 >= 128: resolve_src(src2, 64, None, instr.literal, spec)   # a reserved code fails now, not per lane
     self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
                        sdst if instr.variant == "SDWA" else vcc}
     self.fields = self._fields(inst, op.reads)

@@ -17,14 +17,13 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_valu import rawf
 from emu.amd.mem_access import footprint
-from emu.amd.operands import Src, write_vgpr_lanes
+from emu.amd.operands import SADDR_OFF, Src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.wave import AGPR_BASE
 from emu.amd.step import Machine, Step
 from emu.pcode.abi import OpState
 
 U64 = np.uint64
-SADDR_OFF = 0x7f   # gfx9 encodes "no SADDR" as 0x7f (RDNA as NULL)
 # field names of the FLAT/GLOBAL/SCRATCH encodings per ISA family (rdna4: VFLAT/VGLOBAL/VSCRATCH): address VGPR, data VGPR, offset
 # field and its signed width, and the bit that makes an atomic return its pre-op value (rdna4: TH[0], TH_ATOMIC_RETURN)
 MEM_FIELDS = {"rdna4": ("vaddr", "vsrc", "ioffset", 24, lambda inst: inst.th & 1)}
@@ -55,6 +54,7 @@ class VmemStep(Step):
     self.fmt, self.vdst = fmt, rawf(inst, "vdst") + acc
     w = lambda name, default=32: op.widths.get(name, default)
     self.block = None   # block moves: the first VGPR of the block
+    self.addtid = False
     if fmt == "DS":
       self.addr = rawf(inst, "addr")
       self.fields = {"OFFSET": inst.offset0 | (inst.offset1 << 8), "OFFSET0": inst.offset0, "OFFSET1": inst.offset1}
@@ -70,6 +70,8 @@ class VmemStep(Step):
       data = rawf(inst, data_f) + acc
       self.data = {"DATA": Src("vgpr", data, w("DATA")), "DATA2": Src("vgpr", data + w("DATA") // 32, w("DATA2")),
                    "VDATA": Src("vgpr", self.vdst if "VDATA" in op.writes else data, w("VDATA"))}
+      self.addtid = instr.op.name.endswith("_ADDTID_B32")   # SGPR base + INST_OFFSET[11:0]; the pcode adds laneId * 4
+      if self.addtid: self.offset = off & 0xfff
       self.fields = {"OFFSET": self.offset}
       self.returns = bool(returns(inst))
       if instr.op.name.endswith(BLOCK_OPS): self.block = data if instr.op.name.endswith("_STORE_BLOCK") else self.vdst
@@ -87,6 +89,9 @@ class VmemStep(Step):
       a = Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense) if self.sve else np.zeros(len(wv), dtype=U64)
       if self.saddr not in (null, SADDR_OFF): a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
+    if self.addtid:
+      base = np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
+      return base + U64(self.offset)
     # FLAT has no SGPR base (gfx9 encodes its SADDR field as 0, RDNA as NULL)
     if self.fmt == "FLAT" or self.saddr in (null, self.spec.m0_reg, SADDR_OFF): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
     else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)

@@ -6,26 +6,25 @@ from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher
 from emu.amd.memory import MemoryMap
 from emu.amd.trace import TraceFilter, Tracer
-
-DEFAULT_WATCHDOG = 50_000_000
-
-def watchdog_budget(watchdog:int|None=None) -> int:
-  """The wave-instruction budget of one dispatch: the argument, else env EMU_WATCHDOG, else 50M."""
-  return watchdog if watchdog is not None else int(os.environ.get("EMU_WATCHDOG", DEFAULT_WATCHDOG))
+from emu.amd.watchdog import Watchdog
 
 class AMDGPU:
   """One emulated AMD GPU.
 
-  `AMDGPU(arch="gfx1100", memory=MemoryMap(), watchdog=None, trace=None, timing=True)`; `dispatch(Dispatch)` runs a dispatch to
-  completion and returns DispatchStats, or raises GPUMemoryFault / GPUHangFault / GPUIllegalInstruction.
-  watchdog: wave-instruction budget per dispatch (None: env EMU_WATCHDOG or 50M). trace: print an instruction trace: True/False,
+  `AMDGPU(arch="gfx1100", memory=MemoryMap(), watchdog=None, watchdog_s=None, trace=None, timing=True)`; `dispatch(Dispatch)`
+  runs a dispatch to completion and returns DispatchStats, or raises a GPUFault subclass (GPUMemoryFault, GPUHangFault,
+  GPUIllegalInstruction, GPUTrapFault, GPUInvalidDispatch, GPUEmulatorError) and nothing else.
+  watchdog: wave-instruction budget per dispatch (None: env EMU_WATCHDOG, else none); watchdog_s: wall-clock seconds per
+  dispatch (None: env EMU_WATCHDOG_S, else 20; 0: none); see emu.amd.watchdog. `cancel(reason)` stops the running dispatch
+  from another thread. trace: print an instruction trace: True/False,
   or a selection in EMU_TRACE's syntax (`TraceFilter`: '1', '@3', 'r_16_4'); None: env EMU_TRACE. timing: run the cycle model
   (emu.amd.timing) to fill DispatchStats.cycles.
   """
-  def __init__(self, arch:str="gfx1100", memory:MemoryMap|None=None, watchdog:int|None=None, trace:bool|str|None=None, timing:bool=True):
+  def __init__(self, arch:str="gfx1100", memory:MemoryMap|None=None, watchdog:int|None=None, trace:bool|str|None=None, timing:bool=True,
+               watchdog_s:float|None=None):
     self.spec = get_spec(arch)
     self.arch, self.memory = arch, memory if memory is not None else MemoryMap()
-    self.watchdog = watchdog_budget(watchdog)
+    self.watchdog = Watchdog(watchdog, watchdog_s)
     self.trace = TraceFilter(trace if trace is not None else os.environ.get("EMU_TRACE", "0"))
     self.timing, self.dispatches = timing, 0
 
@@ -35,3 +34,7 @@ class AMDGPU:
     tm = timing if timing is not None else TimingModel(self.spec) if self.timing else None
     index, self.dispatches = self.dispatches, self.dispatches + 1
     return Dispatcher(self.spec, self.memory, self.watchdog, Tracer() if self.trace.wants(index, d.name) else None, tm).run(d)
+
+  def cancel(self, reason:str):
+    """Stop the dispatch in flight (from any thread) at its next instruction batch with GPUHangFault naming `reason`."""
+    self.watchdog.cancel(reason)

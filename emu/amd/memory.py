@@ -77,7 +77,7 @@ class MemoryMap:
     bad = idx < 0
     for i in np.unique(idx[~bad]):
       m, sel = self._maps[int(i)], np.nonzero(idx == i)[0]
-      over = addrs[sel] + np.uint64(nbytes) > np.uint64(m.end)
+      over = addrs[sel] > np.uint64(m.end - nbytes)   # not addr + nbytes > end: that sum wraps for addresses near 2**64
       if over.any() or (write and not m.writable): bad[sel[over] if over.any() else sel] = True
       else: groups.append((m, sel))
     if bad.any():

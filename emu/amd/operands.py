@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
+from emu.amd.decode import SGPR_DEST_TYPES
 from emu.amd.wave import WaveState
 
 U64 = np.uint64
@@ -116,6 +117,25 @@ def resolve_src(code:int, bits:int, fmt:Fmt|None, literal:int|None, spec:ArchSpe
   if code == spec.null_reg: return Src("const", bits=bits, value=0)
   if code < 128: return Src("sgpr", code, bits)
   raise ValueError(f"source operand {code} is not valid")
+
+N_SCALAR_OPERANDS, N_VGPRS = 128, 256   # scalar register operand numbers s0..EXEC_HI; VGPRs per lane (each file: VGPRs, CDNA's AGPRs)
+SADDR_OFF = 0x7f   # gfx9 encodes "no SADDR" as 0x7f (RDNA as NULL): no register is read
+
+def register_overrun(inst) -> str|None:
+  """Why an instruction's register operand runs past the end of its register file (a 64-bit source at EXEC_HI, v[255:256], an
+  SGPR block past s127), or None. Widths come from the wheel's operand table (`inst.operands`: field -> (format, bits, type)),
+  so every format is covered the same way; an operand the table does not list is not checked."""
+  for name, (_, bits, typ) in inst.operands.items():
+    reg = getattr(inst, f"v{name}", None) if name.startswith("src") and hasattr(inst, f"v{name}") else getattr(inst, name, None)  # DPP/SDWA
+    if (off := getattr(reg, "offset", None)) is None or (name == "saddr" and off == SADDR_OFF): continue
+    count = max(1, (bits + 31) // 32)
+    if typ.name.startswith(SGPR_DEST_TYPES) and "dst" in name:   # an SGPR destination, also in a VGPR-typed field (VOP3 compares)
+      if off >= 256: off -= 256
+      if off + count > N_SCALAR_OPERANDS: return f"{name} (an SGPR destination) is operand {off}, not s0..s{N_SCALAR_OPERANDS - count}"
+    if off >= 256 and off - 256 + count > N_VGPRS: return f"{name} v[{off - 256}:{off - 256 + count - 1}] runs past v{N_VGPRS - 1}"
+    if off < N_SCALAR_OPERANDS and off + count > N_SCALAR_OPERANDS:
+      return f"{name} s[{off}:{off + count - 1}] runs past the scalar register operands (EXEC_HI is {N_SCALAR_OPERANDS - 1})"
+  return None
 
 # ---- modifiers ----
 def apply_neg_abs(v:np.ndarray, width:int, neg:bool, abs_:bool) -> np.ndarray:

@@ -4,7 +4,7 @@ import numpy as np
 from emu.amd.api import DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher, MAX_VGPRS
-from emu.amd.gpu import watchdog_budget
+from emu.amd.watchdog import Watchdog
 from emu.amd.memory import MemoryMap
 from emu.amd.step import Machine
 from emu.amd.steps import Program
@@ -47,7 +47,9 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
     st.wave_id = [(0, 0, 0, w) for w in range(waves)]
     stats = DispatchStats(workgroups=1, waves=waves, lds_bytes=lds_bytes)
     m = Machine(spec, st, mem, stats, lds_bytes, 1)
-    Dispatcher(spec, mem, watchdog_budget(watchdog), Tracer() if trace else None).schedule(m, Program(spec, mem), waves, stats)
+    dog = Watchdog(watchdog)
+    dog.arm()
+    Dispatcher(spec, mem, dog, Tracer() if trace else None).schedule(m, Program(spec, mem), waves, stats)
     st.lds, st.stats = m.lds.store[:lds_bytes], stats
     return st
   finally: mem.unmap(m_code.addr)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from emu.amd.api import DispatchStats, GPUMemoryFault
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import Instr
+from emu.amd.decode import Instr, describe
 from emu.amd.mem_access import GlobalMemory, LocalMemory, ScalarMemory
 from emu.amd.memory import MemoryMap
 from emu.amd.wave import WaveState
@@ -59,7 +59,7 @@ class Step:
     except GPUMemoryFault as e:
       if e.pc is not None: raise
       w = int(ws[0])
-      raise GPUMemoryFault(e.addr, e.write, pc=int(m.st.pc[w]), inst=repr(self.instr), wave=m.st.wave_id[w],
+      raise GPUMemoryFault(e.addr, e.write, pc=int(m.st.pc[w]), inst=describe(self.instr), wave=m.st.wave_id[w],
                            detail=str(e).split(": ", 1)[-1] if ": " in str(e) else "") from None
     if not self.writes_pc: m.st.pc[ws] += self.size
 

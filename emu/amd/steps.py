@@ -9,6 +9,7 @@ from emu.amd.cdna import AccMoveStep, MubufStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.memory import MemoryMap
+from emu.amd.operands import register_overrun
 from emu.amd.semantics import get_op
 from emu.amd.step import Step
 
@@ -47,6 +48,7 @@ _steps: dict[tuple[str, bytes], Step] = {}
 def compile_step(instr:Instr, spec:ArchSpec, pc:int) -> Step:
   """The Step for a decoded instruction (cached on its bytes); failures become GPUIllegalInstruction at `pc`."""
   if (s := _steps.get(key := (spec.name, instr.raw))) is not None: return s
+  if (why := register_overrun(instr.inst)) is not None: raise GPUIllegalInstruction(pc, instr.raw, f"{instr.name}: operand {why}")
   try: s = _build(instr, spec)
   except GPUIllegalInstruction as e: raise GPUIllegalInstruction(pc, instr.raw, e.reason) from None
   except (KeyError, ValueError, AttributeError, TypeError) as e:

@@ -296,7 +296,8 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
   Returns per wave (start, end, issue times, dram flags)."""
   n_wg = max(wg_of) + 1 if wg_of else 0
   waves: list[_Wave | None] = [None] * len(streams)
-  wg_waves = [[i for i, g in enumerate(wg_of) if g == wg] for wg in range(n_wg)]
+  wg_waves: list[list[int]] = [[] for _ in range(n_wg)]   # one pass: linear in the CU's waves
+  for i, g in enumerate(wg_of): wg_waves[g].append(i)
   n_simd = p.simds_per_cu
   port_free = [0] * ((n_simd + 1) * len(PORTS))   # per SIMD, then the CU's shared ports: cycle the port is free
   shared_base = n_simd * len(PORTS)

@@ -8,6 +8,7 @@ many waves -- what a lockstep VALU op reads and writes -- is contiguous runs of 
 from __future__ import annotations
 from functools import cache
 import numpy as np
+from emu.amd.api import IllegalOperand
 from emu.amd.arch import ArchSpec
 
 RUNNING, BARRIER, ENDED = 0, 1, 2
@@ -75,6 +76,7 @@ class WaveState:
 
   def store_mask_bits(self, ws:np.ndarray, reg:int, bits:np.ndarray):
     """Pack a (len(ws), lanes) bool array into SGPR `reg` (and reg+1) of waves ws."""
+    if reg + self.mask_regs > self.sgpr.shape[1]: raise IllegalOperand(f"a wave{self.lanes} lane mask at s{reg} runs past EXEC_HI")
     packed = np.packbits(np.asarray(bits, dtype=bool).reshape(len(bits), self.lanes), axis=1, bitorder="little")
     self.sgpr[ws, reg:reg + self.mask_regs] = packed.view("<u4")
 

@@ -65,13 +65,15 @@ EXECUTOR_OWNED = {
 }
 
 # name -> (reason, corrected pcode)
+_GLOBAL_ADDTID = ("the vendor text addresses MEM[SGPR_ADDR[63 : 0] + INST_OFFSET[11 : 0].b64 + laneID * 4]; the executor passes the "
+                  "SGPR base plus INST_OFFSET[11 : 0] as ADDR (no address VGPR is read), the lane term stays here; the load's result "
+                  "is its destination (the vendor calls it RETURN_DATA, which the executor writes only for returning atomics)")
+_GLOBAL_ADDTID_MEM = "MEM[ADDR + 64'B(laneID.i32 * 4)].u32"
 PCODE_FIXES = {
   "V_CVT_OFF_F32_I4_E32": ("the vendor entry declares CVT_OFF_TABLE but never fills it; the table is i4 / 16 (0, 0.0625 ... 0.4375, -0.5 ... "
                            "-0.0625)", "D0.f32 = 32'F(S0.i4.i32) * 0.0625F"),
-  "GLOBAL_LOAD_ADDTID_B32": ("ADDR is the effective address the executor computes (SGPR base + offset + laneId * 4); the pcode names the "
-                             "SGPR pair SGPR_ADDR", "RETURN_DATA.u32 = MEM[ADDR].u32"),
-  "GLOBAL_STORE_ADDTID_B32": ("ADDR is the effective address the executor computes (SGPR base + offset + laneId * 4); the pcode names the "
-                              "SGPR pair SGPR_ADDR", "MEM[ADDR].u32 = DATA.u32"),
+  "GLOBAL_LOAD_ADDTID_B32": (_GLOBAL_ADDTID, f"VDATA.u32 = {_GLOBAL_ADDTID_MEM}"),
+  "GLOBAL_STORE_ADDTID_B32": (_GLOBAL_ADDTID, f"{_GLOBAL_ADDTID_MEM} = DATA.u32"),
 }
 PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
 _ADDTID = "the vendor entry `declare`s OFFSET0 and OFFSET1, which compiles them as zeroed locals instead of the instruction's offset fields"
@@ -152,10 +154,12 @@ PCODE_FIXES["V_S_RSQ_F16"] = (_RSQ, "D0.f16 = rsq(S0.f16);\nD0[31 : 16] = 16'0x0
 
 _PERMUTE = ("the vendor text takes the lane as 32'I(addr + offset) / 4 % n, a signed division: an address >= 2**31 gives a negative lane; "
             "the lane is the unsigned byte address / 4 modulo n (\"high-order bits are ignored\"), as cdna's text has it")
-def _permute(backward:bool, modulus:str) -> str:
-  """DS_PERMUTE_B32 / DS_BPERMUTE_B32 as the vendor writes them, with the lane index computed unsigned."""
+def _permute(backward:bool, modulus:str, fetch_inactive:bool=False) -> str:
+  """DS_PERMUTE_B32 / DS_BPERMUTE_B32 (and rdna4's DS_BPERMUTE_FI_B32, which reads the source lane whatever its EXEC bit) as the
+  vendor writes them, with the lane index computed unsigned."""
   lane = f"(VGPR[i][ADDR].u32 + OFFSET.u32) / 4U % {modulus}"
-  move = (f"src_lane = {lane};\nif EXEC[src_lane].u1 then\ntmp[i] = VGPR[src_lane][DATA0]\nendif" if backward else
+  move = (f"src_lane = {lane};\ntmp[i] = VGPR[src_lane][DATA0]" if fetch_inactive else
+          f"src_lane = {lane};\nif EXEC[src_lane].u1 then\ntmp[i] = VGPR[src_lane][DATA0]\nendif" if backward else
           f"if EXEC[i].u1 then\ndst_lane = {lane};\ntmp[dst_lane] = VGPR[i][DATA0]\nendif")
   return ("declare tmp : 32'B[64];\ndeclare OFFSET : 16'U;\ndeclare DATA0 : 32'U;\ndeclare VDST : 32'U;\n"
           f"for i in 0 : WAVE64 ? 63 : 31 do\ntmp[i] = 0x0\nendfor;\nfor i in 0 : WAVE64 ? 63 : 31 do\n{move}\nendfor;\n"
@@ -166,6 +170,7 @@ ARCH_PCODE_FIXES: dict[str, dict[str, tuple[str, str]]] = {"cdna": CDNA_PCODE_FI
 for _arch, _mod in (("rdna3", "32U"), ("rdna4", "(WAVE64 ? 64U : 32U)")):
   for _name, _back in (("DS_PERMUTE_B32", False), ("DS_BPERMUTE_B32", True)):
     ARCH_PCODE_FIXES[_arch][_name] = (_PERMUTE, _permute(_back, _mod))
+ARCH_PCODE_FIXES["rdna4"]["DS_BPERMUTE_FI_B32"] = (_PERMUTE, _permute(True, "(WAVE64 ? 64U : 32U)", fetch_inactive=True))
 
 def fixed_pcode(op, arch:str="") -> tuple[str, str] | None:
   """(reason, corrected pcode) for an opcode of an arch whose vendor pcode is replaced, else None."""

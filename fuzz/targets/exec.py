@@ -4,8 +4,14 @@ VALU/SALU (every VOP1/VOP2/VOP3/VOP3SD/VOP3P/VOPC/SOP1/SOP2/SOPC/SOPK opcode, ba
 classes), half the other formats: SOPP, VOPD and VINTERP (RDNA), and the memory formats SMEM, DS, FLAT/GLOBAL/SCRATCH (rdna4:
 VFLAT/VGLOBAL/VSCRATCH) and MUBUF (CDNA) with a mapped global buffer, LDS and scratch.
 
+A share of the cases (EDGE_SHARE) are edge encodings instead: fields the wheel's tables can hold but LLVM and the hardware may
+reject (registers at the end of a file whatever the operand's width, EXEC_HI or a trap temporary as a 64-bit source, reserved
+source codes, SDWA select 7, non-SGPR compare destinations: amd_fields.edge_value). Only the run itself is judged for them (the
+first two properties): the emulator must end them with one of its defined faults or a result, never a host exception.
+
 Properties and kinds:
-  `host-exception`    execution raised something other than the emulator's defined faults (emu.amd.api.GPUFault subclasses)
+  `host-exception`    execution raised something other than the emulator's defined faults (emu.amd.api.GPUFault subclasses), or
+                      GPUEmulatorError (the emulator's own wrapper for such a failure inside an instruction)
   `nondeterministic`  the same case run twice leaves different registers or memory, or faults differently
   `unexpected-write`  a register the instruction does not name as a destination changed (SGPR, VGPR or SCC)
   `inactive-lane-write` a destination VGPR changed in a lane whose EXEC bit is 0
@@ -31,7 +37,7 @@ bit), VOPD both halves' destinations, SOPP cases only the marker SGPRs (amd_exec
 from __future__ import annotations
 import os, traceback
 import numpy as np
-from emu.amd.api import GPUHangFault, GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
+from emu.amd.api import GPUEmulatorError, GPUHangFault, GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from fuzz import amd_exec
 from fuzz.amd_exec import EXEC, VCC, N_VGPR, SALU, Access, Outcome, base_format
 from fuzz.finding import Finding
@@ -40,6 +46,7 @@ from fuzz.shrink import greedy
 from fuzz.targets.encoding import simpler as simpler_fields
 
 ARCHS = ("rdna3", "rdna4", "cdna")
+EDGE_SHARE = 0.15   # cases that are edge encodings (see the module docstring)
 MFMA = ("V_MFMA", "V_SMFMAC")
 # v_writelane and the whole-wave ops: the ISA's pseudocode for (S)WMMA and (S)MFMA is one matrix product over the wave
 # (D = A * B + C) with no per-lane EXEC condition, and the emulator writes all of D
@@ -70,10 +77,14 @@ def allowed_writes(case:dict) -> tuple[set[int], set[int], bool]:
 
 def execute(case:dict) -> Outcome:
   """Run the case; a Finding when the emulator raised anything but one of its defined faults."""
-  try: return amd_exec.run(case)
-  except Exception as e:
-    raise Finding("host-exception", f"{case['op']} ({case['cls']}): {type(e).__name__}: {e} at {(at:=crash_site(e))}",
-                  key=(case["arch"], type(e).__name__, at)) from None
+  try: out = amd_exec.run(case)
+  except Exception as e: raise host_exception(case, e) from None
+  if isinstance(out.fault, GPUEmulatorError): raise host_exception(case, out.fault.error)
+  return out
+
+def host_exception(case:dict, e:BaseException) -> Finding:
+  return Finding("host-exception", f"{case['op']} ({case['cls']}): {type(e).__name__}: {e} at {(at:=crash_site(e))}",
+                 key=(case["arch"], type(e).__name__, at))
 
 def crash_site(e:Exception) -> str:
   """`file:function` of the innermost frame of the exception inside the emulator (or generated pcode): groups one bug's crashes."""
@@ -96,9 +107,11 @@ def check(case:dict) -> None:
 def checked_run(case:dict):
   """Run the case twice, check the properties (see the module docstring) and return the final WaveState (None after a defined fault)."""
   out = execute(case)
+  if case.get("edge") and not amd_exec.one_instruction(case): return out.state   # its tail runs as code that may read the PC
   if snapshot(out) != snapshot(execute(case)):
     raise Finding("nondeterministic", f"{case['op']} ({case['cls']}): two runs differ", key=(case["arch"], case["op"]))
   where = f"{case['op']} ({case['cls']}, wave{case['lanes']})"
+  if case.get("edge"): return out.state
   if out.fault is not None:
     check_fault(case, out, where)
     return None
@@ -276,6 +289,6 @@ def minimise(case:dict, fails) -> dict:
 
 for _arch in ARCHS:
   _waves = "/".join(map(str, amd_exec.spec(_arch).wave_sizes))
-  register(Target(f"exec.{_arch}", lambda rng, a=_arch: amd_exec.generate(a, rng), check, minimise,
+  register(Target(f"exec.{_arch}", lambda rng, a=_arch: amd_exec.generate(a, rng, edges=rng.random() < EDGE_SHARE), check, minimise,
                   doc=f"{_arch} instructions of every emulated format on emu.amd ({amd_exec.CPU[_arch]}, wave{_waves}): no host crash, "
                       "deterministic, only its destinations and addressed memory written, faults and loads as the ISA says"))

@@ -16,6 +16,9 @@ if TYPE_CHECKING: from mockgpu.amd.sqtt import ThreadTrace
 NOP, DISPATCH_DIRECT, PRED_EXEC, WAIT_REG_MEM, INDIRECT_BUFFER, COPY_DATA = 0x10, 0x15, 0x23, 0x3C, 0x3F, 0x40
 EVENT_WRITE, RELEASE_MEM, ACQUIRE_MEM, SET_SH_REG, SET_UCONFIG_REG = 0x46, 0x49, 0x58, 0x76, 0x79
 SH_REG_BASE, UCONFIG_REG_BASE = 0x2c00, 0xc000
+SH_REG_COUNT, UCONFIG_REG_COUNT = 0x400, 0x10000   # registers each SET_* packet's offset can reach (PACKET3_SET_SH_REG_START..END; a
+                                                   # 16-bit offset for UCONFIG, the range tinygrad's wreg uses)
+MAX_IB_PACKETS = 1 << 20   # packets executed in indirect buffers per ring packet before the chain is declared a loop
 NAMES = {NOP: "NOP", DISPATCH_DIRECT: "DISPATCH_DIRECT", PRED_EXEC: "PRED_EXEC", WAIT_REG_MEM: "WAIT_REG_MEM", INDIRECT_BUFFER: "INDIRECT_BUFFER",
          COPY_DATA: "COPY_DATA", EVENT_WRITE: "EVENT_WRITE", RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG",
          SET_UCONFIG_REG: "SET_UCONFIG_REG"}
@@ -24,6 +27,8 @@ MAX_IB_DEPTH = 4
 def compare(func:int, value:int, ref:int) -> bool:
   """WAIT_REG_MEM / POLL_REGMEM compare functions (0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 >)."""
   return [True, value < ref, value <= ref, value == ref, value != ref, value >= ref, value > ref, False][func & 7]
+
+CMP_NAMES = ("always", "<", "<=", "==", "!=", ">=", ">", "never")
 
 class ComputeRegs:
   """Addresses of the COMPUTE_* registers a dispatch reads, resolved through tinygrad's register module for `gc_version`."""
@@ -50,6 +55,7 @@ class PM4Engine(Engine):
     self.reg: dict[int, int] = {}
     self._next_ib: list[int] | None = None
     self.ibs: list[list[int]] = []  # stack of [addr, size_dw, pos_dw] for the indirect buffers being executed
+    self.ib_packets = 0             # packets executed in indirect buffers since the last ring packet
     self.executed: collections.Counter[str] = collections.Counter()  # packets executed, by name (NAMES)
     self.handlers = {NOP: self._nop, SET_SH_REG: self._set_sh, SET_UCONFIG_REG: self._set_uconfig, ACQUIRE_MEM: self._nop,
                      EVENT_WRITE: self._nop, RELEASE_MEM: self._release_mem, WAIT_REG_MEM: self._wait_reg_mem, DISPATCH_DIRECT: self._dispatch,
@@ -66,6 +72,7 @@ class PM4Engine(Engine):
       addr, size, pos = self.ibs[-1]
       if pos + i >= size: raise PacketError(f"PM4 packet runs past the end of {self._where()} (IB size {size} dwords)")
       return self.read32(addr + (pos + i) * 4)
+    self.need(i + 1, "PM4 packet")
     return self.ring_dword(self.rptr + i)
 
   def _advance(self, n:int):
@@ -75,15 +82,24 @@ class PM4Engine(Engine):
     else: self.rptr += n
 
   def step(self):
+    where = self._where()
+    self.packet = f"packet header at {where}"
+    if not self.ibs: self.ib_packets = 0
+    elif (n := self.ib_packets + 1) > MAX_IB_PACKETS:
+      raise PacketError(f"PM4: {n - 1} packets executed in indirect buffers since the last ring packet, still at {where}: "
+                        "an INDIRECT_BUFFER chain that never returns (a loop)")
+    else: self.ib_packets = n
     hdr = self._fetch(0)
     kind = hdr >> 30
     if kind == 2: return self._advance(1)  # type-2 filler
-    if kind != 3: raise PacketError(f"PM4: malformed packet header {hdr:#010x} (type {kind}) at {self._where()}")
+    if kind != 3: raise PacketError(f"PM4: malformed packet header {hdr:#010x} (type {kind}) at {where}")
     op, count = (hdr >> 8) & 0xff, ((hdr >> 16) & 0x3fff) + 1
-    if (handler:=self.handlers.get(op)) is None: raise PacketError(f"PM4: unsupported opcode {op:#x} (header {hdr:#010x}) at {self._where()}")
+    if (handler:=self.handlers.get(op)) is None: raise PacketError(f"PM4: unsupported opcode {op:#x} (header {hdr:#010x}) at {where}")
+    self.packet = f"{NAMES[op]} at {where}"
+    if not self.ibs: self.need(1 + count, f"PM4 {NAMES[op]} ({1 + count} dwords)")
     body = [self._fetch(1 + i) for i in range(count)]
     self._next_ib: list[int] | None = None
-    skip = handler(body, self._where())  # may raise Stall: nothing has advanced yet, the packet is retried later
+    skip = handler(body, where)  # may raise Stall: nothing has advanced yet, the packet is retried later
     self._advance(1 + count + (skip or 0))
     self.executed[NAMES[op]] += 1
     if self._next_ib is not None: self.ibs.append(self._next_ib)
@@ -100,11 +116,14 @@ class PM4Engine(Engine):
     if self.sqtt is not None and (v := self.sqtt.read_reg(addr)) is not None: return v
     return self.reg.get(addr, 0)
 
-  def _set_regs(self, base:int, body:list[int]):
+  def _set_regs(self, base:int, limit:int, body:list[int], where:str):
+    if body[0] + len(body) - 1 > limit:
+      raise PacketError(f"PM4: SET_{'SH' if base == SH_REG_BASE else 'UCONFIG'}_REG of {len(body) - 1} registers at offset {body[0]:#x} "
+                        f"runs past the {limit:#x} registers it can reach (from {base:#x}) at {where}")
     for i, v in enumerate(body[1:]): self._write_reg(base + body[0] + i, v)
 
-  def _set_sh(self, body, where): self._set_regs(SH_REG_BASE, body)
-  def _set_uconfig(self, body, where): self._set_regs(UCONFIG_REG_BASE, body)
+  def _set_sh(self, body, where): self._set_regs(SH_REG_BASE, SH_REG_COUNT, body, where)
+  def _set_uconfig(self, body, where): self._set_regs(UCONFIG_REG_BASE, UCONFIG_REG_COUNT, body, where)
 
   def _release_mem(self, body, where):
     if len(body) < 6: raise PacketError(f"PM4: RELEASE_MEM with {len(body)} payload dwords at {where}")
@@ -123,7 +142,9 @@ class PM4Engine(Engine):
     if mem_space == 1: value = self.read32((lo & ~3) | (hi << 32))
     elif operation == 1: return  # write-wait-write register handshake (the HDP flush): the flush completes at once
     else: value = self._read_reg(lo)
-    if not compare(func, value & mask, ref & mask): raise Stall()
+    if not compare(func, value & mask, ref & mask):
+      raise Stall(f"WAIT_REG_MEM {'mem' if mem_space == 1 else 'reg'}[{(lo & ~3) | (hi << 32) if mem_space == 1 else lo:#x}] & {mask:#x} "
+                  f"{CMP_NAMES[func & 7]} {ref & mask:#x} (reads {value & mask:#x})")
 
   def _dispatch(self, body, where):
     r, a = self.reg, self.regs.addr

@@ -5,10 +5,15 @@ not mapped to this GPU faults instead of touching the host. Opcodes are the ones
 """
 from __future__ import annotations
 from mockgpu.amd.engine import Engine, PacketError, Stall
-from mockgpu.amd.pm4 import compare
+from mockgpu.amd.pm4 import CMP_NAMES, compare
 
 OP_NOP, OP_COPY, OP_WRITE, OP_FENCE, OP_TRAP, OP_POLL_REGMEM, OP_TIMESTAMP = 0, 1, 2, 5, 6, 8, 13
 SUBOP_COPY_LINEAR, SUBOP_TIMESTAMP_GET, SUBOP_TIMESTAMP_GET_GLOBAL = 0, 1, 2
+NAMES = {OP_NOP: "NOP", OP_COPY: "COPY", OP_WRITE: "WRITE", OP_FENCE: "FENCE", OP_TRAP: "TRAP", OP_POLL_REGMEM: "POLL_REGMEM",
+         OP_TIMESTAMP: "TIMESTAMP"}
+# dwords of each fixed-size packet (op, sub-opcode) the engine executes; NOP and WRITE carry their length
+SIZES = {(OP_COPY, SUBOP_COPY_LINEAR): 7, (OP_FENCE, 0): 4, (OP_TRAP, 0): 2, (OP_POLL_REGMEM, 0): 6, (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET): 3,
+         (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL): 3}
 COPY_CHUNK = 64 << 20  # copies are moved in chunks so a huge copy does not need one huge temporary
 
 class SDMAEngine(Engine):
@@ -21,34 +26,36 @@ class SDMAEngine(Engine):
     self.count_mask = count_mask
 
   def step(self):
-    dw = lambda i: self.ring_dword(self.rptr // 4 + i)
-    hdr = dw(0)
+    where = self.ring_where()
+    self.packet = f"packet header at {where}"
+    self.need(4, "SDMA packet header")
+    hdr = self.ring_dword(self.rptr // 4)
     op, sub = hdr & 0xff, (hdr >> 8) & 0xff
-    where = f"ring offset {self.rptr % self.ring_size:#x}"
+    name = NAMES.get(op, f"opcode {op}")
+    self.packet = f"{name} at {where}"
+    dw = lambda i: self.ring_dword(self.rptr // 4 + i)
     if op == OP_NOP: size = 1 + ((hdr >> 16) & 0x3fff)
-    elif op == OP_COPY and sub == SUBOP_COPY_LINEAR:
+    elif op == OP_WRITE:
+      self.need(16, "SDMA WRITE")
+      size = 4 + (dw(3) & 0xfffff) + 1
+    elif (op, sub) in SIZES: size = SIZES[(op, sub)]
+    else: raise PacketError(f"SDMA: unsupported opcode {op} sub-opcode {sub} (header {hdr:#010x}) at {where}")
+    self.need(4 * size, f"SDMA {name} ({size} dwords)")   # the whole packet is published before any of it executes
+    if op == OP_COPY:
       nbytes, src, dst = (dw(1) & self.count_mask) + 1, dw(3) | (dw(4) << 32), dw(5) | (dw(6) << 32)
       for off in range(0, nbytes, COPY_CHUNK):
         n = min(COPY_CHUNK, nbytes - off)
         self.gpu.memory.write(dst + off, self.gpu.memory.read(src + off, n))
       self.gpu.clock.advance_copy(nbytes)
-      size = 7
     elif op == OP_WRITE:
-      addr, count = dw(1) | (dw(2) << 32), (dw(3) & 0xfffff) + 1
-      for i in range(count): self.write32(addr + i * 4, dw(4 + i))
-      size = 4 + count
-    elif op == OP_FENCE:
-      self.write32(dw(1) | (dw(2) << 32), dw(3))
-      size = 4
-    elif op == OP_TRAP:
-      self.gpu.interrupt("SDMA", dw(1) & 0x0fffffff)
-      size = 2
+      addr = dw(1) | (dw(2) << 32)
+      self.gpu.memory.write(addr, b"".join(dw(4 + i).to_bytes(4, "little") for i in range(size - 4)))
+    elif op == OP_FENCE: self.write32(dw(1) | (dw(2) << 32), dw(3))
+    elif op == OP_TRAP: self.gpu.interrupt("SDMA", dw(1) & 0x0fffffff)
     elif op == OP_POLL_REGMEM:
-      func, mem_poll = (hdr >> 28) & 7, (hdr >> 31) & 1
-      if mem_poll and not compare(func, self.read32(dw(1) | (dw(2) << 32)) & dw(4), dw(3) & dw(4)): raise Stall()
-      size = 6  # a register poll is the HDP flush handshake, which completes at once
-    elif op == OP_TIMESTAMP and sub in (SUBOP_TIMESTAMP_GET, SUBOP_TIMESTAMP_GET_GLOBAL):
-      self.write64(dw(1) | (dw(2) << 32), self.gpu.clock.now())
-      size = 3
-    else: raise PacketError(f"SDMA: unsupported opcode {op} sub-opcode {sub} (header {hdr:#010x}) at {where}")
+      func, mem_poll, mask = (hdr >> 28) & 7, (hdr >> 31) & 1, dw(4)
+      if mem_poll and not compare(func, (value := self.read32(addr := dw(1) | (dw(2) << 32))) & mask, dw(3) & mask):
+        raise Stall(f"POLL_REGMEM mem[{addr:#x}] & {mask:#x} {CMP_NAMES[func]} {dw(3) & mask:#x} (reads {value & mask:#x})")
+      # a register poll is the HDP flush handshake, which completes at once
+    elif op == OP_TIMESTAMP: self.write64(dw(1) | (dw(2) << 32), self.gpu.clock.now())
     self.rptr += size * 4

@@ -10,7 +10,7 @@ import ctypes, errno, mmap, os, time
 from typing import Callable
 from emu.amd.api import GPUMemoryFault
 from mockgpu import config
-from mockgpu.amd.engine import SCHEDULER, Engine
+from mockgpu.amd.engine import SCHEDULER, Engine, PacketError
 from mockgpu.amd.pm4 import PM4Engine
 from mockgpu.amd.sdma import SDMAEngine
 from mockgpu.hostmem import PAGE, Heap, host_mmap, is_mapped, round_up
@@ -26,6 +26,11 @@ MMAP_TYPE_SHIFT, MMAP_TYPE_DOORBELL, MMAP_GPU_ID_SHIFT = 62, 0x3, 46
 QUEUE_COMPUTE, QUEUE_SDMA, QUEUE_COMPUTE_AQL = 0, 1, 2
 ENOTSUPP = 524  # the kernel-internal errno the driver returns for unsupported queue types
 HW_EXCEPTION_PER_ENGINE_RESET, HW_EXCEPTION_GPU_HANG = 1, 0
+RESET_WAIT_S = 2.0   # how long WAIT_EVENTS keeps waiting for the fault of a dispatch it has just cancelled
+
+def host_wait_timeout_s() -> float:
+  """How long tinygrad waits for a signal before giving up: HCQDEV_WAIT_TIMEOUT_MS (milliseconds, default 30000)."""
+  return int(os.environ.get("HCQDEV_WAIT_TIMEOUT_MS", 30000)) / 1000
 
 def _err(code:int, what:str) -> OSError: return OSError(code, f"{os.strerror(code) if code != ENOTSUPP else 'ENOTSUPP'}: {what}")
 
@@ -71,7 +76,9 @@ class KFDProcess:
     buf = bytearray(max(size, ctypes.sizeof(st_t)))
     buf[:size] = ctypes.string_at(ctypes.addressof(arg), size)
     st = st_t.from_buffer(buf)
-    handler(st)
+    if name == "WAIT_EVENTS": handler(st)   # waits for the engines: must not hold them off
+    else:
+      with SCHEDULER.lock: handler(st)      # between packets, never inside one (see mockgpu.amd.engine.Scheduler)
     ctypes.memmove(ctypes.addressof(arg), bytes(buf[:size]), size)
     return 0
 
@@ -219,10 +226,11 @@ class KFDProcess:
     evs = [self.events.get(d.event_id) for d in datas]
     deadline = time.monotonic() + st.timeout / 1000
     while True:
-      SCHEDULER.kick()
       done = [e.signaled for e in evs]
-      if (ok:=all(done) if st.wait_for_all else any(done)) or time.monotonic() >= deadline: break
-      time.sleep(0.001)
+      if (ok:=all(done) if st.wait_for_all else any(done)): break
+      if any(e.type == EVENT_HW_EXCEPTION for e in evs) and self._reset_hung_queues(): deadline = max(deadline, time.monotonic() + RESET_WAIT_S)
+      if (remaining := deadline - time.monotonic()) <= 0: break
+      SCHEDULER.wait_progress(min(remaining, 0.05))
     for d, e in zip(datas, evs):
       if not e.signaled: continue
       if e.type == EVENT_MEMORY:
@@ -236,6 +244,25 @@ class KFDProcess:
         d.signal_event_data.last_event_age = e.age
         if e.auto_reset: e.signaled = False
     st.wait_result = 0 if ok else 1  # KFD_IOC_WAIT_RESULT_COMPLETE / _TIMEOUT
+
+  def _reset_hung_queues(self) -> bool:
+    """Reset every queue whose packet has not completed for as long as tinygrad waits for a signal (HCQDEV_WAIT_TIMEOUT_MS,
+    read as tinygrad reads it) while no queue of its GPU made progress: tinygrad's wait has timed out or is about to, and
+    finds the reason in the hardware-exception event instead of an empty report. A stalled queue dies at once, naming what
+    it waits for; a dispatch still executing is cancelled (its fault follows within RESET_WAIT_S). Returns whether any was."""
+    limit, now, hit = host_wait_timeout_s(), time.monotonic(), False
+    for gpu in self.gpus:
+      engines = [e for e in gpu.doorbells.values() if e.pending()]
+      if not engines or now - max(e.last_progress for e in gpu.doorbells.values()) < limit: continue
+      for e in engines:
+        if e.packet_since is None or now - e.packet_since < limit: continue
+        why = (f"no progress for {now - e.packet_since:.1f} s, as long as the host waits for a signal (HCQDEV_WAIT_TIMEOUT_MS): "
+               f"{e.packet}{f' is stalled on {e.stall_reason}' if e.stalled else ' is still executing'}")
+        with SCHEDULER.lock:
+          if e.stalled and e.pending(): e.fail(PacketError(f"{e.name} queue reset: {why}"))
+          elif e.pending(): e.abort(why)
+        hit = True
+    return hit
 
   # ---- from the GPUs ----
   def _interrupt(self, gpu:KFDGPU, ctxid:int): self.events.interrupt(ctxid)

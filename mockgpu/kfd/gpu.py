@@ -38,6 +38,8 @@ class KFDGPU(GPUContext):
   # ---- GPUContext ----
   def interrupt(self, source:str, ctxid:int): self._on_interrupt(self, ctxid)
   def on_fault(self, engine:Engine, err:Exception): self._on_fault(self, engine, err)
+  def cancel(self, reason:str):
+    if self._emulator is not None: self._emulator.cancel(reason)
 
   def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
     """Run one kernel on the emulator and advance the device clock by its emulated duration (`timing`: see AMDGPU.dispatch)."""

@@ -5,6 +5,7 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import v, s_delay_alu, s_waitcnt, v_
 from tinygrad.renderer.amd.dsl import NULL
 from emu.amd.api import DispatchStats
 from emu.amd.arch import get_spec
+from emu.amd.watchdog import Watchdog
 from emu.amd.dispatcher import MAX_VGPRS, Dispatcher
 from emu.amd.memory import MemoryMap
 from emu.amd.runner import assemble
@@ -28,7 +29,7 @@ def timed(insts, waves=1, lanes=32, vgprs=None, memory=None):
   stats = DispatchStats(workgroups=1, waves=waves)
   tm = TimingModel(spec, timeline=True)
   tm.start(waves, lanes, waves)
-  Dispatcher(spec, mem, 10**6, None, tm).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), waves, stats)
+  Dispatcher(spec, mem, Watchdog(10**6), None, tm).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), waves, stats)
   cycles, _ = tm.finish()
   return cycles, tm.timeline, st
 

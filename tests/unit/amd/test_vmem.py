@@ -99,7 +99,7 @@ def test_scratch_beyond_private_size_faults():
 def test_watchdog_on_infinite_loop():
   with pytest.raises(GPUHangFault) as e:
     run_program([s_cmp_eq_u32(0, 0), s_cbranch_scc1(-2 & 0xffff)], watchdog=1000)
-  assert e.value.budget == 1000
+  assert "1000 wave-instructions" in str(e.value) and e.value.executed > 1000
 
 def test_illegal_instruction_bytes():
   with pytest.raises(GPUIllegalInstruction):

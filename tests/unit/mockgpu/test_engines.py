@@ -37,6 +37,7 @@ def submit(gpu:FakeGPU, eng, sched:Scheduler, dwords:list[int]):
   for i, d in enumerate(dwords): gpu.put(RING + (start + i * 4) % 0x1000, [d])
   eng.doorbell(eng.wptr + len(dwords) * 4 // eng.unit)
   sched.kick(eng)
+  assert sched.wait_idle(10)   # the engines run on the scheduler's thread
 
 def test_pm4_dispatch_built_from_compute_registers():
   gpu, sched = FakeGPU(), Scheduler()
@@ -67,6 +68,7 @@ def test_pm4_release_mem_wait_and_interrupt():
   assert eng.stalled and gpu.u64(0x200) == 0       # blocked on the wait: nothing after it ran
   gpu.put(0x300, [7])
   sched.poll()                                     # host activity gives the stalled queue another try
+  assert sched.wait_idle(10)
   assert not eng.stalled and gpu.u64(0x200) == 0x1_0000_0005 and gpu.u64(0x208) > 1000
   assert gpu.u32(0x220) == 9 and gpu.interrupts == [("CP", 42)]
 
@@ -96,6 +98,7 @@ def test_sdma_copy_fence_trap_poll_timestamp_write():
   assert eng.stalled and gpu.u64(RPTR) == 7 * 4 + 4 * 4 + 2 * 4  # byte read pointer stops at the unsatisfied poll
   gpu.put(0x300, [3])
   sched.poll()
+  assert sched.wait_idle(10)
   assert gpu.u64(0x208) > 0 and gpu.u32(0x210) == 8 and gpu.u32(0x214) == 9 and gpu.u64(RPTR) == eng.wptr
 
 def test_sdma_copy_out_of_bounds_faults_without_touching_memory():

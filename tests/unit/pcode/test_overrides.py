@@ -6,6 +6,10 @@ from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp, SOPPOp, VOP1Op, VO
 from emu.pcode import OpState, compile_op, ops_for
 from emu.pcode.overrides import EXECUTOR_OWNED, PCODE_FIXES
 from emu.pcode.handwritten import HANDWRITTEN
+from tinygrad.renderer.amd.dsl import s, v
+from emu.amd import run_program
+from emu.amd.arch import get_spec
+from emu.amd.memory import MemoryMap
 
 def call(op, **kw):
   c = compile_op("rdna3", op)
@@ -110,15 +114,21 @@ def test_cvt_off_f32_i4_table():
   got = call(VOP1Op.V_CVT_OFF_F32_I4_E32, S0=np.arange(16, dtype=np.uint64) | np.uint64(0xf0)).D0.astype(np.uint32).view(np.float32)
   assert list(got) == [i / 16 for i in range(8)] + [(i - 16) / 16 for i in range(8, 16)]
 
-def test_addtid_memory_ops_use_the_effective_address():
-  class Mem:
-    def __init__(self): self.w = {}
-    def read(self, addrs, nbytes): return np.array([0x1234 + int(a) for a in addrs], np.uint64)
-    def write(self, addrs, values, nbytes): self.w.update(zip(map(int, addrs), map(int, values)))
-  m = Mem()
-  assert list(call(GLOBALOp.GLOBAL_LOAD_ADDTID_B32, ADDR=np.array([8, 12], np.uint64), MEM=m).RETURN_DATA) == [0x123c, 0x1240]
-  call(GLOBALOp.GLOBAL_STORE_ADDTID_B32, ADDR=np.array([8, 12], np.uint64), DATA=np.array([5, 6], np.uint64), MEM=m)
-  assert m.w == {8: 5, 12: 6}
+@pytest.mark.parametrize("arch,data,addr", [("gfx1100", "data", "addr"), ("gfx1201", "vsrc", "vaddr")])
+def test_global_addtid_ops_address_sgpr_base_plus_offset_plus_lane_times_4(arch, data, addr):
+  # GLOBAL_STORE_ADDTID_B32 / GLOBAL_LOAD_ADDTID_B32 (PCODE_FIXES): the ISA's address is SGPR_ADDR + INST_OFFSET[11:0] + laneId * 4,
+  # no address VGPR (v255 here: reading it as an address pair would run past the file). Lane i stores 10*i + 7 at byte 16 + 4*i
+  # of the buffer, worked by hand, and the load reads every lane's word back into v2 without GLC.
+  spec = get_spec(arch)
+  buf = np.zeros(64, dtype=np.uint32)
+  mem = MemoryMap()
+  mem.map(buf.ctypes.data, buf.nbytes, "buf", backing=buf.view(np.uint8))
+  off = {"offset": 16} if arch == "gfx1100" else {"ioffset": 16}
+  store = spec.ins.global_store_addtid_b32(**{data: v[1], addr: v[255]}, saddr=s[0:1], **off)
+  load = spec.ins.global_load_addtid_b32(vdst=v[2], **{addr: v[255]}, saddr=s[0:1], **off)
+  st = run_program([store, load], arch=arch, lanes=32, sgprs={0: buf.ctypes.data}, vgprs={1: np.arange(32) * 10 + 7}, memory=mem)
+  assert list(buf[4:36]) == [10 * i + 7 for i in range(32)] and not buf[:4].any() and not buf[36:].any()
+  assert list(st.vgpr[0, :, 2]) == [10 * i + 7 for i in range(32)]
 
 @pytest.mark.parametrize("name,src", [("S_SETREG_B32", "S0"), ("S_SETREG_IMM32_B32", "SIMM32")])
 def test_setreg_writes_the_field_at_its_offset(name, src):

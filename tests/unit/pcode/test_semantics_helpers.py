@@ -20,7 +20,8 @@ F64_SNAN, F64_QNAN = 0x7ff0000000000001, 0x7ff8000000000000
 
 def round_fraction(q:Fraction, dt) -> float:
   """Round an exact rational to the nearest `dt` (np.float16/32/64), ties to even, by bracketing with nextafter."""
-  x = dt(float(q))  # float(q) is correctly rounded to f64; re-round only via the neighbours below
+  with np.errstate(over="ignore"): x = dt(float(q))  # float(q) is correctly rounded to f64; re-round only via the neighbours below
+  if not np.isfinite(x): return x  # beyond dt's range: callers that need the exact overflow boundary check it themselves
   lo, hi = (x, np.nextafter(x, dt(np.inf))) if Fraction(float(x)) <= q else (np.nextafter(x, dt(-np.inf)), x)
   if not (np.isfinite(lo) and np.isfinite(hi)): return x
   dlo, dhi = q - Fraction(float(lo)), Fraction(float(hi)) - q
