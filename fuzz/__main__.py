@@ -1,4 +1,5 @@
-"""Command line: `python -m fuzz TARGET [--time S] [--cases N] [--seed N] [--findings DIR]`, `python -m fuzz replay FILE...`, `python -m fuzz list`."""
+"""Command line: `python -m fuzz TARGET [--time S] [--cases N] [--seed N] [--findings DIR]`, `python -m fuzz replay FILE...`,
+`python -m fuzz list`."""
 from __future__ import annotations
 import argparse, pathlib, sys
 from fuzz import registry, runner

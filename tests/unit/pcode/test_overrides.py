@@ -2,11 +2,11 @@
 Expected values come from numpy's IEEE arithmetic or from constants published independently of the ISA text."""
 import numpy as np
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp, SOPPOp, VOP1Op, VOP3Op, VOP3POp, VOP3SDOp
+from tinygrad.runtime.autogen.amd.rdna3.enum import SOPPOp, VOP1Op, VOP3Op, VOP3POp, VOP3SDOp
 from emu.pcode import OpState, compile_op, ops_for
 from emu.pcode.overrides import EXECUTOR_OWNED, PCODE_FIXES
 from emu.pcode.handwritten import HANDWRITTEN
-from tinygrad.renderer.amd.dsl import s, v
+from tinygrad.renderer.amd.dsl import s as sreg, v as vreg
 from emu.amd import run_program
 from emu.amd.arch import get_spec
 from emu.amd.memory import MemoryMap
@@ -124,8 +124,8 @@ def test_global_addtid_ops_address_sgpr_base_plus_offset_plus_lane_times_4(arch,
   mem = MemoryMap()
   mem.map(buf.ctypes.data, buf.nbytes, "buf", backing=buf.view(np.uint8))
   off = {"offset": 16} if arch == "gfx1100" else {"ioffset": 16}
-  store = spec.ins.global_store_addtid_b32(**{data: v[1], addr: v[255]}, saddr=s[0:1], **off)
-  load = spec.ins.global_load_addtid_b32(vdst=v[2], **{addr: v[255]}, saddr=s[0:1], **off)
+  store = spec.ins.global_store_addtid_b32(**{data: vreg[1], addr: vreg[255]}, saddr=sreg[0:1], **off)
+  load = spec.ins.global_load_addtid_b32(vdst=vreg[2], **{addr: vreg[255]}, saddr=sreg[0:1], **off)
   st = run_program([store, load], arch=arch, lanes=32, sgprs={0: buf.ctypes.data}, vgprs={1: np.arange(32) * 10 + 7}, memory=mem)
   assert list(buf[4:36]) == [10 * i + 7 for i in range(32)] and not buf[:4].any() and not buf[36:].any()
   assert list(st.vgpr[0, :, 2]) == [10 * i + 7 for i in range(32)]
