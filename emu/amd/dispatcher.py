@@ -24,6 +24,7 @@ TTMP7, TTMP9 = 115, 117   # scalar operand numbers of the trap temporaries (ttmp
 CHUNK_WAVES = 512
 CHUNK_SCRATCH_BYTES = 256 << 20   # a chunk's private memory is allocated at once: fewer waves per chunk when each needs much
 MAX_WORKGROUP_THREADS = 1024
+MAX_SCRATCH_PER_LANE = 128 << 10   # about what the widest TMPRING_SIZE.WAVESIZE field encodes (gfx11: 15 bits of 256 B per wave64)
 
 class LaunchConfig:
   """What RSRC1/RSRC2 and the dispatch say about each wave's start state."""
@@ -45,6 +46,8 @@ class LaunchConfig:
       raise GPUInvalidDispatch(f"invalid dispatch: a workgroup of {self.threads} threads {d.workgroup} exceeds {MAX_WORKGROUP_THREADS}")
     if self.lds_bytes > spec.max_lds:
       raise GPUInvalidDispatch(f"invalid dispatch: {self.lds_bytes} bytes of LDS per workgroup exceed {spec.name}'s {spec.max_lds}")
+    if d.scratch_per_lane > MAX_SCRATCH_PER_LANE:
+      raise GPUInvalidDispatch(f"invalid dispatch: {d.scratch_per_lane} bytes of scratch per lane exceed the hardware's {MAX_SCRATCH_PER_LANE}")
     if d.scratch_per_lane * self.lanes * self.waves_per_wg > CHUNK_SCRATCH_BYTES:
       raise GPUInvalidDispatch(f"invalid dispatch: {d.scratch_per_lane} bytes of scratch per lane for {self.threads} threads exceed "
                                f"the emulator's {CHUNK_SCRATCH_BYTES >> 20} MiB per workgroup")

@@ -6,14 +6,16 @@ Every access is checked against the map first; an access that any lane makes out
 """
 from __future__ import annotations
 import bisect, ctypes
+from typing import Callable
 import numpy as np
 from emu.amd.api import GPUMemoryFault
 
 class Mapping:
-  """One mapped range [addr, addr+size), viewed as bytes in place."""
-  __slots__ = ("addr", "size", "name", "writable", "view")
-  def __init__(self, addr:int, size:int, name:str, writable:bool, backing:np.ndarray|None):
-    self.addr, self.size, self.name, self.writable = addr, size, name, writable
+  """One mapped range [addr, addr+size), viewed as bytes in place. `present()`, when given, says whether the range can still be
+  reached (host memory the process may unmap); every access to a range that is not faults."""
+  __slots__ = ("addr", "size", "name", "writable", "view", "present")
+  def __init__(self, addr:int, size:int, name:str, writable:bool, backing:np.ndarray|None, present:Callable[[], bool]|None=None):
+    self.addr, self.size, self.name, self.writable, self.present = addr, size, name, writable, present
     self.view = backing if backing is not None else np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(addr))
   @property
   def end(self) -> int: return self.addr + self.size
@@ -25,14 +27,16 @@ class MemoryMap:
     self._starts: list[int] = []
     self._maps: list[Mapping] = []
 
-  def map(self, addr:int, size:int, name:str="", writable:bool=True, backing:np.ndarray|None=None) -> Mapping:
+  def map(self, addr:int, size:int, name:str="", writable:bool=True, backing:np.ndarray|None=None,
+          present:Callable[[], bool]|None=None) -> Mapping:
     """Map [addr, addr+size). `backing` (a uint8 array of `size`) stands in for host memory at addr, e.g. for a device-local
-    aperture; by default the range is host memory at that address, which the caller must keep alive while mapped."""
+    aperture; by default the range is host memory at that address, which the caller must keep alive while mapped. `present`:
+    see Mapping."""
     if size <= 0: raise ValueError(f"cannot map {size} bytes at {addr:#x}")
     i = bisect.bisect_right(self._starts, addr)
     if (i > 0 and self._maps[i-1].end > addr) or (i < len(self._maps) and self._maps[i].addr < addr + size):
       raise ValueError(f"mapping {addr:#x}+{size:#x} overlaps {self._maps[i-1] if i > 0 and self._maps[i-1].end > addr else self._maps[i]}")
-    m = Mapping(addr, size, name, writable, backing)
+    m = Mapping(addr, size, name, writable, backing, present)
     self._starts.insert(i, addr)
     self._maps.insert(i, m)
     return m
@@ -55,6 +59,7 @@ class MemoryMap:
   # ---- scalar (whole-buffer) access, used by command processors and DMA engines ----
   def _span(self, addr:int, size:int, write:bool) -> np.ndarray:
     if (m:=self.find(addr, size)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{size} bytes")
+    if m.present is not None and not m.present(): raise GPUMemoryFault(addr, write, detail=f"{size} bytes in {m.name}, which the host unmapped")
     return m.view[addr - m.addr : addr - m.addr + size]
 
   def read(self, addr:int, size:int) -> bytes:
@@ -71,6 +76,7 @@ class MemoryMap:
     """Group lane addresses by mapping; fault on the first lane whose [addr, addr+nbytes) is not inside one writable mapping."""
     addrs = np.asarray(addrs, dtype=np.uint64)
     if len(addrs) and (m := self.find(lo := int(addrs.min()), int(addrs.max()) + nbytes - lo)) is not None and (m.writable or not write):
+      if m.present is not None and not m.present(): raise GPUMemoryFault(lo, write, detail=f"{m.name}, which the host unmapped")
       return [(m, slice(None))]   # the common case: every lane inside one mapping
     idx = np.searchsorted(np.asarray(self._starts, dtype=np.uint64), addrs, side="right").astype(np.int64) - 1
     groups: list[tuple[Mapping, np.ndarray]] = []
@@ -78,7 +84,7 @@ class MemoryMap:
     for i in np.unique(idx[~bad]):
       m, sel = self._maps[int(i)], np.nonzero(idx == i)[0]
       over = addrs[sel] > np.uint64(m.end - nbytes)   # not addr + nbytes > end: that sum wraps for addresses near 2**64
-      if over.any() or (write and not m.writable): bad[sel[over] if over.any() else sel] = True
+      if over.any() or (write and not m.writable) or (m.present is not None and not m.present()): bad[sel[over] if over.any() else sel] = True
       else: groups.append((m, sel))
     if bad.any():
       lane = int(np.nonzero(bad)[0][0])

@@ -92,6 +92,7 @@ class Engine:
       try:
         if self._abort is not None: raise PacketError(f"{self.name} queue reset: {self._abort}")
         self.step()
+        self.write64(self.rptr_addr, self.rptr)
       except Stall as e:
         self.stalled, self.stall_reason = True, str(e)
         return progress
@@ -100,7 +101,6 @@ class Engine:
         return True
       self.stalled, progress, self.packet_since = False, True, None
       self.last_progress = time.monotonic()
-      self.write64(self.rptr_addr, self.rptr)
       self.gpu.clock.advance_packet()
       if after_packet is not None: after_packet()
     return progress

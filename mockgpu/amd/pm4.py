@@ -143,7 +143,7 @@ class PM4Engine(Engine):
     elif operation == 1: return  # write-wait-write register handshake (the HDP flush): the flush completes at once
     else: value = self._read_reg(lo)
     if not compare(func, value & mask, ref & mask):
-      raise Stall(f"WAIT_REG_MEM {'mem' if mem_space == 1 else 'reg'}[{(lo & ~3) | (hi << 32) if mem_space == 1 else lo:#x}] & {mask:#x} "
+      raise Stall(f"{'mem' if mem_space == 1 else 'reg'}[{(lo & ~3) | (hi << 32) if mem_space == 1 else lo:#x}] & {mask:#x} "
                   f"{CMP_NAMES[func & 7]} {ref & mask:#x} (reads {value & mask:#x})")
 
   def _dispatch(self, body, where):

@@ -55,7 +55,7 @@ class SDMAEngine(Engine):
     elif op == OP_POLL_REGMEM:
       func, mem_poll, mask = (hdr >> 28) & 7, (hdr >> 31) & 1, dw(4)
       if mem_poll and not compare(func, (value := self.read32(addr := dw(1) | (dw(2) << 32))) & mask, dw(3) & mask):
-        raise Stall(f"POLL_REGMEM mem[{addr:#x}] & {mask:#x} {CMP_NAMES[func]} {dw(3) & mask:#x} (reads {value & mask:#x})")
+        raise Stall(f"mem[{addr:#x}] & {mask:#x} {CMP_NAMES[func]} {dw(3) & mask:#x} (reads {value & mask:#x})")
       # a register poll is the HDP flush handshake, which completes at once
     elif op == OP_TIMESTAMP: self.write64(dw(1) | (dw(2) << 32), self.gpu.clock.now())
     self.rptr += size * 4

@@ -13,7 +13,7 @@ from mockgpu import config
 from mockgpu.amd.engine import SCHEDULER, Engine, PacketError
 from mockgpu.amd.pm4 import PM4Engine
 from mockgpu.amd.sdma import SDMAEngine
-from mockgpu.hostmem import PAGE, Heap, host_mmap, is_mapped, round_up
+from mockgpu.hostmem import PAGE, Heap, alias_shared, host_mmap, host_munmap, is_mapped, round_up
 from mockgpu.kfd.boards import SDMA0_HWID, board
 from mockgpu.kfd.events import EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL, EventTable
 from mockgpu.kfd.gpu import DOORBELL_PAGE, KFDGPU
@@ -130,7 +130,7 @@ class KFDProcess:
     if st.flags & FLAG_USERPTR:
       if st.mmap_offset & (PAGE - 1) or st.va_addr & (PAGE - 1): raise _err(errno.EINVAL, "userptr not page-aligned")
       if not is_mapped(st.mmap_offset, size): raise _err(errno.EFAULT, f"userptr {st.mmap_offset:#x}+{size:#x} is not mapped memory")
-      bo = BO(handle, gpu.gpu_id, st.va_addr, size, st.flags, st.mmap_offset, cpu_addr=st.mmap_offset)
+      bo = BO(handle, gpu.gpu_id, st.va_addr, size, st.flags, st.mmap_offset, cpu_addr=st.mmap_offset, alias=alias_shared(st.mmap_offset, size) or 0)
     else:
       heap = gpu.vram if st.flags & FLAG_VRAM else self.gtt
       try: off = heap.alloc(size)
@@ -147,6 +147,7 @@ class KFDProcess:
     bo = self.bo(st.handle)
     if bo.mapped_on: raise _err(errno.EBUSY, f"buffer {bo.handle:#x} at {bo.va:#x} is still mapped to {len(bo.mapped_on)} GPU(s)")
     del self.bos[bo.handle]
+    if bo.alias: host_munmap(bo.alias, bo.size)
     if bo.heap is not None:
       del self.by_mmap_offset[bo.mmap_offset]
       bo.heap.free(bo.heap_off, bo.size)
@@ -161,7 +162,8 @@ class KFDProcess:
     for i in range(st.n_success, len(ids)):
       gpu = self.bound_gpu(ids[i])
       if gpu.gpu_id not in bo.mapped_on:
-        try: gpu.memory.map(bo.va, bo.size, f"{bo.kind} {bo.handle:#x}", writable=bool(bo.flags & FLAG_WRITABLE), backing=bo.backing())
+        try: gpu.memory.map(bo.va, bo.size, f"{bo.kind} {bo.handle:#x}", writable=bool(bo.flags & FLAG_WRITABLE), backing=bo.backing(),
+                            present=None if bo.heap is not None else bo.present)
         except ValueError as e: raise _err(errno.EINVAL, str(e)) from None
         bo.mapped_on.add(gpu.gpu_id)
       st.n_success = i + 1
@@ -205,7 +207,7 @@ class KFDProcess:
     if self.events.page_addr is None and st.event_page_offset:
       bo = self.bo(st.event_page_offset)
       if bo.size < 0x8000: raise _err(errno.EINVAL, "event page buffer is smaller than 0x8000 bytes")
-      self.events.set_page(bo.heap.base + bo.heap_off if bo.heap is not None else bo.cpu_addr)
+      self.events.set_page(bo.host_address())
     if st.event_type not in (EVENT_SIGNAL, EVENT_MEMORY, EVENT_HW_EXCEPTION): raise _err(errno.EINVAL, f"unsupported event type {st.event_type}")
     if st.event_type == EVENT_SIGNAL and self.events.page_addr is None: raise _err(errno.EINVAL, "signal event without an event page")
     ev = self.events.create(st.event_type, bool(st.auto_reset))
@@ -257,7 +259,7 @@ class KFDProcess:
       for e in engines:
         if e.packet_since is None or now - e.packet_since < limit: continue
         why = (f"no progress for {now - e.packet_since:.1f} s, as long as the host waits for a signal (HCQDEV_WAIT_TIMEOUT_MS): "
-               f"{e.packet}{f' is stalled on {e.stall_reason}' if e.stalled else ' is still executing'}")
+               f"{e.packet}{f' is stalled waiting for {e.stall_reason}' if e.stalled else ' is still executing'}")
         with SCHEDULER.lock:
           if e.stalled and e.pending(): e.fail(PacketError(f"{e.name} queue reset: {why}"))
           elif e.pending(): e.abort(why)
@@ -284,7 +286,8 @@ class KFDProcess:
   def mmap_render(self, gpu:KFDGPU, start:int, size:int, prot:int, flags:int, offset:int) -> int:
     """mmap of a render node: maps the buffer object whose mmap_offset is `offset`, aliasing the GPU's view of it."""
     if (bo:=self.by_mmap_offset.get(offset)) is None or bo.heap is None: raise _err(errno.EINVAL, f"no buffer object at mmap offset {offset:#x}")
-    if bo.gpu_id != gpu.gpu_id and bo.heap is gpu.vram: raise _err(errno.EINVAL, "buffer object belongs to another render node")
+    if bo.gpu_id != gpu.gpu_id:   # mmap offsets belong to the render node of the GPU the buffer was allocated on
+      raise _err(errno.EINVAL, f"buffer object at mmap offset {offset:#x} belongs to renderD{self.by_id[bo.gpu_id].render_minor}, not renderD{gpu.render_minor}")
     if size > bo.size: raise _err(errno.EINVAL, f"mmap of {size:#x} bytes exceeds buffer object size {bo.size:#x}")
     return host_mmap(start, size, prot, flags | mmap.MAP_SHARED, bo.heap.fd, bo.heap_off)
 

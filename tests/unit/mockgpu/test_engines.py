@@ -2,7 +2,7 @@
 import ctypes, struct
 import numpy as np
 import pytest
-from emu.amd.api import Dispatch
+from emu.amd.api import Dispatch, GPUHangFault
 from emu.amd.memory import MemoryMap
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import GPUContext, Scheduler
@@ -124,3 +124,84 @@ def test_devwrite_proxy_sees_doorbell_stores_and_stays_a_memoryview():
     assert type(plain) is memoryview
     with pytest.raises(IndexError): mv[2] = 0
   finally: devwrite.unwatch(rng)
+
+# ---- malformed streams: each ends in a PacketError naming the engine, the packet and its offset, and executes nothing of it ----
+def test_pm4_packet_longer_than_the_published_ring_is_an_error_and_runs_nothing():
+  gpu, sched = FakeGPU(), Scheduler()
+  eng = pm4(gpu)
+  sched.add(eng)
+  rel = pkt3(0x49, 0, 1 << 29, (gpu.base + 0x400) & 0xffffffff, (gpu.base + 0x400) >> 32, 77, 0, 0)   # 8 dwords
+  for i, d in enumerate(rel): gpu.put(RING + 4 * i, [d])
+  eng.doorbell(3)   # the host published only the first 3 dwords
+  sched.kick(eng)
+  assert sched.wait_idle(10)
+  assert eng.dead is not None and "truncated packet" in str(eng.dead) and "RELEASE_MEM" in str(eng.dead) and "ring offset 0x0" in str(eng.dead)
+  assert gpu.u32(0x400) == 0 and gpu.faults
+
+def test_sdma_nop_longer_than_the_published_ring_is_an_error_and_the_fence_after_it_does_not_run_silently():
+  gpu, sched = FakeGPU(), Scheduler()
+  eng = SDMAEngine(gpu, gpu.base + RING, 0x1000, gpu.base + RPTR, gpu.base + WPTR)
+  sched.add(eng)
+  b = gpu.base
+  submit(gpu, eng, sched, [0x3fff << 16] + [5, (b + 0x200) & 0xffffffff, (b + 0x200) >> 32, 11])   # NOP claiming 0x4000 dwords, FENCE
+  assert eng.dead is not None and "NOP" in str(eng.dead) and "ring offset 0x0" in str(eng.dead) and eng.rptr <= eng.wptr
+  assert gpu.u32(0x200) == 0
+
+def test_sdma_write_cut_by_the_write_pointer_moves_nothing():
+  gpu, sched = FakeGPU(), Scheduler()
+  eng = SDMAEngine(gpu, gpu.base + RING, 0x1000, gpu.base + RPTR, gpu.base + WPTR)
+  sched.add(eng)
+  b = gpu.base + 0x300
+  pkt = [2, b & 0xffffffff, b >> 32, 3, 1, 2, 3, 4]   # WRITE of 4 dwords: 8 dwords in all
+  for i, d in enumerate(pkt): gpu.put(RING + 4 * i, [d])
+  eng.doorbell(6 * 4)   # the last two data dwords are not published
+  sched.kick(eng)
+  assert sched.wait_idle(10)
+  assert eng.dead is not None and "WRITE" in str(eng.dead) and "truncated" in str(eng.dead) and not gpu.buf[0x300:0x310].any()
+
+def test_pm4_register_write_outside_the_set_sh_reg_window_is_an_error():
+  gpu, sched = FakeGPU(), Scheduler()
+  eng = pm4(gpu)
+  sched.add(eng)
+  submit(gpu, eng, sched, pkt3(0x76, 0x3fffff00, 1))
+  assert eng.dead is not None and "SET_SH_REG" in str(eng.dead) and "0x3fffff00" in str(eng.dead) and not eng.reg
+
+def test_pm4_indirect_buffer_that_chains_to_itself_ends_in_bounded_time(monkeypatch):
+  import mockgpu.amd.pm4 as pm4_mod
+  monkeypatch.setattr(pm4_mod, "MAX_IB_PACKETS", 5000)
+  gpu, sched = FakeGPU(), Scheduler()
+  eng = pm4(gpu)
+  sched.add(eng)
+  ib_addr = gpu.base + 0x3000
+  ib = pkt3(0x10, 0) + pkt3(0x3F, ib_addr & 0xffffffff, ib_addr >> 32, 6 | 1 << 23)   # a NOP, then the IB itself again (6 dwords)
+  gpu.put(0x3000, ib)
+  submit(gpu, eng, sched, pkt3(0x3F, ib_addr & 0xffffffff, ib_addr >> 32, len(ib) | 1 << 23))
+  assert eng.dead is not None and "never returns" in str(eng.dead) and f"IB {ib_addr:#x}" in str(eng.dead)
+
+def test_pm4_packet_memory_fault_names_the_packet_and_its_offset():
+  gpu, sched = FakeGPU(), Scheduler()
+  eng = pm4(gpu)
+  sched.add(eng)
+  far = gpu.base + (1 << 40)
+  submit(gpu, eng, sched, pkt3(0x10, 0) + pkt3(0x49, 0, 1 << 29, far & 0xffffffff, far >> 32, 1, 0, 0))
+  err = eng.dead
+  assert err is not None and err.addr == far and "RELEASE_MEM at ring offset 0x8" in str(err)
+
+def test_abort_resets_a_queue_whose_dispatch_is_running():
+  import threading
+  cancelled, started = threading.Event(), threading.Event()
+  class Cancellable(FakeGPU):
+    def cancel(self, reason): cancelled.set()
+  gpu, sched = Cancellable(), Scheduler()
+  def dispatch(d):   # a dispatch that runs until the GPU is told to stop it, as emu.amd's watchdog does
+    started.set()
+    assert cancelled.wait(10)
+    raise GPUHangFault("was reset: test", 0)
+  eng = PM4Engine(gpu, gpu.base + RING, 0x1000, gpu.base + RPTR, gpu.base + WPTR, regs=ComputeRegs((11, 0, 0)), dispatch=dispatch)
+  sched.add(eng)
+  eng.doorbell(len(d := pkt3(0x15, 1, 1, 1, 1)))
+  gpu.put(RING, d)
+  sched.kick(eng)
+  assert started.wait(10)   # the worker is inside the dispatch; the host thread is free
+  assert sched.abort("host exit") == [eng]
+  assert sched.wait_idle(10) and isinstance(eng.dead, GPUHangFault) and gpu.faults
