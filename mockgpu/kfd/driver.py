@@ -27,6 +27,7 @@ QUEUE_COMPUTE, QUEUE_SDMA, QUEUE_COMPUTE_AQL = 0, 1, 2
 ENOTSUPP = 524  # the kernel-internal errno the driver returns for unsupported queue types
 HW_EXCEPTION_PER_ENGINE_RESET, HW_EXCEPTION_GPU_HANG = 1, 0
 RESET_WAIT_S = 2.0   # how long WAIT_EVENTS keeps waiting for the fault of a dispatch it has just cancelled
+RESET_AT = 0.9       # share of tinygrad's wait timeout after which a queue without progress is reset (before tinygrad gives up)
 
 def host_wait_timeout_s() -> float:
   """How long tinygrad waits for a signal before giving up: HCQDEV_WAIT_TIMEOUT_MS (milliseconds, default 30000)."""
@@ -248,17 +249,17 @@ class KFDProcess:
     st.wait_result = 0 if ok else 1  # KFD_IOC_WAIT_RESULT_COMPLETE / _TIMEOUT
 
   def _reset_hung_queues(self) -> bool:
-    """Reset every queue whose packet has not completed for as long as tinygrad waits for a signal (HCQDEV_WAIT_TIMEOUT_MS,
-    read as tinygrad reads it) while no queue of its GPU made progress: tinygrad's wait has timed out or is about to, and
-    finds the reason in the hardware-exception event instead of an empty report. A stalled queue dies at once, naming what
+    """Reset every queue whose packet has not completed for RESET_AT of the time tinygrad waits for a signal
+    (HCQDEV_WAIT_TIMEOUT_MS, read as tinygrad reads it) while no queue of its GPU made progress: tinygrad's wait is about to
+    time out, and finds the reason in the hardware-exception event instead of an empty report. A stalled queue dies at once, naming what
     it waits for; a dispatch still executing is cancelled (its fault follows within RESET_WAIT_S). Returns whether any was."""
-    limit, now, hit = host_wait_timeout_s(), time.monotonic(), False
+    limit, now, hit = host_wait_timeout_s() * RESET_AT, time.monotonic(), False
     for gpu in self.gpus:
       engines = [e for e in gpu.doorbells.values() if e.pending()]
       if not engines or now - max(e.last_progress for e in gpu.doorbells.values()) < limit: continue
       for e in engines:
         if e.packet_since is None or now - e.packet_since < limit: continue
-        why = (f"no progress for {now - e.packet_since:.1f} s, as long as the host waits for a signal (HCQDEV_WAIT_TIMEOUT_MS): "
+        why = (f"no progress for {now - e.packet_since:.1f} s, about as long as the host waits for a signal (HCQDEV_WAIT_TIMEOUT_MS): "
                f"{e.packet}{f' is stalled waiting for {e.stall_reason}' if e.stalled else ' is still executing'}")
         with SCHEDULER.lock:
           if e.stalled and e.pending(): e.fail(PacketError(f"{e.name} queue reset: {why}"))

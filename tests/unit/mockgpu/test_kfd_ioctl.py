@@ -142,3 +142,14 @@ def test_signal_event_through_mailbox_and_wait():
   assert w.wait_result == 0 and arr[1].memory_exception_data.gpu_id == 0
   bad = (kfd.struct_kfd_event_data * 1)(kfd.struct_kfd_event_data(event_id=4000))
   assert errno_of(call, s.proc, "WAIT_EVENTS", events_ptr=ctypes.addressof(bad), num_events=1, timeout=1) == errno.EINVAL
+
+@pytest.mark.parametrize("flags", [VRAM, GTT])
+def test_mmap_through_another_gpus_render_node_is_refused(flags):
+  # mmap offsets belong to the render node of the GPU that allocated the buffer: GPU 1's node cannot map GPU 0's buffer
+  s = Setup(gpus=2)
+  va = hostmem.host_mmap(0, 4096, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000, -1, 0)
+  mem = call(s.proc, "ALLOC_MEMORY_OF_GPU", va_addr=va, size=4096, gpu_id=s.gpu_ids[0], flags=flags)
+  other = s.vfs.file(s.drm[1]).dev
+  with pytest.raises(OSError) as e: other.mmap(va, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | 0x10, mem.mmap_offset)
+  assert e.value.errno == errno.EINVAL and "renderD128" in str(e.value) and "renderD129" in str(e.value)
+  assert s.vfs.file(s.drm[0]).dev.mmap(va, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | 0x10, mem.mmap_offset) == va
