@@ -288,7 +288,8 @@ class KFDProcess:
     """mmap of a render node: maps the buffer object whose mmap_offset is `offset`, aliasing the GPU's view of it."""
     if (bo:=self.by_mmap_offset.get(offset)) is None or bo.heap is None: raise _err(errno.EINVAL, f"no buffer object at mmap offset {offset:#x}")
     if bo.gpu_id != gpu.gpu_id:   # mmap offsets belong to the render node of the GPU the buffer was allocated on
-      raise _err(errno.EINVAL, f"buffer object at mmap offset {offset:#x} belongs to renderD{self.by_id[bo.gpu_id].render_minor}, not renderD{gpu.render_minor}")
+      raise _err(errno.EINVAL, f"buffer object at mmap offset {offset:#x} belongs to renderD{self.by_id[bo.gpu_id].render_minor}, "
+                 f"not renderD{gpu.render_minor}")
     if size > bo.size: raise _err(errno.EINVAL, f"mmap of {size:#x} bytes exceeds buffer object size {bo.size:#x}")
     return host_mmap(start, size, prot, flags | mmap.MAP_SHARED, bo.heap.fd, bo.heap_off)
 

@@ -1,6 +1,6 @@
 """Kernels through tinygrad's AMD runtime on the mock KFD and the emulated GPU; expected values come from numpy."""
 import pytest
-from tinygrad_run import ARCH, assert_mmu_fault_and_survival, emulator_available, raw_kernel_script, run, run_json
+from tinygrad_run import ARCH, SPIN, assert_mmu_fault_and_survival, emulator_available, raw_kernel_script, run, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -86,17 +86,7 @@ def test_out_of_bounds_kernel_is_tinygrads_mmu_fault_and_process_survives():
   assert_mmu_fault_and_survival(ARCH)
 
 def test_runaway_kernel_is_a_hang_fault():
-  spin = """define amdgpu_kernel void @spin(ptr addrspace(1) %p) {
-    entry:
-      br label %loop
-    loop:
-      %v = load volatile i32, ptr addrspace(1) %p
-      %c = icmp eq i32 %v, 12345
-      br i1 %c, label %exit, label %loop
-    exit:
-      ret void
-    }"""
-  p = run(raw_kernel_script("spin", spin), env={"EMU_WATCHDOG": "20000"})
+  p = run(raw_kernel_script("spin", SPIN), env={"EMU_WATCHDOG": "20000"})   # the deterministic budget: 20,000 wave-instructions
   assert "FAULT HW fault:" in p.stdout, p.stdout + p.stderr[-2000:]
   assert "GPU hang" in p.stderr
 

@@ -1,21 +1,10 @@
 """What the bench promises under interrupts, hangs and misuse, through tinygrad end to end (docs/reliability.md lists each class
 with its test). Expected data come from arithmetic worked by hand (ones plus two increments are threes)."""
-import json, os, signal, subprocess, sys, textwrap, time
+import json, os, subprocess, sys, textwrap, time
 import pytest
-from tinygrad_run import ARCH, PRELUDE, ROOT, emulator_available, run
+from tinygrad_run import ARCH, PRELUDE, ROOT, SPIN, emulator_available, run
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
-
-SPIN = """define amdgpu_kernel void @spin(ptr addrspace(1) %p) {
-  entry:
-    br label %loop
-  loop:
-    %v = load volatile i32, ptr addrspace(1) %p
-    %c = icmp eq i32 %v, 12345
-    br i1 %c, label %exit, label %loop
-  exit:
-    ret void
-  }"""
 
 def launch_spin(waves:int) -> str:
   """Child code: compile SPIN with tinygrad's own compiler and launch it on `waves` one-wave workgroups without waiting."""

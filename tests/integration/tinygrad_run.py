@@ -48,6 +48,17 @@ def llvm_missing(arch:str) -> str | None:
   if have >= AMD_TARGETS[arch]: return None
   return f"{arch} needs libLLVM >= {AMD_TARGETS[arch]}, the newest here is {have or 'none'} (./bench.sh setup installs one where apt has it)"
 
+SPIN = """define amdgpu_kernel void @spin(ptr addrspace(1) %p) {
+  entry:
+    br label %loop
+  loop:
+    %v = load volatile i32, ptr addrspace(1) %p
+    %c = icmp eq i32 %v, 12345
+    br i1 %c, label %exit, label %loop
+  exit:
+    ret void
+  }"""   # a runaway kernel (LLVM IR): it spins until its buffer holds 12345, which nothing writes
+
 def raw_kernel_script(name:str, llvm_ir:str, after:str="") -> str:
   """A child script that compiles `llvm_ir` (one kernel `name` taking one buffer) with tinygrad's own compiler, launches it on a
   16-float buffer, prints `FAULT <error>` if tinygrad raises, then runs `after`."""

@@ -58,7 +58,8 @@ def test_failure_inside_an_instruction_is_an_emulator_error_naming_pc_instructio
   # v_lshlrev_b64 v[255:256], 1, v[0:1]: a 64-bit destination at the last VGPR
   ("gfx1100", "rdna3", lambda: raw("rdna3", "VOP3", op=op("rdna3", "VOP3", "V_LSHLREV_B64"), vdst=255, src0=129, src1=256, src2=128), "v[255:256]"),
   # gfx942 v_cmp_eq_u32_e64 with SDST field 254: no SGPR (the wheel calls it LDS_DIRECT)
-  ("gfx942", "cdna", lambda: raw("cdna", "VOP3_SDST", op=op("cdna", "VOP3_SDST", "V_CMP_EQ_U32_E64"), vdst=254, src0=256, src1=257), "SGPR destination"),
+  ("gfx942", "cdna", lambda: raw("cdna", "VOP3_SDST", op=op("cdna", "VOP3_SDST", "V_CMP_EQ_U32_E64"), vdst=254, src0=256, src1=257),
+   "SGPR destination"),
   # gfx942 SDWA source select 7 (reserved)
   ("gfx942", "cdna", lambda: raw("cdna", "VOP2_SDWA", op=op("cdna", "VOP2_SDWA", "V_ADD_F32_E32"), vdst=0, vsrc0=1, vsrc1=2, src0=249,
                                  dst_sel=6, dst_unused=0, src0_sel=7, src1_sel=6), "select 7 is reserved"),
