@@ -37,9 +37,10 @@ class GPUTrapFault(GPUFault):
 
 class GPUIllegalInstruction(GPUFault):
   """The decoder met bytes that are no instruction of this arch, or an instruction the emulator does not implement."""
-  def __init__(self, pc:int, word:int|bytes, reason:str):
-    self.pc, self.word, self.reason = pc, word, reason
-    super().__init__(f"illegal instruction at pc={pc:#x} ({word.hex() if isinstance(word, bytes) else hex(word)}): {reason}")
+  def __init__(self, pc:int, word:int|bytes, reason:str, wave:tuple|None=None):
+    self.pc, self.word, self.reason, self.wave = pc, word, reason, wave
+    super().__init__(f"illegal instruction at pc={pc:#x} ({word.hex() if isinstance(word, bytes) else hex(word)}): {reason}"
+                     f"{f' wave={wave}' if wave else ''}")
 
 class IllegalOperand(Exception):
   """Raised by the operand layer when an operand turns out to be impossible only once the wave runs (a wave64 lane mask at

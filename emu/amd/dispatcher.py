@@ -151,10 +151,13 @@ class Dispatcher:
       if self.timing is not None: self.timing.issue(step, ws + first_wave, pc)
       step.run(m, ws)
       if self.tracer is not None: self.tracer.after(m.st, ws, step)
+    except GPUIllegalInstruction as e:   # decoded or compiled without a wave in view: name the first wave that reached it
+      if e.wave is not None: raise
+      raise GPUIllegalInstruction(e.pc, e.word, e.reason, wave=m.st.wave_id[int(ws[0])]) from None
     except GPUFault: raise
     except IllegalOperand as e:
       assert step is not None
-      raise GPUIllegalInstruction(pc, step.instr.raw, f"{step.instr.name}: {e}") from None
+      raise GPUIllegalInstruction(pc, step.instr.raw, f"{step.instr.name}: {e}", wave=m.st.wave_id[int(ws[0])]) from None
     except Exception as e:   # MemoryError included: a fault report must never be the reason a fault is lost
       raise GPUEmulatorError(pc, describe(step.instr) if step is not None else "while decoding", m.st.wave_id[int(ws[0])], e) from e
     return step

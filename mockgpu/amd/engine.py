@@ -161,11 +161,13 @@ class Scheduler:
     self._wake.set()
 
   def poll(self):
-    """The host touched device memory (every tinygrad `to_mv`): retry stalled engines; while the worker is busy, wait (GIL
-    released) until it reports progress or HOST_WAIT_S passes, so a polling host does not compete with the emulation."""
+    """The host touched device memory (every tinygrad `to_mv`): retry stalled engines; while the worker is busy or has been
+    woken, wait (GIL released) until it reports progress or HOST_WAIT_S passes, so a polling host does not compete with the
+    emulation for the GIL (a spinning host would hold the worker off for a whole switch interval at every hand-over)."""
     if self._worker_ident == threading.get_ident() or not self.engines: return
     if self.has_stalled(): self.kick()
-    if self.busy: self.wait_progress(self.HOST_WAIT_S)
+    # busy, or about to be (a doorbell the worker has not picked up yet): let it run now instead of after a GIL switch interval
+    if self.busy or self._wake.is_set(): self.wait_progress(self.HOST_WAIT_S)
 
   def wait_progress(self, timeout:float):
     """Block until the worker reports progress (a packet done, a pass over the engines) or `timeout` seconds pass.

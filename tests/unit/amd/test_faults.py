@@ -65,8 +65,9 @@ def test_failure_inside_an_instruction_is_an_emulator_error_naming_pc_instructio
                                  dst_sel=6, dst_unused=0, src0_sel=7, src1_sel=6), "select 7 is reserved"),
 ])
 def test_impossible_operands_are_illegal_instructions(arch, family, code, what):
-  with pytest.raises(GPUIllegalInstruction, match=what.replace("[", r"\[").replace("]", r"\]")):
+  with pytest.raises(GPUIllegalInstruction, match=what.replace("[", r"\[").replace("]", r"\]")) as e:
     run_program([code()], arch=arch, lanes=64)
+  assert e.value.pc is not None and e.value.wave == (0, 0, 0, 0) and "wave=(0, 0, 0, 0)" in str(e.value)
 
 def test_a_fault_message_survives_an_instruction_the_wheel_cannot_print():
   # v_cndmask_b16 with src0 = 223 (a reserved source code): the wheel's own repr of it raises; the fault must still be reported
