@@ -448,12 +448,13 @@ for _n, _f in _VINT16.items(): _add("integer VALU (16-bit)", _n, Op("valu", 16, 
 _add("integer VALU (32-bit)", "V_CNDMASK_B32", Op("valu", 32, lambda a, b, mask: {"D0": b if mask else a}, fsrc=(32, 32), reads=("mask",)))
 _add("integer VALU (16-bit)", "V_CNDMASK_B16", Op("valu", 16, lambda a, b, mask: {"D0": b if mask else a}, fsrc=(16, 16), reads=("mask",)))
 
-# carry ops: 'CO' is the lane's carry/borrow-out bit (VCC in VOP2, SDST in VOP3SD); the carry-in is the lane's mask bit
+# carry ops: 'CO' is the lane's carry/borrow-out bit (VCC in VOP2, SDST in VOP3SD); the carry-in is the lane's mask bit. VOP3 clamp
+# saturates the unsigned result of all of them, the carry-in forms included (the carry-out still reports the overflow)
 def _carry(f:Callable, co:Callable, ci:bool) -> Op:
   def fn(a, b, mask=0, clamp=False):
     r = f(a, b, mask)
     return {"D0": _sat(r, 0, M32) if clamp else r & M32, "CO": int(co(a, b, mask))}
-  return Op("valu", 32, fn, clamp="" if ci else "int", reads=("mask",) if ci else (), carry=True)
+  return Op("valu", 32, fn, clamp="int", reads=("mask",) if ci else (), carry=True)
 _add("carry", "V_ADD_CO_U32", _carry(lambda a, b, c: a + b, lambda a, b, c: a + b > M32, False))
 _add("carry", "V_SUB_CO_U32", _carry(lambda a, b, c: a - b, lambda a, b, c: b > a, False))
 _add("carry", "V_SUBREV_CO_U32", _carry(lambda a, b, c: b - a, lambda a, b, c: a > b, False))

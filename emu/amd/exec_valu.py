@@ -66,6 +66,8 @@ def store_lane_bits(st, ws:np.ndarray, lanes:Lanes, reg:int, bits:np.ndarray):
     full[lanes.wi, lanes.ln] = b
   st.store_mask_bits(ws, reg, full)
 
+SOURCE_WRITES = frozenset({"S0", "S1", "S2"})   # pcode results that go back to a source operand's register
+
 class SrcSpec:
   """A source operand plus the per-operand modifiers of its encoding."""
   def __init__(self, src:Src, fkind:int, neg:bool=False, abs_:bool=False, packed:tuple|None=None):
@@ -227,12 +229,18 @@ class ValuStep(Step):
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
     if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, wv, ln, self.spec.exec_lo)
     if self.per_wave: o.VGPR = VgprFile(st.vgpr[int(ws[0]), :, :AGPR_BASE])
+    carry_in = np.array(o.VCC, copy=True) if self.int_clamp is not None and "VCC" in op.lane_masks & op.reads else None
     op.fn(o)
     for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
+    for name in SOURCE_WRITES & op.writes:   # the pcode assigns a source operand (V_SWAP_B32/B16): its register is written back
+      src = self.srcs[name].src
+      if src.kind != "vgpr": raise GPUIllegalInstruction(0, self.instr.raw, f"{self.instr.op.name}: {name} must be a VGPR")
+      write_vgpr_lanes(st, wv, ln, src.reg, src.bits, np.asarray(getattr(o, name), dtype=U64), src.hi, dense)
     if "D0" in op.writes and "D0" not in op.lane_masks:
       omod = self.omod if self.omod and omod_applies(st.mode(int(ws[0])), self.d_bits, self.spec.ieee_mode) else 0
       d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, omod, self.clamp, self.d_packed) if self.d_float else o.D0
-      if self.int_clamp is not None: d = self.int_clamp([getattr(o, n) for n in ("S0", "S1", "S2") if n in self.srcs], d)
+      if self.int_clamp is not None:
+        d = self.int_clamp([getattr(o, n) for n in ("S0", "S1", "S2") if n in self.srcs] + ([carry_in] if carry_in is not None else []), d)
       if self.sdwa_dst is not None:   # SDWA: the result lands in a byte/word of the 32-bit destination
         d = cdna_operands.sdwa_merge(read_vgpr_lanes(st, wv, ln, self.vdst, 32, dense=dense), d, *self.sdwa_dst)
       if self.scalar_dst: write_sgpr(st, wv, self.vdst, self.d_bits, np.asarray(d, dtype=U64))

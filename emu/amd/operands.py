@@ -177,16 +177,21 @@ def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool, packed:bool=
 # V_PK_ADD/SUB_{U,I}16, saturated per 16-bit half (LLVM selects them with clamp for v2i16 add/sub sat; the packed mads define none).
 _SEXT24 = lambda x: ((x & 0xffffff) ^ 0x800000) - 0x800000
 _ADD, _SUB, _SUBREV, _MAD = (lambda a, b, c: a + b), (lambda a, b, c: a - b), (lambda a, b, c: b - a), (lambda a, b, c: a * b + c)
+_ADD_CARRY, _SUB_CARRY, _SUBREV_CARRY = (lambda a, b, c: a + b + c), (lambda a, b, c: a - b - c), (lambda a, b, c: b - a - c)
 INT_CLAMP_OPS = {"V_ADD_NC_": _ADD, "V_ADD_CO_U32": _ADD, "V_ADD3_U32": lambda a, b, c: a + b + c, "V_SUB_NC_": _SUB, "V_SUB_CO_U32": _SUB,
                  "V_SUBREV_NC_": _SUBREV, "V_SUBREV_CO_U32": _SUBREV, "V_MAD_U16": _MAD, "V_MAD_I16": _MAD, "V_MAD_LEGACY_U16": _MAD,
                  "V_MAD_LEGACY_I16": _MAD, "V_MAD_U32_U24": lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c,
                  "V_MAD_I32_I24": lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c,
                  **{f"V_ADD_{t}": _ADD for t in ("U16", "U32", "I16", "I32")}, **{f"V_SUB_{t}": _SUB for t in ("U16", "U32", "I16", "I32")},
                  "V_SUBREV_U16": _SUBREV, "V_SUBREV_U32": _SUBREV, **{f"V_PK_{o}_{t}": f for o, f in (("ADD", _ADD), ("SUB", _SUB))
-                                                                       for t in ("U16", "I16")}}
+                                                                       for t in ("U16", "I16")},
+                 # carry-in ops: the third value is the lane's carry-in bit (RDNA names, then gfx9's)
+                 "V_ADD_CO_CI_U32": _ADD_CARRY, "V_SUB_CO_CI_U32": _SUB_CARRY, "V_SUBREV_CO_CI_U32": _SUBREV_CARRY,
+                 "V_ADDC_CO_U32": _ADD_CARRY, "V_SUBB_CO_U32": _SUB_CARRY, "V_SUBBREV_CO_U32": _SUBREV_CARRY}
 
 def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] | None:
-  """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64, the op's D0) -> D0 with the result bits
+  """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64 (the carry-in bit instead of S2 for the
+  carry-in ops), the op's D0) -> D0 with the result bits
   replaced by the saturated result (bits above the type's width, e.g. the high half of a 16-bit op, kept from D0). V_PK_* ops
   saturate each 16-bit half from the same half of the (op_sel-selected) sources."""
   fn = next((f for prefix, f in INT_CLAMP_OPS.items() if name.startswith(prefix)), None)

@@ -23,6 +23,7 @@ Properties and kinds:
                       address the ISA computes (0 where the ISA's range rules say out of range: LDS past its size, MUBUF past
                       num_records)
   `store-mismatch`    a store left other bytes at its address than its data (lanes whose bytes no other lane touches)
+  `swap-mismatch`     V_SWAP_B32/B16 did not exchange its destination and source (both are written: tmp = D0; D0 = S0; S0 = tmp)
   `wrong-pc`          a SOPP instruction continued elsewhere than the ISA says (branch target from SIMM16 and the SCC/VCCZ/EXECZ
                       condition), or did not end, trap or loop as it should
 The registers an instruction may write come from its destination fields and operands.py (widths; a wave-sized lane mask for compare results)
@@ -52,6 +53,7 @@ MFMA = ("V_MFMA", "V_SMFMAC")
 # (D = A * B + C) with no per-lane EXEC condition, and the emulator writes all of D
 LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC", *MFMA)
 MOVREL = ("V_MOVREL", "V_SWAPREL", "S_MOVREL")
+SWAPS = ("V_SWAP_B32", "V_SWAP_B16")   # tmp = D0; D0 = S0; S0 = tmp: both operands are written
 AGPR_OPS = ("V_ACCVGPR", *MFMA)
 CMPX_WRITES_MASK = ("cdna",)  # GCN/CDNA v_cmpx writes its mask to VCC (or SDST) as well as EXEC; RDNA's writes only EXEC
 
@@ -68,6 +70,7 @@ def allowed_writes(case:dict) -> tuple[set[int], set[int], bool]:
     (sg if d.file == "s" else vg).update(range(d.reg, d.reg + d.count))
     if d.file == "v" and agpr: vg.update(range(N_VGPR + d.reg, N_VGPR + d.reg + d.count))
     if d.file == "v" and d.bits == 16 and fmt in ("VOP1", "VOP2") and d.reg >= 128 and spec.true16: vg.add(d.reg - 128)
+  if name.startswith(SWAPS): vg.update(swap_register(case, "src0")[:1])   # the ISA's swaps also write their source register
   fields, cmpx = case["fields"], "CMPX" in name
   mask = fields["sdst"] if case["cls"].endswith("_SDWA_SDST") and fields["sd"] else VCC  # gfx9 SDWA: sd selects SDST over VCC
   if cmpx or (fmt == "SOP1" and ("SAVEEXEC" in name or "WREXEC" in name)): sg.update(EXEC + i for i in masks)
@@ -119,6 +122,7 @@ def checked_run(case:dict):
     raise Finding("wrong-pc", f"{where}: ran to the end where the ISA says {kind}", key=(case["arch"], case["op"], kind))
   st = out.state
   check_registers(case, st, where)
+  check_swap(case, st, where)
   if base_format(case["cls"]) == "SOPP": check_markers(case, st, where)
   if amd_exec.memory_kind(case): check_memory(case, out, where)
   return st
@@ -147,6 +151,27 @@ def check_registers(case:dict, st, where:str) -> None:
     lane, reg = int(np.nonzero(inactive)[0][np.nonzero(hit.any(1))[0][0]]), int(np.nonzero(hit.any(0))[0][0])
     raise Finding("inactive-lane-write", f"{where}: v{reg} lane {lane} (EXEC={case['exec']:#x}) {int(vgpr0[lane, reg]):#x} -> "
                   f"{int(st.vgpr[0, lane, reg]):#x}", key=(case["arch"], name))
+
+def swap_register(case:dict, field:str) -> tuple[int, int]:
+  """(VGPR, bit offset) a swap's `field` (vdst or src0, a VGPR for these ops) names: on RDNA a 16-bit e32 operand v128+ is the high
+  half of v(n-128) (true16); other swaps use the whole register."""
+  raw = case["fields"][field] - (256 if field == "src0" else 0)
+  if case["op"].startswith("V_SWAP_B16") and amd_exec.spec(case["arch"]).true16 and raw >= 128 and base_format(case["cls"]) == "VOP1":
+    return raw - 128, 16
+  return raw, 0
+
+def check_swap(case:dict, st, where:str) -> None:
+  """swap-mismatch: in each active lane the destination holds the source's old bits and the source the destination's (the
+  ISA's tmp = D0; D0 = S0; S0 = tmp, at 32 or 16 bits); a swap of a register with itself keeps it."""
+  if not case["op"].startswith(SWAPS) or case["fields"]["src0"] < 256: return
+  vgpr0, bits = amd_exec.initial_state(case)[1], 16 if "B16" in case["op"] else 32
+  (dr, dsh), (sr, ssh), m = swap_register(case, "vdst"), swap_register(case, "src0"), (1 << bits) - 1
+  for ln in (i for i in range(case["lanes"]) if (case["exec"] >> i) & 1):
+    old_d, old_s = (int(vgpr0[ln, dr]) >> dsh) & m, (int(vgpr0[ln, sr]) >> ssh) & m
+    got_d, got_s = (int(st.vgpr[0, ln, dr]) >> dsh) & m, (int(st.vgpr[0, ln, sr]) >> ssh) & m
+    if (dr, dsh) != (sr, ssh) and (got_d, got_s) != (old_s, old_d):
+      raise Finding("swap-mismatch", f"{where}: lane {ln}: D {old_d:#x} S {old_s:#x} became D {got_d:#x} S {got_s:#x}",
+                    key=(case["arch"], case["op"]))
 
 def check_markers(case:dict, st, where:str) -> None:
   """wrong-pc: the markers that ran are those the ISA's next PC implies (amd_exec.marker_writes); the others keep their values."""

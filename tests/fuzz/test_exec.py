@@ -90,3 +90,17 @@ def test_compare_fast_math_rule():
   assert compare(got, ref, div, fast_math=True) is None
   assert compare(got, ref, div) is not None and compare(got, ref, add, fast_math=True) is not None  # strict without div or flag
   assert compare(np.array([np.nan, 3.0]), np.array([np.inf, 2.0]), div, fast_math=True) is not None  # finite results still compared
+
+def test_exec_reports_a_swap_that_does_not_write_its_source(monkeypatch):
+  # mutation: the executor writing only D0 of V_SWAP_B32 (the old bug) must be a swap-mismatch finding
+  import emu.amd.exec_valu as exec_valu, emu.amd.steps as steps
+  from fuzz import amd_exec
+  from fuzz.finding import Finding
+  monkeypatch.setattr(exec_valu, "SOURCE_WRITES", frozenset())
+  monkeypatch.setattr(steps, "_steps", {})
+  kinds = set()
+  for i in range(12):
+    case = amd_exec.generate("rdna3", random.Random(i), classes=["VOP1"], ops={"V_SWAP_B32_E32"})
+    try: exec_target.check(case)
+    except Finding as f: kinds.add(f.kind)
+  assert kinds == {"swap-mismatch"}
