@@ -246,6 +246,7 @@ def clamp01(bits:int, w:int) -> dict:
 def evaluate(op:Op, vals:list[int], neg:int=0, abs_:int=0, clamp:bool=False, opsel:int=0, opsel_hi:int=0, neg_hi:int=0, **inputs) -> dict:
   """The op's outputs for raw source values `vals` under the instruction's modifiers (bit i of neg/abs/opsel* for source i)."""
   if op.kind == "pk": return _packed(op, vals, opsel, opsel_hi, neg, neg_hi, clamp)
+  if op.kind == "mix": return op.fn(vals, opsel, opsel_hi, neg, neg_hi, **{k: inputs[k] for k in op.reads})
   vals = [modified(v, op.fsrc[i] if i < len(op.fsrc) else 0, neg >> i & 1, abs_ >> i & 1) for i, v in enumerate(vals)]
   out = op.fn(*vals, **{k: inputs[k] for k in op.reads}, **({"clamp": True} if clamp and op.clamp == "int" else {}))
   if clamp and op.clamp == "float": out = {**out, **clamp01(out["D0"], op.fout)}
@@ -479,6 +480,23 @@ for _n, _h in _h16.items(): _pk(_n, ORACLE[_h])
 _pk("V_PK_MAD_U16", Op("valu", 16, _int(16, False, lambda a, b, c: a * b + c)))   # no clamp defined for the packed mads
 _pk("V_PK_MAD_I16", Op("valu", 16, _int(16, True, lambda a, b, c: a * b + c)))
 for _n, _h in (("V_PK_ADD_F32", "V_ADD_F32"), ("V_PK_MUL_F32", "V_MUL_F32"), ("V_PK_FMA_F32", "V_FMA_F32")): _pk(_n, ORACLE[_h], 64)
+
+# mixed-precision FMA (VOP3P V_FMA_MIX*, RDNA): source i is an f32 (OPSEL_HI[i] = 0) or the f16 half OPSEL[i] names, widened exactly;
+# then |x| where NEG_HI[i] and -x where NEG[i] (the ISA's input modifiers: LLVM encodes abs in neg_hi for these ops); one fused
+# a*b+c rounded to f32; MIXLO/MIXHI convert that to f16 into their half of the destination and keep the other half
+def _mix(half:int|None) -> Callable:
+  def fn(vals, opsel, opsel_hi, neg, neg_hi, d0=0):
+    ins = [modified(v & M32 if not opsel_hi >> i & 1 else round_to(_exact(v >> (16 * (opsel >> i & 1)) & 0xffff, 16), 32), 32,
+                    neg >> i & 1, neg_hi >> i & 1) for i, v in enumerate(vals)]
+    r = fma(*ins, 32)
+    if half is None: return {"D0": r}
+    h, sh = round_to(_exact(r, 32), 16), 16 * half
+    keep = (d0 >> (16 - sh)) & 0xffff
+    ok = lambda g: (g >> (16 - sh)) & 0xffff == keep and ((g >> sh) & 0xffff == h or (is_nan(h, 16) and is_nan((g >> sh) & 0xffff, 16)))
+    return {"D0": (keep << (16 - sh)) | (h << sh), "ok": ok}
+  return fn
+for _n, _half, _w in (("V_FMA_MIX_F32", None, 32), ("V_FMA_MIXLO_F16", 0, 16), ("V_FMA_MIXHI_F16", 1, 16)):
+  _add("packed (VOP3P)", _n, Op("mix", 32, _mix(_half), fsrc=(32, 32, 32), fout=32 if _half is None else 0, reads=() if _half is None else ("d0",)))
 
 def _salu(w:int, f:Callable, scc_mode:str="nz") -> Callable:
   """A SALU op whose SCC is 'nz' (result != 0), 'none' (unchanged) or computed by f itself ('fn': f returns (d, scc), taking scc

@@ -28,7 +28,8 @@ class Val:
 LANE_OPERANDS = {"S0", "S1", "S2", "S3", "D0", "D1", "DATA", "DATA0", "DATA1", "DATA2", "ADDR", "VDATA", "RETURN_DATA", "VADDR", "SRC0_LANE"}
 UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "VDST", "OFFSET", "OFFSET0", "OFFSET1", "OPSEL", "OPSEL_HI",
                 "WAVE32", "WAVE64", "MODE_IEEE", "ROUND_MODE", "EXECZ", "VCCZ", "SDATA", "SGPR", "HW_REGISTERS", "TTMP", "TBA", "TMA", "TrapID",
-                "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "ABS", "CLAMP", "OMOD"}
+                "SDST", "SSRC0", "SSRC1", "SBASE", "SOFFSET", "SADDR", "SRSRC", "IOFFSET", "INST_OFFSET", "SIMM32", "NEG", "NEG_HI", "ABS",
+                "CLAMP", "OMOD"}
 MASK_REGS = {"EXEC", "VCC"}
 # encoding fields some entries `declare` to say where they come from (DS_PERMUTE/BPERMUTE: "VDST, ADDR and DATA0 are from the microcode
 # DS encoding"): they stay inputs

@@ -164,6 +164,18 @@ def _permute(backward:bool, modulus:str, fetch_inactive:bool=False) -> str:
   return ("declare tmp : 32'B[64];\ndeclare OFFSET : 16'U;\ndeclare DATA0 : 32'U;\ndeclare VDST : 32'U;\n"
           f"for i in 0 : WAVE64 ? 63 : 31 do\ntmp[i] = 0x0\nendfor;\nfor i in 0 : WAVE64 ? 63 : 31 do\n{move}\nendfor;\n"
           "for i in 0 : WAVE64 ? 63 : 31 do\nif EXEC[i].u1 then\nVGPR[i][VDST] = tmp[i]\nendif\nendfor")
+_MIX = ("the vendor text never applies the source modifiers, which the hardware applies to each input after its f16 or f32 selection: "
+        "NEG_HI[i] takes |x| and NEG[i] negates (for the mixed-precision ops LLVM encodes abs in neg_hi)")
+def _mix(result:str) -> str:
+  """V_FMA_MIX* / gfx9's V_MAD_MIX* as the vendor writes them, with the input modifiers applied after the selection."""
+  return ("declare in : 32'F[3];\ndeclare S : 32'B[3];\nfor i in 0 : 2 do\nif !OPSEL_HI.u3[i] then\nin[i] = S[i].f32\nelsif OPSEL.u3[i] then\n"
+          "in[i] = f16_to_f32(S[i][31 : 16].f16)\nelse\nin[i] = f16_to_f32(S[i][15 : 0].f16)\nendif;\nif NEG_HI.u3[i] then\nin[i] = abs(in[i])\n"
+          f"endif;\nif NEG.u3[i] then\nin[i] = -in[i]\nendif\nendfor;\n{result}")
+for _op, _d, _r in (("FMA_MIX_F32", "D0[31 : 0].f32", "fma(in[0], in[1], in[2])"), ("MAD_MIX_F32", "D0[31 : 0].f32", "in[0] * in[1] + in[2]")):
+  PCODE_FIXES[f"V_{_op}"] = (_MIX, _mix(f"{_d} = {_r}"))
+  for _half, _bits in (("LO", "15 : 0"), ("HI", "31 : 16")):
+    PCODE_FIXES[f"V_{_op[:-4]}{_half}_F16"] = (_MIX, _mix(f"D0[{_bits}].f16 = f32_to_f16({_r})"))
+
 # per arch, taking precedence over PCODE_FIXES (cdna: CDNA_PCODE_FIXES). rdna3 keeps its "destination lane is MOD 32 regardless of
 # wave size", rdna4 takes the lane modulo the wave size
 ARCH_PCODE_FIXES: dict[str, dict[str, tuple[str, str]]] = {"cdna": CDNA_PCODE_FIXES, "rdna3": {}, "rdna4": {}}
