@@ -114,8 +114,7 @@ class ValuStep(Step):
       hi = w == 16 and fmt in E32 and spec.true16 and code >= 256 + 128   # true16 e32: v128+ is the high half of v(n-128)
       if hi: code -= 128
       pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w in (32, 64)
-      # only VOP3P reads an inline constant into both halves of a packed operand; elsewhere it is the 32-bit value
-      src = resolve_src(code, w, fm, instr.literal, spec, packed=pk and fmt == "VOP3P")
+      src = resolve_src(code, w, fm, instr.literal, spec)
       if w > 64 and src.kind != "vgpr":   # a 128-bit source (v_mqsad_u32_u8's S2) has only the VGPR register class
         raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name}: {field} is a {w}-bit operand and must be a VGPR")
       # VOP3 op_sel: bit i picks the high half of a 16-bit register source (VGPR or SGPR; a constant has no high half)

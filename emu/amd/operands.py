@@ -50,13 +50,13 @@ def float_bits(x:float, width:int) -> int:
   return {16: lambda: int(np.float16(x).view(np.uint16)), 32: lambda: struct.unpack("<I", struct.pack("<f", x))[0],
           64: lambda: struct.unpack("<Q", struct.pack("<d", x))[0]}[width]()
 
-def inline_constant(code:int, bits:int, fkind:int, packed:bool=False) -> int | None:
-  """Raw bits of inline constant `code` for an operand of `bits` width and float kind `fkind`; None if code is no constant."""
+def inline_constant(code:int, bits:int, fkind:int) -> int | None:
+  """Raw bits of inline constant `code` for an operand of `bits` width and float kind `fkind`; None if code is no constant. On a
+  packed operand (VOP3P's two halves) the constant is the low half and the high half is 0: it is not replicated (docs/emulator.md)."""
   mask = (1 << min(bits, 64)) - 1
-  if 128 <= code <= 208: val = (code - 128 if code <= 192 else 192 - code) & mask
-  elif code in _FLOATS: val = float_bits(_FLOATS[code], fkind or (64 if bits == 64 else 16 if bits == 16 else 32))
-  else: return None
-  return val | (val << 16) if packed and bits == 32 else val
+  if 128 <= code <= 208: return (code - 128 if code <= 192 else 192 - code) & mask
+  if code in _FLOATS: return float_bits(_FLOATS[code], fkind or (64 if bits == 64 else 16 if bits == 16 else 32))
+  return None
 
 @dataclass(frozen=True)
 class Src:
@@ -103,13 +103,13 @@ class Src:
     if self.kind == "sgpr" and self.bits > 64: return sum(int(st.sgpr[w, self.reg + i]) << (32 * i) for i in range(self.nregs))
     return int(self.read_waves(st, np.array([w]))[0])
 
-def resolve_src(code:int, bits:int, fmt:Fmt|None, literal:int|None, spec:ArchSpec, packed:bool=False) -> Src:
+def resolve_src(code:int, bits:int, fmt:Fmt|None, literal:int|None, spec:ArchSpec) -> Src:
   """Decode source operand `code` (0-511) of `bits` width."""
   if code >= 256: return Src("vgpr", code - 256, bits)
   if code == LIT_SRC:
     lit = literal or 0
     return Src("const", bits=bits, value=(lit << 32) if bits == 64 and float_kind(fmt) == 64 else lit)
-  if (c := inline_constant(code, bits, float_kind(fmt), packed)) is not None: return Src("const", bits=bits, value=c)
+  if (c := inline_constant(code, bits, float_kind(fmt))) is not None: return Src("const", bits=bits, value=c)
   if code == SCC_SRC: return Src("scc", bits=bits)
   if code == VCCZ: return Src("vccz", bits=bits)
   if code == EXECZ: return Src("execz", bits=bits)

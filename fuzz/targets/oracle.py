@@ -6,8 +6,9 @@ EXEC, NULL, VGPRs, integer inline constants, float inline constants on float ope
 64-bit float operands (the high half); a lane-mask source (carry-in, V_CNDMASK's select) is an SGPR (pair), VCC, EXEC, NULL or an
 integer constant. Modifiers are drawn where the ISA defines them (`draw_modifiers`): neg/abs on float sources, clamp on ops
 with a float result or an integer clamp, omod on float results, op_sel on the 16-bit operands of RDNA VOP3 (register sources
-only: the high half of a constant is not defined) and op_sel/op_sel_hi/neg_lo/neg_hi on VOP3P (both halves of a constant source
-select its low half). 16-bit operands of RDNA e32 encodings v128+ name the high half of v(n-128) (true16).
+only: the high half of a constant is not defined) and op_sel/op_sel_hi/neg_lo/neg_hi on VOP3P (on every source: an inline constant
+is its value in the low half and 0 in the high half, a literal is its 32 bits). 16-bit operands of RDNA e32 encodings v128+ name
+the high half of v(n-128) (true16).
 
 Results compared on the active lanes: the destination VGPR (the 16-bit half op_sel or true16 names; whole packed registers; any NaN
 matches any NaN; approximate ops by the oracle's tolerance), the carry-out bit (VCC for e32, SDST for VOP3SD), the compare bit (VCC,
@@ -114,9 +115,10 @@ def draw_modifiers(rng:random.Random, case:dict, fields:dict) -> None:
   if "neg_hi" in names: fields["neg_hi"] = rnd(fl)
   if "clmp" in names and lane.clamp: fields["clmp"] = rng.getrandbits(1)
   if "omod" in names and ref.fout and ref.kind == "valu": fields["omod"] = rng.choice((0, 0, 1, 2, 3))
-  if fmt == "VOP3P":
-    hi = rnd(on_regs)
-    fields["opsel"], fields["opsel_hi"], fields["opsel_hi2"] = rnd(on_regs), hi & 3, hi >> 2
+  if fmt == "VOP3P":   # constants too: an inline constant's high half is 0, a literal's is its high 16 bits
+    every = (1 << len(srcs)) - 1
+    hi = rnd(every)
+    fields["opsel"], fields["opsel_hi"], fields["opsel_hi2"] = rnd(every), hi & 3, hi >> 2
   elif "opsel" in names and vop3_opsel(case):
     half = sum(1 << i for i, (_, b, _) in enumerate(srcs) if b == 16 and on_regs >> i & 1)
     dst16 = (e:=operand_info(OPERANDS[_op(case)], "vdst")) is not None and e[1] == 16 and ref.kind == "valu"

@@ -1,7 +1,8 @@
 """VALU operand widths and modifiers found wrong by the oracle and asm fuzzers: 16-bit op_sel / true16 halves, clamp of 16-bit and
-packed results, integer clamp (RDNA VOP3P, gfx9 names), inline constants of packed operands outside VOP3P and gfx9's zeroed high
+packed results, integer clamp (RDNA VOP3P, gfx9 names), inline constants of packed operands (VOP3P: low half, high half 0) and gfx9's zeroed high
 half of 16-bit results. Expected values are worked by hand from IEEE 754 and the ISA's documented semantics (the f16 bit patterns:
 0x3400 = 0.25, 0x3800 = 0.5, 0x3c00 = 1.0, 0x4000 = 2.0, 0x4200 = 3.0, 0x4400 = 4.0, 0xbc00 = -1.0)."""
+import pytest
 from tinygrad.runtime.autogen.amd.rdna3 import ins as r3
 from tinygrad.runtime.autogen.amd.cdna import ins as cd
 from tinygrad.runtime.autogen.amd.cdna.enum import VOP2Op
@@ -97,9 +98,20 @@ def test_inline_constant_of_packed_operand_outside_vop3p_is_the_32bit_value():
   # V_SAT_PK_U8_I16 (VOP1) src 2 = 0x00000002: low i16 2 -> 2, high i16 0 -> 0: D0[15:0] = 0x0002 (RDNA keeps v1[31:16])
   st = rdna3([r3.v_sat_pk_u8_i16_e32(r3.v[1], 2)], vgprs={1: 0xabcd0000})
   assert reg(st, 1) == 0xabcd0002
-  # VOP3P reads an integer constant into both halves (op_sel_hi = 1): (5 + 1, 7 + 1)
-  st = rdna3([r3.v_pk_add_u16(r3.v[1], 1, r3.v[2])], vgprs={2: 0x00050007})
-  assert reg(st, 1) == 0x00060008
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201", "gfx942"])
+def test_vop3p_inline_constant_is_the_low_half_and_zero_above(arch):
+  # the hardware does not replicate an inline constant into the high half of a packed source (docs/emulator.md, "Inline constants")
+  from emu.amd.arch import get_spec
+  ins, lanes = get_spec(arch).ins, 32 if arch.startswith("gfx1") else 64
+  # v_pk_add_u16 v1, 1, v2 (op_sel_hi [1,1]): (5 + 0, 7 + 1)
+  st = run_program([ins.v_pk_add_u16(ins.v[1], 1, ins.v[2])], arch=arch, lanes=lanes, vgprs={2: 0x00050007})
+  assert int(st.vgpr[0, 0, 1]) == 0x00050008
+  # v_pk_add_f16 v1, v3 = 0x3c003c00, 1.0 op_sel_hi:[1,1]: (1.0 + 0.0, 1.0 + 1.0) = 0x3c00_4000; with op_sel_hi:[1,0] the high lane
+  # reads the constant's low half: (1.0 + 1.0, 1.0 + 1.0), the splat LLVM encodes
+  for hi, want in ((1, 0x3c004000), (0, 0x40004000)):
+    st = run_program([ins.v_pk_add_f16(ins.v[1], ins.v[3], 1.0, opsel_hi=0b01 | hi << 1)], arch=arch, lanes=lanes, vgprs={3: 0x3c003c00})
+    assert int(st.vgpr[0, 0, 1]) == want, (hi, hex(int(st.vgpr[0, 0, 1])))
 
 # ---- gfx9: 16-bit results of VOP1/VOP2 ops zero bits 31:16 ----
 def test_cdna_16bit_result_zeroes_high_half():
