@@ -8,7 +8,7 @@ wait on memory the host (or another queue) writes resumes as soon as that write 
 execute, or a GPU fault, kills the queue and is reported to the GPU's `on_fault`.
 """
 from __future__ import annotations
-import struct, sys, threading, time, traceback
+import os, struct, sys, threading, time, traceback
 from typing import Callable
 from emu.amd.api import GPUMemoryFault
 from emu.amd.memory import MemoryMap
@@ -136,10 +136,14 @@ class Scheduler:
 
   def __init__(self):
     self.engines: list[Engine] = []
+    self._generation = 0
+    self._reset_thread()
+    os.register_at_fork(after_in_child=self._reset_thread)   # a forked child has no worker, and may inherit held locks
+
+  def _reset_thread(self):
     self.lock = threading.RLock()
     self._wake = threading.Event()
     self._progress = threading.Condition(threading.Lock())
-    self._generation = 0
     self.busy = False
     self._thread: threading.Thread | None = None
     self._worker_ident: int | None = None
