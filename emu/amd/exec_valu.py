@@ -127,6 +127,9 @@ class ValuStep(Step):
         packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
       self.srcs[name] = SrcSpec(src, modifier_float_kind(instr.op.name, op.pcode, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
                                 bool((abs_ >> i) & 1) and own_mods, packed)
+    for name in SOURCE_WRITES & op.writes:   # a source the op writes back must be a plain VGPR of this lane (no SDWA select, no DPP)
+      if not (isinstance(self.srcs[name].src, Src) and self.srcs[name].src.kind == "vgpr") or instr.variant in ("DPP16", "DPP8", "SDWA"):
+        raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name}: {name} is written back, so it must be a VGPR without DPP or SDWA")
     if "S2" in op.reads and "src2" not in operands:   # FMAC forms (V_FMAC_DX9_ZERO_F32): the accumulator S2 is the destination VGPR
       self.srcs["S2"] = SrcSpec(Src("vgpr", rawf(inst, "vdst"), op.widths.get("S2", 32)), 0)
     # destination
@@ -233,7 +236,6 @@ class ValuStep(Step):
     for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
     for name in SOURCE_WRITES & op.writes:   # the pcode assigns a source operand (V_SWAP_B32/B16): its register is written back
       src = self.srcs[name].src
-      if src.kind != "vgpr": raise GPUIllegalInstruction(0, self.instr.raw, f"{self.instr.op.name}: {name} must be a VGPR")
       write_vgpr_lanes(st, wv, ln, src.reg, src.bits, np.asarray(getattr(o, name), dtype=U64), src.hi, dense)
     if "D0" in op.writes and "D0" not in op.lane_masks:
       omod = self.omod if self.omod and omod_applies(st.mode(int(ws[0])), self.d_bits, self.spec.ieee_mode) else 0

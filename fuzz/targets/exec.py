@@ -49,9 +49,10 @@ from fuzz.targets.encoding import simpler as simpler_fields
 ARCHS = ("rdna3", "rdna4", "cdna")
 EDGE_SHARE = 0.15   # cases that are edge encodings (see the module docstring)
 MFMA = ("V_MFMA", "V_SMFMAC")
+LANE_SWAPS = ("V_PERMLANE16_SWAP", "V_PERMLANE32_SWAP")   # gfx950: exchange lanes between the VDST and SRC0 registers, writing both
 # v_writelane and the whole-wave ops: the ISA's pseudocode for (S)WMMA and (S)MFMA is one matrix product over the wave
-# (D = A * B + C) with no per-lane EXEC condition, and the emulator writes all of D
-LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC", *MFMA)
+# (D = A * B + C) with no per-lane EXEC condition, and the emulator writes all of D; the lane swaps' text moves every lane
+LANE_EXEMPT = ("V_WRITELANE", "V_WMMA", "V_SWMMAC", *MFMA, *LANE_SWAPS)
 MOVREL = ("V_MOVREL", "V_SWAPREL", "S_MOVREL")
 SWAPS = ("V_SWAP_B32", "V_SWAP_B16")   # tmp = D0; D0 = S0; S0 = tmp: both operands are written
 AGPR_OPS = ("V_ACCVGPR", *MFMA)
@@ -70,7 +71,7 @@ def allowed_writes(case:dict) -> tuple[set[int], set[int], bool]:
     (sg if d.file == "s" else vg).update(range(d.reg, d.reg + d.count))
     if d.file == "v" and agpr: vg.update(range(N_VGPR + d.reg, N_VGPR + d.reg + d.count))
     if d.file == "v" and d.bits == 16 and fmt in ("VOP1", "VOP2") and d.reg >= 128 and spec.true16: vg.add(d.reg - 128)
-  if name.startswith(SWAPS): vg.update(swap_register(case, "src0")[:1])   # the ISA's swaps also write their source register
+  if name.startswith(SWAPS + LANE_SWAPS): vg.update(swap_register(case, "src0")[:1])   # the ISA's swaps also write their source register
   fields, cmpx = case["fields"], "CMPX" in name
   mask = fields["sdst"] if case["cls"].endswith("_SDWA_SDST") and fields["sd"] else VCC  # gfx9 SDWA: sd selects SDST over VCC
   if cmpx or (fmt == "SOP1" and ("SAVEEXEC" in name or "WREXEC" in name)): sg.update(EXEC + i for i in masks)
