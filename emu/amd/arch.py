@@ -33,6 +33,7 @@ class ArchSpec:
   dpp: str = "rdna"       # DPP flavour: 'rdna' (DPP16 + DPP8) or 'gfx9' (row/wave shifts, row broadcasts, no DPP8; plus SDWA)
   true16: bool = True     # VOP1/VOP2/VOPC 16-bit operands: v128+ name the high half of v0+ (RDNA); gfx9 has no such encoding
   n_agprs: int = 0        # accumulation VGPRs per lane (CDNA: 256, a separate file addressed by the acc bits and v_accvgpr_*)
+  vop3_literal: bool = True   # VOP3/VOP3SD/VOP3P sources may be a literal dword (gfx10+); gfx9 has no such form (LLVM: FeatureVOP3Literal)
   # s_waitcnt simm16 layout: counter -> (bit offset, width) pieces, low bits first. gfx9 has no store counter of its own: its
   # vmcnt also counts stores, so the store counter 'vs' reads the same bits
   waitcnt: tuple = (("vm", ((10, 6),)), ("lgkm", ((4, 6),)), ("exp", ((0, 3),)))
@@ -61,7 +62,7 @@ _RDNA = dict(null_reg=124, m0_reg=125, vcc_lo=106, exec_lo=126, n_sgprs=106, wav
 # gfx9: M0 is 124 and there is no NULL register (125 is reserved; LLVM never encodes it, so it reads 0 here); s102/s103 are
 # FLAT_SCRATCH and s104/s105 XNACK_MASK. VGPRs are allocated in granules of 8 (wave64: RSRC1.VGPRS counts 8-register units).
 _CDNA = dict(null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wave_sizes=(64,), lds_granule=512, vgpr_granule32=16,
-             wg_ids_in_ttmp=False, supported=True, simd_lanes=16, dpp="gfx9", true16=False, n_agprs=256,
+             wg_ids_in_ttmp=False, supported=True, simd_lanes=16, dpp="gfx9", true16=False, n_agprs=256, vop3_literal=False,
              waitcnt=(("vm", ((0, 4), (14, 2))), ("vs", ((0, 4), (14, 2))), ("lgkm", ((8, 4),)), ("exp", ((4, 3),))))
 SPECS: dict[str, ArchSpec] = {
   "gfx1100": ArchSpec("gfx1100", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),

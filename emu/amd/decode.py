@@ -87,6 +87,8 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
       inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
     if variant == "" and spec.dpp == "gfx9" and base == "VOP3P" and inst.op.name.startswith(MATRIX_OPS):
       inst, variant = spec.ins.VOP3P_MFMA.from_bytes(data), "MFMA"
+    if not spec.vop3_literal and base in ("VOP3", "VOP3SD", "VOP3P") and LITERAL in _sources(inst._raw):
+      raise ValueError(f"{base} source code {LITERAL} (a literal): {spec.name} VOP3 encodings take no literal dword")
     if base in ("VOP1", "VOP3") and variant != "SDWA": sdst = sdst or sgpr_dest(inst)
     size = inst.size()
     if size > len(data): raise ValueError(f"instruction needs {size} bytes, only {len(data)} mapped")

@@ -69,6 +69,15 @@ def test_impossible_operands_are_illegal_instructions(arch, family, code, what):
     run_program([code()], arch=arch, lanes=64)
   assert e.value.pc is not None and e.value.wave == (0, 0, 0, 0) and "wave=(0, 0, 0, 0)" in str(e.value)
 
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_gfx9_vop3_with_a_literal_source_is_illegal(arch):
+  # gfx9 has no VOP3 literal (LLVM: FeatureVOP3Literal is gfx10+): source code 255 used to read a literal of 0 and run the next
+  # dword as code. The DSL writes the 8-byte encoding with src0 = 255.
+  from emu.amd.arch import get_spec
+  ins = get_spec(arch).ins
+  for inst in (ins.v_add_f32_e64(v[1], 0x12345678, v[2]), ins.v_pk_add_f16(v[1], 0x3c003c00, v[2])):
+    with pytest.raises(GPUIllegalInstruction, match="take no literal"): run_program([inst], arch=arch, lanes=64)
+
 def test_a_fault_message_survives_an_instruction_the_wheel_cannot_print():
   # v_cndmask_b16 with src0 = 223 (a reserved source code): the wheel's own repr of it raises; the fault must still be reported
   data = raw("rdna3", "VOP3", op=op("rdna3", "VOP3", "V_CNDMASK_B16"), vdst=0, src0=223, src1=256, src2=106)
