@@ -171,10 +171,13 @@ def _mix(result:str) -> str:
   return ("declare in : 32'F[3];\ndeclare S : 32'B[3];\nfor i in 0 : 2 do\nif !OPSEL_HI.u3[i] then\nin[i] = S[i].f32\nelsif OPSEL.u3[i] then\n"
           "in[i] = f16_to_f32(S[i][31 : 16].f16)\nelse\nin[i] = f16_to_f32(S[i][15 : 0].f16)\nendif;\nif NEG_HI.u3[i] then\nin[i] = abs(in[i])\n"
           f"endif;\nif NEG.u3[i] then\nin[i] = -in[i]\nendif\nendfor;\n{result}")
-for _op, _d, _r in (("FMA_MIX_F32", "D0[31 : 0].f32", "fma(in[0], in[1], in[2])"), ("MAD_MIX_F32", "D0[31 : 0].f32", "in[0] * in[1] + in[2]")):
-  PCODE_FIXES[f"V_{_op}"] = (_MIX, _mix(f"{_d} = {_r}"))
+# the cdna table's V_MAD_MIX* (gfx9 text: in[0] * in[1] + in[2], two roundings) are fused on gfx90a and later, the only CDNA chips
+# emulated: LLVM's gfx942/gfx950 disassembler names these opcodes v_fma_mix_f32 / v_fma_mixlo_f16 / v_fma_mixhi_f16
+_MAD_MIX = _MIX + "; on gfx942/gfx950 the opcode is V_FMA_MIX* (one fused rounding, as LLVM names it there), not gfx9's unfused mad"
+for _op, _why in (("FMA_MIX", _MIX), ("MAD_MIX", _MAD_MIX)):
+  PCODE_FIXES[f"V_{_op}_F32"] = (_why, _mix("D0[31 : 0].f32 = fma(in[0], in[1], in[2])"))
   for _half, _bits in (("LO", "15 : 0"), ("HI", "31 : 16")):
-    PCODE_FIXES[f"V_{_op[:-4]}{_half}_F16"] = (_MIX, _mix(f"D0[{_bits}].f16 = f32_to_f16({_r})"))
+    PCODE_FIXES[f"V_{_op}{_half}_F16"] = (_why, _mix(f"D0[{_bits}].f16 = f32_to_f16(fma(in[0], in[1], in[2]))"))
 
 # per arch, taking precedence over PCODE_FIXES (cdna: CDNA_PCODE_FIXES). rdna3 keeps its "destination lane is MOD 32 regardless of
 # wave size", rdna4 takes the lane modulo the wave size

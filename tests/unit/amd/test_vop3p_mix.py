@@ -44,3 +44,12 @@ def test_mixlo_mixhi_write_their_half_with_modifiers(arch, which, shift):
                    vgprs={0: f32(2.0), 1: f32(3.0), 2: f32(1.0), 3: 0xabcdabcd})
   d = int(st.vgpr[0, 0, 3])
   assert (d >> shift) & 0xffff == f16(-5.0) and (d >> (16 - shift)) & 0xffff == 0xabcd   # 2 * -3 + 1; the other half is kept
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mix_f32_rounds_once(arch):
+  # a = b = 1 + 2**-12, c = -(1 + 2**-11): a*b = 1 + 2**-11 + 2**-24 exactly. Fused: 2**-24. Rounding the product first (a tie, to
+  # even: 1 + 2**-11) would give 0. gfx942/gfx950's opcode is the fused V_FMA_MIX_F32 (LLVM's name there), gfx9's text the unfused mad.
+  lanes = 32 if arch.startswith("gfx1") else 64
+  st = run_program([mix(arch, 0, opsel_hi=0, opsel_hi2=0)], arch=arch, lanes=lanes,
+                   vgprs={0: f32(1 + 2**-12), 1: f32(1 + 2**-12), 2: f32(-(1 + 2**-11))})
+  assert asf32(st.vgpr[0, 0, 3]) == 2.0**-24
