@@ -227,11 +227,12 @@ class KFDProcess:
       raise _err(errno.EFAULT if st.num_events else errno.EINVAL, "bad events_ptr / num_events")
     datas = (kfd.struct_kfd_event_data * st.num_events).from_address(st.events_ptr)
     evs = [self.events.get(d.event_id) for d in datas]
-    deadline = time.monotonic() + st.timeout / 1000
+    deadline, reset = time.monotonic() + st.timeout / 1000, False
     while True:
       done = [e.signaled for e in evs]
       if (ok:=all(done) if st.wait_for_all else any(done)): break
-      if any(e.type == EVENT_HW_EXCEPTION for e in evs) and self._reset_hung_queues(): deadline = max(deadline, time.monotonic() + RESET_WAIT_S)
+      if not reset and any(e.type == EVENT_HW_EXCEPTION for e in evs) and (reset := self._reset_hung_queues()):
+        deadline = max(deadline, time.monotonic() + RESET_WAIT_S)   # once per call: the wait stays bounded
       if (remaining := deadline - time.monotonic()) <= 0: break
       SCHEDULER.wait_progress(min(remaining, 0.05))
     for d, e in zip(datas, evs):
