@@ -19,6 +19,9 @@ class Mapping:
     self.view = backing if backing is not None else np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(addr))
   @property
   def end(self) -> int: return self.addr + self.size
+  def gone(self) -> bool:
+    """The range can no longer be reached (its `present()` says so)."""
+    return self.present is not None and not self.present()
   def __repr__(self): return f"Mapping({self.addr:#x}+{self.size:#x} {self.name!r}{'' if self.writable else ' ro'})"
 
 class MemoryMap:
@@ -59,7 +62,7 @@ class MemoryMap:
   # ---- scalar (whole-buffer) access, used by command processors and DMA engines ----
   def _span(self, addr:int, size:int, write:bool) -> np.ndarray:
     if (m:=self.find(addr, size)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{size} bytes")
-    if m.present is not None and not m.present(): raise GPUMemoryFault(addr, write, detail=f"{size} bytes in {m.name}, which the host unmapped")
+    if m.gone(): raise GPUMemoryFault(addr, write, detail=f"{size} bytes in {m.name}, which the host unmapped")
     return m.view[addr - m.addr : addr - m.addr + size]
 
   def read(self, addr:int, size:int) -> bytes:
@@ -76,7 +79,7 @@ class MemoryMap:
     """Group lane addresses by mapping; fault on the first lane whose [addr, addr+nbytes) is not inside one writable mapping."""
     addrs = np.asarray(addrs, dtype=np.uint64)
     if len(addrs) and (m := self.find(lo := int(addrs.min()), int(addrs.max()) + nbytes - lo)) is not None and (m.writable or not write):
-      if m.present is not None and not m.present(): raise GPUMemoryFault(lo, write, detail=f"{m.name}, which the host unmapped")
+      if m.gone(): raise GPUMemoryFault(lo, write, detail=f"{m.name}, which the host unmapped")
       return [(m, slice(None))]   # the common case: every lane inside one mapping
     idx = np.searchsorted(np.asarray(self._starts, dtype=np.uint64), addrs, side="right").astype(np.int64) - 1
     groups: list[tuple[Mapping, np.ndarray]] = []
@@ -84,7 +87,7 @@ class MemoryMap:
     for i in np.unique(idx[~bad]):
       m, sel = self._maps[int(i)], np.nonzero(idx == i)[0]
       over = addrs[sel] > np.uint64(m.end - nbytes)   # not addr + nbytes > end: that sum wraps for addresses near 2**64
-      if over.any() or (write and not m.writable) or (m.present is not None and not m.present()): bad[sel[over] if over.any() else sel] = True
+      if over.any() or (write and not m.writable) or m.gone(): bad[sel[over] if over.any() else sel] = True
       else: groups.append((m, sel))
     if bad.any():
       lane = int(np.nonzero(bad)[0][0])

@@ -82,13 +82,13 @@ def allowed_writes(case:dict) -> tuple[set[int], set[int], bool]:
 def execute(case:dict) -> Outcome:
   """Run the case; a Finding when the emulator raised anything but one of its defined faults."""
   try: out = amd_exec.run(case)
-  except Exception as e: raise host_exception(case, e) from None
-  if isinstance(out.fault, GPUEmulatorError): raise host_exception(case, out.fault.error)
+  except Exception as e: raise host_exception(f"{case['op']} ({case['cls']})", case["arch"], e) from None
+  if isinstance(out.fault, GPUEmulatorError): raise host_exception(f"{case['op']} ({case['cls']})", case["arch"], out.fault.error)
   return out
 
-def host_exception(case:dict, e:BaseException) -> Finding:
-  return Finding("host-exception", f"{case['op']} ({case['cls']}): {type(e).__name__}: {e} at {(at:=crash_site(e))}",
-                 key=(case["arch"], type(e).__name__, at))
+def host_exception(what:str, arch:str, e:BaseException) -> Finding:
+  """The `host-exception` finding for `e` raised while running `what`, keyed by arch, exception type and where it was raised."""
+  return Finding("host-exception", f"{what}: {type(e).__name__}: {e} at {(at:=crash_site(e))}", key=(arch, type(e).__name__, at))
 
 def crash_site(e:Exception) -> str:
   """`file:function` of the innermost frame of the exception inside the emulator (or generated pcode): groups one bug's crashes."""

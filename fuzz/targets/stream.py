@@ -18,10 +18,9 @@ from emu.amd.arch import get_spec
 from emu.amd.gpu import AMDGPU
 from emu.amd.memory import MemoryMap
 from fuzz import amd_exec
-from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy
-from fuzz.targets.exec import crash_site
+from fuzz.targets.exec import host_exception
 
 ARCHS = {"gfx1100": "rdna3", "gfx1201": "rdna4", "gfx942": "cdna", "gfx950": "cdna"}
 STREAM_LENGTH = 16
@@ -53,12 +52,8 @@ def run(case:dict) -> GPUFault|None:
 def check(case:dict) -> None:
   """host-exception unless the dispatch returned or raised one of the emulator's defined faults."""
   try: fault = run(case)
-  except Exception as e: raise finding(case, e) from None
-  if isinstance(fault, GPUEmulatorError): raise finding(case, fault.error)
-
-def finding(case:dict, e:BaseException) -> Finding:
-  return Finding("host-exception", f"{case['arch']} stream: {type(e).__name__}: {e} at {(at := crash_site(e))}",
-                 key=(case["arch"], type(e).__name__, at))
+  except Exception as e: raise host_exception(f"{case['arch']} stream", case["arch"], e) from None
+  if isinstance(fault, GPUEmulatorError): raise host_exception(f"{case['arch']} stream", case["arch"], fault.error)
 
 def minimise(case:dict, fails) -> dict:
   """Drop instructions while the same finding persists."""
