@@ -466,6 +466,29 @@ _add("carry", "V_SUBREV_CO_CI_U32", _carry(lambda a, b, c: b - a - c, lambda a, 
 _add("carry", "V_MAD_U64_U32", Op("valu", 64, lambda a, b, c: {"D0": (r:=a * b + c) & M64, "CO": r >> 64 & 1}, carry=True))
 _add("carry", "V_MAD_I64_I32", Op("valu", 64, lambda a, b, c: {"D0": (r:=sx(a, 32) * sx(b, 32) + sx(c, 64)) & M64, "CO": r >> 64 & 1}, carry=True))
 
+# V_DIV_SCALE (VOP3SD; S0 the value to scale, S1 the denominator, S2 the numerator), the rule docs/emulator.md gives: scale so that
+# the division's Newton steps see neither denormals nor overflow; 'CO' (VCC / SDST) is set when numerator and denominator are not
+# scaled alike, and for the NaN a zero operand gives. Special operands (NaN, inf) are left to V_DIV_FIXUP: any D0 and CO pass
+def _div_scale(w:int) -> Op:
+  e, m = FMT[w]
+  bias, far, tiny, scale = (1 << (e - 1)) - 1, (96, 768)[w == 64], (23, 53)[w == 64], (64, 128)[w == 64]
+  field = lambda b: b >> m & ((1 << e) - 1)  # noqa: E731
+  def fn(s0, d, n):
+    vd, vn = to_float(d, w), to_float(n, w)
+    if math.isnan(vd) or math.isnan(vn) or math.isinf(vd) or math.isinf(vn): return {"D0": s0, "ok": lambda g: True, "CO": None}
+    if vd == 0 or vn == 0: return {"D0": round_to(math.nan, w), "CO": 1}
+    up, down, min_normal = ldexp(s0, scale, w), ldexp(s0, -scale, w), Fraction(2) ** (1 - bias)
+    q_below_normal = abs(Fraction(vn) / Fraction(vd)) < min_normal
+    if field(n) - field(d) >= far: return {"D0": up if s0 == d else s0, "CO": 1}        # quotient near overflow: denominator up
+    if field(d) == 0: return {"D0": up, "CO": 0}                                         # denormal denominator: both up
+    if 1 / abs(Fraction(vd)) < min_normal:                                               # 1/d below the normal range
+      return {"D0": down if s0 == d else s0, "CO": 1} if q_below_normal else {"D0": down, "CO": 0}
+    if q_below_normal or field(n) <= tiny: return {"D0": up if s0 == n else s0, "CO": 1}  # small quotient or tiny n: numerator up
+    return {"D0": s0, "CO": 0}
+  return Op("valu", w, fn, fsrc=(w, w, w), fout=w, carry=True)
+_add("division helpers", "V_DIV_SCALE_F32", _div_scale(32))
+_add("division helpers", "V_DIV_SCALE_F64", _div_scale(64))
+
 # packed (VOP3P): the op on each half
 def _pk(name:str, half:Op, width:int=32):
   _add("packed (VOP3P)", name, Op("pk", width, lane_op=half))

@@ -92,7 +92,8 @@ default (`MODE_DEFAULTS`: nearest even, denormals kept) float results follow num
 generated code does float work runs its mode variant: float operands of a flushed format are flushed to zero of the same sign
 as they are read, float results as they are written, and +, -, *, /, fma, sqrt and the rounding conversions round in the mode
 of their result's format (transcendentals, min/max and the integer conversions do not round by mode). The mode does not
-apply to memory ops (atomics), V_CMP_CLASS_* (a bit test), bf16/fp8 values, hand-written ops (WMMA, MFMA) and overrides.
+apply to memory ops (atomics), V_CMP_CLASS_* (a bit test), bf16/fp8 values, hand-written ops (WMMA, MFMA) and overrides,
+except the division helpers (V_DIV_SCALE/FMAS/FIXUP), which read FP_DENORM themselves.
 Ops whose pcode names ROUND_MODE (V_CVT_PK_RTZ_F16_F32 sets it to round-toward-zero, cdna V_CVT_PK_F16_F32 / *_SR_* to
 nearest-even) read it and round their conversions in the mode in scope; they never write it back (the pcode restores it).
 

@@ -6,15 +6,21 @@ IEEE division (what LLVM emits for an f32/f64 `a / b`):
 DIV_SCALE scales operands by 2**±64 (f32; 2**±128 for f64) so the Newton steps see no denormals and no overflow. When it scales
 numerator and denominator alike the quotient is unchanged (VCC = 0); when it scales only one of them it sets VCC and the
 quotient is off by 2**±64, which DIV_FMAS undoes inside its fused multiply-add (one rounding, so denormal quotients round
-correctly): 2**+64 if the scaled quotient S2 is large (exponent above the bias), else 2**-64. DIV_FIXUP handles the special
-operands (NaN, 0, inf) and a quotient that overflowed in the scaled domain, and applies the sign.
-The vendor pcode gets this wrong: DIV_SCALE leaves D0 unwritten when no scaling is needed, writes VCC as a whole register,
-tests `1.0 / d` for denormal in f64 (never true for f32 d) and scales a huge denominator up instead of down; DIV_FMAS always
-scales by 2**32 (2**64 for f64); DIV_FIXUP names undefined constants (UNDERFLOW_F32, OVERFLOW_F32).
+correctly). Only-one cases: a quotient near overflow (denominator up: DIV_FMAS scales by 2**+64), a denormal quotient and a
+tiny numerator (numerator up: 2**-64). DIV_FMAS tells them apart by the scaled quotient S2 and the numerator it came from
+(about S2 / S1, S1 being the reciprocal of the scaled denominator): 2**+64 only where both are large. A zero operand gives NaN
+with VCC set. DIV_FIXUP handles the special operands (NaN, 0, inf) and a quotient that overflowed in the scaled domain, and
+applies the sign. All three read their operands through the MODE's FP_DENORM field of their format: in flush mode a denormal
+operand is a zero (x / denormal = inf, as FTZ division gives) and DIV_FMAS/DIV_FIXUP flush a denormal result.
+The vendor pcode gets this wrong: DIV_SCALE leaves D0 unwritten when no scaling is needed, writes VCC as a whole register, clears
+VCC for a zero operand and a tiny numerator (hardware sets it; docs/emulator.md has the evidence), tests `1.0 / d` for denormal
+in f64 (never true for f32 d) and scales a huge denominator up instead of down; DIV_FMAS always scales by 2**32 (2**64 for f64);
+DIV_FIXUP names undefined constants (UNDERFLOW_F32, OVERFLOW_F32).
 """
 from __future__ import annotations
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 import numpy as np
 from emu.pcode import numerics as N
@@ -39,9 +45,25 @@ def _f(bits, f:_Fmt): return np.asarray(bits).astype(f.utype).view(f.ftype)
 def _bits(x, f:_Fmt): return np.asarray(x, f.ftype).view(f.utype).astype(np.uint64)
 def _expf(x, f:_Fmt): return ((x.view(f.utype).astype(np.int64) >> f.mbits) & (2 * f.bias + 1))
 
+def _mode(st, f:_Fmt) -> int:
+  """The FP_DENORM field that governs format f (f32: MODE_DENORM32; f16/f64: MODE_DENORM16); 3 (keep) when absent."""
+  return int(getattr(st, "MODE_DENORM32" if f is _F32 else "MODE_DENORM16", 3))
+
+def _flush_in(x, st, f:_Fmt):
+  """Operand x of format f as the op reads it: denormals flushed to signed zero unless the MODE keeps input denormals."""
+  return x if _mode(st, f) & 1 else N.flush_denorm(x)
+
+def _flush_out(x, st, f:_Fmt):
+  """Result x of format f as the op writes it: denormals flushed unless the MODE keeps result denormals."""
+  return x if _mode(st, f) & 2 else N.flush_denorm(np.asarray(x, f.ftype))
+
 def div_scale(f:_Fmt):
+  """V_DIV_SCALE_F32/F64 (see the module docstring). Denormal operands are flushed first when the MODE flushes inputs, so in
+  flush mode a denormal numerator or denominator is a zero. VCC is set whenever numerator and denominator are not scaled
+  alike (quotient near overflow, n/d denormal, tiny numerator), and for the NaN of a zero operand (hardware; the vendor
+  text clears it there and scales a tiny numerator and the denominator alike)."""
   def op(st):
-    s0, d, n = _f(st.S0, f), _f(st.S1, f), _f(st.S2, f)
+    s0, d, n = (_flush_in(_f(x, f), st, f) for x in (st.S0, st.S1, st.S2))
     ed, en = _expf(d, f), _expf(n, f)
     with np.errstate(all="ignore"):
       tiny_min = np.float64(2.0) ** (1 - f.bias)
@@ -56,19 +78,23 @@ def div_scale(f:_Fmt):
       up, down = N.ldexp(s0, f.scale), N.ldexp(s0, -f.scale)
       out = np.where(zero, np.asarray(np.nan, f.ftype), s0)
       out = np.where(far & is_d, up, out)                    # quotient near overflow: scale only the denominator up
-      out = np.where(d_den | n_tiny, up, out)                # both up: ratio unchanged
+      out = np.where(d_den, up, out)                         # both up: ratio unchanged
       out = np.where(d_huge & q_den & is_d, down, out)       # 1/d and n/d denormal: scale only the denominator down
       out = np.where(d_huge & ~q_den, down, out)             # 1/d denormal: both down
-      out = np.where(~d_huge & q_den & is_n, up, out)        # n/d denormal: scale only the numerator up
+      out = np.where((q_den & ~d_huge | n_tiny) & is_n, up, out)   # n/d denormal or n tiny: scale only the numerator up
     st.D0 = _bits(out, f)
-    st.VCC = (far | q_den).astype(np.uint64)
+    st.VCC = (zero | far | q_den | n_tiny).astype(np.uint64)
   return op
 
 def div_fmas(f:_Fmt):
   def op(st):
-    a, b, c = _f(st.S0, f), _f(st.S1, f), _f(st.S2, f)
+    a, b, c = (_flush_in(_f(x, f), st, f) for x in (st.S0, st.S1, st.S2))
     vcc = np.asarray(st.VCC).astype(bool)
-    k = np.where(vcc, np.where(_expf(c, f) > f.bias, f.scale, -f.scale), 0)
+    # 2**+scale for a quotient near overflow (S2 large, and the numerator it came from, ~S2 / S1, at least 2**(far - bias)),
+    # 2**-scale for a scaled-up numerator (n/d denormal: S2 small; tiny n: numerator at most 2**(tiny - bias + scale))
+    n_exp = _expf(c, f) - _expf(b, f)
+    near_overflow = (_expf(c, f) > f.bias) & (n_exp > (f.far + f.tiny + f.scale) // 2 - f.bias)
+    k = np.where(vcc, np.where(near_overflow, f.scale, -f.scale), 0)
     with np.errstate(all="ignore"):
       if f is _F32:
         # round to odd at 53 bits (RZ with the inexact bit as sticky), scale exactly in f64, then one rounding to f32
@@ -76,13 +102,18 @@ def div_fmas(f:_Fmt):
         rz, ru = N.fma_f64(A, B, C, N.RM_ZERO), N.fma_f64(A, B, C, N.RM_UP)
         odd = np.where(np.isfinite(rz) & (rz != ru), rz.view(np.uint64) | np.uint64(1), rz.view(np.uint64)).view(np.float64)
         r = N.f64_to_f32(np.where(np.isfinite(rz), odd, N.fma_f64(A, B, C)) * np.float64(2.0) ** k)
-      else: r = N.ldexp(N.fma_f64(a, b, c), k)  # scaled results below the f64 normal range round twice
-    st.D0 = _bits(r, f)
+      else:
+        fm = N.fma_f64(a, b, c)
+        r = N.ldexp(fm, k)
+        # a quotient scaled into the denormal range would round twice: round those lanes once from the exact value
+        for i in np.nonzero(np.isfinite(fm) & (fm != 0) & (np.abs(r) < np.finfo(np.float64).tiny))[0]:
+          r[i] = float((Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))) * Fraction(2) ** int(k[i]))
+    st.D0 = _bits(_flush_out(r, st, f), f)
   return op
 
 def div_fixup(f:_Fmt):
   def op(st):
-    q, d, n = _f(st.S0, f), _f(st.S1, f), _f(st.S2, f)
+    q, d, n = (_flush_in(_f(x, f), st, f) for x in (st.S0, st.S1, st.S2))
     neg = np.signbit(d) ^ np.signbit(n)
     inf, zero = np.where(neg, -np.inf, np.inf).astype(f.ftype), np.where(neg, -0.0, 0.0).astype(f.ftype)
     default_nan = _f(np.uint64(0xffc00000 if f is _F32 else 0xfff8000000000000 if f is _F64 else 0xfe00), f)
@@ -94,7 +125,7 @@ def div_fixup(f:_Fmt):
       out = np.where(((d == 0) & (n == 0)) | ((np.abs(d) == np.inf) & (np.abs(n) == np.inf)), default_nan, out)
       out = np.where(np.isnan(d), N.quiet_nan(d), out)
       out = np.where(np.isnan(n), N.quiet_nan(n), out)
-    st.D0 = _bits(out, f)
+    st.D0 = _bits(_flush_out(out, st, f), f)
   return op
 
 def _two_over_pi_bits(nbits:int) -> int:
@@ -409,18 +440,18 @@ class Hand:
   lane_masks: tuple = ()
 
 _DIV = "IEEE division helper; the vendor pcode is wrong (see emu.pcode.handwritten)"
+
+def _div(make, f:_Fmt, vcc_in:bool=False, vcc_out:bool=False) -> Hand:
+  """A division helper's entry: S0-S2 and D0 of format f, the MODE field of f, VCC as a lane mask where it is read or written."""
+  w, mode = 8 * np.dtype(f.ftype).itemsize, "MODE_DENORM32" if f is _F32 else "MODE_DENORM16"
+  vcc = ("VCC",) if vcc_in or vcc_out else ()
+  return Hand(_DIV, "vector", make(f), ("S0", "S1", "S2", mode) + (vcc if vcc_in else ()), ("D0",) + (vcc if vcc_out else ()),
+              {"S0": w, "S1": w, "S2": w, "D0": w} | ({"VCC": 1} if vcc else {}), vcc)
+
 HANDWRITTEN: dict[str, Hand] = {
-  "V_DIV_SCALE_F32": Hand(_DIV, "vector", div_scale(_F32), ("S0", "S1", "S2"), ("D0", "VCC"), {"S0": 32, "S1": 32, "S2": 32, "D0": 32, "VCC": 1},
-                          ("VCC",)),
-  "V_DIV_SCALE_F64": Hand(_DIV, "vector", div_scale(_F64), ("S0", "S1", "S2"), ("D0", "VCC"), {"S0": 64, "S1": 64, "S2": 64, "D0": 64, "VCC": 1},
-                          ("VCC",)),
-  "V_DIV_FMAS_F32": Hand(_DIV, "vector", div_fmas(_F32), ("S0", "S1", "S2", "VCC"), ("D0",), {"S0": 32, "S1": 32, "S2": 32, "D0": 32, "VCC": 1},
-                         ("VCC",)),
-  "V_DIV_FMAS_F64": Hand(_DIV, "vector", div_fmas(_F64), ("S0", "S1", "S2", "VCC"), ("D0",), {"S0": 64, "S1": 64, "S2": 64, "D0": 64, "VCC": 1},
-                         ("VCC",)),
-  "V_DIV_FIXUP_F32": Hand(_DIV, "vector", div_fixup(_F32), ("S0", "S1", "S2"), ("D0",), {"S0": 32, "S1": 32, "S2": 32, "D0": 32}),
-  "V_DIV_FIXUP_F64": Hand(_DIV, "vector", div_fixup(_F64), ("S0", "S1", "S2"), ("D0",), {"S0": 64, "S1": 64, "S2": 64, "D0": 64}),
-  "V_DIV_FIXUP_F16": Hand(_DIV, "vector", div_fixup(_F16), ("S0", "S1", "S2"), ("D0",), {"S0": 16, "S1": 16, "S2": 16, "D0": 16}),
+  "V_DIV_SCALE_F32": _div(div_scale, _F32, vcc_out=True), "V_DIV_SCALE_F64": _div(div_scale, _F64, vcc_out=True),
+  "V_DIV_FMAS_F32": _div(div_fmas, _F32, vcc_in=True), "V_DIV_FMAS_F64": _div(div_fmas, _F64, vcc_in=True),
+  "V_DIV_FIXUP_F32": _div(div_fixup, _F32), "V_DIV_FIXUP_F64": _div(div_fixup, _F64), "V_DIV_FIXUP_F16": _div(div_fixup, _F16),
   "V_TRIG_PREOP_F64": Hand("trig range reduction constant; the vendor pcode takes the wrong end of the shifted 2/pi (see trig_preop)", "vector",
                            trig_preop, ("S0", "S1"), ("D0",), {"S0": 64, "S1": 32, "D0": 64}),
 }

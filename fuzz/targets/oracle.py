@@ -216,7 +216,7 @@ def compare(case:dict, st) -> tuple[str, int, int, int|None, list[int]]|None:
       continue
     got = (wide(st.vgpr[0, lane], dreg, ref.width) >> (16 if dhi else 0)) & ((1 << ref.width) - 1)
     if not oracle.accepts(ref, out, got): return f"v{dreg}{'.h' if dhi else ''}", out["D0"], got, lane, v
-    if ref.carry and bits_out is not None and bits_out >> lane & 1 != out["CO"]:
+    if ref.carry and bits_out is not None and out["CO"] is not None and bits_out >> lane & 1 != out["CO"]:
       return f"carry-out bit of s{reg}", out["CO"], bits_out >> lane & 1, lane, v
   if ref.kind == "cmp" and "CMPX" in name and bits_out & ~exec0: return "EXEC bits of inactive lanes", 0, bits_out & ~exec0, None, []
   return None

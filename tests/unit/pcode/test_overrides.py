@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.enum import SOPPOp, VOP1Op, VOP3Op, VOP3POp, VOP3SDOp
 from emu.pcode import OpState, compile_op, ops_for
+from emu.pcode.abi import MODE_DEFAULTS
 from emu.pcode.overrides import EXECUTOR_OWNED, PCODE_FIXES
 from emu.pcode.handwritten import HANDWRITTEN
 from tinygrad.renderer.amd.dsl import s as sreg, v as vreg
@@ -23,13 +24,16 @@ def b64(x): return np.asarray(x, np.float64).view(np.uint64)
 def neg32(b): return b ^ np.uint64(0x80000000)
 def neg64(b): return b ^ np.uint64(1 << 63)
 
-def llvm_fdiv_f32(a, b):
-  """The gfx11 f32 division sequence LLVM emits (denormals on): div_scale x2, rcp, 4 fma, div_fmas, div_fixup."""
+def llvm_fdiv_f32(a, b, flush:bool=False):
+  """The gfx11 f32 division sequence LLVM emits: div_scale x2, rcp, 4 fma, div_fmas, div_fixup. flush: the function's MODE flushes
+  f32 denormals, and LLVM keeps denormals only around the fma steps (s_denorm_mode), so div_scale, rcp, div_fmas and div_fixup run
+  flushing."""
   n, d = b32(a), b32(b)
-  den = call(VOP3SDOp.V_DIV_SCALE_F32, S0=d, S1=d, S2=n).D0
-  st = call(VOP3SDOp.V_DIV_SCALE_F32, S0=n, S1=d, S2=n)
+  m = MODE_DEFAULTS | {"MODE_DENORM32": 0 if flush else 3}
+  den = call(VOP3SDOp.V_DIV_SCALE_F32, S0=d, S1=d, S2=n, **m).D0
+  st = call(VOP3SDOp.V_DIV_SCALE_F32, S0=n, S1=d, S2=n, **m)
   num, vcc = st.D0, st.VCC
-  rcp = call(VOP1Op.V_RCP_F32_E32, S0=den).D0
+  rcp = call(VOP1Op.V_RCP_F32_E32, S0=den, **m).D0
   fma = lambda x, y, z: call(VOP3Op.V_FMA_F32, S0=x, S1=y, S2=z).D0  # noqa: E731
   e = fma(neg32(den), rcp, b32(np.ones(len(n), np.float32)))
   rcp = fma(e, rcp, rcp)
@@ -37,8 +41,8 @@ def llvm_fdiv_f32(a, b):
   r = fma(neg32(den), q, num)
   q = fma(r, rcp, q)
   r = fma(neg32(den), q, num)
-  q = call(VOP3Op.V_DIV_FMAS_F32, S0=r, S1=rcp, S2=q, VCC=vcc).D0
-  return call(VOP3Op.V_DIV_FIXUP_F32, S0=q, S1=d, S2=n).D0
+  q = call(VOP3Op.V_DIV_FMAS_F32, S0=r, S1=rcp, S2=q, VCC=vcc, **m).D0
+  return call(VOP3Op.V_DIV_FIXUP_F32, S0=q, S1=d, S2=n, **m).D0
 
 def llvm_fdiv_f64(a, b):
   n, d = b64(a), b64(b)
@@ -84,8 +88,35 @@ def test_llvm_f64_division_is_correctly_rounded():
   ok = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
   assert ok.all(), [(a[i], b[i], got[i], want[i]) for i in np.nonzero(~ok)[0][:5]]
 
+def test_llvm_division_of_random_bit_patterns_is_correctly_rounded():
+  # every exponent field equally likely: tiny numerators over small denominators, denormals, infinities and NaNs included
+  rng = np.random.default_rng(2)
+  a32, b32_ = (rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32) for _ in range(2))
+  with np.errstate(all="ignore"): want32 = a32 / b32_
+  got32 = llvm_fdiv_f32(a32, b32_).astype(np.uint32).view(np.float32)
+  ok = (got32.view(np.uint32) == want32.view(np.uint32)) | (np.isnan(got32) & np.isnan(want32))
+  assert ok.all(), [(a32[i], b32_[i], got32[i], want32[i]) for i in np.nonzero(~ok)[0][:5]]
+  a64, b64_ = (rng.integers(0, 2**64, 20000, dtype=np.uint64).view(np.float64) for _ in range(2))
+  with np.errstate(all="ignore"): want64 = a64 / b64_
+  got64 = llvm_fdiv_f64(a64, b64_).view(np.float64)
+  ok = (got64.view(np.uint64) == want64.view(np.uint64)) | (np.isnan(got64) & np.isnan(want64))
+  assert ok.all(), [(a64[i], b64_[i], got64[i], want64[i]) for i in np.nonzero(~ok)[0][:5]]
+
+def test_llvm_f32_division_in_flush_mode_is_ftz_division():
+  # with f32 denormals flushed the sequence gives flush(flush(a) / flush(b)): x / denormal = +-inf, denormal / x = +-0
+  from emu.pcode.numerics import flush_denorm
+  rng = np.random.default_rng(3)
+  with np.errstate(over="ignore"): ra, rb = ((rng.standard_normal(5000) * 2.0 ** rng.integers(-150, 128, 5000)).astype(np.float32) for _ in "ab")
+  a = np.concatenate([np.array([1.0, 1e-40, 1.0, 1e-40, 3e-39, 1e-38], np.float32), ra])
+  b = np.concatenate([np.array([1e-45, 1.0, -1e-40, 1e-40, 1e3, 4.0], np.float32), rb])
+  with np.errstate(all="ignore"): want = flush_denorm(flush_denorm(a) / flush_denorm(b))
+  got = llvm_fdiv_f32(a, b, flush=True).astype(np.uint32).view(np.float32)
+  ok = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+  assert ok.all(), [(a[i], b[i], got[i], want[i]) for i in np.nonzero(~ok)[0][:5]]
+
 def test_div_scale_sets_vcc_only_when_scaling_one_operand():
   # 1/3: no scaling, D0 = S0 (the vendor pcode leaves D0 unwritten); 1e-40 / 3: numerator scaled by 2**64 and VCC set
+  # (tests/unit/amd/test_div_scale.py has the other cases on every arch)
   st = call(VOP3SDOp.V_DIV_SCALE_F32, S0=b32([1.0, 1e-40]), S1=b32([3.0, 3.0]), S2=b32([1.0, 1e-40]))
   assert list(st.VCC) == [0, 1] and st.D0[0] == b32(1.0) and st.D0[1] == b32(np.float32(1e-40) * np.float32(2.0 ** 64))
 
