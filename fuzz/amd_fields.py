@@ -13,10 +13,10 @@ MARKERS = {"_LIT": 255, "_DPP16": 250, "_DPP8": 233, "_SDWA": 249, "_SDWA_SDST":
 SGPR_MAX = {"rdna3": 105, "rdna4": 105, "cdna": 101}  # CDNA: 102-105 alias FLAT_SCRATCH/XNACK_MASK
 SPECIAL_SCALAR = {"rdna3": (106, 124, 125, 126), "rdna4": (106, 124, 125, 126), "cdna": (106, 124, 126)}  # VCC, NULL, M0, EXEC
 # DPP controls the ISA defines: quad_perm, row_shl/shr/ror 1-15, row_mirror, row_half_mirror, then per family RDNA's row_share and
-# row_xmask, gfx9's wave_shl/rol/shr/ror, row_bcast15/31 and (gfx90a+) row_newbcast
+# row_xmask, gfx9's wave_shl/rol/shr/ror, row_bcast15/31 and (gfx90a+) row_newbcast; RDNA3 also runs 0x142 (observed on hardware)
 _DPP_COMMON = (0x00, 0xe4, 0x1b, 0xff, 0x101, 0x10f, 0x111, 0x11f, 0x121, 0x12f, 0x140, 0x141)
 _DPP_RDNA = _DPP_COMMON + (0x150, 0x15f, 0x160, 0x16f)
-DPP_CTRL = {"rdna3": _DPP_RDNA, "rdna4": _DPP_RDNA, "cdna": _DPP_COMMON + (0x130, 0x134, 0x138, 0x13c, 0x142, 0x143, 0x150, 0x153)}
+DPP_CTRL = {"rdna3": _DPP_RDNA + (0x142,), "rdna4": _DPP_RDNA, "cdna": _DPP_COMMON + (0x130, 0x134, 0x138, 0x13c, 0x142, 0x143, 0x150, 0x153)}
 # modifier bits the ISA only allows on some opcodes: left at their default most of the time so that most cases are valid
 MODIFIERS = {"omod", "clmp", "opsel", "opsel_hi", "opsel_hi2", "neg", "neg_hi", "abs", "gds", "sve", "tfe", "lwe", "src0_sext", "acc_cd", "fi", "bc",
              "src0_neg", "src0_abs", "src1_neg", "src1_abs"}

@@ -6,9 +6,9 @@ register file (RSRC3.ACCUM_OFFSET says where the AGPRs start); that only affects
 v_accvgpr_read/write/mov are plain 32-bit moves (the wheel has no pcode for them): `AccMoveStep`. Memory instructions with
 the ACC bit read their store data from / load into AGPRs (exec_vmem adds AGPR_BASE).
 
-gfx9 DPP (`emu.amd.dpp.DPP16_CONTROLS['gfx9']`): quad_perm, row_shl/shr/ror 1-15, wave_shl/rol/shr/ror by one lane, row_mirror, row_half_mirror,
-row_bcast:15 (rows 1-3 read the last lane of the row before) and row_bcast:31 (rows 2 and 3 read lane 31). There is no
-FI bit and no DPP8.
+gfx9 DPP (`emu.amd.dpp.DPP16_CONTROLS['cdna']`): quad_perm, row_shl/shr/ror 1-15, wave_shl/rol/shr/ror by one lane, row_mirror,
+row_half_mirror, row_bcast:15 (rows 1-3 read the last lane of the row before), row_bcast:31 (rows 2 and 3 read lane 31) and
+gfx90a's row_newbcast:0-15 (every lane reads lane n of its row). There is no FI bit and no DPP8.
 
 SDWA (VOP1/VOP2/VOPC with src0 = 0xf9): each source is a byte or word of its register (SRC*_SEL 0-3 bytes, 4-5 words, 6
 dword), zero- or sign-extended (SEXT); S0/S1 bits make a source an SGPR or constant instead of a VGPR. The result goes to the

@@ -165,7 +165,7 @@ class ValuStep(Step):
     # DPP
     self.dpp = None
     if instr.variant == "DPP16":
-      dpp16_control(inst.dpp, spec.dpp)   # a control this arch lacks is an illegal instruction: raises here, not when it runs
+      dpp16_control(inst.dpp, spec.family)   # a control this arch lacks is an illegal instruction: raises here, not when it runs
       self.dpp = ("16", inst.dpp, bool(getattr(inst, "fi", 0)), bool(inst.bc), inst.row_mask, inst.bank_mask)   # gfx9 has no FI
     elif instr.variant == "DPP8":
       self.dpp = ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
@@ -195,7 +195,7 @@ class ValuStep(Step):
     """Apply DPP: returns (active lanes, source lane per lane, lanes that read 0)."""
     if self.dpp[0] == "16":
       _, ctrl, fi, bc, row_mask, bank_mask = self.dpp
-      src, valid = dpp16_route(ctrl, st.lanes, self.spec.dpp)
+      src, valid = dpp16_route(ctrl, st.lanes, self.spec.family)
       act = act & dpp16_write_enable(row_mask, bank_mask, st.lanes)
     else:
       src, fi, bc, valid = dpp8_route(self.dpp[1], st.lanes), self.dpp[2], True, np.ones(st.lanes, dtype=bool)

@@ -40,6 +40,7 @@ import os, traceback
 import numpy as np
 from emu.amd.api import GPUEmulatorError, GPUHangFault, GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from fuzz import amd_exec
+from fuzz.amd_fields import DPP_CTRL
 from fuzz.amd_exec import EXEC, VCC, N_VGPR, SALU, Access, Outcome, base_format
 from fuzz.finding import Finding
 from fuzz.registry import Target, register
@@ -198,9 +199,13 @@ def expect_fault(case:dict, acc:list[Access]) -> bool|None:
 
 def check_fault(case:dict, out:Outcome, where:str) -> None:
   """A defined fault must be one the instruction can raise: s_trap traps, a SOPP branch back loops into the watchdog, memory faults
-  only where the ISA's addresses leave the mapped regions (and then the global buffer is untouched). Illegal instructions pass."""
+  only where the ISA's addresses leave the mapped regions (and then the global buffer is untouched). Illegal instructions pass,
+  unless the emulator rejects a DPP control the ISA defines for the arch (`amd_fields.DPP_CTRL`)."""
   e, key = out.fault, (case["arch"], case["op"], type(out.fault).__name__)
-  if isinstance(e, GPUIllegalInstruction): return
+  if isinstance(e, GPUIllegalInstruction):
+    if "DPP control" in str(e) and case["fields"].get("dpp") in DPP_CTRL[case["arch"]]:
+      raise Finding("illegal-dpp-control", f"{where}: {e}, but the ISA defines control {case['fields']['dpp']:#x} here", key=key)
+    return
   if base_format(case["cls"]) == "SOPP":
     want = {"trap": GPUTrapFault, "hang": GPUHangFault}.get(amd_exec.sopp_outcome(case)[0])
     if want is None or not isinstance(e, want):

@@ -4,7 +4,6 @@ words follow the CDNA3 ISA's SDWA / DPP layouts (LLVM's disassembler confirms ea
 import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.cdna import ins
-from tinygrad.runtime.autogen.amd.rdna3 import ins as ins_rdna3
 from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP2Op
 from emu.amd import run_program
 from emu.amd.api import Dispatch, GPUIllegalInstruction
@@ -154,16 +153,14 @@ def test_tinygrad_gfx942_kernel(name):
   assert stats.waves > 0 and stats.cycles > 0
   np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
-def test_dpp_controls_of_the_other_flavour_are_illegal():
-  # gfx9 has wave_shl/rol/shr/ror:1 and row_bcast:15/31, RDNA row_share/row_xmask; each is an illegal instruction on the other
+def test_dpp_controls_of_the_other_family_are_illegal():
+  # gfx9 has wave_shl/rol/shr/ror:1 and row_bcast:15/31, RDNA row_xmask; each is an illegal instruction on the other (RDNA3's
+  # observed 0x142 aside: tests/unit/amd/test_dpp_controls.py)
   from emu.amd.dpp import dpp16_route
   for ctrl in (0x130, 0x134, 0x138, 0x13c, 0x142, 0x143):
-    assert dpp16_route(ctrl, 64, "gfx9")[1].dtype == bool
-    with pytest.raises(ValueError, match="does not exist on rdna"): dpp16_route(ctrl, 32, "rdna")
-  for ctrl in (0x150, 0x15f, 0x160, 0x16f):
-    assert dpp16_route(ctrl, 32, "rdna")[1].all()
-    with pytest.raises(ValueError, match="does not exist on gfx9"): dpp16_route(ctrl, 64, "gfx9")
-  with pytest.raises(GPUIllegalInstruction, match="0x150"): run([vop1_dpp(VOP1Op.V_MOV_B32, 1, 0, 0x150)])
-  rdna_bcast = ins_rdna3.VOP1_DPP16(ins_rdna3.VOP1Op.V_MOV_B32_E32, vdst=ins_rdna3.v[1], src0=ins_rdna3.src[250], vsrc0=ins_rdna3.v[2],
-                                    dpp=0x142, row_mask=0xf, bank_mask=0xf)
-  with pytest.raises(GPUIllegalInstruction, match="0x142"): run_program([rdna_bcast])
+    assert dpp16_route(ctrl, 64, "cdna")[1].dtype == bool
+    with pytest.raises(ValueError, match="does not exist on rdna4"): dpp16_route(ctrl, 32, "rdna4")
+  for ctrl in (0x160, 0x16f):
+    assert dpp16_route(ctrl, 32, "rdna3")[1].all()
+    with pytest.raises(ValueError, match="does not exist on cdna"): dpp16_route(ctrl, 64, "cdna")
+  with pytest.raises(GPUIllegalInstruction, match="0x160"): run([vop1_dpp(VOP1Op.V_MOV_B32, 1, 0, 0x160)])
