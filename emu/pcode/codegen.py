@@ -275,6 +275,8 @@ class Gen:
     if v.typ == e.typ: return v
     if v.typ[0] == "i" and isint(e.typ) and e.typ[1] > v.typ[1]: return self.conv(v, e.typ)  # n.i32 of an i16 sign-extends
     if isfloat(v.typ) and isfloat(e.typ) and v.typ[1] == e.typ[1] and v.typ[0] == e.typ[0]: return v
+    # a local float read at another float width (`tmp.f16` of a tmp assigned 64'F values): the value, not its low bits
+    if isinstance(e.expr, Name) and e.expr.id not in self.info["operands"] and v.typ[0] == e.typ[0] == "f": return self.conv(v, e.typ)
     if v.typ[0] == "bool": return self.conv(v, e.typ)
     return self.from_bits(self.bits(v), e.typ)
 

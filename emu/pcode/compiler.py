@@ -11,7 +11,7 @@ from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Terna
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 19
+GENERATOR_VERSION = 20
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:

@@ -26,6 +26,9 @@ Properties and kinds:
   `swap-mismatch`     V_SWAP_B32/B16 did not exchange its destination and source (both are written: tmp = D0; D0 = S0; S0 = tmp)
   `wrong-pc`          a SOPP instruction continued elsewhere than the ISA says (branch target from SIMM16 and the SCC/VCCZ/EXECZ
                       condition), or did not end, trap or loop as it should
+  `contract-unnamed-read`, `contract-ignored-source` the executor contract (fuzz/exec_contract.py): the result depends on a
+                      register the instruction does not name, a named destination is not wholly written, or a named source can
+                      change nothing it writes
 The registers an instruction may write come from its destination fields and operands.py (widths; a wave-sized lane mask for compare results)
 plus the implicit destinations the ISA documents: SCC for SALU ops, VCC for VOPC and VOP2 carry ops (e32; the SDST field instead when a gfx9
 SDWA form sets sd), EXEC for v_cmpx (on CDNA also VCC/SDST) and s_*saveexec/s_*wrexec, M0 for gfx9's s_set_gpr_idx_*. 16-bit VOP1/VOP2
@@ -39,7 +42,7 @@ from __future__ import annotations
 import os, traceback
 import numpy as np
 from emu.amd.api import GPUEmulatorError, GPUHangFault, GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
-from fuzz import amd_exec
+from fuzz import amd_exec, exec_contract
 from fuzz.amd_fields import DPP_CTRL
 from fuzz.amd_exec import EXEC, VCC, N_VGPR, SALU, Access, Outcome, base_format
 from fuzz.finding import Finding
@@ -127,6 +130,7 @@ def checked_run(case:dict):
   check_swap(case, st, where)
   if base_format(case["cls"]) == "SOPP": check_markers(case, st, where)
   if amd_exec.memory_kind(case): check_memory(case, out, where)
+  exec_contract.check(case, out, execute, where)
   return st
 
 def check_registers(case:dict, st, where:str) -> None:

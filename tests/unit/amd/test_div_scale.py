@@ -76,3 +76,17 @@ def test_ordinary_and_overflowing_quotients(arch):
   # n/d denormal (1e-40 / 3): only the numerator goes up, VCC set
   assert scale(arch, 32, 1e-40, 3.0, 1e-40) == (f(np.float32(1e-40) * np.float32(2.0 ** 64)), 1)
   assert scale(arch, 32, 3.0, 3.0, 1e-40) == (f(3.0), 1)
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_cdna_div_fixup_legacy_f16_gives_the_quotient_with_the_sign(arch):
+  # V_DIV_FIXUP_LEGACY_F16 (S0 quotient, S1 denominator, S2 numerator), worked from its pcode: |S0| with sign(S1) ^ sign(S2), x/0 = inf;
+  # OPSEL[3] puts the f16 in the high half and keeps the low one, else the high half is 0. The pcode reads its f64 temporary as
+  # `tmp.f16` (the value: it used to take the temporary's low 16 bits, i.e. 0). 1.5 = 0x3e00, -2.5 = 0xc100, +inf = 0x7c00.
+  spec = get_spec(arch)
+  I = spec.ins
+  h = lambda x: int(np.float16(x).view(np.uint16))  # noqa: E731
+  for q, d, n, want in ((1.5, 3.0, 4.0, 0x3e00), (2.5, -3.0, 4.0, 0xc100), (1.5, 0.0, 4.0, 0x7c00)):
+    for opsel, merged in ((0, want), (8, want << 16 | 0x5678)):
+      inst = I.VOP3(I.VOP3Op.V_DIV_FIXUP_LEGACY_F16_E64, vdst=I.v[0], src0=s[0], src1=s[74], src2=s[40], opsel=opsel)
+      st = run_program([inst], arch=arch, lanes=64, sgprs={0: h(q), 74: h(d), 40: h(n)}, vgprs={0: 0x12345678})
+      assert int(st.vgpr[0, 0, 0]) == merged, (q, d, n, opsel)
