@@ -68,12 +68,22 @@ def _split(cls_name:str) -> tuple[str, str, bool]:
   return cls_name, "", False
 
 _cache: dict[tuple[str, bytes], Instr] = {}
+# formats the wheel's decoder does not detect for a family: (class name, bits [31:26] of the first dword). RDNA3's MUBUF carries
+# the cache invalidations LLVM emits for acquire fences (buffer_gl0_inv, buffer_gl1_inv); its other ops are not emulated (steps.py)
+UNDETECTED = {"rdna3": (("MUBUF", 0x38),)}
+
+def _decode_inst(data:bytes, spec:ArchSpec) -> Inst:
+  try: return decode_inst(data, spec.family)
+  except ValueError:
+    word = int.from_bytes(data[:4], "little")
+    if (cls := next((c for c, enc in UNDETECTED.get(spec.family, ()) if word >> 26 == enc), None)) is None: raise
+    return getattr(spec.ins, cls).from_bytes(data)
 
 def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
   """Decode the instruction at the start of `data` (up to 16 bytes; fewer only at the end of a mapping)."""
   if (hit := _cache.get(key := (spec.family, data))) is not None: return hit
   try:
-    inst = decode_inst(data, spec.family)
+    inst = _decode_inst(data, spec)
     base, variant, sdst = _split(type(inst).__name__)
     if variant == "" and spec.dpp == "rdna" and base in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P") and \
         (dpp := DPP_SRC0.get(inst._raw & 0x1ff if base in ("VOP1", "VOP2", "VOPC") else (inst._raw >> 32) & 0x1ff)) is not None:

@@ -18,6 +18,7 @@ from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
 from emu.pcode.abi import OpState
+from emu.pcode.overrides import CACHE, EXECUTOR_OWNED, PREFETCH
 
 U64 = np.uint64
 MASK64 = (1 << 64) - 1
@@ -30,9 +31,10 @@ NO_EFFECT = {"S_NOP", "S_WAITCNT", "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAIT
              "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_VERSION",
              "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT",
              "S_WAIT_ALU", "S_WAIT_SAMPLECNT", "S_WAIT_BVHCNT", "S_WAIT_EXPCNT", "S_WAIT_LOADCNT_DSCNT", "S_WAIT_STORECNT_DSCNT",
-             # cache invalidation and prefetch (emulated memory is coherent), in any format
-             "S_DCACHE_INV", "S_GL1_INV", "BUFFER_GL0_INV", "BUFFER_GL1_INV", "GLOBAL_INV", "GLOBAL_WBINV", "S_PREFETCH_INST",
-             "S_PREFETCH_INST_PC_REL", "S_PREFETCH_DATA", "S_BUFFER_PREFETCH_DATA", "S_PREFETCH_DATA_PC_REL"}
+             "S_SLEEP_VAR",
+             # branch when a debugger set the wave's conditional-debug bits: no debugger is attached, so never taken
+             "S_CBRANCH_CDBGSYS", "S_CBRANCH_CDBGUSER", "S_CBRANCH_CDBGSYS_OR_USER", "S_CBRANCH_CDBGSYS_AND_USER"} | \
+  {n for n, why in EXECUTOR_OWNED.items() if why in (CACHE, PREFETCH)}   # emulated memory is coherent: in any format, no effect
 # RDNA4 splits the barrier into s_barrier_signal (arrive) and s_barrier_wait: the wave parks at the signal until its workgroup has
 # arrived, which makes the wait a no-op (results are the same; the timing model sees both)
 BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}

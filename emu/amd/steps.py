@@ -36,6 +36,8 @@ def _build(instr:Instr, spec:ArchSpec) -> Step:
   if name in NO_PCODE_STEPS: return NO_PCODE_STEPS[name](instr, spec)
   op = get_op(spec.name, instr.op, raw=instr.raw)
   if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)
+  if fmt == "MUBUF" and spec.family != "cdna":
+    raise GPUIllegalInstruction(0, instr.raw, f"{instr.name}: {spec.name} buffer instructions are not emulated")
   if fmt == "MUBUF": return MubufStep(instr, spec)
   if fmt in SCALAR: return SaluStep(instr, spec, op)
   if fmt == "SMEM": return SmemStep(instr, spec)

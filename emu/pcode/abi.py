@@ -4,8 +4,9 @@ Getting an op
 -------------
 `emu.pcode.compile_op(arch, op) -> CompiledOp` compiles one opcode (an enum member from
 tinygrad.runtime.autogen.amd.<arch>.enum, e.g. VOP2Op.V_ADD_F32_E32) of arch 'rdna3' | 'rdna4' | 'cdna'
-(aliases: gfx1100/gfx1151 -> rdna3, gfx1200/gfx1201 -> rdna4, gfx942/gfx950 -> cdna). Where gfx942 and gfx950 differ (MFMA
-fp8/bf8: FNUZ on gfx942, OCP on gfx950) pass the gfx name: compile_op('gfx942', op); plain 'cdna' means gfx950. Results are memoised per process
+(aliases: gfx1100/gfx1151 -> rdna3, gfx1200/gfx1201 -> rdna4, gfx942/gfx950 -> cdna). Where gfx942 and gfx950 differ (fp8/bf8
+in MFMA and the VALU conversions: FNUZ on gfx942, OCP on gfx950) pass the gfx name: compile_op('gfx942', op); plain 'cdna' means
+gfx950. Results are memoised per process
 and the generated source is cached on disk. It raises `Unsupported` (with `.category` and `.reason`) when the op
 cannot be compiled. Ops whose behaviour belongs to the executor (branches on the wave's PC are *not* among them:
 S_BRANCH etc. compile; waits, barriers, S_ENDPGM, S_NOP, S_SLEEP, messages are) come back with

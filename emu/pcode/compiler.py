@@ -204,7 +204,7 @@ def compile_op(arch:str, op) -> CompiledOp:
     src, meta = generate(a, op, text)
     entry = disk.store(a, op, text, GENERATOR_VERSION, src, meta)
   src, meta = entry
-  ns = namespace()
+  ns = namespace(fnuz=arch == "gfx942")
   try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),

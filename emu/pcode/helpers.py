@@ -156,12 +156,12 @@ def _fold(fn):
     return _ret(a, a if isinstance(a, np.ndarray) else None)
   return f
 def _bits_out(r, like): return np.asarray(r).astype(np.uint64) if isinstance(like, np.ndarray) else int(np.asarray(r))
-def small_to_f32(fn):
-  """fp8/bf8 bits -> f32 (exact)."""
-  return lambda bits: _ret(fn(bits), bits)
-def f32_to_small(fn):
-  """f32 -> fp8/bf8 bits (rounded in mode rm, non-saturating: OCP formats as on RDNA4/gfx950)."""
-  return lambda x, rm=N.RM_NE: _bits_out(fn(x, rm=rm), x)
+def small_to_f32(fn, fnuz:bool=False):
+  """fp8/bf8 bits -> f32 (exact); fnuz: gfx942's E4M3FNUZ/E5M2FNUZ, else OCP."""
+  return lambda bits: _ret(fn(bits, fnuz=fnuz), bits)
+def f32_to_small(fn, fnuz:bool=False):
+  """f32 -> fp8/bf8 bits (rounded in mode rm, non-saturating); fnuz: gfx942's formats, else OCP (RDNA4, gfx950)."""
+  return lambda x, rm=N.RM_NE: _bits_out(fn(x, fnuz=fnuz, rm=rm), x)
 def float32_(s, e, m):
   """float32(sign, biased exponent, mantissa field) -> the f32 with those fields."""
   return R.bits2f(((s & 1) << 31) | ((e & 0xff) << 23) | (m & 0x7fffff), 32)
@@ -300,9 +300,14 @@ for _name in N.SCALED:  # f32_to_fp8_scale(x, scale) / f16_to_fp4_sr_scale(x, rn
 CONSTANTS = {"ROUND_NEAREST_EVEN": ("u", 32), "ROUND_TOWARD_ZERO": ("u", 32)}
 NOOPS = {"nop", "s_nop"}
 
-def namespace() -> dict:
-  """The globals every generated op module runs with (a fresh copy: the module's own definitions land in it)."""
-  return dict(_namespace())
+def namespace(fnuz:bool=False) -> dict:
+  """The globals every generated op module runs with (a fresh copy: the module's own definitions land in it). fnuz: fp8/bf8 are
+  gfx942's FNUZ formats (ROCm's FP8 table: gfx940-gfx942 have FNUZ only; gfx950 and RDNA4 OCP)."""
+  ns = dict(_namespace())
+  if fnuz:
+    ns.update(fp8_to_f32=small_to_f32(N.fp8_to_f32, True), bf8_to_f32=small_to_f32(N.bf8_to_f32, True),
+              f32_to_fp8=f32_to_small(N.f32_to_fp8, True), f32_to_bf8=f32_to_small(N.f32_to_bf8, True))
+  return ns
 
 @cache
 def _namespace() -> dict:

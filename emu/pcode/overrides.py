@@ -14,9 +14,9 @@ from __future__ import annotations
 from emu.pcode.abi import CompiledOp
 
 _COUNTER_WAIT = "memory counter wait (executor)"
-_CACHE = "cache control"
+CACHE = "cache control"
 _FORMAT = "converts through the buffer resource's data format, which only the executor decodes (pcode: ConvertFromFormat/ConvertToFormat)"
-_PREFETCH = "prefetch hint (MODE.SCALAR_PREFETCH_EN; no architectural effect)"
+PREFETCH = "prefetch hint (MODE.SCALAR_PREFETCH_EN; no architectural effect)"
 _BVH = "ray-tracing traversal stack (the pcode calls DECODE_ADDR/ENCODE_ADDR, which the ISA does not define)"
 _CSP = "fork/join on the wave's control-stack pointer (WAVE_MODE.CSP) and a stack in SGPRs: executor control flow"
 EXECUTOR_OWNED = {
@@ -32,12 +32,12 @@ EXECUTOR_OWNED = {
   "S_SLEEP_VAR": "timing only", "S_SETPRIO": "scheduling priority; timing only", "S_CODE_END": "padding, never executed",
   "S_SENDMSG": "message to the SPI/host (executor)", "S_SENDMSGHALT": "message (executor)", "S_SENDMSG_RTN_B32": "message (executor)",
   "S_SENDMSG_RTN_B64": "message (executor)", "S_TRAP": "trap entry (executor)", "S_RFE_B64": "trap return (executor)",
-  "S_ICACHE_INV": _CACHE, "S_DCACHE_INV": _CACHE, "S_GL1_INV": _CACHE, "S_TTRACEDATA": "trace (executor)", "S_TTRACEDATA_IMM": "trace (executor)",
-  "S_CLAUSE": "scheduling hint", "S_SETHALT": "halts the wave (executor)", "S_WAKEUP": "wave wakeup (executor)", "S_INST_PREFETCH": "prefetch hint",
+  "S_ICACHE_INV": CACHE, "S_DCACHE_INV": CACHE, "S_GL1_INV": CACHE, "S_TTRACEDATA": "trace (executor)", "S_TTRACEDATA_IMM": "trace (executor)",
+  "S_CLAUSE": "scheduling hint", "S_SETHALT": "halts the wave (executor)", "S_WAKEUP": "wave wakeup (executor)",
   "S_ROUND_MODE": "mode register write (executor)", "S_DENORM_MODE": "mode register write (executor)", "S_VERSION": "no operation",
-  "S_DCACHE_WB": _CACHE, "S_DCACHE_INV_VOL": _CACHE, "S_DCACHE_WB_VOL": _CACHE, "BUFFER_WBL2": _CACHE, "BUFFER_INV": _CACHE,
-  "BUFFER_GL0_INV": _CACHE, "BUFFER_GL1_INV": _CACHE, "BUFFER_WBINVL1": _CACHE, "BUFFER_WBINVL1_VOL": _CACHE, "GLOBAL_INV": _CACHE,
-  "GLOBAL_WB": _CACHE, "GLOBAL_WBINV": _CACHE,
+  "S_DCACHE_WB": CACHE, "S_DCACHE_INV_VOL": CACHE, "S_DCACHE_WB_VOL": CACHE, "BUFFER_WBL2": CACHE, "BUFFER_INV": CACHE,
+  "BUFFER_GL0_INV": CACHE, "BUFFER_GL1_INV": CACHE, "GLOBAL_INV": CACHE,
+  "GLOBAL_WB": CACHE, "GLOBAL_WBINV": CACHE,
   "S_CBRANCH_CDBGSYS": "debugger branch (executor)", "S_CBRANCH_CDBGUSER": "debugger branch (executor)",
   "S_CBRANCH_CDBGSYS_OR_USER": "debugger branch (executor)", "S_CBRANCH_CDBGSYS_AND_USER": "debugger branch (executor)",
   # prose pcode about hardware outside one lane's registers
@@ -49,12 +49,12 @@ EXECUTOR_OWNED = {
   "DS_CONSUME": "wave-wide LDS/GDS counter at M0.base, decremented by the active-lane count (prose pcode; executor)",
   "DS_CONDXCHG32_RTN_B64": "GDS conditional exchange; the pcode redeclares its own operands (ADDR = S0, RETURN_DATA as an array)",
   "LDS_DIRECT_LOAD": "LDS-direct parameter load (the pcode is a field list; executor)", "IMAGE_GET_LOD": "texture sampling (prose pcode)",
-  **{f"{p}_{d}FORMAT_{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")
-     for d in ("", "D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW")},
+  **{f"{p}_{d}FORMAT_{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")   # D16_HI: buffer X only
+     for d in ("", "D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW") if d != "D16_HI_" or p.startswith("BUFFER") and c == "X"},
   **{f"{p}_FORMAT_{d}{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")  # cdna spelling
-     for d in ("D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW")},
-  "S_PREFETCH_INST": _PREFETCH, "S_PREFETCH_INST_PC_REL": _PREFETCH, "S_PREFETCH_DATA": _PREFETCH, "S_BUFFER_PREFETCH_DATA": _PREFETCH,
-  "S_PREFETCH_DATA_PC_REL": _PREFETCH,
+     for d in ("D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW") if d != "D16_HI_" or p.startswith("BUFFER") and c == "X"},
+  "S_PREFETCH_INST": PREFETCH, "S_PREFETCH_INST_PC_REL": PREFETCH, "S_PREFETCH_DATA": PREFETCH, "S_BUFFER_PREFETCH_DATA": PREFETCH,
+  "S_PREFETCH_DATA_PC_REL": PREFETCH,
   "GLOBAL_ATOMIC_ORDERED_ADD_B64": "geometry-shader ordered append (graphics only; the pcode names the GS register VGT_GS_MAX_WAVE_ID)",
   "DS_BVH_STACK_PUSH4_POP1_RTN_B32": _BVH, "DS_BVH_STACK_PUSH8_POP1_RTN_B32": _BVH, "DS_BVH_STACK_PUSH8_POP2_RTN_B64": _BVH,
   "S_GET_BARRIER_STATE": "named-barrier state (BARRIER_STATE records the dispatcher owns)",
@@ -100,7 +100,7 @@ for _name in ("DS_ADD_F64", "DS_ADD_RTN_F64", "FLAT_ATOMIC_ADD_F64", "GLOBAL_ATO
   CDNA_PCODE_FIXES[_name] = (_ADD_F64, "tmp = MEM[ADDR].f64;\nMEM[ADDR].f64 += DATA.f64;\nRETURN_DATA.f64 = tmp")
 _RNDNE = "the vendor's floor(x + 0.5) rounds x + 0.5 first (0.49999997 -> 1.0); the instruction rounds to the nearest even integer exactly"
 for _w in ("F16", "F32", "F64"):
-  for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64", f"S_RNDNE_{_w}"):
+  for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64") + ((f"S_RNDNE_{_w}",) if _w != "F64" else ()):   # no scalar f64
     PCODE_FIXES[_name] = (_RNDNE, f"D0.{_w.lower()} = rint(S0.{_w.lower()})")
 
 _IEEE = ("the vendor's v_min_f32/v_max_f32 (and f16, min3/max3) helpers stand for the V_MIN/V_MAX instructions, whose NaN rule depends "

@@ -164,3 +164,40 @@ def test_dpp_controls_of_the_other_family_are_illegal():
     assert dpp16_route(ctrl, 32, "rdna3")[1].all()
     with pytest.raises(ValueError, match="does not exist on cdna"): dpp16_route(ctrl, 64, "cdna")
   with pytest.raises(GPUIllegalInstruction, match="0x160"): run([vop1_dpp(VOP1Op.V_MOV_B32, 1, 0, 0x160)])
+
+# ---- the cdna f64 atomics (CDNA_PCODE_FIXES: the vendor text returned 32 bits of the old value): 1.5 + 2.0, old value 1.5 back ----
+def test_cdna_f64_add_atomics_add_and_return_64_bits():
+  two = {2: 0, 3: 0x40000000}   # v[2:3] = 2.0
+  lds = run([ins.ds_add_rtn_f64(vdst=ins.v[4:5], addr=ins.v[0], data0=ins.v[2:3]), ins.s_waitcnt(0),
+             ins.ds_add_f64(addr=ins.v[0], data0=ins.v[2:3])], exec_mask=1, vgprs={0: 8, **two, 6: 0}, lds_bytes=64,
+            sgprs={124: 0xffff})
+  assert lds.lds[8:16].view(np.float64)[0] == 4.0 and lds.vgpr[0, 0, 4:6].copy().view(np.float64)[0] == 0.0   # 0 + 2 + 2
+  for flat in (True, False):
+    buf = np.array([1.5, 0.0], dtype=np.float64)
+    mem = MemoryMap()
+    mem.map(buf.ctypes.data, buf.nbytes, backing=buf.view(np.uint8))
+    if flat:
+      prog = [ins.flat_atomic_add_f64(vdst=ins.v[4:5], addr=ins.v[0:1], data=ins.v[2:3], sc0=1)]
+      regs = {0: buf.ctypes.data & 0xffffffff, 1: buf.ctypes.data >> 32, **two}
+      st = run(prog, exec_mask=1, vgprs=regs, memory=mem)
+    else:
+      prog = [ins.buffer_atomic_add_f64(vdata=ins.v[4:5], vaddr=ins.v[0], srsrc=ins.s[4:7], soffset=ins.s[8], offset=0, sc0=1)]
+      st = run(prog, exec_mask=1, sgprs={4: _buffer_rsrc(buf.ctypes.data, 16), 8: 0}, vgprs={0: 0, 4: 0, 5: 0x40000000}, memory=mem)
+    assert buf[0] == 3.5 and st.vgpr[0, 0, 4:6].copy().view(np.float64)[0] == 1.5, flat
+
+CVT_PK = [("gfx950", "v_cvt_pk_f32_bf8_e32", 0x4440, (2.0, 4.0)), ("gfx942", "v_cvt_pk_f32_bf8_e32", 0x4440, (1.0, 2.0)),
+          ("gfx950", "v_cvt_pk_f32_fp8_e32", 0x4038, (1.0, 2.0)), ("gfx942", "v_cvt_pk_f32_fp8_e32", 0x4840, (1.0, 2.0))]
+
+@pytest.mark.parametrize("arch,name,codes,want", CVT_PK)
+def test_cdna_cvt_pk_f32_fp8_bf8_decode_the_arch_format(arch, name, codes, want):
+  # gfx942 has the FNUZ float8 formats only (ROCm's FP8 table), gfx950 OCP. E5M2: OCP bias 15 (0x40 = 2.0, 0x44 = 4.0), FNUZ bias 16
+  # (0x40 = 1.0, 0x44 = 2.0); E4M3: OCP bias 7 (0x38 = 1.0, 0x40 = 2.0), FNUZ bias 8 (0x40 = 1.0, 0x48 = 2.0). Byte 0 -> D0, byte 1 -> D1
+  st = run_program([getattr(ins, name)(ins.v[2:3], ins.v[0])], arch=arch, lanes=64, vgprs={0: codes})
+  assert tuple(st.vgpr[0, 0, 2:4].copy().view(np.float32)) == want
+
+@pytest.mark.parametrize("arch,want", [("gfx950", 0x4038), ("gfx942", 0x4840)])
+def test_cdna_cvt_pk_fp8_f32_encodes_the_arch_format(arch, want):
+  # v_cvt_pk_fp8_f32 v1, 1.0, 2.0: fp8(S0) in byte 0, fp8(S1) in byte 1 (E4M3 codes as above); bits 31:16 keep v1's
+  st = run_program([ins.v_cvt_pk_fp8_f32(ins.v[1], ins.v[2], ins.v[3])], arch=arch, lanes=64,
+                   vgprs={1: 0xabcd0000, 2: np.float32(1.0).view(np.uint32), 3: np.float32(2.0).view(np.uint32)})
+  assert int(st.vgpr[0, 0, 1]) == 0xabcd0000 | want

@@ -78,6 +78,23 @@ def test_ds_addtid_uses_offset_m0_and_lane():
   assert (st.lds[12:140].view(np.uint32) == LANES + 100).all() and (st.lds[:12] == 0).all()
   assert (st.vgpr[0, 1:, 2] == LANES[:-1] + 100).all() and int(st.vgpr[0, 0, 2]) == 0   # lane 0 reads 8 + 0: not written
 
+def test_cdna_ds_addtid_uses_offset_m0_and_lane():
+  # gfx942's DS_WRITE_ADDTID_B32 / DS_READ_ADDTID_B32 (the same fix as RDNA's ds_store/load_addtid): OFFSET + M0[15:0] + lane * 4
+  from tinygrad.runtime.autogen.amd.cdna import ins as C
+  lanes = np.arange(64, dtype=np.uint32)
+  st = run_program([C.ds_write_addtid_b32(data0=C.v[1], offset0=8), C.ds_read_addtid_b32(vdst=C.v[2], offset0=4)], arch="gfx942", lanes=64,
+                   sgprs={M0["gfx942"]: 0x10004}, vgprs={1: lanes + 100}, lds_bytes=512)
+  assert (st.lds[12:268].view(np.uint32) == lanes + 100).all() and (st.lds[:12] == 0).all()
+  assert (st.vgpr[0, 1:, 2] == lanes[:-1] + 100).all() and int(st.vgpr[0, 0, 2]) == 0
+
+def test_rdna4_ds_bpermute_fi_reads_the_unsigned_address_lane():
+  # DS_BPERMUTE_FI_B32 (rdna4): lane = (addr + offset) / 4 mod 32, the address unsigned: 0xfffffffc / 4 % 32 = 31 (a signed division
+  # gave lane -1); FI: it also reads lanes whose EXEC bit is 0 (lane 31 is off here and is still read)
+  from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
+  st = run_program([R4.ds_bpermute_fi_b32(vdst=R4.v[1], addr=R4.v[2], data0=R4.v[3])], arch="gfx1201", exec_mask=0x7fffffff,
+                   vgprs={1: 9, 2: 0xfffffffc, 3: LANES * 10})
+  assert (st.vgpr[0, :31, 1] == 310).all() and int(st.vgpr[0, 31, 1]) == 9
+
 def test_ds_bpermute_reads_the_addressed_lane():
   # v1[i] = v3[v2[i] / 4]: reverse the lanes; inactive source lanes read 0, inactive destination lanes keep v1
   st = run_program([I.ds_bpermute_b32(vdst=I.v[1], addr=I.v[2], data0=I.v[3])], exec_mask=0x7fffffff,

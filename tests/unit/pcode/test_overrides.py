@@ -199,6 +199,51 @@ def test_rndne_rounds_exactly():
   x64 = np.array([0.49999999999999994, 2.5, 4503599627370497.0])
   assert call(VOP1Op.V_RNDNE_F64_E32, S0=b64(x64)).D0.view(np.float64).tolist() == np.rint(x64).tolist()
 
+RNDNE_SIBLINGS = [("rdna3", "VOP1Op", "V_RNDNE_F16_E32", np.float16), ("rdna4", "VOP1Op", "V_RNDNE_F16_E32", np.float16),
+                  ("rdna4", "SOP1Op", "S_RNDNE_F32", np.float32), ("rdna4", "SOP1Op", "S_RNDNE_F16", np.float16)]
+
+@pytest.mark.parametrize("arch,enum,name,ft", RNDNE_SIBLINGS, ids=[f"{a}-{n}" for a, _, n, _ in RNDNE_SIBLINGS])
+def test_rndne_siblings_round_to_nearest_even_exactly(arch, enum, name, ft):
+  # the same fix (rint instead of floor(x + 0.5)) on the f16 and scalar forms: the largest value below 0.5 rounds to 0, ties to even
+  import importlib
+  op = getattr(getattr(importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.enum"), enum), name)
+  below_half = np.nextafter(ft(0.5), ft(0))
+  x = np.array([below_half, 0.5, 1.5, 2.5, -2.5, -0.5, np.inf, -0.0], ft)
+  ut = np.uint16 if ft is np.float16 else np.uint32
+  st = OpState(n=len(x), laneId=np.arange(len(x), dtype=np.uint64), D0=np.zeros(len(x), np.uint64), S0=x.view(ut).astype(np.uint64))
+  c = compile_op(arch, op)
+  assert c.override
+  if c.kind == "scalar":
+    got = [int((st.__dict__.update(S0=int(v), D0=0), c.fn(st), st.D0)[2]) for v in x.view(ut)]
+  else:
+    c.fn(st)
+    got = [int(v) for v in st.D0]
+  assert [g & ((1 << (8 * np.dtype(ft).itemsize)) - 1) for g in got] == np.rint(x).view(ut).tolist()
+
+def test_rdna4_scalar_rsq_f16_rounds_once():
+  # V_S_RSQ_F16 (rdna4): 1/sqrt(x) from f64, rounded once to f16; the high half is zero. 1/sqrt(4) = 0.5, 1/sqrt(2) = 0.70703125 (f16)
+  from tinygrad.runtime.autogen.amd.rdna4.enum import VOP3Op as R4
+  c = compile_op("rdna4", R4.V_S_RSQ_F16)
+  x = np.array([4.0, 2.0, 0.25, 3.0], np.float16)
+  st = OpState(n=1, laneId=np.zeros(1, np.uint64), D0=np.zeros(1, np.uint64))
+  for v in x:
+    st.S0 = np.array([int(np.array(v).view(np.uint16))], np.uint64) if c.kind == "vector" else int(np.array(v).view(np.uint16))
+    c.fn(st)
+    want = int(np.array(1 / np.sqrt(np.float64(v)), np.float16).view(np.uint16))
+    assert int(np.asarray(st.D0).reshape(-1)[0]) == want, v
+
+@pytest.mark.parametrize("arch", ["rdna3"])   # rdna4 renames it V_MINMAX_NUM_F16
+def test_minmax_f16_is_max_of_min_and_s2(arch):
+  # V_MINMAX_F16: max(min(S0, S1), S2); IEEE mode: a quiet NaN loses to a number (min(NaN, 3) = 3)
+  import importlib
+  op = importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.enum").VOP3Op.V_MINMAX_F16
+  h = lambda *v: np.array(v, np.float16).view(np.uint16).astype(np.uint64)  # noqa: E731
+  st = OpState(n=3, laneId=np.arange(3, dtype=np.uint64), D0=np.zeros(3, np.uint64), S0=h(1.0, 5.0, np.nan), S1=h(3.0, 4.0, 3.0),
+               S2=h(2.0, 2.0, 1.0), MODE_IEEE=True, OPSEL=0)
+  c = compile_op(arch, op)
+  c.fn(st)
+  assert (st.D0 & 0xffff).astype(np.uint16).view(np.float16).tolist() == [2.0, 4.0, 3.0]
+
 # ---- WMMA: A row i in lane i (and i + 16), B column j in lane j, C/D element [2v + lane // 16][lane % 16] in register v ----
 def wmma_regs(a, b, c, w:int, c_dtype):
   """Pack A/B (16x16 raw w-bit codes) and C (16x16 of c_dtype) into a (32, 64) VGPR file at v0, v8, v16 (by hand, from the layout)."""
