@@ -168,6 +168,8 @@ def vopd_halves(case:dict) -> list[tuple]:
   return [(op, {k.replace("y", h, 1): v for k, v in OPERANDS.get(op, {}).items()}, d) for h, op, d in (("x", case_op(case), f["vdstx"]),
                                                                                                      ("y", opy, vdsty))]
 
+SDWA_SCALAR = {"vsrc0": "s0", "vsrc1": "s1"}   # gfx9 SDWA source field -> the bit that makes it an SGPR/constant code
+
 def operands(case:dict) -> tuple[list[Operand], list[Operand]]:
   """(sources, destinations) the instruction names in its fields, with widths from operands.py; only register operands."""
   cls = inst_classes(case["arch"])[case["cls"]]
@@ -189,6 +191,9 @@ def operands(case:dict) -> tuple[list[Operand], list[Operand]]:
     if fmt.name == "FMT_NUM_M64": bits = lanes  # a lane mask is as wide as the wave
     count = max(1, bits // 32)
     if otype == OpType.OPR_EXEC: file, reg = "s", EXEC
+    elif name in SDWA_SCALAR and case["fields"].get(SDWA_SCALAR[name]):   # gfx9 SDWA: S0/S1 make the field a scalar source code
+      if raw >= N_SGPR: continue   # a constant
+      file, reg = "s", raw
     elif isinstance(f, VGPRField): file, reg = ("s", raw) if otype in SREG_TYPES else ("v", raw)
     else:
       code = raw + f._valid_range[0]

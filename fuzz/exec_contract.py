@@ -15,9 +15,9 @@ The check reruns a case twice more with other register contents:
   (a destination in an active lane, the memories, SCC, EXEC) must change. Random operand values make a true dependence show.
 
 Exempt (`exempt`): ops that read registers by number beyond their fields (v_movrel*/s_movrel*, v_swaprel, VINTERP's attribute
-reads), CDNA's AGPR operands (v_accvgpr_*, MFMA: amd_exec.operands names them by VGPR number), SOPP (control flow: markers),
-gfx9 SDWA (its S0/S1 bits move a source to the SGPR file, which amd_exec.operands does not follow) and edge cases. DPP16
-destinations are not judged for completeness (row/bank-masked lanes and invalid sources keep the old value). Ops that read
+reads), CDNA's AGPR operands (v_accvgpr_*, MFMA: amd_exec.operands names them by VGPR number), SOPP (control flow: markers)
+and edge cases. DPP16 and SDWA destinations are not judged for completeness (masked lanes, invalid sources and SDWA's
+dst_unused = preserve keep the old value). Ops that read
 their destination (the pcode reads D0: FMAC, MAC, DOT2C, writelane) keep it as a source. Memory instructions keep every
 register but their destination: their address and data registers are the exec memory model's (`check_memory`) to judge. A
 case with aliased sources (x - x) or a constant source is not judged for ignored sources; `ignores_sources` gives the
@@ -39,12 +39,16 @@ def ignores_sources(case:dict) -> str:
   if case["op"].startswith("V_PERMLANE64") and case["lanes"] == 32: return "wave32: the ISA's pcode makes it a NOP ('wave64 ONLY')"
   if "SAVEEXEC" in case["op"] or "WREXEC" in case["op"]: return "S0 meets EXEC, which the case fixes (all ones or zeros hide it)"
   if case["op"].startswith("V_CVT_SR_"): return "the stochastic-rounding bits matter only for inexact values in the narrow format's range"
+  if case["op"].startswith("V_PERM_B32"): return "S2's byte selectors decide which sources supply bytes (random ones mostly pick constants)"
+  lanes = [i for i in range(case["lanes"]) if case["exec"] >> i & 1]
+  if case["op"].startswith("V_MBCNT_HI") and all(i <= 32 for i in lanes): return "S0 counts only lanes 32 to the lane's own, none here"
+  if case["op"].startswith("V_MBCNT_LO") and all(i == 0 for i in lanes): return "S0 counts only the lanes below lane 0: none"
   return ""
 EXEMPT_PREFIXES = ("V_MOVREL", "V_SWAPREL", "S_MOVREL", "V_INTERP", "V_ACCVGPR")
 
 def exempt(case:dict) -> bool:
   """Cases the contract does not judge (see the module docstring)."""
-  if case.get("edge") or base_format(case["cls"]) in ("SOPP", "VINTERP") or "_SDWA" in case["cls"]: return True
+  if case.get("edge") or base_format(case["cls"]) in ("SOPP", "VINTERP"): return True
   if case["op"].startswith(EXEMPT_PREFIXES): return True
   from fuzz.targets.exec import MFMA
   return case["op"].startswith(MFMA) and (not amd_exec.OPERANDS.get(amd_exec.case_op(case)) or spec_has_agprs(case))
@@ -105,11 +109,16 @@ def check(case:dict, base:Outcome, execute, where:str) -> None:
   keep = _registers(srcs) | (_registers(dsts) if reads_destination(case) else set())
   noise = np.random.default_rng(random.Random(repr(sorted(case["fields"].items()))).getrandbits(32))
   sgpr0, vgpr0 = amd_exec.initial_state(case)
-  active, dpp16, memory = _active(case), case["cls"].endswith("_DPP16"), bool(amd_exec.memory_kind(case))
-  _check_unnamed(case, base, execute, where, dsts, keep, sgpr0, vgpr0, noise, active, dpp16, memory)
-  if ignores_sources(case) or memory or not _observable_outputs(case, dsts, active, dpp16): return
+  active, memory = _active(case), bool(amd_exec.memory_kind(case))
+  partial = case["cls"].endswith("_DPP16") or "_SDWA" in case["cls"]   # destinations these forms may write only in part
+  _check_unnamed(case, base, execute, where, dsts, keep, sgpr0, vgpr0, noise, active, partial, memory)
+  if ignores_sources(case) or memory or not _observable_outputs(case, dsts, active): return
   if len([o for o in srcs if _perturbable(case, o)]) < _source_fields(case): return   # a constant (0, NULL) may decide the result
   if any(_overlap(a, b) for i, a in enumerate(srcs) for b in srcs[i + 1:]): return   # x - x, a select between equal operands
+  f = case["fields"]
+  if f.get("abs", 0) & f.get("neg", 0) or f.get("src0_abs") and f.get("src0_neg") or f.get("src1_abs") and f.get("src1_neg"):
+    return   # -|x| is never positive: |a| < -|b| is false whatever b
+  if f.get("clmp"): return   # a saturated result (0xffff, 1.0) hides the other operands
   for s in srcs:
     if any(_overlap(s, d) for d in dsts): continue   # its new value would also be the destination's old one
     inputs = srcs + (dsts if reads_destination(case) else [])   # an accumulator's old value is an input too
@@ -117,7 +126,7 @@ def check(case:dict, base:Outcome, execute, where:str) -> None:
       raise Finding("contract-ignored-source", f"{where}: no value of {s.name} ({s.file}{s.reg}) tried changes what it writes",
                     key=(case["arch"], case["op"], s.name))
 
-def _check_unnamed(case, base, execute, where, dsts, keep, sgpr0, vgpr0, noise, active, dpp16, memory) -> None:
+def _check_unnamed(case, base, execute, where, dsts, keep, sgpr0, vgpr0, noise, active, partial, memory) -> None:
   """contract-unnamed-read: rerun with every unnamed register changed and the destinations complemented (see the docstring)."""
   sgpr, vgpr = sgpr0.copy(), vgpr0.copy()
   if not memory:   # memory instructions: the address and data registers are the exec memory model's to check
@@ -135,7 +144,7 @@ def _check_unnamed(case, base, execute, where, dsts, keep, sgpr0, vgpr0, noise, 
                   "name changed", key=(case["arch"], case["op"], "fault"))
   (r0, mem0, scc0, exec0), (r1, m1, scc1, exec1) = _outputs(case, base, dsts), _outputs(case, other, dsts)
   for d, a, b in zip(dsts, r0, r1):
-    if _registers([d]) & keep or not _observable(case, d) or dpp16 and d.file == "v": continue
+    if _registers([d]) & keep or not _observable(case, d) or partial and d.file == "v": continue
     same = np.unpackbits((~(a ^ b)).view(np.uint8)).reshape(*a.shape, 32).sum(-1)   # equal bits per register (and lane)
     short = same < min(32, d.bits)
     bad = np.nonzero(short)[0] if d.file == "s" else np.nonzero((short & active[:, None]).any(1))[0]
@@ -173,7 +182,10 @@ def _changes_output(case, s, srcs, dsts, sgpr0, vgpr0, noise, execute, active, r
     lane = int(np.argmax(active))
     values = [~_get(s, sgpr, vgpr), _random(s, sgpr, vgpr, noise)]
     for t in srcs:   # equal operands, also with the 16-bit halves exchanged (op_sel may compare a low half with a high one)
-      if t is not s: values += [(v:=_like(s, _get(t, sgpr, vgpr), case["lanes"], lane)), (v << np.uint32(16)) | (v >> np.uint32(16))]
+      if t is not s:   # and negated (a neg modifier on one side): the f32 and the low f16 sign bits
+        v = _like(s, _get(t, sgpr, vgpr), case["lanes"], lane)
+        signs = [(0, 0), (0, 0x80000000)] if s.count == 2 else [(m,) for m in (0, 0x80000000, 0x8000, 0x80008000)]   # f64: bit 63
+        values += [w ^ np.array(m, np.uint32) for w in (v, (v << np.uint32(16)) | (v >> np.uint32(16))) for m in signs]
     values += [np.full_like(_get(s, sgpr, vgpr), e) for e in EDGES]
     base = None
     for value in [None] + values:
@@ -203,10 +215,10 @@ def _put(o:Operand, sgpr, vgpr, value):
 def _overlap(a:Operand, b:Operand) -> bool:
   return a.file == b.file and a.reg < b.reg + b.count and b.reg < a.reg + a.count
 
-def _observable_outputs(case:dict, dsts:list[Operand], active:np.ndarray, dpp16:bool) -> bool:
+def _observable_outputs(case:dict, dsts:list[Operand], active:np.ndarray) -> bool:
   """Whether a changed source could show at all: a destination the check can read in an active (DPP16: write-enabled) lane. An
   SCC-only result (one bit of one value) is not judged, nor a VALU op without active lanes (its lane-mask results are 0 then)."""
-  if dpp16 and not (case["fields"]["row_mask"] and case["fields"]["bank_mask"]): return False
+  if not (case["fields"].get("row_mask", 1) and case["fields"].get("bank_mask", 1)): return False   # DPP16: no lane may write
   return any(_observable(case, d) and (base_format(case["cls"]) in SALU or active.any()) for d in dsts)
 
 def _perturbable(case:dict, o:Operand) -> bool:
