@@ -1,0 +1,263 @@
+"""The PTX opcodes the emulator runs: one `OpDef` per opcode (accepted types, accepted modifiers, semantics, timing class).
+A reader finds an instruction here and nowhere else; emu.nv.simt only moves operands and lanes.
+
+Numerics (PTX ISA 8.x): f32/f64 arithmetic is IEEE with the instruction's rounding (`.rn` is the default and the only one
+modelled for add/sub/mul/fma/div/sqrt; others are rejected); f16 arithmetic rounds in f16; integer arithmetic wraps at the type's
+width; shl/shr clamp the shift amount to the width (shl -> 0, shr.u -> 0, shr.s -> the sign); `.approx` sqrt/rcp/ex2/lg2/sin/cos
+on f32 return the correctly rounded f32 of the exact value (the ISA bounds them at a few ulp; a correctly rounded result is
+inside every bound) and are rejected on f64, as ptxas does. cvt: float -> float rounds to nearest even (`.rn`), float -> int
+rounds by `.rzi/.rni/.rmi/.rpi`, saturates to the type's range and gives 0 for NaN; int -> float rounds to nearest even.
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from typing import Callable
+import numpy as np
+from emu.nv.ptx import Addr, Inst, Kernel, Label, PTXError, Reg, Vec
+
+DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
+          "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "b8": np.uint8, "b16": np.uint16, "b32": np.uint32,
+          "b64": np.uint64, "pred": np.bool_}
+FLOATS, SIGNED = ("f16", "f32", "f64"), ("s8", "s16", "s32", "s64")
+INTS = SIGNED + ("u8", "u16", "u32", "u64", "b8", "b16", "b32", "b64")
+def width(t:str) -> int: return 1 if t == "pred" else int(t[1:])
+
+@dataclass(frozen=True)
+class OpDef:
+  """One opcode: the type suffixes it accepts, its other modifiers, its semantics fn(ctx, inst, type) and timing class."""
+  types: tuple[str, ...]
+  mods: frozenset[str]
+  fn: Callable
+  timing: str
+
+OPS: dict[str, OpDef] = {}
+def op(name:str, types, mods=(), timing="alu"):
+  def reg(fn):
+    OPS[name] = OpDef(tuple(types), frozenset(mods), fn, timing)
+    return fn
+  return reg
+
+def _type(inst:Inst) -> str:
+  """The instruction's (last) type suffix."""
+  return next((m for m in reversed(inst.mods) if m in DTYPES), "")
+
+def validate(k:Kernel):
+  """Reject what the executor cannot run or ptxas would not accept, naming the line: unknown opcodes, types and modifiers,
+  undeclared registers, unknown labels, `.approx` on f64."""
+  from emu.nv.ptx import SPECIAL
+  for inst in k.body:
+    d = OPS.get(inst.op)
+    if d is None: raise PTXError(inst.line, inst.op, "opcode not supported by the emulator")
+    for m in inst.mods:
+      if m not in d.mods and m not in d.types and not (m in DTYPES and inst.op == "cvt"):
+        raise PTXError(inst.line, f".{m}", f"{inst.op} does not take .{m} here")
+    t = _type(inst)
+    if t and t not in d.types and inst.op != "cvt": raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
+    if "approx" in inst.mods and t == "f64": raise PTXError(inst.line, ".approx", f"{inst.op}.approx is not defined on .f64")
+    regs = [o for o in _flat(inst.operands) if isinstance(o, Reg)] + ([Reg(inst.guard[0])] if inst.guard else [])
+    for r in regs:
+      if r.name not in k.regs and r.name not in SPECIAL: raise PTXError(inst.line, r.name, "register not declared")
+    for o in _flat(inst.operands):
+      if isinstance(o, Label) and o.name not in k.labels and o.name not in k.shared and o.name not in dict(k.params):
+        raise PTXError(inst.line, o.name, "unknown label or symbol")
+
+def _flat(ops):
+  for o in ops:
+    if isinstance(o, Vec): yield from o.items
+    elif isinstance(o, Addr): yield Reg(o.base) if o.base.startswith("%") else Label(o.base)
+    else: yield o
+
+# ---- data movement ----
+@op("mov", ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "f32", "f64", "pred"))
+def _mov(ctx, inst, t): ctx.write(inst.operands[0], ctx.read(inst.operands[1], t), t)
+
+@op("ld", tuple(DTYPES), mods=("global", "shared", "param", "local", "v2", "v4", "nc"), timing="mem")
+def _ld(ctx, inst, t):
+  dst, src = inst.operands
+  outs = dst.items if isinstance(dst, Vec) else (dst,)
+  vals = ctx.load(_space(inst), src, t, len(outs))
+  for o, v in zip(outs, vals): ctx.write(o, v, t)
+
+@op("st", tuple(DTYPES), mods=("global", "shared", "local", "v2", "v4"), timing="mem")
+def _st(ctx, inst, t):
+  dst, src = inst.operands
+  ins = src.items if isinstance(src, Vec) else (src,)
+  ctx.store(_space(inst), dst, t, [ctx.read(o, t) for o in ins])
+
+def _space(inst:Inst) -> str: return next(s for s in ("global", "shared", "param", "local") if s in inst.mods)
+
+@op("cvt", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"))
+def _cvt(ctx, inst, t):
+  dt, st = [m for m in inst.mods if m in DTYPES]
+  x = ctx.read(inst.operands[1], st)
+  ctx.write(inst.operands[0], convert(x, st, dt, inst.mods), dt)
+
+def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
+  """cvt semantics (see the module docstring)."""
+  with np.errstate(all="ignore"):
+    if dt in FLOATS and st in FLOATS: return x.astype(DTYPES[dt])        # numpy rounds to nearest even
+    if dt in FLOATS: return x.astype(np.float64).astype(DTYPES[dt]) if width(st) <= 32 else _int_to_float(x, dt)
+    if st in FLOATS:
+      r = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(next((m for m in mods if m.endswith("i")), "rzi"))
+      v = r(x.astype(np.float64))
+      info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
+      v = np.where(np.isnan(v), 0, np.clip(v, info.min, info.max))
+      return np.array([int(a) for a in v.tolist()], dtype=object).astype(DTYPES[dt]) if width(dt) == 64 else v.astype(DTYPES[dt])
+    return x.astype(DTYPES[dt])                                        # integers: truncate or extend (sign by the source)
+
+def _int_to_float(x:np.ndarray, dt:str) -> np.ndarray:
+  """A 64-bit integer rounded once to nearest even (through Python ints: exact)."""
+  return np.array([float(int(v)) for v in x.tolist()], dtype=np.float64).astype(DTYPES[dt]) if dt == "f64" else \
+    np.array([np.float32(float(int(v))) if abs(int(v)) < 2**53 else _round_big_f32(int(v)) for v in x.tolist()], dtype=DTYPES[dt])
+
+def _round_big_f32(v:int) -> np.float32:
+  from fractions import Fraction
+  return np.float32(float(Fraction(v)))   # float() of an int is exact up to 2**1024; one f32 rounding after (f64 keeps 53 bits: exact)
+
+# ---- arithmetic ----
+def _arith(name:str, fint:Callable, ffloat:Callable):
+  @op(name, INTS + FLOATS, mods=("rn", "ftz", "sat", "lo", "hi", "wide"))
+  def fn(ctx, inst, t):
+    if t in FLOATS and any(m in inst.mods for m in ("rz", "rm", "rp")): raise PTXError(inst.line, inst.op, "only .rn rounding is modelled")
+    args = [ctx.read(o, t) for o in inst.operands[1:]]
+    with np.errstate(all="ignore"): r = np.asarray(ffloat(*args)).astype(DTYPES[t]) if t in FLOATS else integer(fint, args, t, inst.mods)
+    ctx.write(inst.operands[0], r, (t[0] + str(2 * width(t))) if "wide" in inst.mods else t)
+  return fn
+
+def integer(f:Callable, args:list[np.ndarray], t:str, mods) -> np.ndarray:
+  """f on integers, exactly: .lo (the default) keeps the low `width` bits, .hi the next ones, .wide twice the width. Computed in
+  uint64 (wrapping) where that is exact, through Python ints for 64-bit .hi/.wide."""
+  w, signed = width(t), t in SIGNED
+  ow = 2 * w if "wide" in mods else w
+  out = DTYPES[("s" if signed else "u") + str(ow)]
+  if w == 64 and ("hi" in mods or "wide" in mods):
+    big = [[int(v) for v in a.tolist()] for a in args]
+    r = [f(*vals) >> (64 if "hi" in mods else 0) for vals in zip(*big)]
+    return np.array([v & ((1 << 64) - 1) for v in r], dtype=np.uint64).view(out)
+  u = [a.astype(np.int64 if signed else np.uint64).astype(np.uint64) for a in args]   # two's complement in 64 bits
+  r = f(*u)
+  if "hi" in mods: r = (r >> np.uint64(w)) if not signed else (r.view(np.int64) >> np.int64(w)).view(np.uint64)
+  return (r & np.uint64((1 << ow) - 1 if ow < 64 else 0xffffffffffffffff)).astype(np.uint64).astype(DTYPES["u" + str(ow)]).view(out)
+
+def _fma_f(a, b, c):
+  from emu.pcode import numerics as N
+  if a.dtype == np.float64: return N.fma_f64(a, b, c)
+  wide = [x.astype(np.float64) for x in (a, b, c)]
+  return N.f64_to_f32(N.fma_f64(*wide)) if a.dtype == np.float32 else wide[0] * wide[1] + wide[2]   # f16: exact in f64, one rounding
+
+_arith("add", lambda a, b: a + b, lambda a, b: a + b)
+_arith("sub", lambda a, b: a - b, lambda a, b: a - b)
+_arith("mul", lambda a, b: a * b, lambda a, b: a * b)
+_arith("mad", lambda a, b, c: a * b + c, _fma_f)   # mad.rn.f32 is fused on sm_20+ (the PTX ISA's mad)
+
+@op("fma", FLOATS, mods=("rn", "ftz", "sat"))
+def _fma(ctx, inst, t):
+  a, b, c = (ctx.read(o, t) for o in inst.operands[1:])
+  with np.errstate(all="ignore"): ctx.write(inst.operands[0], np.asarray(_fma_f(a, b, c)).astype(DTYPES[t]), t)
+
+def _minmax(name:str, fint:Callable, ffloat:Callable):
+  @op(name, INTS + FLOATS, mods=("ftz", "NaN"))
+  def fn(ctx, inst, t):
+    a, b = (ctx.read(o, t) for o in inst.operands[1:])
+    ctx.write(inst.operands[0], (ffloat if t in FLOATS else fint)(a, b).astype(DTYPES[t]), t)
+_minmax("min", np.minimum, np.fmin)   # a NaN operand loses (fminf)
+_minmax("max", np.maximum, np.fmax)
+
+@op("div", INTS + FLOATS, mods=("rn", "full", "approx", "ftz"))
+def _div(ctx, inst, t):
+  a, b = (ctx.read(o, t) for o in inst.operands[1:])
+  with np.errstate(all="ignore"):
+    if t in FLOATS: r = (a / b).astype(DTYPES[t])
+    else: r = _from_ints([_idiv(int(p), int(q)) for p, q in zip(a.tolist(), b.tolist())], t)
+  ctx.write(inst.operands[0], r, t)
+
+def _from_ints(vals:list[int], t:str) -> np.ndarray:
+  """Python ints wrapped to type t."""
+  w = width(t)
+  u = np.array([v & ((1 << w) - 1) for v in vals], dtype=np.uint64).astype(DTYPES["u" + str(w)])
+  return u.view(DTYPES[t]) if t in SIGNED else u.astype(DTYPES[t])
+
+def _idiv(p:int, q:int) -> int:
+  """Integer division truncating toward zero; by zero: all ones (the hardware's result, and what the ISA leaves undefined)."""
+  if q == 0: return -1
+  return abs(p) // abs(q) * (1 if (p < 0) == (q < 0) else -1)
+
+@op("rem", INTS)
+def _rem(ctx, inst, t):
+  a, b = (ctx.read(o, t) for o in inst.operands[1:])
+  r = [p - _idiv(p, q) * q if q else p for p, q in zip((int(v) for v in a.tolist()), (int(v) for v in b.tolist()))]
+  ctx.write(inst.operands[0], _from_ints(r, t), t)
+
+# ---- logic and shifts ----
+def _logic(name:str, f:Callable, types=("b16", "b32", "b64", "pred")):
+  @op(name, types)
+  def fn(ctx, inst, t):
+    args = [ctx.read(o, t) for o in inst.operands[1:]]
+    ctx.write(inst.operands[0], f(*args), t)
+_logic("and", lambda a, b: a & b)
+_logic("or", lambda a, b: a | b)
+_logic("xor", lambda a, b: a ^ b)
+_logic("not", lambda a: ~a)
+
+@op("shl", ("b16", "b32", "b64"))
+def _shl(ctx, inst, t):
+  a, n = ctx.read(inst.operands[1], t), ctx.read(inst.operands[2], "u32").astype(np.uint64)
+  w = width(t)
+  r = np.where(n >= w, 0, (a.astype(np.uint64) << np.minimum(n, w - 1)) & np.uint64((1 << w) - 1 if w < 64 else 0xffffffffffffffff))
+  ctx.write(inst.operands[0], r.astype(DTYPES[t]), t)
+
+@op("shr", ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64"))
+def _shr(ctx, inst, t):
+  a, n = ctx.read(inst.operands[1], t), ctx.read(inst.operands[2], "u32").astype(np.int64)
+  w = width(t)
+  n = np.minimum(n, w - 1 if t in SIGNED else w)
+  if t in SIGNED: r = a >> n.astype(a.dtype)
+  else: r = np.where(n >= w, 0, a.astype(np.uint64) >> np.minimum(n, w - 1).astype(np.uint64)).astype(DTYPES[t])
+  ctx.write(inst.operands[0], r, t)
+
+# ---- compare and select ----
+CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+@op("setp", INTS + FLOATS, mods=(*CMP, "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "and", "or", "ftz"))
+def _setp(ctx, inst, t):
+  cmp = next(m for m in inst.mods if m not in DTYPES)
+  a, b = (ctx.read(o, t) for o in inst.operands[1:3])
+  with np.errstate(all="ignore"):
+    base = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}.get(cmp, cmp)
+    if base in CMP: r = CMP[base](a, b)
+    elif base == "num": r = ~(np.isnan(a) | np.isnan(b))
+    elif base == "nan": r = np.isnan(a) | np.isnan(b)
+    else: r = CMP[base[:-1]](a, b) | np.isnan(a) | np.isnan(b)   # unordered forms
+  ctx.write(inst.operands[0], r, "pred")
+
+@op("selp", INTS + FLOATS)
+def _selp(ctx, inst, t):
+  a, b, p = ctx.read(inst.operands[1], t), ctx.read(inst.operands[2], t), ctx.read(inst.operands[3], "pred")
+  ctx.write(inst.operands[0], np.where(p, a, b).astype(DTYPES[t]), t)
+
+# ---- transcendentals (.approx: the correctly rounded f32 of the exact value) ----
+def _unary(name:str, f:Callable, mods=("approx", "ftz", "rn", "full")):
+  @op(name, FLOATS, mods=mods, timing="sfu")
+  def fn(ctx, inst, t):
+    x = ctx.read(inst.operands[1], t)
+    with np.errstate(all="ignore"): ctx.write(inst.operands[0], f(x.astype(np.float64)).astype(DTYPES[t]), t)
+_unary("sqrt", np.sqrt)
+_unary("rcp", lambda x: 1.0 / x)
+_unary("ex2", np.exp2)
+_unary("lg2", np.log2)
+_unary("sin", np.sin)
+_unary("cos", np.cos)
+_unary("neg", np.negative, mods=("ftz",))
+_unary("abs", np.abs, mods=("ftz",))
+
+# ---- control ----
+@op("bra", (), mods=("uni",), timing="branch")
+def _bra(ctx, inst, t): ctx.branch(inst.operands[0].name)
+
+@op("ret", (), timing="branch")
+def _ret(ctx, inst, t): ctx.exit()
+
+@op("exit", (), timing="branch")
+def _exit(ctx, inst, t): ctx.exit()
+
+@op("bar", (), mods=("sync",), timing="barrier")
+def _bar(ctx, inst, t): ctx.barrier()

@@ -1,0 +1,225 @@
+"""PTX front end: text -> a validated `Module` of `Kernel`s (PTX ISA 8.x syntax, the subset tinygrad's PTX renderer emits).
+
+Statements are parsed into `Inst(op, mods, operands, guard)`: `fma.rn.f32 %f1, %f2, 0f40000000, %f3;` is op 'fma', mods
+('rn', 'f32'). Operands: `Reg` (a declared register or a special register such as %tid.x), `Imm` (decimal with an optional U,
+0f/0d hexadecimal f32/f64 bits, 0x hexadecimal), `Addr` ([base+offset], base a register, a parameter or a .shared symbol),
+`Vec` ({a, b, ...}) and `Label`. Every error is a `PTXError` naming the line and the token. Opcode-level checks (known opcode,
+accepted types and modifiers) are emu.nv.isa's; `parse` runs them, so a Module that parses is one the executor can run.
+"""
+from __future__ import annotations
+import re, struct
+from dataclasses import dataclass, field
+
+class PTXError(ValueError):
+  """A PTX program the front end rejects: `line` (1-based) and `token` say where."""
+  def __init__(self, line:int, token:str, message:str):
+    self.line, self.token, self.message = line, token, message
+    super().__init__(f"PTX line {line} at {token!r}: {message}")
+
+@dataclass(frozen=True)
+class Reg:
+  name: str
+@dataclass(frozen=True)
+class Imm:
+  value: int | float
+  bits: int = 0      # 32/64: written as 0f/0d float bits (value is the float); 0: an integer (0x or decimal)
+@dataclass(frozen=True)
+class Addr:
+  base: str          # a register, a .param name or a .shared symbol
+  offset: int = 0
+@dataclass(frozen=True)
+class Vec:
+  items: tuple
+@dataclass(frozen=True)
+class Label:
+  name: str
+
+@dataclass
+class Inst:
+  op: str
+  mods: tuple[str, ...]
+  operands: tuple
+  guard: tuple[str, bool] | None   # (predicate register, negated)
+  line: int
+  def __str__(self):
+    g = f"@{'!' if self.guard[1] else ''}{self.guard[0]} " if self.guard else ""
+    return f"{g}{'.'.join((self.op,) + self.mods)} (line {self.line})"
+
+@dataclass
+class Kernel:
+  name: str
+  params: list[tuple[str, str]]                      # (name, type) in order
+  regs: dict[str, str] = field(default_factory=dict)  # register -> type ('f32', 'pred', ...)
+  shared: dict[str, tuple[int, int]] = field(default_factory=dict)  # symbol -> (offset, bytes) in the CTA's shared memory
+  shared_bytes: int = 0
+  body: list[Inst] = field(default_factory=list)
+  labels: dict[str, int] = field(default_factory=dict)  # label -> index of the next instruction
+  maxntid: tuple[int, ...] = ()
+
+@dataclass
+class Module:
+  version: str
+  target: str
+  address_size: int
+  kernels: dict[str, Kernel]
+
+SPECIAL = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {"%laneid", "%warpid", "%nwarpid"}
+_TOKEN = re.compile(r"\s+|//[^\n]*|/\*.*?\*/|(?P<tok>0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|\d+\.\d+|\d+U?|"
+                    r"[%$A-Za-z_][\w$]*(?:<\d+>)?|\.[A-Za-z_][\w$]*|[(){}\[\],;:@!+\-<>=|])", re.S)
+
+def tokenize(text:str) -> list[tuple[str, int]]:
+  """(token, line) pairs; comments and whitespace dropped."""
+  out, pos, line = [], 0, 1
+  while pos < len(text):
+    if (m := _TOKEN.match(text, pos)) is None: raise PTXError(line, text[pos:pos + 10], "cannot read a token here")
+    if m.group("tok") is not None: out.append((m.group("tok"), line))
+    line += text.count("\n", pos, m.end())
+    pos = m.end()
+  return out
+
+class _Parser:
+  def __init__(self, text:str):
+    self.toks, self.i = tokenize(text.replace("\0", "")), 0
+  def peek(self, k:int=0) -> str: return self.toks[self.i + k][0] if self.i + k < len(self.toks) else ""
+  @property
+  def line(self) -> int: return self.toks[min(self.i, len(self.toks) - 1)][1] if self.toks else 1
+  def take(self, want:str|None=None) -> str:
+    if self.i >= len(self.toks): raise PTXError(self.line, "<end>", f"expected {want or 'a token'}")
+    tok = self.toks[self.i][0]
+    if want is not None and tok != want: raise PTXError(self.line, tok, f"expected {want!r}")
+    self.i += 1
+    return tok
+  def fail(self, message:str): raise PTXError(self.line, self.peek() or "<end>", message)
+
+  def module(self) -> Module:
+    head: dict[str, str] = {}
+    kernels: dict[str, Kernel] = {}
+    while self.i < len(self.toks):
+      tok = self.take()
+      if tok in (".version", ".target", ".address_size"): head[tok] = self.take()
+      elif tok in (".visible", ".weak"): continue
+      elif tok == ".entry":
+        k = self.kernel()
+        kernels[k.name] = k
+      else: raise PTXError(self.toks[self.i - 1][1], tok, "expected .version, .target, .address_size or .entry")
+    for d in (".version", ".target", ".address_size"):
+      if d not in head: raise PTXError(1, d, f"the module has no {d} directive")
+    return Module(head[".version"], head[".target"], int(head[".address_size"]), kernels)
+
+  def kernel(self) -> Kernel:
+    k = Kernel(self.take(), [])
+    self.take("(")
+    while self.peek() != ")":
+      self.take(".param")
+      typ = self.take().lstrip(".")
+      k.params.append((self.take(), typ))
+      if self.peek() == ",": self.take()
+    self.take(")")
+    while self.peek().startswith(".") and self.peek() != "{":
+      d = self.take()
+      if d == ".maxntid":
+        dims = [int(self.take())]
+        while self.peek() == ",": self.take(); dims.append(int(self.take()))
+        k.maxntid = tuple(dims)
+      else: self.fail(f"unknown kernel directive {d}")
+    self.take("{")
+    while self.peek() != "}": self.statement(k)
+    self.take("}")
+    return k
+
+  def statement(self, k:Kernel):
+    tok = self.peek()
+    if tok == ".reg": return self.reg_decl(k)
+    if tok == ".shared": return self.shared_decl(k)
+    if self.peek(1) == ":" and not tok.startswith("%"):   # a label
+      k.labels[self.take()] = len(k.body)
+      self.take(":")
+      return
+    k.body.append(self.instruction())
+
+  def reg_decl(self, k:Kernel):
+    self.take(".reg")
+    typ = self.take().lstrip(".")
+    while True:
+      name = self.take()
+      if (m := re.fullmatch(r"(.+)<(\d+)>", name)): k.regs.update({f"{m[1]}{i}": typ for i in range(int(m[2]))})
+      else: k.regs[name] = typ
+      if self.peek() != ",": break
+      self.take(",")
+    self.take(";")
+
+  def shared_decl(self, k:Kernel):
+    self.take(".shared")
+    align = 1
+    if self.peek() == ".align": self.take(); align = int(self.take())
+    typ = self.take().lstrip(".")
+    name = self.take()
+    self.take("[")
+    count = int(self.take().rstrip("U"))
+    self.take("]")
+    self.take(";")
+    size = count * max(1, int(re.sub(r"\D", "", typ) or 8) // 8)
+    off = -(-k.shared_bytes // align) * align
+    k.shared[name], k.shared_bytes = (off, size), off + size
+
+  def instruction(self) -> Inst:
+    line, guard = self.line, None
+    if self.peek() == "@":
+      self.take()
+      neg = self.peek() == "!"
+      if neg: self.take()
+      guard = (self.take(), neg)
+    name = self.take()
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name): raise PTXError(line, name, "expected an instruction")
+    mods = []
+    while self.peek().startswith(".") and len(self.peek()) > 1: mods.append(self.take()[1:])
+    operands = []
+    while self.peek() != ";":
+      operands.append(self.operand())
+      if self.peek() == ",": self.take()
+      elif self.peek() != ";": self.fail("expected ',' or ';'")
+    self.take(";")
+    return Inst(name, tuple(mods), tuple(operands), guard, line)
+
+  def operand(self):
+    tok = self.peek()
+    if tok == "[":
+      self.take()
+      base, off = self.take(), 0
+      if self.peek() in ("+", "-"):
+        sign = -1 if self.take() == "-" else 1
+        off = sign * int(self.take().rstrip("U"), 0)
+      self.take("]")
+      return Addr(base, off)
+    if tok == "{":
+      self.take()
+      items = [self.operand()]
+      while self.peek() == ",": self.take(); items.append(self.operand())
+      self.take("}")
+      return Vec(tuple(items))
+    if tok == "-" and re.fullmatch(r"\d+U?|0[xX][0-9a-fA-F]+U?", self.peek(1)):
+      self.take()
+      return Imm(-self.immediate(self.take()).value)
+    if re.fullmatch(r"0[fFdDxX][0-9a-fA-F]+U?|\d+U?", tok): return self.immediate(self.take())
+    self.take()
+    if tok.startswith("%") and self.peek() in (".x", ".y", ".z"): return Reg(tok + self.take())   # %tid.x
+    if not tok.startswith("%") and self.peek() == "[":   # symbol[offset]: the symbol's address plus offset (mov.u64 %r, smem[0])
+      self.take("[")
+      off = int(self.take().rstrip("U"), 0)
+      self.take("]")
+      return Addr(tok, off)
+    return Reg(tok) if tok.startswith("%") else Label(tok)
+
+  @staticmethod
+  def immediate(tok:str) -> Imm:
+    t = tok.rstrip("U")
+    if t[:2] in ("0f", "0F"): return Imm(struct.unpack("<f", struct.pack("<I", int(t[2:], 16)))[0], 32)
+    if t[:2] in ("0d", "0D"): return Imm(struct.unpack("<d", struct.pack("<Q", int(t[2:], 16)))[0], 64)
+    return Imm(int(t, 0))
+
+def parse(text:str) -> Module:
+  """Parse and validate PTX text (see the module docstring)."""
+  from emu.nv import isa
+  module = _Parser(text).module()
+  for k in module.kernels.values(): isa.validate(k)
+  return module

@@ -1,0 +1,160 @@
+"""SIMT execution of a parsed PTX kernel over a grid.
+
+Every thread of the launch is one numpy lane. Lanes run in lockstep at the lowest PC any live lane is at, so lanes that
+branch apart run their paths in program order and meet again at the first common instruction (structured code, which is
+what tinygrad's renderers emit); the guard predicate masks lanes inside an instruction. `bar.sync` needs no extra work: a lane
+can only be past a barrier if every lane reached it, because no lane runs ahead of a lower PC. Registers hold raw bits
+(uint64 per lane; predicates as bools) and are read at the instruction's type. Global memory is the host's (GPU VA == CPU VA,
+checked through emu.amd.memory.MemoryMap: an access outside every mapping faults before anything is written); each CTA has
+its own `.shared` bytes, `.param` is the launch's argument block.
+"""
+from __future__ import annotations
+import struct
+from dataclasses import dataclass
+import numpy as np
+from emu.amd.api import GPUHangFault
+from emu.amd.memory import MemoryMap
+from emu.nv import isa
+from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
+
+@dataclass
+class LaunchStats:
+  """What one launch did: threads, warps (32 lanes of a CTA), warp-instructions issued, lockstep steps."""
+  threads: int
+  warps: int
+  warp_instructions: int = 0
+  steps: int = 0
+
+def param_block(kernel:Kernel, args:list[int]) -> tuple[bytes, dict[str, int]]:
+  """The argument bytes of a launch (each parameter at its natural alignment) and each parameter's offset."""
+  if len(args) != len(kernel.params): raise ValueError(f"{kernel.name} takes {len(kernel.params)} arguments, got {len(args)}")
+  buf, offs = bytearray(), {}
+  for (name, typ), v in zip(kernel.params, args):
+    w = isa.width(typ) // 8
+    buf += bytes(-len(buf) % w)
+    offs[name] = len(buf)
+    buf += (int(v) & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
+  return bytes(buf), offs
+
+class _Lanes:
+  """The state of every lane of a launch and the operand access the isa semantics use (`read`, `write`, `load`, ...)."""
+  def __init__(self, kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap):
+    self.k, self.memory = kernel, memory
+    per_cta, nctas = int(np.prod(block)), int(np.prod(grid))
+    self.n = n = per_cta * nctas
+    lane = np.arange(n)
+    cta, t = lane // per_cta, lane % per_cta
+    self.cta = cta
+    self.special = {"%tid.x": t % block[0], "%tid.y": t // block[0] % block[1], "%tid.z": t // (block[0] * block[1]),
+                    "%ctaid.x": cta % grid[0], "%ctaid.y": cta // grid[0] % grid[1], "%ctaid.z": cta // (grid[0] * grid[1]),
+                    "%laneid": t % 32, "%warpid": t // 32, **{f"%ntid.{c}": np.full(n, v) for c, v in zip("xyz", block)},
+                    **{f"%nctaid.{c}": np.full(n, v) for c, v in zip("xyz", grid)}}
+    self.warp = cta * -(-per_cta // 32) + t // 32
+    self.regs = {r: (np.zeros(n, bool) if typ == "pred" else np.zeros(n, np.uint64)) for r, typ in kernel.regs.items()}
+    self.params, self.param_offsets = param_block(kernel, args)
+    self.shared = np.zeros((nctas, max(kernel.shared_bytes, 1)), np.uint8)
+    self.mask = np.zeros(n, bool)
+    self.target: str | None = None
+    self.exiting = False
+
+  # ---- operands ----
+  def read(self, o, t:str) -> np.ndarray:
+    dt = isa.DTYPES[t]
+    if isinstance(o, Imm): return np.full(self.n, self._imm(o, t), dtype=dt)
+    if isinstance(o, Label): return np.full(self.n, self._symbol(o.name), dtype=dt)
+    if isinstance(o, Addr): return self._address(o).astype(dt)   # a symbol's address as a value
+    if o.name in self.special: return self.special[o.name].astype(dt)
+    v = self.regs[o.name]
+    if t == "pred" or v.dtype == bool: return v.astype(dt)
+    w = isa.width(t)
+    return (v & np.uint64((1 << w) - 1 if w < 64 else 0xffffffffffffffff)).astype(isa.DTYPES[f"u{w}"]).view(dt)
+
+  def _imm(self, o:Imm, t:str):
+    if o.bits:   # 0f / 0d: float bits
+      if t in isa.FLOATS: return o.value
+      return struct.unpack("<I" if o.bits == 32 else "<Q", struct.pack("<f" if o.bits == 32 else "<d", o.value))[0]
+    if t == "f16": return np.uint16(o.value & 0xffff).view(np.float16)   # f16 immediates are written as 0x bits
+    if t in isa.FLOATS: return float(o.value)
+    w = isa.width(t)
+    v = o.value & ((1 << w) - 1)
+    return v - (1 << w) if t in isa.SIGNED and v >> (w - 1) else v
+
+  def _symbol(self, name:str) -> int:
+    if name in self.k.shared: return self.k.shared[name][0]
+    if name in self.param_offsets: return self.param_offsets[name]
+    raise KeyError(name)
+
+  def write(self, o, values:np.ndarray, t:str):
+    if not isinstance(o, Reg) or o.name in self.special: raise PTXError(0, str(o), "not a writable register")
+    cur = self.regs[o.name]
+    if cur.dtype == bool: new = np.asarray(values).astype(bool)
+    else:
+      w = isa.width(t)
+      new = np.asarray(values).astype(isa.DTYPES[t]).view(isa.DTYPES[f"u{w}"] if t != "pred" else np.uint8).astype(np.uint64)
+    self.regs[o.name] = np.where(self.mask, new, cur)
+
+  # ---- memory ----
+  def _address(self, a:Addr) -> np.ndarray:
+    base = self.read(Reg(a.base), "u64") if a.base.startswith("%") else np.full(self.n, self._symbol(a.base), np.uint64)
+    return base + np.uint64(a.offset & 0xffffffffffffffff)
+
+  def load(self, space:str, a:Addr, t:str, count:int) -> list[np.ndarray]:
+    nb, dt = isa.width(t) // 8, isa.DTYPES[t]
+    addr, sel = self._address(a), np.nonzero(self.mask)[0]
+    raw = np.zeros((self.n, nb * count), np.uint8)
+    if space == "global": raw[sel] = self.memory.gather(addr[sel], nb * count)
+    elif space == "param":
+      blk = np.frombuffer(self.params, np.uint8)
+      raw[sel] = blk[addr[sel].astype(np.int64)[:, None] + np.arange(nb * count)]
+    elif space == "shared": raw[sel] = self.shared[self.cta[sel][:, None], self._shared_index(addr[sel], nb * count)]
+    else: raise PTXError(0, space, "state space not modelled")
+    return [raw[:, i * nb:(i + 1) * nb].copy().view(dt).reshape(-1) for i in range(count)]
+
+  def store(self, space:str, a:Addr, t:str, values:list[np.ndarray]):
+    nb = isa.width(t) // 8
+    addr, sel = self._address(a), np.nonzero(self.mask)[0]
+    data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)[sel]
+    if space == "global": self.memory.scatter(addr[sel], data)
+    elif space == "shared": self.shared[self.cta[sel][:, None], self._shared_index(addr[sel], data.shape[1])] = data
+    else: raise PTXError(0, space, "state space not writable")
+
+  def _shared_index(self, addr:np.ndarray, nbytes:int) -> np.ndarray:
+    if len(addr) and int(addr.max()) + nbytes > self.shared.shape[1]:
+      from emu.amd.api import GPUMemoryFault
+      raise GPUMemoryFault(int(addr.max()), False, detail=f"shared memory access past the CTA's {self.k.shared_bytes} bytes")
+    return addr.astype(np.int64)[:, None] + np.arange(nbytes)
+
+  # ---- control ----
+  def branch(self, label:str): self.target = label
+  def exit(self): self.exiting = True
+  def barrier(self): pass   # lowest-PC-first order already holds every lane at the barrier until all arrive (module docstring)
+
+def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, max_steps:int=10_000_000) -> LaunchStats:
+  """Run `kernel` over grid x block threads with `args` (one int per .param: addresses or values). Raises GPUMemoryFault for
+  an access outside `memory` and GPUHangFault past `max_steps` lockstep steps."""
+  grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+  st = _Lanes(kernel, grid, block, args, memory)
+  stats = LaunchStats(st.n, len(np.unique(st.warp)))
+  pc, live = np.zeros(st.n, np.int64), np.ones(st.n, bool)
+  body = kernel.body
+  while live.any():
+    p = int(pc[live].min())
+    at = live & (pc == p)
+    if p >= len(body):
+      live &= ~at
+      continue
+    inst = body[p]
+    exe = at
+    if inst.guard is not None:
+      g = st.regs[inst.guard[0]]
+      exe = at & (~g if inst.guard[1] else g)
+    st.mask, st.target, st.exiting = exe, None, False
+    if exe.any(): isa.OPS[inst.op].fn(st, inst, isa._type(inst))
+    pc[at] += 1
+    if st.target is not None: pc[exe] = kernel.labels[st.target]
+    if st.exiting: live &= ~exe
+    stats.steps += 1
+    stats.warp_instructions += len(np.unique(st.warp[at]))
+    if stats.steps > max_steps:
+      raise GPUHangFault(f"{kernel.name} ran past {max_steps} lockstep steps (a runaway loop?)", stats.warp_instructions)
+  return stats

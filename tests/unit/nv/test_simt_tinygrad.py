@@ -1,0 +1,59 @@
+"""tinygrad's PTX renderer output run by emu.nv (no device, no mock driver): each kernel's result against numpy on the same
+inputs. The kernels are rendered for sm_89 by the same PTXRenderer DEV=MOCK+NV:PTX uses."""
+import numpy as np
+from emu.amd.memory import MemoryMap
+from emu.nv import ptx, simt
+from emu.nv.kernel import render
+
+def run(fn, *inputs:np.ndarray, out_shape, out_dtype=np.float32, dtype:str="float32"):
+  rk = render(fn, *[x.shape for x in inputs], dtype=dtype)
+  kernel = ptx.parse(rk.ptx).kernels[rk.name]
+  out = np.zeros(out_shape, out_dtype)
+  mem = MemoryMap()
+  arrays = [np.ascontiguousarray(x) for x in inputs]
+  for arr in (*arrays, out): mem.map(arr.ctypes.data, max(arr.nbytes, 1), backing=arr.view(np.uint8).reshape(-1))
+  stats = simt.run(kernel, rk.grid, rk.block, [(out if i == -1 else arrays[i]).ctypes.data for i in rk.order], mem)
+  assert stats.threads == int(np.prod(rk.grid)) * int(np.prod(rk.block)) and stats.warp_instructions > 0
+  return out
+
+rng = np.random.default_rng(0)
+A, B = rng.standard_normal(256).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+M = rng.standard_normal((16, 16)).astype(np.float32)
+
+def test_elementwise_fma_and_sqrt():
+  np.testing.assert_array_equal(run(lambda a, b: (a * 2 + b).abs().sqrt(), A, B, out_shape=256), np.sqrt(np.abs(A * 2 + B)))
+
+def test_where_max_and_compare():
+  np.testing.assert_array_equal(run(lambda a, b: (a > b).where(a, b * 3).maximum(0.5), A, B, out_shape=256),
+                                np.maximum(np.where(A > B, A, B * 3), np.float32(0.5)))
+
+def test_sum_reduction_rows():
+  got = run(lambda m: m.sum(axis=1), M, out_shape=16)
+  np.testing.assert_allclose(got, M.sum(axis=1), rtol=1e-6, atol=1e-6)
+
+def test_full_sum_and_max():
+  np.testing.assert_allclose(run(lambda a: a.sum(), A, out_shape=1), [A.sum()], rtol=1e-5)
+  np.testing.assert_array_equal(run(lambda a: a.max(), A, out_shape=1), [A.max()])
+
+def test_small_matmul():
+  got = run(lambda x, y: x @ y, M, M.T.copy(), out_shape=(16, 16))
+  np.testing.assert_allclose(got, M @ M.T, rtol=1e-5, atol=1e-5)
+
+def test_exp_log_recip():
+  x = np.abs(A) + 0.5
+  got = run(lambda a: a.exp() + a.log() + a.reciprocal(), x, out_shape=256)
+  np.testing.assert_allclose(got, np.exp(x) + np.log(x) + 1 / x, rtol=1e-5)
+
+def test_integer_arithmetic_and_casts():
+  x = rng.integers(-1000, 1000, 256).astype(np.int32)
+  got = run(lambda a: (a * 3 - 7) // 4 + (a % 5), x, out_shape=256, out_dtype=np.int32, dtype="int32")
+  want = ((x * 3 - 7) // 4 + x % 5).astype(np.int32)   # tinygrad's // and % on ints: floor semantics (Python's)
+  np.testing.assert_array_equal(got, want)
+
+def test_half_arithmetic():
+  x, y = A.astype(np.float16), B.astype(np.float16)
+  got = run(lambda a, b: a * b + a, x, y, out_shape=256, out_dtype=np.float16, dtype="float16")
+  # tinygrad computes half in f32 (cvt.f32.f16, a fused fma.rn.f32, cvt.rn.f16.f32): the f16 product is exact in f32, so the fma
+  # is the f32 sum of the exact product, rounded to f16 after
+  want = ((x.astype(np.float32) * y.astype(np.float32)) + x.astype(np.float32)).astype(np.float16)
+  np.testing.assert_array_equal(got, want)
