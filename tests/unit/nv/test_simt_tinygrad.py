@@ -7,6 +7,7 @@ from emu.nv.kernel import render
 
 def run(fn, *inputs:np.ndarray, out_shape, out_dtype=np.float32, dtype:str="float32"):
   rk = render(fn, *[x.shape for x in inputs], dtype=dtype)
+  assert rk.order.count(-1) == 1, "one kernel whose only non-input buffer is its output (multi-kernel functions are not run here)"
   kernel = ptx.parse(rk.ptx).kernels[rk.name]
   out = np.zeros(out_shape, out_dtype)
   mem = MemoryMap()
@@ -57,3 +58,17 @@ def test_half_arithmetic():
   # is the f32 sum of the exact product, rounded to f16 after
   want = ((x.astype(np.float32) * y.astype(np.float32)) + x.astype(np.float32)).astype(np.float16)
   np.testing.assert_array_equal(got, want)
+
+def test_conv2d():
+  img, w = rng.standard_normal((1, 2, 8, 8)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+  want = np.zeros((1, 3, 6, 6), np.float32)
+  for o in range(3):
+    for i in range(6):
+      for j in range(6): want[0, o, i, j] = (img[0, :, i:i + 3, j:j + 3] * w[o]).sum()
+  np.testing.assert_allclose(run(lambda a, b: a.conv2d(b), img, w, out_shape=(1, 3, 6, 6)), want, rtol=1e-5, atol=1e-5)
+
+def test_int64_and_uint8_wrap():
+  x = rng.integers(-2**40, 2**40, 64).astype(np.int64)
+  np.testing.assert_array_equal(run(lambda a: a * 3 + 1, x, out_shape=64, out_dtype=np.int64, dtype="int64"), x * 3 + 1)
+  u = rng.integers(0, 256, 64).astype(np.uint8)
+  np.testing.assert_array_equal(run(lambda a: a + 200, u, out_shape=64, out_dtype=np.uint8, dtype="uint8"), (u + 200).astype(np.uint8))
