@@ -68,7 +68,17 @@ def _flat(ops):
 
 # ---- data movement ----
 @op("mov", ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "f32", "f64", "pred"))
-def _mov(ctx, inst, t): ctx.write(inst.operands[0], ctx.read(inst.operands[1], t), t)
+def _mov(ctx, inst, t):
+  dst, src = inst.operands
+  if isinstance(src, Vec):   # pack: element i at bits [i*w, (i+1)*w) of the destination
+    w = width(t) // len(src.items)
+    parts = [ctx.read(o, f"b{w}").astype(np.uint64) << np.uint64(i * w) for i, o in enumerate(src.items)]
+    return ctx.write(dst, np.bitwise_or.reduce(parts).astype(DTYPES[f"b{width(t)}"]), f"b{width(t)}")
+  if isinstance(dst, Vec):   # unpack
+    w, v = width(t) // len(dst.items), ctx.read(src, f"b{width(t)}").astype(np.uint64)
+    for i, o in enumerate(dst.items): ctx.write(o, ((v >> np.uint64(i * w)) & np.uint64((1 << w) - 1)).astype(DTYPES[f"b{w}"]), f"b{w}")
+    return
+  ctx.write(dst, ctx.read(src, t), t)
 
 @op("ld", tuple(DTYPES), mods=("global", "shared", "param", "local", "v2", "v4", "nc"), timing="mem")
 def _ld(ctx, inst, t):
@@ -261,3 +271,58 @@ def _exit(ctx, inst, t): ctx.exit()
 
 @op("bar", (), mods=("sync",), timing="barrier")
 def _bar(ctx, inst, t): ctx.barrier()
+
+# ---- warp-level matrix multiply-accumulate (tensor cores) ----
+def _fragment(kind:str, shape:str, lane:np.ndarray, i:int) -> tuple[np.ndarray, np.ndarray]:
+  """(row, col) of element i of a lane's A/B/C fragment, from the PTX ISA's "Matrix Fragments for mma.m16n8k16 / m16n8k8"
+  (groupID = laneid >> 2, threadID_in_group = laneid % 4). A is MxK, B KxN (row = k), C/D MxN."""
+  g, tig = lane >> 2, lane % 4
+  if kind == "c": return g + 8 * (i >= 2), tig * 2 + (i & 1)
+  if shape == "m16n8k8":   # tf32: one element per register
+    if kind == "a": return g + 8 * (i & 1), tig + 4 * (i >= 2)
+    return tig + 4 * i, g
+  if kind == "a": return g + 8 * (i in (2, 3, 6, 7)), tig * 2 + (i & 1) + 8 * (i >= 4)
+  return tig * 2 + (i & 1) + 8 * (i >= 2), g
+
+def _unpack(ctx, regs, typ:str) -> list[np.ndarray]:
+  """The elements a fragment's registers hold, in order, as float64: f16/bf16 two per .b32 register (low half first)."""
+  out = []
+  for r in regs:
+    bits = ctx.read(r, "b32")
+    if typ == "f32": out.append(bits.view(np.float32).astype(np.float64))
+    elif typ == "tf32": out.append((bits & np.uint32(0xffffe000)).view(np.float32).astype(np.float64))   # 10 mantissa bits
+    else:
+      for h in (bits & np.uint32(0xffff), bits >> np.uint32(16)):
+        v = h.astype(np.uint16).view(np.float16) if typ == "f16" else (h << np.uint32(16)).view(np.float32)   # bf16: the top half of an f32
+        out.append(v.astype(np.float64))
+  return out
+
+@op("mma", ("f32", "f16", "bf16"), mods=("sync", "aligned", "m16n8k16", "m16n8k8", "row", "col", "tf32"), timing="tensor")
+def _mma(ctx, inst, t):
+  """D = A * B + C per warp (m16n8k16 f16/bf16 or m16n8k8 tf32, f32 or f16 accumulators): products exact, summed in f64 and
+  rounded once to the accumulator type (the hardware's internal order is not documented; this is the exact sum). Every lane
+  of each warp must take part (.aligned)."""
+  shape = next(m for m in inst.mods if m.startswith("m16"))
+  dtype, atype, btype, ctype = [m for m in inst.mods if m in DTYPES or m == "tf32"]
+  d, a, b, c = (o.items for o in inst.operands)
+  lanes = np.nonzero(ctx.mask)[0]
+  warps, local = np.unique(ctx.warp[lanes], return_inverse=True)
+  if (np.bincount(local) != 32).any(): raise PTXError(inst.line, "mma", "mma.sync.aligned needs all 32 lanes of each warp")
+  laneid = ctx.special["%laneid"][lanes]
+  k = 16 if shape == "m16n8k16" else 8
+  mats = {"a": np.zeros((len(warps), 16, k)), "b": np.zeros((len(warps), k, 8)), "c": np.zeros((len(warps), 16, 8))}
+  for kind, regs, typ in (("a", a, atype), ("b", b, btype), ("c", c, ctype)):
+    for i, vals in enumerate(_unpack(ctx, regs, typ)):
+      r, col = _fragment(kind, shape, laneid, i)
+      mats[kind][local, r, col] = vals[lanes]
+  res = mats["a"] @ mats["b"] + mats["c"]
+  outs = [np.zeros(ctx.n, DTYPES[dtype]) for _ in range(4)]
+  for i in range(4):
+    r, col = _fragment("c", shape, laneid, i)
+    outs[i][lanes] = res[local, r, col].astype(DTYPES[dtype])
+  if dtype == "f32":
+    for reg, v in zip(d, outs): ctx.write(reg, v, "f32")
+  else:
+    for j, reg in enumerate(d):   # f16 accumulators: two per register, low half first
+      lo, hi = (outs[2 * j + h].view(np.uint16).astype(np.uint32) for h in (0, 1))
+      ctx.write(reg, lo | (hi << np.uint32(16)), "b32")

@@ -72,3 +72,13 @@ def test_int64_and_uint8_wrap():
   np.testing.assert_array_equal(run(lambda a: a * 3 + 1, x, out_shape=64, out_dtype=np.int64, dtype="int64"), x * 3 + 1)
   u = rng.integers(0, 256, 64).astype(np.uint8)
   np.testing.assert_array_equal(run(lambda a: a + 200, u, out_shape=64, out_dtype=np.uint8, dtype="uint8"), (u + 200).astype(np.uint8))
+
+def test_half_tensor_core_matmul():
+  # tinygrad's sm_89 PTX for a 16x16 half matmul uses mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (two per 16x16 tile);
+  # the f16 products are exact and the f32 accumulation of 16 of them rounds once here: the result is the f64 product rounded
+  # to f32, then to f16 as tinygrad casts back
+  x, y = (rng.integers(-4, 5, (16, 16)).astype(np.float16) for _ in range(2))
+  rk = render(lambda a, b: a @ b, (16, 16), (16, 16), dtype="float16")
+  assert "mma.sync.aligned.m16n8k16" in rk.ptx
+  got = run(lambda a, b: a @ b, x, y, out_shape=(16, 16), out_dtype=np.float16, dtype="float16")
+  np.testing.assert_array_equal(got, (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float16))
