@@ -290,7 +290,8 @@ def _unpack(ctx, regs, typ:str) -> list[np.ndarray]:
   for r in regs:
     bits = ctx.read(r, "b32")
     if typ == "f32": out.append(bits.view(np.float32).astype(np.float64))
-    elif typ == "tf32": out.append((bits & np.uint32(0xffffe000)).view(np.float32).astype(np.float64))   # 10 mantissa bits
+    elif typ == "tf32":   # model: the register's low 13 mantissa bits are not read (tf32 keeps 10); not checked on hardware yet
+      out.append((bits & np.uint32(0xffffe000)).view(np.float32).astype(np.float64))
     else:
       for h in (bits & np.uint32(0xffff), bits >> np.uint32(16)):
         v = h.astype(np.uint16).view(np.float16) if typ == "f16" else (h << np.uint32(16)).view(np.float32)   # bf16: the top half of an f32

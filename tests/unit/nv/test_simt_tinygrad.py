@@ -82,3 +82,12 @@ def test_half_tensor_core_matmul():
   assert "mma.sync.aligned.m16n8k16" in rk.ptx
   got = run(lambda a, b: a @ b, x, y, out_shape=(16, 16), out_dtype=np.float16, dtype="float16")
   np.testing.assert_array_equal(got, (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float16))
+
+def test_tf32_tensor_core_matmul():
+  # ALLOW_TF32=1: fp32 matmul through mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32; integer inputs are exact in tf32
+  from tinygrad.helpers import Context
+  x, y = (rng.integers(-4, 5, (16, 16)).astype(np.float32) for _ in range(2))
+  with Context(ALLOW_TF32=1):
+    assert "m16n8k8.row.col.f32.tf32" in render(lambda a, b: a @ b, (16, 16), (16, 16)).ptx
+    got = run(lambda a, b: a @ b, x, y, out_shape=(16, 16))
+  np.testing.assert_array_equal(got, (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float32))
