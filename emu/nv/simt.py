@@ -9,7 +9,7 @@ checked through emu.amd.memory.MemoryMap: an access outside every mapping faults
 its own `.shared` bytes, `.param` is the launch's argument block.
 """
 from __future__ import annotations
-import struct
+import os, struct, sys
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.api import GPUHangFault
@@ -19,7 +19,7 @@ from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
 
 @dataclass
 class LaunchStats:
-  """What one launch did: threads, warps (32 lanes of a CTA), warp-instructions issued, lockstep steps."""
+  """What one launch did: threads, warps (32 lanes of a CTA), warp-instructions issued, lockstep steps (summed over batches)."""
   threads: int
   warps: int
   warp_instructions: int = 0
@@ -38,13 +38,14 @@ def param_block(kernel:Kernel, args:list[int]) -> tuple[bytes, dict[str, int]]:
 
 class _Lanes:
   """The state of every lane of a launch and the operand access the isa semantics use (`read`, `write`, `load`, ...)."""
-  def __init__(self, kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap):
+  def __init__(self, kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, ctas:range):
     self.k, self.memory = kernel, memory
-    per_cta, nctas = int(np.prod(block)), int(np.prod(grid))
+    per_cta, nctas = int(np.prod(block)), len(ctas)
     self.n = n = per_cta * nctas
     lane = np.arange(n)
-    cta, t = lane // per_cta, lane % per_cta
-    self.cta = cta
+    local_cta, t = lane // per_cta, lane % per_cta
+    cta = local_cta + ctas.start
+    self.cta = local_cta   # index into this batch's shared memory
     self.special = {"%tid.x": t % block[0], "%tid.y": t // block[0] % block[1], "%tid.z": t // (block[0] * block[1]),
                     "%ctaid.x": cta % grid[0], "%ctaid.y": cta // grid[0] % grid[1], "%ctaid.z": cta // (grid[0] * grid[1]),
                     "%laneid": t % 32, "%warpid": t // 32, **{f"%ntid.{c}": np.full(n, v) for c, v in zip("xyz", block)},
@@ -129,13 +130,25 @@ class _Lanes:
   def exit(self): self.exiting = True
   def barrier(self): pass   # lowest-PC-first order already holds every lane at the barrier until all arrive (module docstring)
 
+TRACE = os.environ.get("EMU_NV_TRACE", "") not in ("", "0")   # one stderr line per executed instruction
+BATCH_LANES = 1 << 16   # lanes run together: whole CTAs up to this many threads (CTAs share nothing but global memory)
+
 def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, max_steps:int=10_000_000) -> LaunchStats:
-  """Run `kernel` over grid x block threads with `args` (one int per .param: addresses or values). Raises GPUMemoryFault for
-  an access outside `memory` and GPUHangFault past `max_steps` lockstep steps."""
+  """Run `kernel` over grid x block threads with `args` (one int per .param: addresses or values), in batches of whole CTAs.
+  Raises GPUMemoryFault for an access outside `memory` and GPUHangFault past `max_steps` lockstep steps in one batch."""
   grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
-  st = _Lanes(kernel, grid, block, args, memory)
-  stats = LaunchStats(st.n, len(np.unique(st.warp)))
-  pc, live = np.zeros(st.n, np.int64), np.ones(st.n, bool)
+  per_cta, nctas = int(np.prod(block)), int(np.prod(grid))
+  step = max(1, BATCH_LANES // per_cta)
+  stats = LaunchStats(per_cta * nctas, nctas * -(-per_cta // 32))
+  for first in range(0, nctas, step): _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas))),
+                                                 stats, max_steps)
+  return stats
+
+def _trace(kernel:Kernel, inst, at:np.ndarray):
+  print(f"[nv] {kernel.name} {inst} lanes={int(at.sum())}", file=sys.stderr)
+
+def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
+  pc, live, steps = np.zeros(st.n, np.int64), np.ones(st.n, bool), 0
   body = kernel.body
   while live.any():
     p = int(pc[live].min())
@@ -153,8 +166,9 @@ def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap
     pc[at] += 1
     if st.target is not None: pc[exe] = kernel.labels[st.target]
     if st.exiting: live &= ~exe
+    steps += 1
     stats.steps += 1
     stats.warp_instructions += len(np.unique(st.warp[at]))
-    if stats.steps > max_steps:
+    if TRACE: _trace(kernel, inst, at)
+    if steps > max_steps:
       raise GPUHangFault(f"{kernel.name} ran past {max_steps} lockstep steps (a runaway loop?)", stats.warp_instructions)
-  return stats

@@ -91,3 +91,14 @@ def test_tf32_tensor_core_matmul():
     assert "m16n8k8.row.col.f32.tf32" in render(lambda a, b: a @ b, (16, 16), (16, 16)).ptx
     got = run(lambda a, b: a @ b, x, y, out_shape=(16, 16))
   np.testing.assert_array_equal(got, (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float32))
+
+def test_ctas_run_in_batches_with_the_same_result(monkeypatch, capsys):
+  # a launch larger than one batch (BATCH_LANES, shrunk here) runs CTA batch by CTA batch; EMU_NV_TRACE prints each instruction
+  from emu.nv import simt as simt_mod
+  x = rng.standard_normal(4096).astype(np.float32)
+  whole = run(lambda a: (a * 3).exp2(), x, out_shape=4096)
+  monkeypatch.setattr(simt_mod, "BATCH_LANES", 64)
+  monkeypatch.setattr(simt_mod, "TRACE", True)
+  np.testing.assert_array_equal(run(lambda a: (a * 3).exp2(), x, out_shape=4096), whole)
+  np.testing.assert_allclose(whole, np.exp2(x.astype(np.float64) * 3), rtol=1e-6)
+  assert capsys.readouterr().err.count("[nv] ") > 10
