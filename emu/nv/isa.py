@@ -175,27 +175,31 @@ _minmax("max", np.maximum, np.fmax)
 @op("div", INTS + FLOATS, mods=("rn", "full", "approx", "ftz"))
 def _div(ctx, inst, t):
   a, b = (ctx.read(o, t) for o in inst.operands[1:])
-  with np.errstate(all="ignore"):
-    if t in FLOATS: r = (a / b).astype(DTYPES[t])
-    else: r = _from_ints([_idiv(int(p), int(q)) for p, q in zip(a.tolist(), b.tolist())], t)
+  with np.errstate(all="ignore"): r = (a / b).astype(DTYPES[t]) if t in FLOATS else trunc_divmod(a, b, t)[0]
   ctx.write(inst.operands[0], r, t)
-
-def _from_ints(vals:list[int], t:str) -> np.ndarray:
-  """Python ints wrapped to type t."""
-  w = width(t)
-  u = np.array([v & ((1 << w) - 1) for v in vals], dtype=np.uint64).astype(DTYPES["u" + str(w)])
-  return u.view(DTYPES[t]) if t in SIGNED else u.astype(DTYPES[t])
-
-def _idiv(p:int, q:int) -> int:
-  """Integer division truncating toward zero; by zero: all ones (the hardware's result, and what the ISA leaves undefined)."""
-  if q == 0: return -1
-  return abs(p) // abs(q) * (1 if (p < 0) == (q < 0) else -1)
 
 @op("rem", INTS)
 def _rem(ctx, inst, t):
   a, b = (ctx.read(o, t) for o in inst.operands[1:])
-  r = [p - _idiv(p, q) * q if q else p for p, q in zip((int(v) for v in a.tolist()), (int(v) for v in b.tolist()))]
-  ctx.write(inst.operands[0], _from_ints(r, t), t)
+  ctx.write(inst.operands[0], trunc_divmod(a, b, t)[1], t)
+
+def trunc_divmod(a:np.ndarray, b:np.ndarray, t:str) -> tuple[np.ndarray, np.ndarray]:
+  """(quotient, remainder) of integer division truncating toward zero (C's), exact at every width, computed on 64-bit
+  two's-complement magnitudes (INT_MIN's fits). A zero divisor gives the quotient all ones and the remainder the dividend:
+  the PTX ISA leaves both unspecified, this is a fixed choice."""
+  w, signed = width(t), t in SIGNED
+  zero = b == 0
+  wide = (lambda x: x.astype(np.int64).astype(np.uint64)) if signed else (lambda x: x.astype(np.uint64))
+  ua, ub = wide(a), wide(np.where(zero, 1, b).astype(a.dtype))
+  if signed:
+    neg_a, neg_b = a < 0, np.where(zero, 1, b) < 0
+    mag = lambda x, n: np.where(n, ~x + np.uint64(1), x)  # noqa: E731
+    q = mag(mag(ua, neg_a) // mag(ub, neg_b), neg_a != neg_b)
+  else: q = ua // ub
+  r = ua - q * ub   # wraps like the hardware's 64-bit arithmetic; exact modulo 2**64
+  q, r = np.where(zero, np.uint64(0xffffffffffffffff), q), np.where(zero, ua, r)
+  narrow = lambda x: x.astype(DTYPES[f"u{w}"]).view(DTYPES[t]) if signed else x.astype(DTYPES[t])  # noqa: E731
+  return narrow(q), narrow(r)
 
 # ---- logic and shifts ----
 def _logic(name:str, f:Callable, types=("b16", "b32", "b64", "pred")):

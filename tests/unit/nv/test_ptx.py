@@ -65,3 +65,12 @@ def test_out_of_bounds_store_faults_and_runaway_loop_hangs():
   with pytest.raises(GPUMemoryFault): simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
   loop = kernel("L:\nbra L;", "")
   with pytest.raises(GPUHangFault, match="runaway"): simt.run(loop, (1,), (1,), [0], MemoryMap(), max_steps=1000)
+
+@pytest.mark.parametrize("t,a,b,q,r", [("s32", -7, 2, -3, -1), ("s32", 7, -2, -3, 1), ("s32", -2**31, -1, -2**31, 0),
+                                       ("u32", 7, 2, 3, 1), ("s64", -2**63, 3, -3074457345618258602, -2), ("s32", 5, 0, -1, 5)])
+def test_integer_division_truncates_toward_zero(t, a, b, q, r):
+  # C semantics (the PTX ISA's div/rem on integers): quotient rounded toward zero, remainder with the dividend's sign;
+  # INT_MIN / -1 wraps to INT_MIN; a zero divisor: quotient all ones, remainder the dividend (the emulator's fixed choice)
+  from emu.nv.isa import DTYPES, trunc_divmod
+  got_q, got_r = trunc_divmod(np.array([a], DTYPES[t]), np.array([b], DTYPES[t]), t)
+  assert int(got_q[0]) == (q if t != "u32" else q & 0xffffffff) and int(got_r[0]) == r
