@@ -7,6 +7,8 @@ and the emulator is single-threaded):
   memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c)
   cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
   timing    extra wall time of the timing model (timing on vs off) on the valu and matmul workloads
+  nv        the PTX emulator (emu/nv): warp-instructions/s of tinygrad's fp32 matmul (PTX renderer, sm_89) and ms per new program
+            (parse + validate)
 Each throughput figure runs the workload once to warm the caches, then times the best of --repeat runs.
 
   --workloads valu,matmul,...   only these (default: all)
@@ -64,6 +66,31 @@ def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True):
 def matmul(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b: a @ b, [(n, n), (n, n)], n * n, timing)
 def memory(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b, c: a * b + c, [(n * n * 16,)] * 3, n * n * 16, timing)
 
+def nv_matmul(n:int):
+  """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt (returns its LaunchStats)."""
+  from emu.amd.memory import MemoryMap
+  from emu.nv import ptx, simt
+  from emu.nv.kernel import render
+  rk = render(lambda a, b: a @ b, (n, n), (n, n))
+  kernel = ptx.parse(rk.ptx).kernels[rk.name]
+  rng = np.random.default_rng(0)
+  arrays, out, mem = [rng.standard_normal((n, n)).astype(np.float32) for _ in range(2)], np.zeros(n * n, np.float32), MemoryMap()
+  for arr in (*arrays, out): mem.map(arr.ctypes.data, arr.nbytes, backing=arr.view(np.uint8).reshape(-1))
+  args = [(out if i == -1 else arrays[i]).ctypes.data for i in rk.order]
+  return lambda: simt.run(kernel, rk.grid, rk.block, args, mem)
+
+def nv(n:int, repeat:int) -> dict:
+  """The nv workload: matmul throughput and the cost of parsing a new program."""
+  from emu.nv import ptx
+  from emu.nv.kernel import render
+  run = nv_matmul(n)
+  run()
+  secs, stats = _timed(run, repeat)
+  text = render(lambda a, b: a @ b, (n, n), (n, n)).ptx
+  parse_s, _ = _timed(lambda: ptx.parse(text), repeat)
+  return {"warp_instructions": stats.warp_instructions, "threads": stats.threads, "seconds": secs,
+          "warp_inst_per_s": stats.warp_instructions / secs, "ms_per_parse": parse_s * 1e3, "ptx_lines": text.count("\n")}
+
 def throughput(make, repeat:int) -> dict:
   run = make()
   run()
@@ -99,7 +126,7 @@ def cold_cost(make) -> dict:
 
 def main(argv=None):
   p = argparse.ArgumentParser(prog="python -m emu.bench", description=__doc__.split("\n")[0])
-  p.add_argument("--workloads", default="valu,matmul,memory,cold,timing")
+  p.add_argument("--workloads", default="valu,matmul,memory,cold,timing,nv")
   p.add_argument("--size", type=int, default=128)
   p.add_argument("--waves", type=int, default=256)
   p.add_argument("--iters", type=int, default=64)
@@ -127,6 +154,11 @@ def main(argv=None):
       on, off = throughput(lambda: makers[name](True), a.repeat)["seconds"], throughput(lambda: makers[name](False), a.repeat)["seconds"]
       out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
       _log(f"timing: {name} +{(on / off - 1) * 100:.1f}%")
+  if "nv" in wl:
+    _log("nv: tinygrad's fp32 matmul on the PTX emulator")
+    out["nv"] = r = nv(min(a.size, 64), a.repeat)
+    _log(f"nv: {r['warp_instructions']} warp-instructions in {r['seconds']:.3f}s = {r['warp_inst_per_s'] / 1e6:.3f} M/s; "
+         f"parse {r['ms_per_parse']:.1f} ms for {r['ptx_lines']} lines")
   if a.json: print(json.dumps(out, indent=1))
   else:
     for name, r in out.items(): print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in

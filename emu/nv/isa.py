@@ -149,10 +149,9 @@ def integer(f:Callable, args:list[np.ndarray], t:str, mods) -> np.ndarray:
   return (r & np.uint64((1 << ow) - 1 if ow < 64 else 0xffffffffffffffff)).astype(np.uint64).astype(DTYPES["u" + str(ow)]).view(out)
 
 def _fma_f(a, b, c):
+  """a * b + c rounded once in the operands' format (emu.pcode.numerics' exact fused multiply-adds)."""
   from emu.pcode import numerics as N
-  if a.dtype == np.float64: return N.fma_f64(a, b, c)
-  wide = [x.astype(np.float64) for x in (a, b, c)]
-  return N.f64_to_f32(N.fma_f64(*wide)) if a.dtype == np.float32 else wide[0] * wide[1] + wide[2]   # f16: exact in f64, one rounding
+  return {np.float64: N.fma_f64, np.float32: N.fma_f32, np.float16: N.fma_f16}[a.dtype.type](a, b, c)
 
 _arith("add", lambda a, b: a + b, lambda a, b: a + b)
 _arith("sub", lambda a, b: a - b, lambda a, b: a - b)

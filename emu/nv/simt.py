@@ -51,6 +51,7 @@ class _Lanes:
                     "%laneid": t % 32, "%warpid": t // 32, **{f"%ntid.{c}": np.full(n, v) for c, v in zip("xyz", block)},
                     **{f"%nctaid.{c}": np.full(n, v) for c, v in zip("xyz", grid)}}
     self.warp = cta * -(-per_cta // 32) + t // 32
+    self.nwarps = nctas * -(-per_cta // 32)
     self.regs = {r: (np.zeros(n, bool) if typ == "pred" else np.zeros(n, np.uint64)) for r, typ in kernel.regs.items()}
     self.params, self.param_offsets = param_block(kernel, args)
     self.shared = np.zeros((nctas, max(kernel.shared_bytes, 1)), np.uint8)
@@ -168,7 +169,7 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
     if st.exiting: live &= ~exe
     steps += 1
     stats.steps += 1
-    stats.warp_instructions += len(np.unique(st.warp[at]))
+    stats.warp_instructions += st.nwarps if at.all() else len(np.unique(st.warp[at]))
     if TRACE: _trace(kernel, inst, at)
     if steps > max_steps:
       raise GPUHangFault(f"{kernel.name} ran past {max_steps} lockstep steps (a runaway loop?)", stats.warp_instructions)
