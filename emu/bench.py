@@ -7,8 +7,8 @@ and the emulator is single-threaded):
   memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c)
   cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
   timing    extra wall time of the timing model (timing on vs off) on the valu and matmul workloads
-  nv        the PTX emulator (emu/nv): warp-instructions/s of tinygrad's fp32 matmul (PTX renderer, sm_89) and ms per new program
-            (parse + validate)
+  nv        the PTX emulator (emu/nv): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul (PTX renderer, sm_89) and ms
+            per new program (parse + validate)
 Each throughput figure runs the workload once to warm the caches, then times the best of --repeat runs.
 
   --workloads valu,matmul,...   only these (default: all)
@@ -155,8 +155,8 @@ def main(argv=None):
       out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
       _log(f"timing: {name} +{(on / off - 1) * 100:.1f}%")
   if "nv" in wl:
-    _log("nv: tinygrad's fp32 matmul on the PTX emulator")
-    out["nv"] = r = nv(min(a.size, 64), a.repeat)
+    _log(f"nv: tinygrad's fp32 {2 * a.size}^3 matmul on the PTX emulator")
+    out["nv"] = r = nv(2 * a.size, a.repeat)
     _log(f"nv: {r['warp_instructions']} warp-instructions in {r['seconds']:.3f}s = {r['warp_inst_per_s'] / 1e6:.3f} M/s; "
          f"parse {r['ms_per_parse']:.1f} ms for {r['ptx_lines']} lines")
   if a.json: print(json.dumps(out, indent=1))
