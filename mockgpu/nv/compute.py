@@ -1,0 +1,42 @@
+"""The compute engine's launch: what a QMD asks for, run on emu.nv. In mock mode tinygrad's NV runtime uploads PTX text (NUL
+padded) as the program and puts the kernel's arguments in constant buffer 0 from byte 0x160 on, one 8-byte slot per `.param`
+in order (buffer addresses as u64, then values as signed 64-bit ints; a 32-bit parameter reads its slot's low half)."""
+from __future__ import annotations
+import hashlib
+import numpy as np
+from emu.amd.memory import MemoryMap
+from emu.nv import ptx, simt
+from mockgpu.nv.qmd import Launch
+
+ARGS_OFFSET = 0x160          # first argument slot in constant buffer 0 (ops_nv.py, mock mode)
+MAX_PROGRAM = 16 << 20       # a program text longer than this is a corrupt QMD, not a kernel
+
+class ProgramCache:
+  """Parsed kernels by the hash of their PTX text (a program is parsed once per process)."""
+  def __init__(self): self._kernels: dict[bytes, ptx.Kernel] = {}
+  def kernel(self, text:str) -> ptx.Kernel:
+    key = hashlib.sha256(text.encode()).digest()
+    if (k := self._kernels.get(key)) is None:
+      module = ptx.parse(text)
+      if len(module.kernels) != 1: raise ValueError(f"a mock-mode program has one .entry, this one has {len(module.kernels)}")
+      k = self._kernels[key] = next(iter(module.kernels.values()))
+    return k
+
+def program_text(memory:MemoryMap, addr:int) -> str:
+  """The NUL-terminated PTX text at `addr` (read a page at a time, within the mapping that holds it)."""
+  m = memory.find(addr)
+  if m is None: raise ValueError(f"the QMD's program address {addr:#x} is not mapped")
+  raw = bytes(m.view[addr - m.addr: min(m.end - addr, MAX_PROGRAM) + addr - m.addr])
+  end = raw.find(b"\0")
+  return raw[:end if end >= 0 else len(raw)].decode("ascii", errors="replace")
+
+def run_launch(launch:Launch, memory:MemoryMap, programs:ProgramCache, timestamp_ns:int) -> simt.LaunchStats:
+  """Run one launch and perform its releases (payload, then the timestamp at +8). Faults (emu.amd.api.GPUFault) propagate
+  before any release is written."""
+  kernel = programs.kernel(program_text(memory, launch.program))
+  base = launch.cbuf0[0] + ARGS_OFFSET
+  slots = memory.gather(np.array([base + 8 * i for i in range(len(kernel.params))], np.uint64), 8).view(np.uint64).reshape(-1)
+  stats = simt.run(kernel, launch.grid, launch.block, [int(v) for v in slots], memory)
+  for r in launch.releases:
+    memory.write(r.address, np.array([r.payload, timestamp_ns], np.uint64).view(np.uint8))
+  return stats
