@@ -1,0 +1,124 @@
+"""A channel's method stream: the dwords a GPFIFO entry points at, decoded and executed per subchannel.
+
+Header (the only form tinygrad writes, incrementing): `2 << 28 | count << 16 | subchannel << 13 | method >> 2`, followed by
+`count` data dwords for methods method, method + 4, ... Subchannel 0 is the host class (semaphores: SEM_ADDR_LO/HI,
+SEM_PAYLOAD_LO/HI, SEM_EXECUTE; NON_STALL_INTERRUPT), 1 the compute class (SEND_PCAS_A names a QMD, SEND_SIGNALING_PCAS2_B
+launches it and the QMDs chained after it), 4 the copy class (not yet: a clear error). Field positions come from the wheel's
+nv_570 definitions. An acquire whose condition does not hold stalls the channel: `run` returns where to resume.
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from typing import Callable
+import numpy as np
+from tinygrad.runtime.autogen import nv_570 as nv
+from emu.amd.memory import MemoryMap
+from mockgpu.nv.compute import ProgramCache, run_launch
+from mockgpu.nv.qmd import QMD_BYTES, Launch
+
+HOST, COMPUTE, COPY = 0, 1, 4
+INCREMENTING = 2
+
+class MethodError(ValueError):
+  """A malformed or unsupported method, naming the dword, subchannel and method."""
+  def __init__(self, pos:int, subchannel:int|None, method:int|None, message:str):
+    self.pos, self.subchannel, self.method = pos, subchannel, method
+    where = f"dword {pos}" + (f", subchannel {subchannel} method {method:#x}" if method is not None else "")
+    super().__init__(f"NV method stream, {where}: {message}")
+
+def bits(value:int, field:tuple[int, int]) -> int:
+  hi, lo = field
+  return (value >> lo) & ((1 << (hi - lo + 1)) - 1)
+
+def decode(words, start:int=0):
+  """(position of its header, position of the data dword, subchannel, method, value) for every method write from `start` on."""
+  i = start
+  while i < len(words):
+    h = int(words[i])
+    if h >> 28 != INCREMENTING:
+      raise MethodError(i, None, None, f"header {h:#010x}: only incrementing (type 2) method headers are modelled")
+    n, subc, mthd = (h >> 16) & 0x1fff, (h >> 13) & 7, (h & 0x1fff) << 2
+    if i + n >= len(words) + (n == 0): raise MethodError(i, subc, mthd, f"the header announces {n} data dwords past the end")
+    for k in range(n): yield i, i + 1 + k, subc, mthd + 4 * k, int(words[i + 1 + k])
+    i += 1 + n
+
+@dataclass
+class Stall:
+  """The channel waits: `pos` is the header of the method to run again, `reason` what it waits for."""
+  pos: int
+  reason: str
+
+class Channel:
+  """One GPFIFO channel's engines (host semaphores, compute launches) over `memory`. `clock_ns()` gives the timestamps releases
+  write."""
+  def __init__(self, memory:MemoryMap, clock_ns:Callable[[], int], programs:ProgramCache|None=None):
+    self.memory, self.clock_ns, self.programs = memory, clock_ns, programs or ProgramCache()
+    self.sem = {"addr_lo": 0, "addr_hi": 0, "payload_lo": 0, "payload_hi": 0}
+    self.qmd_addr = 0
+    self.launches = 0
+
+  def run(self, words, start:int=0) -> Stall | None:
+    """Execute the method stream from dword `start`; None when it ran to the end. A stalled method's header is where to resume
+    (rerunning the register writes before it in the same header is harmless)."""
+    for header, pos, subc, mthd, value in decode(words, start):
+      if subc == HOST: stall = self._host(pos, mthd, value)
+      elif subc == COMPUTE: stall = self._compute(pos, mthd, value)
+      else: raise MethodError(pos, subc, mthd, "this subchannel's class is not modelled")
+      if stall is not None: return Stall(header, stall)
+    return None
+
+  # ---- host class (NVC56F) ----
+  def _host(self, pos:int, mthd:int, value:int) -> str | None:
+    regs = {nv.NVC56F_SEM_ADDR_LO: "addr_lo", nv.NVC56F_SEM_ADDR_HI: "addr_hi", nv.NVC56F_SEM_PAYLOAD_LO: "payload_lo",
+            nv.NVC56F_SEM_PAYLOAD_HI: "payload_hi"}
+    if mthd in regs:
+      self.sem[regs[mthd]] = value
+      return None
+    if mthd == nv.NVC56F_NON_STALL_INTERRUPT: return None
+    if mthd == nv.NVC56F_SEM_EXECUTE: return self._sem_execute(pos, value)
+    raise MethodError(pos, HOST, mthd, "host method not modelled")
+
+  def _sem_execute(self, pos:int, value:int) -> str | None:
+    op, wide = bits(value, nv.NVC56F_SEM_EXECUTE_OPERATION), bits(value, nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE)
+    addr = (self.sem["addr_hi"] & 0xff) << 32 | (self.sem["addr_lo"] & ~3)
+    payload = self.sem["payload_lo"] | (self.sem["payload_hi"] << 32 if wide else 0)
+    nbytes = 8 if wide else 4
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
+      data = payload.to_bytes(nbytes, "little")
+      if bits(value, nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP): data = data.ljust(8, b"\0") + self.clock_ns().to_bytes(8, "little")
+      self.memory.write(addr, data)
+      return None
+    cur = int.from_bytes(self.memory.read(addr, nbytes), "little")
+    w = 8 * nbytes
+    conds = {nv.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE: cur == payload,
+             nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ: cur >= payload,
+             nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ: ((cur - payload) & ((1 << w) - 1)) < (1 << (w - 1)),
+             nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND: (cur & payload) != 0,
+             nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR: (~(cur | payload) & ((1 << w) - 1)) != 0}
+    if op not in conds: raise MethodError(pos, HOST, nv.NVC56F_SEM_EXECUTE, f"SEM_EXECUTE operation {op} not modelled")
+    return None if conds[op] else f"semaphore at {addr:#x} = {cur:#x}, waiting for operation {op} with {payload:#x}"
+
+  # ---- compute class (NVC6C0 / ADA_COMPUTE_A) ----
+  STATE = (nv.NVC6C0_SET_OBJECT, nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A, nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A + 4,
+           nv.NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A + 4, nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_A,
+           nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_A + 4, nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A,
+           nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A + 4, nv.NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A + 8,
+           nv.NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI, nv.NVC6C0_PM_TRIGGER)
+
+  def _compute(self, pos:int, mthd:int, value:int) -> str | None:
+    if mthd in self.STATE: return None   # windows, local memory, cache invalidation: nothing the emulator keeps
+    if mthd == nv.NVC6C0_SEND_PCAS_A:
+      self.qmd_addr = value << 8
+      return None
+    if mthd == nv.NVC6C0_SEND_SIGNALING_PCAS2_B:
+      addr = self.qmd_addr
+      while addr is not None:
+        launch = Launch.read(self.memory.read(addr, QMD_BYTES))
+        run_launch(launch, self.memory, self.programs, self.clock_ns())
+        self.launches += 1
+        addr = launch.dependent
+      return None
+    raise MethodError(pos, COMPUTE, mthd, "compute method not modelled")
+
+def words_of(q) -> np.ndarray:
+  """The dwords of a tinygrad HWQueue (its `_q` list), for tests and tools."""
+  return np.array([int(v) & 0xffffffff for v in q._q], np.uint32)
