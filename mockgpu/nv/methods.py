@@ -3,7 +3,8 @@
 Header (the only form tinygrad writes, incrementing): `2 << 28 | count << 16 | subchannel << 13 | method >> 2`, followed by
 `count` data dwords for methods method, method + 4, ... Subchannel 0 is the host class (semaphores: SEM_ADDR_LO/HI,
 SEM_PAYLOAD_LO/HI, SEM_EXECUTE; NON_STALL_INTERRUPT), 1 the compute class (SEND_PCAS_A names a QMD, SEND_SIGNALING_PCAS2_B
-launches it and the QMDs chained after it), 4 the copy class (not yet: a clear error). Field positions come from the wheel's
+launches it and the QMDs chained after it), 4 the copy class (LAUNCH_DMA: single-line pitch copies of LINE_LENGTH_IN bytes, then
+the semaphore release it asks for). Field positions come from the wheel's
 nv_570 definitions. An acquire whose condition does not hold stalls the channel: `run` returns where to resume.
 """
 from __future__ import annotations
@@ -54,7 +55,8 @@ class Channel:
     self.memory, self.clock_ns, self.programs = memory, clock_ns, programs or ProgramCache()
     self.sem = {"addr_lo": 0, "addr_hi": 0, "payload_lo": 0, "payload_hi": 0}
     self.qmd_addr = 0
-    self.launches = 0
+    self.launches = self.copies = 0
+    self.dma: dict[int, int] = {}   # copy-class registers by method
 
   def run(self, words, start:int=0) -> Stall | None:
     """Execute the method stream from dword `start`; None when it ran to the end. A stalled method's header is where to resume
@@ -62,6 +64,7 @@ class Channel:
     for header, pos, subc, mthd, value in decode(words, start):
       if subc == HOST: stall = self._host(pos, mthd, value)
       elif subc == COMPUTE: stall = self._compute(pos, mthd, value)
+      elif subc == COPY: stall = self._copy(pos, mthd, value)
       else: raise MethodError(pos, subc, mthd, "this subchannel's class is not modelled")
       if stall is not None: return Stall(header, stall)
     return None
@@ -118,6 +121,34 @@ class Channel:
         addr = launch.dependent
       return None
     raise MethodError(pos, COMPUTE, mthd, "compute method not modelled")
+
+  # ---- copy class (NVC6B5 / AMPERE_DMA_COPY_B) ----
+  DMA_REGS = (nv.NVC6B5_OFFSET_IN_UPPER, nv.NVC6B5_OFFSET_IN_LOWER, nv.NVC6B5_OFFSET_OUT_UPPER, nv.NVC6B5_OFFSET_OUT_LOWER,
+              nv.NVC6B5_LINE_LENGTH_IN, nv.NVC6B5_SET_SEMAPHORE_A, nv.NVC6B5_SET_SEMAPHORE_B, nv.NVC6B5_SET_SEMAPHORE_PAYLOAD)
+
+  def _copy(self, pos:int, mthd:int, value:int) -> str | None:
+    if mthd == nv.NVC6C0_SET_OBJECT: return None
+    if mthd in self.DMA_REGS:
+      self.dma[mthd] = value
+      return None
+    if mthd != nv.NVC6B5_LAUNCH_DMA: raise MethodError(pos, COPY, mthd, "copy method not modelled")
+    r = lambda m: self.dma.get(m, 0)  # noqa: E731
+    if bits(value, nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE) != nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE:
+      if bits(value, nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE) or \
+         bits(value, nv.NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT) != nv.NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH or \
+         bits(value, nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT) != nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH:
+        raise MethodError(pos, COPY, mthd, f"LAUNCH_DMA {value:#x}: only single-line pitch copies are modelled")
+      src = (r(nv.NVC6B5_OFFSET_IN_UPPER) & 0x1ffff) << 32 | r(nv.NVC6B5_OFFSET_IN_LOWER)
+      dst = (r(nv.NVC6B5_OFFSET_OUT_UPPER) & 0x1ffff) << 32 | r(nv.NVC6B5_OFFSET_OUT_LOWER)
+      self.memory.write(dst, self.memory.read(src, r(nv.NVC6B5_LINE_LENGTH_IN)))
+      self.copies += 1
+    sem = bits(value, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE)
+    if sem:   # after the transfer: one word (the payload) or four (payload, a zero word, the timestamp at +8)
+      addr = (r(nv.NVC6B5_SET_SEMAPHORE_A) & 0x1ffff) << 32 | r(nv.NVC6B5_SET_SEMAPHORE_B)
+      data = r(nv.NVC6B5_SET_SEMAPHORE_PAYLOAD).to_bytes(4, "little")
+      if sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE: data += bytes(4) + self.clock_ns().to_bytes(8, "little")
+      self.memory.write(addr, data)
+    return None
 
 def words_of(q) -> np.ndarray:
   """The dwords of a tinygrad HWQueue (its `_q` list), for tests and tools."""

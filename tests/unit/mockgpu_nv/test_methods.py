@@ -54,4 +54,18 @@ def test_unknown_methods_and_headers_are_named_errors():
   with pytest.raises(MethodError, match="dword 1, subchannel 1 method 0x1234"): ch.run(np.array([2 << 28 | 1 << 16 | 1 << 13 | 0x1234 >> 2, 0]))
   with pytest.raises(MethodError, match="only incrementing"): ch.run(np.array([3 << 28]))
   with pytest.raises(MethodError, match="past the end"): ch.run(np.array([2 << 28 | 4 << 16]))
-  with pytest.raises(MethodError, match="subchannel 4"): ch.run(np.array([2 << 28 | 1 << 16 | 4 << 13 | 0x100, 0]))
+  with pytest.raises(MethodError, match="subchannel 4 method 0x100"): ch.run(np.array([2 << 28 | 1 << 16 | 4 << 13 | 0x100 >> 2, 0]))
+  with pytest.raises(MethodError, match="subchannel 2"): ch.run(np.array([2 << 28 | 1 << 16 | 2 << 13, 0]))
+
+def test_copy_queue_copies_then_releases():
+  # NVCopyQueue.copy: OFFSET_IN/OUT, LINE_LENGTH_IN, LAUNCH_DMA (pitch, non-pipelined); signal: SET_SEMAPHORE_A/B/PAYLOAD and a
+  # four-word release (payload, then the timestamp at +8)
+  from tinygrad.runtime.ops_nv import NVCopyQueue
+  board = Board()
+  src, dst, sem = np.arange(256, dtype=np.uint8), np.zeros(256, np.uint8), np.zeros(2, np.uint64)
+  s_va, d_va, sem_va = board.add(src), board.add(dst), board.add(sem)
+  q = NVCopyQueue().copy(buf(d_va + 16), buf(s_va), 200).signal(sig(sem_va), 42)
+  ch = Channel(board.mem, lambda: 555)
+  assert ch.run(words_of(q)) is None and ch.copies == 1
+  assert (dst[16:216] == src[:200]).all() and not dst[:16].any() and not dst[216:].any()
+  assert sem.tolist() == [42, 555]
