@@ -69,3 +69,24 @@ def test_copy_queue_copies_then_releases():
   assert ch.run(words_of(q)) is None and ch.copies == 1
   assert (dst[16:216] == src[:200]).all() and not dst[:16].any() and not dst[216:].any()
   assert sem.tolist() == [42, 555]
+
+def test_gpfifo_runs_entries_up_to_gpput_and_resumes_a_stalled_wait():
+  # two entries as ops_nv's _submit_to_gpfifo writes them (address | dwords << 42 | 1 << 41, GPPut after the ring at +0x8c):
+  # a wait on a semaphore that is not there yet, then a signal. The first kick stalls at the wait (GPGet stays 0); once the
+  # semaphore holds the value, the next kick finishes both and GPGet reaches GPPut
+  from mockgpu.nv.gpfifo import GpFifo
+  board = Board()
+  entries = 4
+  ring = np.zeros(entries * 2 + 0x90 // 4, np.uint32)   # 8-byte entries, then GPGet (+0x88) and GPPut (+0x8c)
+  ring_va = board.add(ring)
+  sem, done = np.zeros(2, np.uint64), np.zeros(2, np.uint64)
+  sem_va, done_va = board.add(sem), board.add(done)
+  streams = [words_of(NVComputeQueue().wait(sig(sem_va), 3)), words_of(NVComputeQueue().signal(sig(done_va), 11))]
+  for i, w in enumerate(streams):
+    va = board.add(w.copy())
+    ring[2 * i:2 * i + 2] = np.array([va | len(w) << 42 | 1 << 41], np.uint64).view(np.uint32)
+  ring[entries * 2 + 0x8c // 4] = 2
+  fifo = GpFifo(board.mem, ring_va, entries, Channel(board.mem, lambda: 99))
+  assert fifo.kick() is not None and ring[entries * 2 + 0x88 // 4] == 0 and done[0] == 0
+  sem[0] = 3
+  assert fifo.kick() is None and ring[entries * 2 + 0x88 // 4] == 2 and done.tolist() == [11, 99]
