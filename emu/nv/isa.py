@@ -36,7 +36,7 @@ def op(name:str, types, mods=(), timing="alu"):
     return fn
   return reg
 
-def _type(inst:Inst) -> str:
+def instruction_type(inst:Inst) -> str:
   """The instruction's (last) type suffix."""
   return next((m for m in reversed(inst.mods) if m in DTYPES), "")
 
@@ -50,7 +50,7 @@ def validate(k:Kernel):
     for m in inst.mods:
       if m not in d.mods and m not in d.types and not (m in DTYPES and inst.op == "cvt"):
         raise PTXError(inst.line, f".{m}", f"{inst.op} does not take .{m} here")
-    t = _type(inst)
+    t = instruction_type(inst)
     if t and t not in d.types and inst.op != "cvt": raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
     if "approx" in inst.mods and t == "f64": raise PTXError(inst.line, ".approx", f"{inst.op}.approx is not defined on .f64")
     regs = [o for o in _flat(inst.operands) if isinstance(o, Reg)] + ([Reg(inst.guard[0])] if inst.guard else [])
@@ -102,26 +102,17 @@ def _cvt(ctx, inst, t):
   ctx.write(inst.operands[0], convert(x, st, dt, inst.mods), dt)
 
 def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
-  """cvt semantics (see the module docstring)."""
+  """cvt semantics (see the module docstring). numpy's float and int -> float casts are the C conversions: one rounding to
+  nearest even."""
   with np.errstate(all="ignore"):
-    if dt in FLOATS and st in FLOATS: return x.astype(DTYPES[dt])        # numpy rounds to nearest even
-    if dt in FLOATS: return x.astype(np.float64).astype(DTYPES[dt]) if width(st) <= 32 else _int_to_float(x, dt)
+    if dt in FLOATS: return x.astype(DTYPES[dt])
     if st in FLOATS:
       r = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(next((m for m in mods if m.endswith("i")), "rzi"))
       v = r(x.astype(np.float64))
       info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
-      v = np.where(np.isnan(v), 0, np.clip(v, info.min, info.max))
-      return np.array([int(a) for a in v.tolist()], dtype=object).astype(DTYPES[dt]) if width(dt) == 64 else v.astype(DTYPES[dt])
+      ints = [0 if a != a else min(max(int(a), info.min), info.max) for a in v.tolist()]   # NaN -> 0, saturate (exact ints)
+      return np.array(ints, dtype=object).astype(DTYPES[dt])
     return x.astype(DTYPES[dt])                                        # integers: truncate or extend (sign by the source)
-
-def _int_to_float(x:np.ndarray, dt:str) -> np.ndarray:
-  """A 64-bit integer rounded once to nearest even (through Python ints: exact)."""
-  return np.array([float(int(v)) for v in x.tolist()], dtype=np.float64).astype(DTYPES[dt]) if dt == "f64" else \
-    np.array([np.float32(float(int(v))) if abs(int(v)) < 2**53 else _round_big_f32(int(v)) for v in x.tolist()], dtype=DTYPES[dt])
-
-def _round_big_f32(v:int) -> np.float32:
-  from fractions import Fraction
-  return np.float32(float(Fraction(v)))   # float() of an int is exact up to 2**1024; one f32 rounding after (f64 keeps 53 bits: exact)
 
 # ---- arithmetic ----
 def _arith(name:str, fint:Callable, ffloat:Callable):

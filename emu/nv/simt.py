@@ -163,7 +163,7 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
       g = st.regs[inst.guard[0]]
       exe = at & (~g if inst.guard[1] else g)
     st.mask, st.target, st.exiting = exe, None, False
-    if exe.any(): isa.OPS[inst.op].fn(st, inst, isa._type(inst))
+    if exe.any(): isa.OPS[inst.op].fn(st, inst, isa.instruction_type(inst))
     pc[at] += 1
     if st.target is not None: pc[exe] = kernel.labels[st.target]
     if st.exiting: live &= ~exe

@@ -74,3 +74,12 @@ def test_integer_division_truncates_toward_zero(t, a, b, q, r):
   from emu.nv.isa import DTYPES, trunc_divmod
   got_q, got_r = trunc_divmod(np.array([a], DTYPES[t]), np.array([b], DTYPES[t]), t)
   assert int(got_q[0]) == (q if t != "u32" else q & 0xffffffff) and int(got_r[0]) == r
+
+def test_cvt_64_bit_saturation_and_int_to_float_rounding():
+  # cvt.rzi.s64.f32 of 1e30 saturates to INT64_MAX and of -1e30 to INT64_MIN; cvt.rn.f32.s64 of 2**60 + 2**36 + 1 rounds once to
+  # nearest: 2**60 + 2**37 (the value is just above the halfway point 2**60 + 2**36 between f32 neighbours 2**37 apart)
+  from emu.nv.isa import convert
+  got = convert(np.array([1e30, -1e30, np.nan], np.float32), "f32", "s64", ("rzi",))
+  assert got.tolist() == [2**63 - 1, -2**63, 0]
+  v = np.array([2**60 + 2**36 + 1], np.int64)
+  assert int(convert(v, "s64", "f32", ("rn",))[0]) == 2**60 + 2**37
