@@ -23,16 +23,18 @@ def width(t:str) -> int: return 1 if t == "pred" else int(t[1:])
 
 @dataclass(frozen=True)
 class OpDef:
-  """One opcode: the type suffixes it accepts, its other modifiers, its semantics fn(ctx, inst, type) and timing class."""
+  """One opcode: the type suffixes it accepts, its other modifiers, its semantics fn(ctx, inst, type), timing class and
+  operand count."""
   types: tuple[str, ...]
   mods: frozenset[str]
   fn: Callable
   timing: str
+  operands: int
 
 OPS: dict[str, OpDef] = {}
-def op(name:str, types, mods=(), timing="alu"):
+def op(name:str, types, mods=(), timing="alu", operands:int=3):
   def reg(fn):
-    OPS[name] = OpDef(tuple(types), frozenset(mods), fn, timing)
+    OPS[name] = OpDef(tuple(types), frozenset(mods), fn, timing, operands)
     return fn
   return reg
 
@@ -50,6 +52,8 @@ def validate(k:Kernel):
     for m in inst.mods:
       if m not in d.mods and m not in d.types and not (m in DTYPES and inst.op == "cvt"):
         raise PTXError(inst.line, f".{m}", f"{inst.op} does not take .{m} here")
+    if len(inst.operands) != d.operands:
+      raise PTXError(inst.line, inst.op, f"{inst.op} takes {d.operands} operands, got {len(inst.operands)}")
     t = instruction_type(inst)
     if t and t not in d.types and inst.op != "cvt": raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
     if "approx" in inst.mods and t == "f64": raise PTXError(inst.line, ".approx", f"{inst.op}.approx is not defined on .f64")
@@ -67,7 +71,7 @@ def _flat(ops):
     else: yield o
 
 # ---- data movement ----
-@op("mov", ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "f32", "f64", "pred"))
+@op("mov", ("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f16", "f32", "f64", "pred"), operands=2)
 def _mov(ctx, inst, t):
   dst, src = inst.operands
   if isinstance(src, Vec):   # pack: element i at bits [i*w, (i+1)*w) of the destination
@@ -80,14 +84,14 @@ def _mov(ctx, inst, t):
     return
   ctx.write(dst, ctx.read(src, t), t)
 
-@op("ld", tuple(DTYPES), mods=("global", "shared", "param", "local", "v2", "v4", "nc"), timing="mem")
+@op("ld", tuple(DTYPES), mods=("global", "shared", "param", "local", "v2", "v4", "nc"), timing="mem", operands=2)
 def _ld(ctx, inst, t):
   dst, src = inst.operands
   outs = dst.items if isinstance(dst, Vec) else (dst,)
   vals = ctx.load(_space(inst), src, t, len(outs))
   for o, v in zip(outs, vals): ctx.write(o, v, t)
 
-@op("st", tuple(DTYPES), mods=("global", "shared", "local", "v2", "v4"), timing="mem")
+@op("st", tuple(DTYPES), mods=("global", "shared", "local", "v2", "v4"), timing="mem", operands=2)
 def _st(ctx, inst, t):
   dst, src = inst.operands
   ins = src.items if isinstance(src, Vec) else (src,)
@@ -95,7 +99,7 @@ def _st(ctx, inst, t):
 
 def _space(inst:Inst) -> str: return next(s for s in ("global", "shared", "param", "local") if s in inst.mods)
 
-@op("cvt", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"))
+@op("cvt", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"), operands=2)
 def _cvt(ctx, inst, t):
   dt, st = [m for m in inst.mods if m in DTYPES]
   x = ctx.read(inst.operands[1], st)
@@ -115,8 +119,8 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
     return x.astype(DTYPES[dt])                                        # integers: truncate or extend (sign by the source)
 
 # ---- arithmetic ----
-def _arith(name:str, fint:Callable, ffloat:Callable):
-  @op(name, INTS + FLOATS, mods=("rn", "ftz", "sat", "lo", "hi", "wide"))
+def _arith(name:str, fint:Callable, ffloat:Callable, operands:int=3):
+  @op(name, INTS + FLOATS, mods=("rn", "ftz", "sat", "lo", "hi", "wide"), operands=operands)
   def fn(ctx, inst, t):
     if t in FLOATS and any(m in inst.mods for m in ("rz", "rm", "rp")): raise PTXError(inst.line, inst.op, "only .rn rounding is modelled")
     args = [ctx.read(o, t) for o in inst.operands[1:]]
@@ -147,9 +151,9 @@ def _fma_f(a, b, c):
 _arith("add", lambda a, b: a + b, lambda a, b: a + b)
 _arith("sub", lambda a, b: a - b, lambda a, b: a - b)
 _arith("mul", lambda a, b: a * b, lambda a, b: a * b)
-_arith("mad", lambda a, b, c: a * b + c, _fma_f)   # mad.rn.f32 is fused on sm_20+ (the PTX ISA's mad)
+_arith("mad", lambda a, b, c: a * b + c, _fma_f, operands=4)   # mad.rn.f32 is fused on sm_20+ (the PTX ISA's mad)
 
-@op("fma", FLOATS, mods=("rn", "ftz", "sat"))
+@op("fma", FLOATS, mods=("rn", "ftz", "sat"), operands=4)
 def _fma(ctx, inst, t):
   a, b, c = (ctx.read(o, t) for o in inst.operands[1:])
   with np.errstate(all="ignore"): ctx.write(inst.operands[0], np.asarray(_fma_f(a, b, c)).astype(DTYPES[t]), t)
@@ -192,15 +196,15 @@ def trunc_divmod(a:np.ndarray, b:np.ndarray, t:str) -> tuple[np.ndarray, np.ndar
   return narrow(q), narrow(r)
 
 # ---- logic and shifts ----
-def _logic(name:str, f:Callable, types=("b16", "b32", "b64", "pred")):
-  @op(name, types)
+def _logic(name:str, f:Callable, types=("b16", "b32", "b64", "pred"), operands:int=3):
+  @op(name, types, operands=operands)
   def fn(ctx, inst, t):
     args = [ctx.read(o, t) for o in inst.operands[1:]]
     ctx.write(inst.operands[0], f(*args), t)
 _logic("and", lambda a, b: a & b)
 _logic("or", lambda a, b: a | b)
 _logic("xor", lambda a, b: a ^ b)
-_logic("not", lambda a: ~a)
+_logic("not", lambda a: ~a, operands=2)
 
 @op("shl", ("b16", "b32", "b64"))
 def _shl(ctx, inst, t):
@@ -233,14 +237,14 @@ def _setp(ctx, inst, t):
     else: r = CMP[base[:-1]](a, b) | np.isnan(a) | np.isnan(b)   # unordered forms
   ctx.write(inst.operands[0], r, "pred")
 
-@op("selp", INTS + FLOATS)
+@op("selp", INTS + FLOATS, operands=4)
 def _selp(ctx, inst, t):
   a, b, p = ctx.read(inst.operands[1], t), ctx.read(inst.operands[2], t), ctx.read(inst.operands[3], "pred")
   ctx.write(inst.operands[0], np.where(p, a, b).astype(DTYPES[t]), t)
 
 # ---- transcendentals (.approx: the correctly rounded f32 of the exact value) ----
 def _unary(name:str, f:Callable, mods=("approx", "ftz", "rn", "full")):
-  @op(name, FLOATS, mods=mods, timing="sfu")
+  @op(name, FLOATS, mods=mods, timing="sfu", operands=2)
   def fn(ctx, inst, t):
     x = ctx.read(inst.operands[1], t)
     with np.errstate(all="ignore"): ctx.write(inst.operands[0], f(x.astype(np.float64)).astype(DTYPES[t]), t)
@@ -254,16 +258,16 @@ _unary("neg", np.negative, mods=("ftz",))
 _unary("abs", np.abs, mods=("ftz",))
 
 # ---- control ----
-@op("bra", (), mods=("uni",), timing="branch")
+@op("bra", (), mods=("uni",), timing="branch", operands=1)
 def _bra(ctx, inst, t): ctx.branch(inst.operands[0].name)
 
-@op("ret", (), timing="branch")
+@op("ret", (), timing="branch", operands=0)
 def _ret(ctx, inst, t): ctx.exit()
 
-@op("exit", (), timing="branch")
+@op("exit", (), timing="branch", operands=0)
 def _exit(ctx, inst, t): ctx.exit()
 
-@op("bar", (), mods=("sync",), timing="barrier")
+@op("bar", (), mods=("sync",), timing="barrier", operands=1)
 def _bar(ctx, inst, t): ctx.barrier()
 
 # ---- warp-level matrix multiply-accumulate (tensor cores) ----
@@ -292,7 +296,8 @@ def _unpack(ctx, regs, typ:str) -> list[np.ndarray]:
         out.append(v.astype(np.float64))
   return out
 
-@op("mma", ("f32", "f16", "bf16"), mods=("sync", "aligned", "m16n8k16", "m16n8k8", "row", "col", "tf32"), timing="tensor")
+@op("mma", ("f32", "f16", "bf16"), mods=("sync", "aligned", "m16n8k16", "m16n8k8", "row", "col", "tf32"), timing="tensor",
+    operands=4)
 def _mma(ctx, inst, t):
   """D = A * B + C per warp (m16n8k16 f16/bf16 or m16n8k8 tf32, f32 or f16 accumulators): products exact, summed in f64 and
   rounded once to the accumulator type (the hardware's internal order is not documented; this is the exact sum). Every lane

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os, struct, sys
 from dataclasses import dataclass
 import numpy as np
-from emu.amd.api import GPUHangFault
+from emu.amd.api import GPUEmulatorError, GPUFault, GPUHangFault
 from emu.amd.memory import MemoryMap
 from emu.nv import isa
 from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
@@ -163,7 +163,10 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
       g = st.regs[inst.guard[0]]
       exe = at & (~g if inst.guard[1] else g)
     st.mask, st.target, st.exiting = exe, None, False
-    if exe.any(): isa.OPS[inst.op].fn(st, inst, isa.instruction_type(inst))
+    if exe.any():
+      try: isa.OPS[inst.op].fn(st, inst, isa.instruction_type(inst))
+      except (GPUFault, PTXError): raise
+      except Exception as e: raise GPUEmulatorError(p, str(inst), None, e) from e   # an emulator bug: named, the host survives
     pc[at] += 1
     if st.target is not None: pc[exe] = kernel.labels[st.target]
     if st.exiting: live &= ~exe

@@ -83,3 +83,13 @@ def test_cvt_64_bit_saturation_and_int_to_float_rounding():
   assert got.tolist() == [2**63 - 1, -2**63, 0]
   v = np.array([2**60 + 2**36 + 1], np.int64)
   assert int(convert(v, "s64", "f32", ("rn",))[0]) == 2**60 + 2**37
+
+def test_wrong_operand_counts_are_rejected_and_emulator_failures_are_named(monkeypatch):
+  with pytest.raises(ptx.PTXError, match="add takes 3 operands, got 2"): kernel("add.u32 %r, %r;", ".reg .u32 %r;")
+  # an exception inside an opcode's semantics (an emulator bug) ends as GPUEmulatorError naming the instruction and its line
+  from emu.amd.api import GPUEmulatorError
+  from emu.nv import isa
+  k = kernel("add.u32 %r, %r, 1;", ".reg .u32 %r;")
+  from dataclasses import replace
+  monkeypatch.setitem(isa.OPS, "add", replace(isa.OPS["add"], fn=lambda *a: 1 / 0))
+  with pytest.raises(GPUEmulatorError, match="add.u32 \\(line 7\\).*ZeroDivisionError"): simt.run(k, (1,), (1,), [0], MemoryMap())
