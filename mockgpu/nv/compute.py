@@ -10,6 +10,7 @@ from mockgpu.nv.qmd import Launch
 
 ARGS_OFFSET = 0x160          # first argument slot in constant buffer 0 (ops_nv.py, mock mode)
 MAX_PROGRAM = 16 << 20       # a program text longer than this is a corrupt QMD, not a kernel
+PAGE = 4096
 
 class ProgramCache:
   """Parsed kernels by the hash of their PTX text (a program is parsed once per process)."""
@@ -23,12 +24,17 @@ class ProgramCache:
     return k
 
 def program_text(memory:MemoryMap, addr:int) -> str:
-  """The NUL-terminated PTX text at `addr` (read a page at a time, within the mapping that holds it)."""
+  """The NUL-terminated PTX text at `addr`, scanned a page at a time within the mapping that holds it (a program is a few KB;
+  the mapping may be all of VRAM)."""
   m = memory.find(addr)
   if m is None: raise ValueError(f"the QMD's program address {addr:#x} is not mapped")
-  raw = bytes(m.view[addr - m.addr: min(m.end - addr, MAX_PROGRAM) + addr - m.addr])
-  end = raw.find(b"\0")
-  return raw[:end if end >= 0 else len(raw)].decode("ascii", errors="replace")
+  start, stop = addr - m.addr, addr - m.addr + min(m.end - addr, MAX_PROGRAM)
+  end = stop
+  for chunk in range(start, stop, PAGE):
+    if (nul := bytes(m.view[chunk:min(chunk + PAGE, stop)]).find(b"\0")) >= 0:
+      end = chunk + nul
+      break
+  return bytes(m.view[start:end]).decode("ascii", errors="replace")
 
 def run_launch(launch:Launch, memory:MemoryMap, programs:ProgramCache, timestamp_ns:int) -> simt.LaunchStats:
   """Run one launch and perform its releases (payload, then the timestamp at +8). Faults (emu.amd.api.GPUFault) propagate

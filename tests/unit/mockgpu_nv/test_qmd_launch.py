@@ -9,7 +9,7 @@ from tinygrad.runtime.autogen import nv_570 as nv_gpu
 from emu.amd.api import GPUMemoryFault
 from emu.amd.memory import MemoryMap
 from emu.nv.kernel import render
-from mockgpu.nv.compute import ARGS_OFFSET, ProgramCache, run_launch
+from mockgpu.nv.compute import ARGS_OFFSET, ProgramCache, program_text, run_launch
 from mockgpu.nv.qmd import QMD_BYTES, Launch
 
 ADA = SimpleNamespace(iface=SimpleNamespace(compute_class=nv_gpu.ADA_COMPUTE_A))
@@ -72,3 +72,20 @@ def test_chained_qmd_pointer():
   q = QMD(dev=ADA, view=memoryview(bytearray(raw)))
   q.write(dependent_qmd0_pointer=0x12_3456_7800 >> 8, dependent_qmd0_action=1, dependent_qmd0_prefetch=1, dependent_qmd0_enable=1)
   assert Launch.read(bytes(q.mv)).dependent == 0x12_3456_7800 and Launch.read(raw).dependent is None
+
+@pytest.mark.parametrize("offset", [0, 0xffa, 0x2ff0])
+def test_program_text_stops_at_the_first_nul_across_pages(offset):
+  # text longer than a page, starting mid-page: every byte up to the NUL, nothing after it
+  text = ("// " + "x" * 70 + "\n") * 100
+  backing = np.full(0x6000, ord("#"), np.uint8)
+  backing[offset:offset + len(text)] = np.frombuffer(text.encode(), np.uint8)
+  backing[offset + len(text)] = 0
+  board = Board()
+  va = board.add(backing)
+  assert program_text(board.mem, va + offset) == text
+
+def test_program_text_without_nul_ends_at_the_mapping():
+  board = Board()
+  va = board.add(np.full(0x2100, ord("a"), np.uint8))
+  assert program_text(board.mem, va + 0x100) == "a" * 0x2000
+  with pytest.raises(ValueError, match="not mapped"): program_text(board.mem, 0x1000)
