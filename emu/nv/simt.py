@@ -12,7 +12,7 @@ from __future__ import annotations
 import os, struct, sys
 from dataclasses import dataclass
 import numpy as np
-from emu.amd.api import GPUEmulatorError, GPUFault, GPUHangFault
+from emu.amd.api import GPUEmulatorError, GPUFault, GPUHangFault, GPUMemoryFault
 from emu.amd.memory import MemoryMap
 from emu.nv import isa
 from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
@@ -122,7 +122,6 @@ class _Lanes:
 
   def _shared_index(self, addr:np.ndarray, nbytes:int) -> np.ndarray:
     if len(addr) and int(addr.max()) + nbytes > self.shared.shape[1]:
-      from emu.amd.api import GPUMemoryFault
       raise GPUMemoryFault(int(addr.max()), False, detail=f"shared memory access past the CTA's {self.k.shared_bytes} bytes")
     return addr.astype(np.int64)[:, None] + np.arange(nbytes)
 

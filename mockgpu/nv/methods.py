@@ -17,6 +17,8 @@ from mockgpu.nv.compute import ProgramCache, run_launch
 from mockgpu.nv.qmd import QMD_BYTES, Launch
 
 HOST, COMPUTE, COPY = 0, 1, 4
+SEMAPHORE_FIELDS = {nv.NVC56F_SEM_ADDR_LO: "addr_lo", nv.NVC56F_SEM_ADDR_HI: "addr_hi", nv.NVC56F_SEM_PAYLOAD_LO: "payload_lo",
+                    nv.NVC56F_SEM_PAYLOAD_HI: "payload_hi"}
 INCREMENTING = 2
 
 class MethodError(ValueError):
@@ -71,10 +73,8 @@ class Channel:
 
   # ---- host class (NVC56F) ----
   def _host(self, pos:int, mthd:int, value:int) -> str | None:
-    regs = {nv.NVC56F_SEM_ADDR_LO: "addr_lo", nv.NVC56F_SEM_ADDR_HI: "addr_hi", nv.NVC56F_SEM_PAYLOAD_LO: "payload_lo",
-            nv.NVC56F_SEM_PAYLOAD_HI: "payload_hi"}
-    if mthd in regs:
-      self.sem[regs[mthd]] = value
+    if (field := SEMAPHORE_FIELDS.get(mthd)) is not None:
+      self.sem[field] = value
       return None
     if mthd == nv.NVC56F_NON_STALL_INTERRUPT: return None
     if mthd == nv.NVC56F_SEM_EXECUTE: return self._sem_execute(pos, value)
