@@ -35,7 +35,6 @@ def unavailable_reason(d:DemoDevice) -> str | None:
   iface, _, rest = d.dev.partition("+")
   if iface.startswith("MOCKPCI") and importlib.util.find_spec("mockgpu.pci") is None:
     return "the AM driver's PCI device is not emulated yet (mockgpu/pci)"
-  if rest.startswith("NV") and importlib.util.find_spec("mockgpu.nv") is None: return "the NVIDIA RM/UVM mock is not written yet (mockgpu/nv)"
   if rest.startswith("AMD"):
     from emu.amd.arch import SPECS
     arch = (rest.split(":") + ["", ""])[2] or "gfx1100"

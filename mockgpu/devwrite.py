@@ -9,10 +9,11 @@ through the proxy first writes the host memory and then calls the range's callba
 Limits: only stores made through `to_mv` views are seen. Stores by native code (ctypes.memmove, C libraries) or through a
 memoryview built some other way bypass the proxy; tinygrad writes doorbells only through `to_mv`, so that is enough.
 Every `to_mv` call also gives the registered `on_touch` hook a chance to run (the engines use it to make progress on queues
-stalled on memory the host writes directly).
+stalled on memory the host writes directly), and a view of an address with a `trap` runs the trap first (a device that knows
+the memory will never be written raises there).
 """
 from __future__ import annotations
-import builtins, ctypes, struct, threading
+import builtins, ctypes, mmap, struct, threading
 from typing import Callable
 
 _real_memoryview = builtins.memoryview
@@ -24,12 +25,22 @@ class WatchedRange:
 
 _ranges: list[WatchedRange] = []
 _touch_hooks: list[Callable[[], None]] = []
+_traps: dict[int, Callable[[int], None]] = {}   # address -> called (and may raise) when a view starting there is made
 _lock = threading.Lock()
 
 def watch(rng:WatchedRange) -> WatchedRange:
   """Register a range; stores into it through `to_mv` views call its callback."""
   with _lock: _ranges.append(rng)
   return rng
+
+def register_page(size:int, on_write:Callable[[int, str, int], None]) -> int:
+  """Fresh zeroed shared host memory of `size` bytes, watched with `on_write` (a device's register or doorbell window);
+  returns its address."""
+  from mockgpu.hostmem import host_mmap
+  addr = host_mmap(0, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, -1, 0)
+  ctypes.memset(addr, 0, size)
+  watch(WatchedRange(addr, size, on_write))
+  return addr
 
 def unwatch(rng:WatchedRange):
   """Forget a range registered with `watch`."""
@@ -40,6 +51,16 @@ def add_touch_hook(fn:Callable[[], None]):
   """Run `fn()` on every `to_mv` call (cheap checks only: it is on tinygrad's hot path)."""
   with _lock:
     if fn not in _touch_hooks: _touch_hooks.append(fn)
+
+def trap(addr:int, fn:Callable[[int], None]):
+  """Call `fn(addr)` whenever a `to_mv` view starting at `addr` is made (before the caller can read it); `fn` may raise, and then
+  the host's access fails with that error. A device uses this for memory it knows will never be written (a semaphore whose
+  release died with its channel)."""
+  with _lock: _traps[addr] = fn
+
+def untrap(addr:int):
+  """Forget the trap at `addr` (if any)."""
+  with _lock: _traps.pop(addr, None)
 
 def _find(addr:int, size:int) -> WatchedRange | None:
   for r in _ranges:
@@ -89,6 +110,7 @@ class memoryview(metaclass=_MemoryviewMeta):  # noqa: N801 - it stands in for th
   """Factory installed as `tinygrad.helpers.memoryview`: a `WatchedView` for watched ctypes arrays, a real memoryview otherwise."""
   def __new__(cls, obj, *args, **kwargs):  # type: ignore[misc]
     for hook in _touch_hooks: hook()
+    if _traps and isinstance(obj, ctypes.Array) and (fn:=_traps.get(ctypes.addressof(obj))) is not None: fn(ctypes.addressof(obj))
     if _ranges and isinstance(obj, ctypes.Array) and (rng:=_find(addr:=ctypes.addressof(obj), size:=ctypes.sizeof(obj))) is not None:
       return WatchedView(rng, addr, size)
     return _real_memoryview(obj, *args, **kwargs)

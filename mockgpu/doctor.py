@@ -27,6 +27,20 @@ src = 'define amdgpu_kernel void @k(ptr addrspace(1) %p) { store i32 7, ptr addr
 AMDLLVMCompiler(sys.argv[1]).compile(src)
 """
 
+_PROBE_NV = r"""
+import json
+from tinygrad import Device
+from mockgpu.nv.boards import board
+d = Device["NV"]
+print(json.dumps({"arch": d.arch, "renderer": type(d.renderer).__name__, "board": board(d.arch).name}))
+"""
+
+def probe_nv(dev:str="MOCK+NV") -> dict:
+  """What tinygrad opens on DEV=`dev`: {'arch', 'renderer', 'board'}, or {'error'}."""
+  r = _child(_PROBE_NV, env={"DEV": dev})
+  if r.returncode != 0 or not r.stdout.strip(): return {"error": ((r.stderr or "").strip().splitlines() or ["no output"])[-1][:200]}
+  return json.loads(r.stdout.strip().splitlines()[-1])
+
 def _child(code:str, *args:str, env:dict|None=None) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
 
@@ -97,6 +111,14 @@ def doctor(out=print) -> int:
         ok, why = True, f"compiles with {newer}, which the mock selects for this arch"
       line(ok, f"  target {arch}", f"{why} (needs LLVM >= {need})", None if ok else _target_fix(need, newer))
 
+  nvinfo = probe_nv()
+  if "error" in nvinfo: line(False, "NV device", f"DEV=MOCK+NV does not open: {nvinfo['error']}", "run ./bench.sh setup; then report the error")
+  else:
+    line(True, "NV device", f"DEV=MOCK+NV opens an emulated {nvinfo['board']} ({nvinfo['arch']}; other SMs: MOCK+NV:PTX:sm_86 / sm_90), "
+         f"renderer {nvinfo['renderer']}")
+    if nvinfo["renderer"] != "PTXRenderer":
+      line(None, "", "tinygrad found NVRTC and prefers its CUDA renderer, whose PTX the emulator does not fully read yet: "
+           "use DEV=MOCK+NV:PTX")
   out("  emulated devices: see `python -m emu.demo` for what runs today")
   out("doctor: all good" if problems == 0 else f"doctor: {problems} problem{'s' if problems != 1 else ''} found (fixes above)")
   return 0 if problems == 0 else 1

@@ -21,9 +21,15 @@ def _mount_kfd(vfs:VFS):
   from mockgpu.kfd import driver
   driver.install(vfs, config.amd_gpu_count(), config.amd_arch())
 
+def _mount_nv(vfs:VFS):
+  from mockgpu import config
+  from mockgpu.nv import driver
+  driver.install(vfs, config.nv_gpu_count(), config.nv_arch())
+
 # path prefix -> mount function; each provider is mounted once, the first time a path under any of its prefixes is used
 PROVIDERS: dict[tuple[str, ...], Callable[[VFS], None]] = {
   ("/dev/kfd", "/sys/devices/virtual/kfd", "/sys/class/drm", "/dev/dri"): _mount_kfd,
+  ("/dev/nvidiactl", "/dev/nvidia-uvm", *(f"/dev/nvidia{i}" for i in range(16))): _mount_nv,
 }
 _mounted: set = set()
 

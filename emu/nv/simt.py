@@ -12,18 +12,21 @@ from __future__ import annotations
 import os, struct, sys
 from dataclasses import dataclass
 import numpy as np
-from emu.amd.api import GPUEmulatorError, GPUFault, GPUHangFault, GPUMemoryFault
+from emu.amd.api import GPUEmulatorError, GPUFault, GPUMemoryFault
 from emu.amd.memory import MemoryMap
+from emu.amd.watchdog import Watchdog
 from emu.nv import isa
 from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
 
 @dataclass
 class LaunchStats:
-  """What one launch did: threads, warps (32 lanes of a CTA), warp-instructions issued, lockstep steps (summed over batches)."""
+  """What one launch did: threads, warps (32 lanes of a CTA), warp-instructions issued, lockstep steps (summed over batches),
+  CTAs."""
   threads: int
   warps: int
   warp_instructions: int = 0
   steps: int = 0
+  ctas: int = 1
 
 def param_block(kernel:Kernel, args:list[int]) -> tuple[bytes, dict[str, int]]:
   """The argument bytes of a launch (each parameter at its natural alignment) and each parameter's offset."""
@@ -132,22 +135,28 @@ class _Lanes:
 
 TRACE = os.environ.get("EMU_NV_TRACE", "") not in ("", "0")   # one stderr line per executed instruction
 BATCH_LANES = 1 << 16   # lanes run together: whole CTAs up to this many threads (CTAs share nothing but global memory)
+WATCHDOG_EVERY = 32     # lockstep steps between watchdog checks
 
-def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, max_steps:int=10_000_000) -> LaunchStats:
+def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, watchdog:Watchdog|None=None) -> LaunchStats:
   """Run `kernel` over grid x block threads with `args` (one int per .param: addresses or values), in batches of whole CTAs.
-  Raises GPUMemoryFault for an access outside `memory` and GPUHangFault past `max_steps` lockstep steps in one batch."""
+  Raises GPUMemoryFault (naming the instruction) for an access outside `memory`, and GPUHangFault when `watchdog` (by default
+  one armed now with the EMU_WATCHDOG_S / EMU_WATCHDOG budgets, counted in warp-instructions) says the launch ran too long or
+  was cancelled."""
   grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
   per_cta, nctas = int(np.prod(block)), int(np.prod(grid))
   step = max(1, BATCH_LANES // per_cta)
-  stats = LaunchStats(per_cta * nctas, nctas * -(-per_cta // 32))
+  stats = LaunchStats(per_cta * nctas, nctas * -(-per_cta // 32), ctas=nctas)
+  if watchdog is None:
+    watchdog = Watchdog()
+    watchdog.arm()
   for first in range(0, nctas, step): _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas))),
-                                                 stats, max_steps)
+                                                 stats, watchdog)
   return stats
 
 def _trace(kernel:Kernel, inst, at:np.ndarray):
   print(f"[nv] {kernel.name} {inst} lanes={int(at.sum())}", file=sys.stderr)
 
-def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
+def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, watchdog:Watchdog):
   pc, live, steps = np.zeros(st.n, np.int64), np.ones(st.n, bool), 0
   body = kernel.body
   while live.any():
@@ -164,6 +173,9 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
     st.mask, st.target, st.exiting = exe, None, False
     if exe.any():
       try: isa.OPS[inst.op].fn(st, inst, isa.instruction_type(inst))
+      except GPUMemoryFault as e:
+        if e.pc is not None: raise
+        raise GPUMemoryFault(e.addr, e.write, pc=p, inst=f"{kernel.name}: {inst}", detail=e.detail) from None
       except (GPUFault, PTXError): raise
       except Exception as e: raise GPUEmulatorError(p, str(inst), None, e) from e   # an emulator bug: named, the host survives
     pc[at] += 1
@@ -173,5 +185,4 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, max_steps:int):
     stats.steps += 1
     stats.warp_instructions += st.nwarps if at.all() else len(np.unique(st.warp[at]))
     if TRACE: _trace(kernel, inst, at)
-    if steps > max_steps:
-      raise GPUHangFault(f"{kernel.name} ran past {max_steps} lockstep steps (a runaway loop?)", stats.warp_instructions)
+    if steps % WATCHDOG_EVERY == 0: watchdog.check(stats.warp_instructions, p, None)

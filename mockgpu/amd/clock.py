@@ -13,8 +13,11 @@ PACKET_TICKS = 1                # 10 ns of command-processor time per packet
 DMA_BYTES_PER_SECOND = 50e9     # SDMA copy bandwidth model
 
 class DeviceClock:
-  """A monotonic 64-bit tick counter at 100 MHz, advanced by the engines."""
-  def __init__(self): self.ticks = 0
+  """A monotonic 64-bit tick counter at `ticks_per_second` (AMD's 100 MHz by default; NVIDIA's semaphore timestamps count
+  nanoseconds), advanced by the engines."""
+  def __init__(self, ticks_per_second:int=TICKS_PER_SECOND):
+    self.ticks, self.ticks_per_second = 0, ticks_per_second
+    self.packet_ticks = max(1, PACKET_TICKS * ticks_per_second // TICKS_PER_SECOND)
 
   def now(self) -> int:
     """The current counter value."""
@@ -22,7 +25,7 @@ class DeviceClock:
 
   def advance_seconds(self, seconds:float):
     """Advance by `seconds` of device time (at least one tick, so ordered events get distinct timestamps)."""
-    self.ticks += max(1, round(seconds * TICKS_PER_SECOND))
+    self.ticks += max(1, round(seconds * self.ticks_per_second))
 
-  def advance_packet(self): self.ticks += PACKET_TICKS
+  def advance_packet(self): self.ticks += self.packet_ticks
   def advance_copy(self, nbytes:int): self.advance_seconds(nbytes / DMA_BYTES_PER_SECOND)

@@ -72,6 +72,10 @@ class Engine:
       raise PacketError(f"{self.name}: {what} at {self.ring_where()} needs {units * self.unit} bytes but the write pointer publishes only "
                         f"{(self.wptr - self.rptr) * self.unit} (rptr {self.rptr:#x}, wptr {self.wptr:#x}): a truncated packet")
 
+  def publish(self):
+    """Make the read pointer visible to the host after a packet (a 64-bit store at `rptr_addr`)."""
+    self.write64(self.rptr_addr, self.rptr)
+
   def doorbell(self, value:int):
     """The host rang this queue's doorbell with a new write pointer."""
     self.wptr = value
@@ -92,7 +96,7 @@ class Engine:
       try:
         if self._abort is not None: raise PacketError(f"{self.name} queue reset: {self._abort}")
         self.step()
-        self.write64(self.rptr_addr, self.rptr)
+        self.publish()
       except Stall as e:
         self.stalled, self.stall_reason = True, str(e)
         return progress

@@ -1,6 +1,5 @@
 """One emulated AMD GPU behind a KFD node: its VRAM, the GPU's view of memory, clock, doorbell page, queues and emulator."""
 from __future__ import annotations
-import ctypes, mmap
 from typing import Callable
 from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
 from emu.amd.gpu import AMDGPU
@@ -10,7 +9,7 @@ from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.amd.pm4 import ComputeRegs
 from mockgpu.amd.sqtt import ThreadTrace
-from mockgpu.hostmem import Heap, host_mmap
+from mockgpu.hostmem import Heap
 from mockgpu.stats import record_dispatch
 from mockgpu.kfd.boards import GC_HWID, Board
 
@@ -53,10 +52,7 @@ class KFDGPU(GPUContext):
   # ---- doorbells ----
   def doorbell_page(self) -> int:
     """The host address of the doorbell window (created and watched on first use)."""
-    if self.doorbell_addr is None:
-      self.doorbell_addr = host_mmap(0, DOORBELL_PAGE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, -1, 0)
-      ctypes.memset(self.doorbell_addr, 0, DOORBELL_PAGE)
-      devwrite.watch(devwrite.WatchedRange(self.doorbell_addr, DOORBELL_PAGE, self._doorbell_write))
+    if self.doorbell_addr is None: self.doorbell_addr = devwrite.register_page(DOORBELL_PAGE, self._doorbell_write)
     return self.doorbell_addr
 
   def _doorbell_write(self, offset:int, fmt:str, value:int):

@@ -3,8 +3,10 @@ padded) as the program and puts the kernel's arguments in constant buffer 0 from
 in order (buffer addresses as u64, then values as signed 64-bit ints; a 32-bit parameter reads its slot's low half)."""
 from __future__ import annotations
 import hashlib
+from typing import Callable
 import numpy as np
 from emu.amd.memory import MemoryMap
+from emu.amd.watchdog import Watchdog
 from emu.nv import ptx, simt
 from mockgpu.nv.qmd import Launch
 
@@ -36,13 +38,15 @@ def program_text(memory:MemoryMap, addr:int) -> str:
       break
   return bytes(m.view[start:end]).decode("ascii", errors="replace")
 
-def run_launch(launch:Launch, memory:MemoryMap, programs:ProgramCache, timestamp_ns:int) -> simt.LaunchStats:
-  """Run one launch and perform its releases (payload, then the timestamp at +8). Faults (emu.amd.api.GPUFault) propagate
-  before any release is written."""
+def run_launch(launch:Launch, memory:MemoryMap, programs:ProgramCache, clock_ns:Callable[[], int], watchdog:Watchdog|None=None,
+               finished:Callable[[simt.LaunchStats], None]|None=None) -> simt.LaunchStats:
+  """Run one launch (bounded by `watchdog`), call `finished(stats)`, then perform its releases (payload, then `clock_ns()` at +8).
+  Faults (emu.amd.api.GPUFault) and a malformed program (ValueError, ptx.PTXError) propagate before any release is written."""
   kernel = programs.kernel(program_text(memory, launch.program))
   base = launch.cbuf0[0] + ARGS_OFFSET
   slots = memory.gather(np.array([base + 8 * i for i in range(len(kernel.params))], np.uint64), 8).view(np.uint64).reshape(-1)
-  stats = simt.run(kernel, launch.grid, launch.block, [int(v) for v in slots], memory)
+  stats = simt.run(kernel, launch.grid, launch.block, [int(v) for v in slots], memory, watchdog)
+  if finished is not None: finished(stats)
   for r in launch.releases:
-    memory.write(r.address, np.array([r.payload, timestamp_ns], np.uint64).view(np.uint8))
+    memory.write(r.address, np.array([r.payload, clock_ns()], np.uint64).view(np.uint8))
   return stats

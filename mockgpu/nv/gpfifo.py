@@ -1,45 +1,63 @@
-"""A GPFIFO ring: the entries tinygrad's `_submit_to_gpfifo` writes, consumed up to GPPut.
+"""A GPFIFO channel as a queue engine on the scheduler thread: the entries tinygrad's `_submit_to_gpfifo` writes, consumed up
+to GPPut.
 
-Layout (ops_nv.py): `entries` 8-byte entries at the ring's VA, then GPGet at +entries*8+0x88 and GPPut at +0x8c (dwords). An
-entry is `address | dwords << 42 | 1 << 41` (the address of a method stream, 4-byte aligned, in bits 40:2). `kick()` (the
-doorbell) runs every entry from GPGet to GPPut through the channel, advancing GPGet past each finished one; an acquire that
-cannot be satisfied yet leaves GPGet at its entry and the resume point inside it, so the next kick continues there.
+Layout (ops_nv.py): `entries` 8-byte entries at the ring's VA; the channel's USERD block (given at allocation) holds GPGet at
++0x88 and GPPut at +0x8c (dwords; tinygrad places USERD right after the ring). An entry is `address | dwords << 42 | 1 << 41`
+(the address of a method stream, 4-byte aligned, in bits 40:2). A doorbell (the work-submit token written to the usermode
+page) makes the engine read GPPut; it then runs every entry from GPGet on through the channel, publishing GPGet past each
+finished one. An acquire that cannot be satisfied yet stalls the engine at its entry, with the resume point inside it, and
+the scheduler retries it.
 """
 from __future__ import annotations
 import numpy as np
-from emu.amd.memory import MemoryMap
-from mockgpu.nv.methods import Channel, MethodError, Stall
+from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
+from mockgpu.nv.methods import Channel, MethodError
 
 LEN_SHIFT = 42
 ADDR_MASK = ((1 << 41) - 1) & ~3
+GPGET, GPPUT = 0x88, 0x8c   # offsets in USERD (AmpereAControlGPFifo)
 
-class GpFifo:
-  """One ring of `entries` entries at `ring_va`, feeding `channel`."""
-  def __init__(self, memory:MemoryMap, ring_va:int, entries:int, channel:Channel):
-    self.memory, self.ring_va, self.entries, self.channel = memory, ring_va, entries, channel
-    self.get, self.resume = 0, 0   # next entry, and the dword inside it to resume at after a stall
-    self.stall: Stall | None = None
+class GpFifoEngine(Engine):
+  """One channel: a ring of `entries` entries at `ring_va`, USERD at `userd_va`, feeding `channel`. Pointer units are entries
+  (`rptr`/`wptr` count entries monotonically; the ring index is their value modulo `entries`)."""
+  unit = 8
 
-  @property
-  def gpget_va(self) -> int: return self.ring_va + self.entries * 8 + 0x88
-  @property
-  def gpput_va(self) -> int: return self.ring_va + self.entries * 8 + 0x8c
+  def __init__(self, gpu:GPUContext, name:str, ring_va:int, entries:int, userd_va:int, channel:Channel, token:int=0):
+    super().__init__(gpu, ring_va, entries * 8, userd_va + GPGET, userd_va + GPPUT)
+    self.name, self.entries, self.channel, self.token = name, entries, channel, token
+    self.resume = 0   # the dword of the current entry to resume at after a stall
+    self.trapped: dict[int, int] = {}   # semaphore address -> payload this channel died owing (see NVGPU)
 
-  def _u32(self, va:int) -> int: return int.from_bytes(self.memory.read(va, 4), "little")
+  def ring_where(self) -> str: return f"GPFIFO entry {self.rptr % self.entries}"
 
-  def kick(self) -> Stall | None:
-    """Run the entries up to GPPut; the stall that stopped it, or None when the ring is drained."""
-    put = self._u32(self.gpput_va)
-    if put >= self.entries: raise MethodError(0, None, None, f"GPPut {put} is past the ring's {self.entries} entries")
-    while self.get != put:
-      entry = int.from_bytes(self.memory.read(self.ring_va + 8 * self.get, 8), "little")
-      addr, n = entry & ADDR_MASK, entry >> LEN_SHIFT
-      words = np.frombuffer(self.memory.read(addr, 4 * n), np.uint32)
-      try: self.stall = self.channel.run(words, self.resume)
-      except MethodError as e: raise MethodError(e.pos, e.subchannel, e.method, f"GPFIFO entry {self.get}: {e}") from None
-      if self.stall is not None:
-        self.resume = self.stall.pos
-        return self.stall
-      self.get, self.resume = (self.get + 1) % self.entries, 0
-      self.memory.write(self.gpget_va, self.get.to_bytes(4, "little"))
-    return None
+  def doorbell(self, value:int=0):
+    """The host wrote this channel's work-submit token: GPPut says how far the ring is filled."""
+    put = self.read32(self.wptr_addr)
+    if put >= self.entries:
+      self.fail(PacketError(f"{self.name}: GPPut {put} is past the ring's {self.entries} entries"))
+      return
+    self.wptr += (put - self.wptr) % self.entries
+
+  def publish(self): self.write32(self.rptr_addr, self.rptr % self.entries)
+
+  def entry(self, count:int) -> tuple[int, int]:
+    """(address, dwords) of the method stream of the `count`-th entry (monotonic count)."""
+    entry = self.read64(self.ring_addr + 8 * (count % self.entries))
+    return entry & ADDR_MASK, entry >> LEN_SHIFT
+
+  def entry_words(self, count:int) -> np.ndarray:
+    """The method stream of the `count`-th entry."""
+    addr, n = self.entry(count)
+    return np.frombuffer(self.gpu.memory.read(addr, 4 * n), np.uint32)
+
+  def step(self):
+    index = self.rptr % self.entries
+    addr, n = self.entry(self.rptr)
+    self.packet = f"GPFIFO entry {index} ({n} dwords at {addr:#x})"
+    words = self.entry_words(self.rptr)
+    try: stall = self.channel.run(words, self.resume)
+    except MethodError as e: raise PacketError(f"{self.name} GPFIFO entry {index}: {e}") from None
+    if stall is not None:
+      self.resume = stall.pos
+      raise Stall(stall.reason)
+    self.rptr, self.resume = self.rptr + 1, 0

@@ -1,6 +1,6 @@
 """A channel's method stream: the dwords a GPFIFO entry points at, decoded and executed per subchannel.
 
-Header (the only form tinygrad writes, incrementing): `2 << 28 | count << 16 | subchannel << 13 | method >> 2`, followed by
+Header (the only form tinygrad writes besides zero no-op dwords, incrementing): `2 << 28 | count << 16 | subchannel << 13 | method >> 2`, followed by
 `count` data dwords for methods method, method + 4, ... Subchannel 0 is the host class (semaphores: SEM_ADDR_LO/HI,
 SEM_PAYLOAD_LO/HI, SEM_EXECUTE; NON_STALL_INTERRUPT), 1 the compute class (SEND_PCAS_A names a QMD, SEND_SIGNALING_PCAS2_B
 launches it and the QMDs chained after it), 4 the copy class (LAUNCH_DMA: single-line pitch copies of LINE_LENGTH_IN bytes, then
@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from tinygrad.runtime.autogen import nv_570 as nv
+from emu.amd.api import GPUFault
 from emu.amd.memory import MemoryMap
+from emu.amd.watchdog import Watchdog
+from emu.nv.simt import LaunchStats
 from mockgpu.nv.compute import ProgramCache, run_launch
 from mockgpu.nv.qmd import QMD_BYTES, Launch
 
@@ -20,6 +23,7 @@ HOST, COMPUTE, COPY = 0, 1, 4
 SEMAPHORE_FIELDS = {nv.NVC56F_SEM_ADDR_LO: "addr_lo", nv.NVC56F_SEM_ADDR_HI: "addr_hi", nv.NVC56F_SEM_PAYLOAD_LO: "payload_lo",
                     nv.NVC56F_SEM_PAYLOAD_HI: "payload_hi"}
 INCREMENTING = 2
+NOP = 0   # a zero dword is a no-op (NVIDIA's host manuals: NV_FIFO_DMA_NOP); tinygrad's HCQ graph pads its command buffers with them
 
 class MethodError(ValueError):
   """A malformed or unsupported method, naming the dword, subchannel and method."""
@@ -27,6 +31,14 @@ class MethodError(ValueError):
     self.pos, self.subchannel, self.method = pos, subchannel, method
     where = f"dword {pos}" + (f", subchannel {subchannel} method {method:#x}" if method is not None else "")
     super().__init__(f"NV method stream, {where}: {message}")
+
+def host_address(hi:int, lo:int) -> int:
+  """A host-class semaphore address from SEM_ADDR_HI/LO (40 bits, 4-byte aligned)."""
+  return (hi & 0xff) << 32 | (lo & ~3)
+
+def copy_address(upper:int, lower:int) -> int:
+  """A copy-class address from an UPPER/LOWER (or SEMAPHORE_A/B) pair (49 bits)."""
+  return (upper & 0x1ffff) << 32 | lower
 
 def bits(value:int, field:tuple[int, int]) -> int:
   hi, lo = field
@@ -37,6 +49,9 @@ def decode(words, start:int=0):
   i = start
   while i < len(words):
     h = int(words[i])
+    if h == NOP:
+      i += 1
+      continue
     if h >> 28 != INCREMENTING:
       raise MethodError(i, None, None, f"header {h:#010x}: only incrementing (type 2) method headers are modelled")
     n, subc, mthd = (h >> 16) & 0x1fff, (h >> 13) & 7, (h & 0x1fff) << 2
@@ -51,10 +66,13 @@ class Stall:
   reason: str
 
 class Channel:
-  """One GPFIFO channel's engines (host semaphores, compute launches) over `memory`. `clock_ns()` gives the timestamps releases
-  write."""
-  def __init__(self, memory:MemoryMap, clock_ns:Callable[[], int], programs:ProgramCache|None=None):
+  """One GPFIFO channel's engines (host semaphores, compute launches, copies) over `memory`. `clock_ns()` gives the timestamps
+  releases write; `watchdog` (re-armed per launch) bounds each kernel; `finished(stats)` runs after each kernel, before its
+  releases (the device advances its clock by the kernel's modelled time there)."""
+  def __init__(self, memory:MemoryMap, clock_ns:Callable[[], int], programs:ProgramCache|None=None, watchdog:Watchdog|None=None,
+               finished:Callable[[LaunchStats], None]|None=None, copied:Callable[[int], None]|None=None):
     self.memory, self.clock_ns, self.programs = memory, clock_ns, programs or ProgramCache()
+    self.watchdog, self.finished, self.copied = watchdog, finished, copied
     self.sem = {"addr_lo": 0, "addr_hi": 0, "payload_lo": 0, "payload_hi": 0}
     self.qmd_addr = 0
     self.launches = self.copies = 0
@@ -82,7 +100,7 @@ class Channel:
 
   def _sem_execute(self, pos:int, value:int) -> str | None:
     op, wide = bits(value, nv.NVC56F_SEM_EXECUTE_OPERATION), bits(value, nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE)
-    addr = (self.sem["addr_hi"] & 0xff) << 32 | (self.sem["addr_lo"] & ~3)
+    addr = host_address(self.sem["addr_hi"], self.sem["addr_lo"])
     payload = self.sem["payload_lo"] | (self.sem["payload_hi"] << 32 if wide else 0)
     nbytes = 8 if wide else 4
     if op == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
@@ -115,8 +133,10 @@ class Channel:
     if mthd == nv.NVC6C0_SEND_SIGNALING_PCAS2_B:
       addr = self.qmd_addr
       while addr is not None:
-        launch = Launch.read(self.memory.read(addr, QMD_BYTES))
-        run_launch(launch, self.memory, self.programs, self.clock_ns())
+        try: launch = Launch.read(self.memory.read(addr, QMD_BYTES))
+        except ValueError as e: raise MethodError(pos, COMPUTE, mthd, f"QMD at {addr:#x}: {e}") from None
+        if self.watchdog is not None: self.watchdog.arm()
+        run_launch(launch, self.memory, self.programs, self.clock_ns, self.watchdog, self.finished)
         self.launches += 1
         addr = launch.dependent
       return None
@@ -138,17 +158,42 @@ class Channel:
          bits(value, nv.NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT) != nv.NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH or \
          bits(value, nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT) != nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH:
         raise MethodError(pos, COPY, mthd, f"LAUNCH_DMA {value:#x}: only single-line pitch copies are modelled")
-      src = (r(nv.NVC6B5_OFFSET_IN_UPPER) & 0x1ffff) << 32 | r(nv.NVC6B5_OFFSET_IN_LOWER)
-      dst = (r(nv.NVC6B5_OFFSET_OUT_UPPER) & 0x1ffff) << 32 | r(nv.NVC6B5_OFFSET_OUT_LOWER)
+      src = copy_address(r(nv.NVC6B5_OFFSET_IN_UPPER), r(nv.NVC6B5_OFFSET_IN_LOWER))
+      dst = copy_address(r(nv.NVC6B5_OFFSET_OUT_UPPER), r(nv.NVC6B5_OFFSET_OUT_LOWER))
       self.memory.write(dst, self.memory.read(src, r(nv.NVC6B5_LINE_LENGTH_IN)))
       self.copies += 1
+      if self.copied is not None: self.copied(r(nv.NVC6B5_LINE_LENGTH_IN))
     sem = bits(value, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE)
     if sem:   # after the transfer: one word (the payload) or four (payload, a zero word, the timestamp at +8)
-      addr = (r(nv.NVC6B5_SET_SEMAPHORE_A) & 0x1ffff) << 32 | r(nv.NVC6B5_SET_SEMAPHORE_B)
+      addr = copy_address(r(nv.NVC6B5_SET_SEMAPHORE_A), r(nv.NVC6B5_SET_SEMAPHORE_B))
       data = r(nv.NVC6B5_SET_SEMAPHORE_PAYLOAD).to_bytes(4, "little")
       if sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE: data += bytes(4) + self.clock_ns().to_bytes(8, "little")
       self.memory.write(addr, data)
     return None
+
+def pending_releases(memory:MemoryMap, words) -> dict[int, int]:
+  """The semaphores a method stream releases (host and copy releases, and the releases of the QMDs it launches), as address ->
+  the largest payload released there, read without executing anything; a part that cannot be decoded contributes nothing."""
+  out: dict[int, int] = {}
+  regs: dict[tuple[int, int], int] = {}
+  def add(addr:int, payload:int): out[addr] = max(payload, out.get(addr, 0))
+  try:
+    for _, _, subc, mthd, value in decode(words):
+      regs[(subc, mthd)] = value
+      r = lambda m, s=subc: regs.get((s, m), 0)  # noqa: E731
+      release = bits(value, nv.NVC56F_SEM_EXECUTE_OPERATION) == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE
+      if subc == HOST and mthd == nv.NVC56F_SEM_EXECUTE and release:
+        add(host_address(r(nv.NVC56F_SEM_ADDR_HI), r(nv.NVC56F_SEM_ADDR_LO)), r(nv.NVC56F_SEM_PAYLOAD_LO) | r(nv.NVC56F_SEM_PAYLOAD_HI) << 32)
+      elif subc == COPY and mthd == nv.NVC6B5_LAUNCH_DMA and bits(value, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE):
+        add(copy_address(r(nv.NVC6B5_SET_SEMAPHORE_A), r(nv.NVC6B5_SET_SEMAPHORE_B)), r(nv.NVC6B5_SET_SEMAPHORE_PAYLOAD))
+      elif subc == COMPUTE and mthd == nv.NVC6C0_SEND_SIGNALING_PCAS2_B:
+        addr: int | None = r(nv.NVC6C0_SEND_PCAS_A) << 8
+        while addr is not None:
+          launch = Launch.read(memory.read(addr, QMD_BYTES))
+          for rel in launch.releases: add(rel.address, rel.payload)
+          addr = launch.dependent
+  except (MethodError, ValueError, GPUFault): pass
+  return out
 
 def words_of(q) -> np.ndarray:
   """The dwords of a tinygrad HWQueue (its `_q` list), for tests and tools."""

@@ -35,5 +35,5 @@ def test_unimplemented_devices_say_why():
   for d in DEVICES:
     arch = d.dev.split(":")[-1]
     if d.dev.startswith("MOCKKFD+AMD"): assert (unavailable_reason(d) is None) == SPECS[arch].supported, d
-  r = demo("--devices", "nv")
+  r = demo("--devices", "gfx1100-am")
   assert "not available" in r.stdout and r.returncode == 1   # nothing ran: the demo does not claim success

@@ -71,13 +71,14 @@ def test_copy_queue_copies_then_releases():
   assert sem.tolist() == [42, 555]
 
 def test_gpfifo_runs_entries_up_to_gpput_and_resumes_a_stalled_wait():
-  # two entries as ops_nv's _submit_to_gpfifo writes them (address | dwords << 42 | 1 << 41, GPPut after the ring at +0x8c):
-  # a wait on a semaphore that is not there yet, then a signal. The first kick stalls at the wait (GPGet stays 0); once the
-  # semaphore holds the value, the next kick finishes both and GPGet reaches GPPut
-  from mockgpu.nv.gpfifo import GpFifo
+  # two entries as ops_nv's _submit_to_gpfifo writes them (address | dwords << 42 | 1 << 41, GPPut in USERD at +0x8c): a wait
+  # on a semaphore that is not there yet, then a signal. The first run stalls at the wait (GPGet stays 0); once the semaphore
+  # holds the value, the next run finishes both and GPGet reaches GPPut
+  from mockgpu.amd.clock import DeviceClock
+  from mockgpu.nv.gpfifo import GpFifoEngine
   board = Board()
   entries = 4
-  ring = np.zeros(entries * 2 + 0x90 // 4, np.uint32)   # 8-byte entries, then GPGet (+0x88) and GPPut (+0x8c)
+  ring = np.zeros(entries * 2 + 0x90 // 4, np.uint32)   # 8-byte entries, then USERD: GPGet (+0x88) and GPPut (+0x8c)
   ring_va = board.add(ring)
   sem, done = np.zeros(2, np.uint64), np.zeros(2, np.uint64)
   sem_va, done_va = board.add(sem), board.add(done)
@@ -86,7 +87,11 @@ def test_gpfifo_runs_entries_up_to_gpput_and_resumes_a_stalled_wait():
     va = board.add(w.copy())
     ring[2 * i:2 * i + 2] = np.array([va | len(w) << 42 | 1 << 41], np.uint64).view(np.uint32)
   ring[entries * 2 + 0x8c // 4] = 2
-  fifo = GpFifo(board.mem, ring_va, entries, Channel(board.mem, lambda: 99))
-  assert fifo.kick() is not None and ring[entries * 2 + 0x88 // 4] == 0 and done[0] == 0
+  gpu = SimpleNamespace(memory=board.mem, clock=DeviceClock())
+  fifo = GpFifoEngine(gpu, "test", ring_va, entries, ring_va + entries * 8, Channel(board.mem, lambda: 99))
+  fifo.doorbell()
+  fifo.run()
+  assert fifo.stalled and ring[entries * 2 + 0x88 // 4] == 0 and done[0] == 0
   sem[0] = 3
-  assert fifo.kick() is None and ring[entries * 2 + 0x88 // 4] == 2 and done.tolist() == [11, 99]
+  fifo.run()
+  assert not fifo.pending() and ring[entries * 2 + 0x88 // 4] == 2 and done.tolist() == [11, 99]

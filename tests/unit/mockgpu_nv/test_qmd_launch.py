@@ -47,7 +47,7 @@ def test_a_qmd_written_by_tinygrad_runs_its_kernel_and_releases_after():
   out, sem = np.zeros(64, np.float32), np.zeros(2, np.uint64)
   launch = Launch.read(build(board, lambda x, y: x * y + 1, [a, b], out, release_addr=board.add(sem), value=0x1_0000_0007)[0])
   assert launch.grid[0] * launch.block[0] >= 16 and len(launch.releases) == 1 and launch.dependent is None
-  stats = run_launch(launch, board.mem, ProgramCache(), timestamp_ns=123456)
+  stats = run_launch(launch, board.mem, ProgramCache(), clock_ns=lambda: 123456)
   np.testing.assert_array_equal(out, a * b + 1)
   assert sem.tolist() == [0x1_0000_0007, 123456] and stats.warp_instructions > 0
 
@@ -57,7 +57,7 @@ def test_a_faulting_kernel_writes_no_release():
   qmd, cbuf = build(board, lambda x: x + 1, [a], out, release_addr=board.add(sem), value=5)
   launch = Launch.read(qmd)
   cbuf[ARGS_OFFSET // 8:] = 0x10   # every argument slot: an unmapped address
-  with pytest.raises(GPUMemoryFault): run_launch(launch, board.mem, ProgramCache(), timestamp_ns=1)
+  with pytest.raises(GPUMemoryFault): run_launch(launch, board.mem, ProgramCache(), clock_ns=lambda: 1)
   assert sem.tolist() == [0, 0]
 
 def test_malformed_qmds_are_named_errors():

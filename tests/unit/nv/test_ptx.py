@@ -3,6 +3,7 @@ the emulator's defined faults, and instruction numerics match the PTX ISA text w
 import numpy as np
 import pytest
 from emu.amd.api import GPUHangFault, GPUMemoryFault
+from emu.amd.watchdog import Watchdog
 from emu.amd.memory import MemoryMap
 from emu.nv import ptx, simt
 
@@ -62,9 +63,18 @@ def test_out_of_bounds_store_faults_and_runaway_loop_hangs():
   buf = np.zeros(4, np.uint32)
   mem = MemoryMap()
   mem.map(buf.ctypes.data, buf.nbytes, backing=buf.view(np.uint8))
-  with pytest.raises(GPUMemoryFault): simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
+  with pytest.raises(GPUMemoryFault, match=r"write of unmapped address .* at pc=0x1 \(k: st.global.u32 \(line"):
+    simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
   loop = kernel("L:\nbra L;", "")
-  with pytest.raises(GPUHangFault, match="runaway"): simt.run(loop, (1,), (1,), [0], MemoryMap(), max_steps=1000)
+  with pytest.raises(GPUHangFault, match="1000 wave-instructions"):
+    simt.run(loop, (1,), (1,), [0], MemoryMap(), watchdog=armed(Watchdog(instructions=1000)))
+  dog = armed(Watchdog())
+  dog.cancel("its channel was reset")
+  with pytest.raises(GPUHangFault, match="was reset: its channel was reset"): simt.run(loop, (1,), (1,), [0], MemoryMap(), watchdog=dog)
+
+def armed(dog:Watchdog) -> Watchdog:
+  dog.arm()
+  return dog
 
 @pytest.mark.parametrize("t,a,b,q,r", [("s32", -7, 2, -3, -1), ("s32", 7, -2, -3, 1), ("s32", -2**31, -1, -2**31, 0),
                                        ("u32", 7, 2, 3, 1), ("s64", -2**63, 3, -3074457345618258602, -2), ("s32", 5, 0, -1, 5)])
@@ -93,3 +103,15 @@ def test_wrong_operand_counts_are_rejected_and_emulator_failures_are_named(monke
   from dataclasses import replace
   monkeypatch.setitem(isa.OPS, "add", replace(isa.OPS["add"], fn=lambda *a: 1 / 0))
   with pytest.raises(GPUEmulatorError, match="add.u32 \\(line 7\\).*ZeroDivisionError"): simt.run(k, (1,), (1,), [0], MemoryMap())
+
+def test_a_signed_load_into_a_wider_register_is_sign_extended():
+  # the PTX renderer keeps int8 values in .s16 registers: ld.global.s8 of 0xfd (-3) must read back as -3 at .s16 (PTX ISA, ld:
+  # the value is sign-extended to the destination register's size), so -3 < 0 holds; an unsigned load stays zero-extended (253)
+  k = kernel("ld.param.u64 %a, [out+0];\nld.global.s8 %v, [%a+0];\nld.global.u8 %w, [%a+0];\nsetp.lt.s16 %p, %v, 0;\n"
+             "selp.b16 %r, 1, 0, %p;\nst.global.u16 [%a+2], %r;\nst.global.u16 [%a+4], %v;\nst.global.u16 [%a+6], %w;",
+             ".reg .u64 %a;\n.reg .s16 %v, %w, %r;\n.reg .pred %p;")
+  buf = np.array([0xfd, 0, 0, 0, 0, 0, 0, 0], np.uint8)
+  mem = MemoryMap()
+  mem.map(buf.ctypes.data, buf.nbytes, backing=buf)
+  simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
+  assert buf[2:].view(np.int16).tolist() == [1, -3, 253]
