@@ -66,8 +66,9 @@ def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True):
 def matmul(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b: a @ b, [(n, n), (n, n)], n * n, timing)
 def memory(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b, c: a * b + c, [(n * n * 16,)] * 3, n * n * 16, timing)
 
-def nv_matmul(n:int):
-  """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt (returns its LaunchStats)."""
+def nv_matmul(n:int, timing:bool=True):
+  """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt on an sm_89 board, with or without the
+  timing model (returns its LaunchStats)."""
   from emu.amd.memory import MemoryMap
   from emu.nv import ptx, simt
   from emu.nv.kernel import render
@@ -77,19 +78,22 @@ def nv_matmul(n:int):
   arrays, out, mem = [rng.standard_normal((n, n)).astype(np.float32) for _ in range(2)], np.zeros(n * n, np.float32), MemoryMap()
   for arr in (*arrays, out): mem.map(arr.ctypes.data, arr.nbytes, backing=arr.view(np.uint8).reshape(-1))
   args = [(out if i == -1 else arrays[i]).ctypes.data for i in rk.order]
-  return lambda: simt.run(kernel, rk.grid, rk.block, args, mem)
+  from emu.nv.boards import board
+  return lambda: simt.run(kernel, rk.grid, rk.block, args, mem, board=board("sm_89") if timing else None)
 
 def nv(n:int, repeat:int) -> dict:
   """The nv workload: matmul throughput and the cost of parsing a new program."""
   from emu.nv import ptx
   from emu.nv.kernel import render
-  run = nv_matmul(n)
-  run()
+  run, untimed = nv_matmul(n), nv_matmul(n, timing=False)
+  run(), untimed()
   secs, stats = _timed(run, repeat)
+  off_s, _ = _timed(untimed, repeat)
   text = render(lambda a, b: a @ b, (n, n), (n, n)).ptx
   parse_s, _ = _timed(lambda: ptx.parse(text), repeat)
-  return {"warp_instructions": stats.warp_instructions, "threads": stats.threads, "seconds": secs,
-          "warp_inst_per_s": stats.warp_instructions / secs, "ms_per_parse": parse_s * 1e3, "ptx_lines": text.count("\n")}
+  return {"warp_instructions": stats.warp_instructions, "threads": stats.threads, "seconds": secs, "cycles": stats.cycles,
+          "warp_inst_per_s": stats.warp_instructions / secs, "timing_overhead": secs / off_s - 1, "ms_per_parse": parse_s * 1e3,
+          "ptx_lines": text.count("\n")}
 
 def throughput(make, repeat:int) -> dict:
   run = make()
@@ -158,7 +162,7 @@ def main(argv=None):
     _log(f"nv: tinygrad's fp32 {2 * a.size}^3 matmul on the PTX emulator")
     out["nv"] = r = nv(2 * a.size, a.repeat)
     _log(f"nv: {r['warp_instructions']} warp-instructions in {r['seconds']:.3f}s = {r['warp_inst_per_s'] / 1e6:.3f} M/s; "
-         f"parse {r['ms_per_parse']:.1f} ms for {r['ptx_lines']} lines")
+         f"timing model +{r['timing_overhead'] * 100:.0f}% ({r['cycles']} cycles); parse {r['ms_per_parse']:.1f} ms for {r['ptx_lines']} lines")
   if a.json: print(json.dumps(out, indent=1))
   else:
     for name, r in out.items(): print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in

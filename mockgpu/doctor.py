@@ -30,7 +30,7 @@ AMDLLVMCompiler(sys.argv[1]).compile(src)
 _PROBE_NV = r"""
 import json
 from tinygrad import Device
-from mockgpu.nv.boards import board
+from emu.nv.boards import board
 d = Device["NV"]
 print(json.dumps({"arch": d.arch, "renderer": type(d.renderer).__name__, "board": board(d.arch).name}))
 """

@@ -173,13 +173,13 @@ def _minmax(name:str, fint:Callable, ffloat:Callable):
 _minmax("min", np.minimum, np.fmin)   # a NaN operand loses (fminf)
 _minmax("max", np.maximum, np.fmax)
 
-@op("div", INTS + FLOATS, mods=("rn", "full", "approx", "ftz"))
+@op("div", INTS + FLOATS, mods=("rn", "full", "approx", "ftz"), timing="div")
 def _div(ctx, inst, t):
   a, b = (ctx.read(o, t) for o in inst.operands[1:])
   with np.errstate(all="ignore"): r = (a / b).astype(DTYPES[t]) if t in FLOATS else trunc_divmod(a, b, t)[0]
   ctx.write(inst.operands[0], r, t)
 
-@op("rem", INTS)
+@op("rem", INTS, timing="div")
 def _rem(ctx, inst, t):
   a, b = (ctx.read(o, t) for o in inst.operands[1:])
   ctx.write(inst.operands[0], trunc_divmod(a, b, t)[1], t)

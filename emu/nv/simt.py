@@ -17,6 +17,7 @@ from emu.amd.memory import MemoryMap
 from emu.amd.watchdog import Watchdog
 from emu.nv import isa
 from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
+from emu.nv.timing import Timer
 
 @dataclass
 class LaunchStats:
@@ -27,6 +28,7 @@ class LaunchStats:
   warp_instructions: int = 0
   steps: int = 0
   ctas: int = 1
+  cycles: int = 0   # the timing model's (0 when the launch ran without a Timer)
 
 def param_block(kernel:Kernel, args:list[int]) -> tuple[bytes, dict[str, int]]:
   """The argument bytes of a launch (each parameter at its natural alignment) and each parameter's offset."""
@@ -41,8 +43,8 @@ def param_block(kernel:Kernel, args:list[int]) -> tuple[bytes, dict[str, int]]:
 
 class _Lanes:
   """The state of every lane of a launch and the operand access the isa semantics use (`read`, `write`, `load`, ...)."""
-  def __init__(self, kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, ctas:range):
-    self.k, self.memory = kernel, memory
+  def __init__(self, kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, ctas:range, timer:Timer|None=None):
+    self.k, self.memory, self.timer = kernel, memory, timer
     per_cta, nctas = int(np.prod(block)), len(ctas)
     self.n = n = per_cta * nctas
     lane = np.arange(n)
@@ -54,6 +56,7 @@ class _Lanes:
                     "%laneid": t % 32, "%warpid": t // 32, **{f"%ntid.{c}": np.full(n, v) for c, v in zip("xyz", block)},
                     **{f"%nctaid.{c}": np.full(n, v) for c, v in zip("xyz", grid)}}
     self.warp = cta * -(-per_cta // 32) + t // 32
+    self.local_warp = local_cta * -(-per_cta // 32) + t // 32
     self.nwarps = nctas * -(-per_cta // 32)
     self.regs = {r: (np.zeros(n, bool) if typ == "pred" else np.zeros(n, np.uint64)) for r, typ in kernel.regs.items()}
     self.params, self.param_offsets = param_block(kernel, args)
@@ -106,6 +109,7 @@ class _Lanes:
   def load(self, space:str, a:Addr, t:str, count:int) -> list[np.ndarray]:
     nb, dt = isa.width(t) // 8, isa.DTYPES[t]
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
+    if self.timer is not None: self.timer.access(space, addr[sel], sel, nb * count)
     raw = np.zeros((self.n, nb * count), np.uint8)
     if space == "global": raw[sel] = self.memory.gather(addr[sel], nb * count)
     elif space == "param":
@@ -119,6 +123,7 @@ class _Lanes:
     nb = isa.width(t) // 8
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)[sel]
+    if self.timer is not None: self.timer.access(space, addr[sel], sel, data.shape[1])
     if space == "global": self.memory.scatter(addr[sel], data)
     elif space == "shared": self.shared[self.cta[sel][:, None], self._shared_index(addr[sel], data.shape[1])] = data
     else: raise PTXError(0, space, "state space not writable")
@@ -137,11 +142,11 @@ TRACE = os.environ.get("EMU_NV_TRACE", "") not in ("", "0")   # one stderr line 
 BATCH_LANES = 1 << 16   # lanes run together: whole CTAs up to this many threads (CTAs share nothing but global memory)
 WATCHDOG_EVERY = 32     # lockstep steps between watchdog checks
 
-def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, watchdog:Watchdog|None=None) -> LaunchStats:
+def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, watchdog:Watchdog|None=None, board=None) -> LaunchStats:
   """Run `kernel` over grid x block threads with `args` (one int per .param: addresses or values), in batches of whole CTAs.
   Raises GPUMemoryFault (naming the instruction) for an access outside `memory`, and GPUHangFault when `watchdog` (by default
   one armed now with the EMU_WATCHDOG_S / EMU_WATCHDOG budgets, counted in warp-instructions) says the launch ran too long or
-  was cancelled."""
+  was cancelled. With a `board` (emu.nv.boards) the timing model runs alongside and `LaunchStats.cycles` is its estimate."""
   grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
   per_cta, nctas = int(np.prod(block)), int(np.prod(grid))
   step = max(1, BATCH_LANES // per_cta)
@@ -149,8 +154,10 @@ def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap
   if watchdog is None:
     watchdog = Watchdog()
     watchdog.arm()
-  for first in range(0, nctas, step): _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas))),
-                                                 stats, watchdog)
+  timer = Timer(kernel, board, block) if board is not None else None
+  for first in range(0, nctas, step):
+    _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas)), timer), stats, watchdog)
+  if timer is not None: stats.cycles = timer.cycles()
   return stats
 
 def _trace(kernel:Kernel, inst, at:np.ndarray):
@@ -158,7 +165,8 @@ def _trace(kernel:Kernel, inst, at:np.ndarray):
 
 def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, watchdog:Watchdog):
   pc, live, steps = np.zeros(st.n, np.int64), np.ones(st.n, bool), 0
-  body = kernel.body
+  body, timer = kernel.body, st.timer
+  if timer is not None: timer.begin(st.local_warp, st.nwarps)
   while live.any():
     p = int(pc[live].min())
     at = live & (pc == p)
@@ -183,6 +191,9 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, watchdog:Watchdog):
     if st.exiting: live &= ~exe
     steps += 1
     stats.steps += 1
-    stats.warp_instructions += st.nwarps if at.all() else len(np.unique(st.warp[at]))
+    all_lanes = bool(at.all())
+    stats.warp_instructions += st.nwarps if all_lanes else len(np.unique(st.warp[at]))
+    if timer is not None: timer.step(p, at, all_lanes, inst.op == "bar")
     if TRACE: _trace(kernel, inst, at)
     if steps % WATCHDOG_EVERY == 0: watchdog.check(stats.warp_instructions, p, None)
+  if timer is not None: timer.end()

@@ -39,13 +39,14 @@ def program_text(memory:MemoryMap, addr:int) -> str:
   return bytes(m.view[start:end]).decode("ascii", errors="replace")
 
 def run_launch(launch:Launch, memory:MemoryMap, programs:ProgramCache, clock_ns:Callable[[], int], watchdog:Watchdog|None=None,
-               finished:Callable[[simt.LaunchStats], None]|None=None) -> simt.LaunchStats:
-  """Run one launch (bounded by `watchdog`), call `finished(stats)`, then perform its releases (payload, then `clock_ns()` at +8).
+               finished:Callable[[simt.LaunchStats], None]|None=None, board=None) -> simt.LaunchStats:
+  """Run one launch (bounded by `watchdog`, timed on `board` when given), call `finished(stats)`, then perform its releases
+  (payload, then `clock_ns()` at +8).
   Faults (emu.amd.api.GPUFault) and a malformed program (ValueError, ptx.PTXError) propagate before any release is written."""
   kernel = programs.kernel(program_text(memory, launch.program))
   base = launch.cbuf0[0] + ARGS_OFFSET
   slots = memory.gather(np.array([base + 8 * i for i in range(len(kernel.params))], np.uint64), 8).view(np.uint64).reshape(-1)
-  stats = simt.run(kernel, launch.grid, launch.block, [int(v) for v in slots], memory, watchdog)
+  stats = simt.run(kernel, launch.grid, launch.block, [int(v) for v in slots], memory, watchdog, board)
   if finished is not None: finished(stats)
   for r in launch.releases:
     memory.write(r.address, np.array([r.payload, clock_ns()], np.uint64).view(np.uint8))

@@ -17,6 +17,7 @@ from typing import Callable
 from tinygrad.runtime.autogen import nv_570 as nv
 from emu.amd.api import GPUMemoryFault
 from mockgpu.hostmem import is_mapped
+from mockgpu.nv.boards import classes
 from mockgpu.nv.rm import GPFIFO_CLASSES, ChannelGroup, ResourceManager, RMError, RMObject, params_of
 
 DRIVER_VERSION = "570.133.20"   # below 580: tinygrad then keeps its nv_570 struct layouts, which the mock uses too
@@ -34,12 +35,12 @@ def _gpu_id_info(rm:ResourceManager, obj, p):
   p.deviceInstance, p.subDeviceInstance, p.gpuInstance, p.gpuFlags, p.sliStatus, p.boardId, p.numaId = gpu.index, 0, gpu.index, 0, 0, gpu.index, -1
 
 def _classlist(rm, obj:RMObject, p):
-  classes = obj.gpu.board.classes
+  offered = classes(obj.gpu.board)
   if p.classList:
-    if p.numClasses < len(classes): raise RMError(nv.NV_ERR_INVALID_PARAM_STRUCT, f"numClasses {p.numClasses} < {len(classes)}")
-    if not is_mapped(p.classList, 4 * len(classes)): raise RMError(nv.NV_ERR_INVALID_POINTER, "classList is not writable")
-    (ctypes.c_uint32 * len(classes)).from_address(p.classList)[:] = classes
-  p.numClasses = len(classes)
+    if p.numClasses < len(offered): raise RMError(nv.NV_ERR_INVALID_PARAM_STRUCT, f"numClasses {p.numClasses} < {len(offered)}")
+    if not is_mapped(p.classList, 4 * len(offered)): raise RMError(nv.NV_ERR_INVALID_POINTER, "classList is not writable")
+    (ctypes.c_uint32 * len(offered)).from_address(p.classList)[:] = offered
+  p.numClasses = len(offered)
 
 def _gid_info(rm, obj:RMObject, p):
   if p.flags != nv.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY or p.length < 16:

@@ -16,7 +16,7 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu import config
 from mockgpu.amd.engine import SCHEDULER
 from mockgpu.hostmem import Heap, host_mmap
-from mockgpu.nv.boards import board
+from emu.nv.boards import board
 from mockgpu.nv.compute import ProgramCache
 from mockgpu.nv.controls import control
 from mockgpu.nv.gpu import USERMODE_BYTES, NVGPU

@@ -17,7 +17,7 @@ from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.hostmem import Heap
-from mockgpu.nv.boards import Board
+from emu.nv.boards import Board
 from mockgpu.nv.compute import ProgramCache
 from mockgpu.nv.gpfifo import GpFifoEngine
 from mockgpu.nv.methods import Channel, pending_releases
@@ -64,7 +64,7 @@ class NVGPU(GPUContext):
 
   def channel(self, name:str, ring_va:int, entries:int, userd_va:int) -> GpFifoEngine:
     """A new channel (not yet scheduled); its work-submit token is `len(channels)`."""
-    ch = Channel(self.memory, self.clock.now, self.programs, self.watchdog, self._kernel_done, self.clock.advance_copy)
+    ch = Channel(self.memory, self.clock.now, self.programs, self.watchdog, self._kernel_done, self.clock.advance_copy, self.board)
     engine = GpFifoEngine(self, name, ring_va, entries, userd_va, ch, token=len(self.channels))
     self.channels[engine.token] = engine
     return engine
@@ -81,9 +81,9 @@ class NVGPU(GPUContext):
     SCHEDULER.remove(engine)
 
   def _kernel_done(self, stats:LaunchStats):
-    seconds = launch_seconds(stats, self.board)
+    seconds = launch_seconds(stats.cycles, self.board)
     self.clock.advance_seconds(seconds)
-    record_dispatch(_DispatchRecord(stats.warps, stats.warp_instructions, round(seconds * self.board.boost_mhz * 1e6), seconds))
+    record_dispatch(_DispatchRecord(stats.warps, stats.warp_instructions, stats.cycles, seconds))
 
   # ---- usermode page ----
   def usermode_page(self) -> int:

@@ -67,12 +67,13 @@ class Stall:
 
 class Channel:
   """One GPFIFO channel's engines (host semaphores, compute launches, copies) over `memory`. `clock_ns()` gives the timestamps
-  releases write; `watchdog` (re-armed per launch) bounds each kernel; `finished(stats)` runs after each kernel, before its
-  releases (the device advances its clock by the kernel's modelled time there)."""
+  releases write; `watchdog` (re-armed per launch) bounds each kernel; kernels are timed on `board` (emu.nv.boards);
+  `finished(stats)` runs after each kernel, before its releases (the device advances its clock by the kernel's modelled time
+  there); `copied(nbytes)` after each copy."""
   def __init__(self, memory:MemoryMap, clock_ns:Callable[[], int], programs:ProgramCache|None=None, watchdog:Watchdog|None=None,
-               finished:Callable[[LaunchStats], None]|None=None, copied:Callable[[int], None]|None=None):
+               finished:Callable[[LaunchStats], None]|None=None, copied:Callable[[int], None]|None=None, board=None):
     self.memory, self.clock_ns, self.programs = memory, clock_ns, programs or ProgramCache()
-    self.watchdog, self.finished, self.copied = watchdog, finished, copied
+    self.watchdog, self.finished, self.copied, self.board = watchdog, finished, copied, board
     self.sem = {"addr_lo": 0, "addr_hi": 0, "payload_lo": 0, "payload_hi": 0}
     self.qmd_addr = 0
     self.launches = self.copies = 0
@@ -136,7 +137,7 @@ class Channel:
         try: launch = Launch.read(self.memory.read(addr, QMD_BYTES))
         except ValueError as e: raise MethodError(pos, COMPUTE, mthd, f"QMD at {addr:#x}: {e}") from None
         if self.watchdog is not None: self.watchdog.arm()
-        run_launch(launch, self.memory, self.programs, self.clock_ns, self.watchdog, self.finished)
+        run_launch(launch, self.memory, self.programs, self.clock_ns, self.watchdog, self.finished, self.board)
         self.launches += 1
         addr = launch.dependent
       return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu.hostmem import PAGE, Heap, alias_shared, is_mapped, round_up
+from mockgpu.nv.boards import classes
 from mockgpu.nv.gpu import NVGPU
 from mockgpu.nv.memory import MemObject
 
@@ -104,7 +105,7 @@ class ResourceManager:
       return handle
     owner = self.get(client, parent, what="parent", missing=nv.NV_ERR_INVALID_OBJECT_PARENT)
     if cls in NOT_EMULATED: raise RMError(nv.NV_ERR_INVALID_CLASS, f"class {cls:#x}: {NOT_EMULATED[cls]}")
-    if (spec := self.allocators.get(cls)) is None or (owner.gpu is not None and cls not in owner.gpu.board.classes):
+    if (spec := self.allocators.get(cls)) is None or (owner.gpu is not None and cls not in classes(owner.gpu.board)):
       board = f"the {owner.gpu.board.arch} board" if owner.gpu is not None else "this driver"
       raise RMError(nv.NV_ERR_INVALID_CLASS, f"class {cls:#x} is not offered by {board}")
     parents, st_t, handler = spec
