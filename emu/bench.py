@@ -7,8 +7,9 @@ and the emulator is single-threaded):
   memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c)
   cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
   timing    extra wall time of the timing model (timing on vs off) on the valu and matmul workloads
-  nv        the PTX emulator (emu/nv): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul (PTX renderer, sm_89) and ms
-            per new program (parse + validate)
+  nv        the PTX emulator (emu/nv), timing model on (sm_89): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul
+            (PTX renderer) and of an FMA loop (--waves warps x --iters trips of 8 dependent-free fma.rn.f32), the timing model's
+            extra wall time on the matmul, and ms per new program (parse + validate)
 Each throughput figure runs the workload once to warm the caches, then times the best of --repeat runs.
 
   --workloads valu,matmul,...   only these (default: all)
@@ -81,7 +82,20 @@ def nv_matmul(n:int, timing:bool=True):
   from emu.nv.boards import board
   return lambda: simt.run(kernel, rk.grid, rk.block, args, mem, board=board("sm_89") if timing else None)
 
-def nv(n:int, repeat:int) -> dict:
+def nv_fma_loop(warps:int, iters:int):
+  """A hand-written PTX FMA loop: each of warps x 32 threads runs `iters` trips of 8 independent fma.rn.f32 and a loop branch."""
+  from emu.amd.memory import MemoryMap
+  from emu.nv import ptx, simt
+  from emu.nv.boards import board
+  body = "".join(f"fma.rn.f32 %f{i}, %f{i}, %x, %y;\n" for i in range(8))
+  text = (".version 7.8\n.target sm_89\n.address_size 64\n.visible .entry fma_loop(.param .u64 out)\n{\n.reg .f32 %f<8>, %x, %y;\n"
+          ".reg .u32 %i;\n.reg .pred %p;\nmov.f32 %x, 0f3f800001;\nmov.f32 %y, 0f3c23d70a;\nmov.u32 %i, 0;\n"
+          + "".join(f"mov.f32 %f{i}, 0f3f800000;\n" for i in range(8)) +
+          f"LOOP:\n{body}add.u32 %i, %i, 1;\nsetp.lt.u32 %p, %i, {iters};\n@%p bra LOOP;\nret;\n}}\n")
+  kernel = ptx.parse(text).kernels["fma_loop"]
+  return lambda: simt.run(kernel, (warps,), (32,), [0], MemoryMap(), board=board("sm_89"))
+
+def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
   """The nv workload: matmul throughput and the cost of parsing a new program."""
   from emu.nv import ptx
   from emu.nv.kernel import render
@@ -89,10 +103,14 @@ def nv(n:int, repeat:int) -> dict:
   run(), untimed()
   secs, stats = _timed(run, repeat)
   off_s, _ = _timed(untimed, repeat)
+  fma = nv_fma_loop(warps, iters)
+  fma()
+  fma_s, fma_stats = _timed(fma, repeat)
   text = render(lambda a, b: a @ b, (n, n), (n, n)).ptx
   parse_s, _ = _timed(lambda: ptx.parse(text), repeat)
   return {"warp_instructions": stats.warp_instructions, "threads": stats.threads, "seconds": secs, "cycles": stats.cycles,
           "warp_inst_per_s": stats.warp_instructions / secs, "timing_overhead": secs / off_s - 1, "ms_per_parse": parse_s * 1e3,
+          "fma_warp_inst_per_s": fma_stats.warp_instructions / fma_s,
           "ptx_lines": text.count("\n")}
 
 def throughput(make, repeat:int) -> dict:
@@ -160,8 +178,9 @@ def main(argv=None):
       _log(f"timing: {name} +{(on / off - 1) * 100:.1f}%")
   if "nv" in wl:
     _log(f"nv: tinygrad's fp32 {2 * a.size}^3 matmul on the PTX emulator")
-    out["nv"] = r = nv(2 * a.size, a.repeat)
-    _log(f"nv: {r['warp_instructions']} warp-instructions in {r['seconds']:.3f}s = {r['warp_inst_per_s'] / 1e6:.3f} M/s; "
+    out["nv"] = r = nv(2 * a.size, a.repeat, a.waves, a.iters)
+    _log(f"nv: FMA loop {r['fma_warp_inst_per_s'] / 1e6:.3f} M warp-inst/s; "
+         f"matmul {r['warp_instructions']} warp-instructions in {r['seconds']:.3f}s = {r['warp_inst_per_s'] / 1e6:.3f} M/s; "
          f"timing model +{r['timing_overhead'] * 100:.0f}% ({r['cycles']} cycles); parse {r['ms_per_parse']:.1f} ms for {r['ptx_lines']} lines")
   if a.json: print(json.dumps(out, indent=1))
   else:

@@ -40,6 +40,7 @@ b = T(a > 0)
 check("bool and/not", (b & ~T(a > 50)).numpy(), (a > 0) & ~(a > 50), 0)
 bf = np.array([1.5, -2.25, 3.0, 1e10], np.float32)
 check("bfloat16 roundtrip", T(bf).cast(dtypes.bfloat16).cast(dtypes.float32).numpy(), bf, 1e-2)
+check("bfloat16 arithmetic", (T(bf).cast(dtypes.bfloat16) * 2 + 1).cast(dtypes.float32).numpy(), bf * 2 + 1, 1e-2)
 check("half exp", T(f[:8].astype(np.float16) / 50).exp().numpy(), np.exp(f[:8].astype(np.float16) / 50), 2e-3)
 check("sqrt log recip", (T(np.abs(f) + 1).sqrt() + T(np.abs(f) + 1).log() + T(np.abs(f) + 1).reciprocal()).numpy(),
       np.sqrt(np.abs(f) + 1) + np.log(np.abs(f) + 1) + 1 / (np.abs(f) + 1), 1e-5)
@@ -181,3 +182,26 @@ def test_runaway_kernel_is_a_hang_error_after_the_watchdog():
   assert fault and "SM 0 fault: esr=1" in fault[0], p.stdout + p.stderr[-2000:]
   assert "exceeded its watchdog budget of 2 s wall clock" in p.stderr
   assert "AFTER [3.0, 6.0]" in p.stdout and time.monotonic() - start < 60
+
+def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once():
+  # the channel runs on the engine thread: the interrupt lands in tinygrad's wait, the kernel completes once (ones + 2 = threes)
+  out = run_json("""
+import json, os, signal, threading, time
+from tinygrad import Tensor, Device
+from mockgpu.amd.engine import SCHEDULER
+dev = Device["NV"]
+p = Tensor.ones(8 << 20, device="NV").contiguous().realize()
+p.assign(p + 1).realize(); dev.synchronize()
+p.assign(p + 1).realize()
+sent = []
+threading.Timer(0.3, lambda: (sent.append(time.perf_counter()), os.kill(os.getpid(), signal.SIGINT))).start()
+try: dev.synchronize(); caught = None
+except KeyboardInterrupt: caught = time.perf_counter() - sent[0]
+busy = any(e.pending() for e in SCHEDULER.engines)
+v = p.numpy()
+print(json.dumps([caught, busy, {str(k): int((v == k).sum()) for k in (1.0, 2.0, 3.0, 4.0)}]))
+""", dev="MOCK+NV:PTX")
+  caught, busy, counts = out
+  assert caught is not None and caught < 1.0, out
+  assert busy, "the kernel finished before the interrupt: the test did not interrupt anything"
+  assert counts == {"1.0": 0, "2.0": 0, "3.0": 8 << 20, "4.0": 0}, counts
