@@ -26,6 +26,7 @@ DEVICES = [
   DemoDevice("gfx950", "MOCKKFD+AMD:LLVM:gfx950"),
   DemoDevice("gfx1100-am", "MOCKPCI+AMD:LLVM:gfx1100"),
   DemoDevice("nv", "MOCK+NV:PTX"),
+  DemoDevice("nv-cuda", "MOCK+NV:CUDA"),   # tinygrad's default NV renderer: CUDA C compiled by NVRTC (PyPI)
 ]
 # tinygrad's own UOp interpreter: not an emulated device, but checks the demo's numpy references (`--devices reference`)
 REFERENCE = DemoDevice("reference", "PYTHON")

@@ -111,14 +111,24 @@ def doctor(out=print) -> int:
         ok, why = True, f"compiles with {newer}, which the mock selects for this arch"
       line(ok, f"  target {arch}", f"{why} (needs LLVM >= {need})", None if ok else _target_fix(need, newer))
 
+  from mockgpu.nvrtc_path import pypi_cuda_headers, pypi_nvrtc
+  nvrtc = os.environ.get("NVRTC_PATH") or pypi_nvrtc()
+  if nvrtc is None:
+    line(False, "NVRTC", "not found: DEV=MOCK+NV falls back to tinygrad's PTX renderer",
+         "pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12   (./bench.sh setup does), or export NVRTC_PATH=/path/libnvrtc.so")
+  else:
+    r = _child("import ctypes,sys; l=ctypes.CDLL(sys.argv[1]); a,b=ctypes.c_int(),ctypes.c_int(); l.nvrtcVersion(ctypes.byref(a),ctypes.byref(b)); "
+               "print(f'{a.value}.{b.value}')", nvrtc)
+    headers = os.environ.get("CUDA_PATH") or pypi_cuda_headers()
+    line(r.returncode == 0, "NVRTC", f"{r.stdout.strip() or '?'} at {nvrtc}; CUDA headers: {headers or 'none'}",
+         f"the library does not load: {(r.stderr.strip().splitlines() or [''])[-1][:120]}")
+    if headers is None:
+      line(False, "CUDA headers", "cuda_fp16.h not found: half/bfloat16 kernels fail in NVRTC", "pip install nvidia-cuda-runtime-cu12")
   nvinfo = probe_nv()
   if "error" in nvinfo: line(False, "NV device", f"DEV=MOCK+NV does not open: {nvinfo['error']}", "run ./bench.sh setup; then report the error")
   else:
     line(True, "NV device", f"DEV=MOCK+NV opens an emulated {nvinfo['board']} ({nvinfo['arch']}; other SMs: MOCK+NV:PTX:sm_86 / sm_90), "
          f"renderer {nvinfo['renderer']}")
-    if nvinfo["renderer"] != "PTXRenderer":
-      line(None, "", "tinygrad found NVRTC and prefers its CUDA renderer, whose PTX the emulator does not fully read yet: "
-           "use DEV=MOCK+NV:PTX")
   out("  emulated devices: see `python -m emu.demo` for what runs today")
   out("doctor: all good" if problems == 0 else f"doctor: {problems} problem{'s' if problems != 1 else ''} found (fixes above)")
   return 0 if problems == 0 else 1

@@ -4,17 +4,19 @@ tinygrad imports this module (as `test.mockgpu.mockgpu`) while hcq.py is still i
 at import time. Paths are answered by providers mounted on first use (`PROVIDERS`: a path prefix → a function that mounts
 that driver's tree into the VFS); a driver for another vendor plugs in by adding an entry. Paths no provider owns fall back
 to the host (tinygrad also reads ordinary files through this class). Importing it also points LLVM_PATH at a newer libLLVM
-when DEV's AMD arch needs one (`mockgpu.llvm_path`).
+when DEV's AMD arch needs one (`mockgpu.llvm_path`), and NVRTC_PATH / CUDA_PATH at PyPI's NVRTC and CUDA headers for a mock NV
+target (`mockgpu.nvrtc_path`).
 """
 from __future__ import annotations
 import os
 from typing import Callable
-from mockgpu import devwrite, llvm_path
+from mockgpu import devwrite, llvm_path, nvrtc_path
 from mockgpu.hostmem import host_mmap, host_munmap
 from mockgpu.vfs import VFS
 
 VFS_ROOT = VFS()
 llvm_path.select()   # before tinygrad loads libLLVM: a newer one when DEV's arch needs it (gfx950)
+nvrtc_path.select()  # before tinygrad builds its CUDA compiler: PyPI's NVRTC and CUDA headers for DEV=MOCK+NV
 
 def _mount_kfd(vfs:VFS):
   from mockgpu import config

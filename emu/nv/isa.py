@@ -12,14 +12,44 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
+from emu.pcode import numerics as N
 from emu.nv.ptx import Addr, Inst, Kernel, Label, PTXError, Reg, Vec
 
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
           "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "b8": np.uint8, "b16": np.uint16, "b32": np.uint32,
-          "b64": np.uint64, "pred": np.bool_}
+          "b64": np.uint64, "pred": np.bool_, "bf16": np.uint16}   # bf16: numpy has none; its values travel as raw bits
 FLOATS, SIGNED = ("f16", "f32", "f64"), ("s8", "s16", "s32", "s64")
 INTS = SIGNED + ("u8", "u16", "u32", "u64", "b8", "b16", "b32", "b64")
-def width(t:str) -> int: return 1 if t == "pred" else int(t[1:])
+def width(t:str) -> int: return 1 if t == "pred" else int(t.lstrip("bfsu"))
+ROUNDING = {"rn": N.RM_NE, "rz": N.RM_ZERO, "rm": N.RM_DOWN, "rp": N.RM_UP}   # float results' rounding modifiers
+FMT = {"f16": N.F16, "f32": N.F32, "f64": N.F64, "bf16": N.BF16}
+
+def rounding(mods) -> int:
+  """The rounding mode an instruction's modifiers ask for (.rn when none)."""
+  return next((ROUNDING[m] for m in mods if m in ROUNDING), N.RM_NE)
+
+def to_f64(x:np.ndarray, t:str) -> np.ndarray:
+  """The exact float64 values of float type t (bf16 from its bits)."""
+  return N.bf16_to_f32(x).astype(np.float64) if t == "bf16" else x.astype(np.float64)
+
+def round_to(x64:np.ndarray, t:str, mods=()) -> np.ndarray:
+  """Exact float64 values rounded once to float type t in the instruction's rounding mode (bf16 as bits); .ftz on f32 flushes
+  a subnormal result to a zero of its sign, .sat clamps to [0, 1] (NaN -> 0)."""
+  rm = rounding(mods)
+  if t == "bf16": r = N.encode(x64, N.BF16, rm)
+  elif rm == N.RM_NE:
+    with np.errstate(all="ignore"): r = np.asarray(x64).astype(DTYPES[t])
+  else: r = N.encode(x64, FMT[t], rm).view(DTYPES[t])
+  return _after(r, t, mods)
+
+def _after(r:np.ndarray, t:str, mods) -> np.ndarray:
+  if "ftz" in mods and t == "f32": r = N.flush_denorm_f32(r)
+  if "sat" in mods and t in FLOATS: r = np.where(np.isnan(r), 0, np.clip(r, 0, 1)).astype(DTYPES[t])
+  return r
+
+def ftz_in(x:np.ndarray, t:str, mods) -> np.ndarray:
+  """An f32 operand of a .ftz instruction: subnormals read as zeros of their sign."""
+  return N.flush_denorm_f32(x) if "ftz" in mods and t == "f32" else x
 
 @dataclass(frozen=True)
 class OpDef:
@@ -38,6 +68,8 @@ def op(name:str, types, mods=(), timing="alu", operands:int=3):
     return fn
   return reg
 
+TWO_TYPES = ("cvt", "set")   # opcodes with a destination and a source type suffix
+
 def instruction_type(inst:Inst) -> str:
   """The instruction's (last) type suffix."""
   return next((m for m in reversed(inst.mods) if m in DTYPES), "")
@@ -50,18 +82,19 @@ def validate(k:Kernel):
     d = OPS.get(inst.op)
     if d is None: raise PTXError(inst.line, inst.op, "opcode not supported by the emulator")
     for m in inst.mods:
-      if m not in d.mods and m not in d.types and not (m in DTYPES and inst.op == "cvt"):
+      if m not in d.mods and m not in d.types and not (m in DTYPES and inst.op in TWO_TYPES):
         raise PTXError(inst.line, f".{m}", f"{inst.op} does not take .{m} here")
     if len(inst.operands) != d.operands:
       raise PTXError(inst.line, inst.op, f"{inst.op} takes {d.operands} operands, got {len(inst.operands)}")
     t = instruction_type(inst)
-    if t and t not in d.types and inst.op != "cvt": raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
+    if t and t not in d.types and inst.op not in TWO_TYPES: raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
     if "approx" in inst.mods and t == "f64": raise PTXError(inst.line, ".approx", f"{inst.op}.approx is not defined on .f64")
     regs = [o for o in _flat(inst.operands) if isinstance(o, Reg)] + ([Reg(inst.guard[0])] if inst.guard else [])
     for r in regs:
       if r.name not in k.regs and r.name not in SPECIAL: raise PTXError(inst.line, r.name, "register not declared")
     for o in _flat(inst.operands):
-      if isinstance(o, Label) and o.name not in k.labels and o.name not in k.shared and o.name not in dict(k.params):
+      if isinstance(o, Label) and not (o.name in k.labels or o.name in k.shared or o.name in k.local or o.name in k.globals
+                                       or o.name in dict(k.params)):
         raise PTXError(inst.line, o.name, "unknown label or symbol")
 
 def _flat(ops):
@@ -104,19 +137,41 @@ def _st(ctx, inst, t):
   ins = src.items if isinstance(src, Vec) else (src,)
   ctx.store(_space(inst), dst, t, [ctx.read(o, t) for o in ins])
 
-def _space(inst:Inst) -> str: return next(s for s in ("global", "shared", "param", "local") if s in inst.mods)
+def _space(inst:Inst) -> str:
+  """The state space an ld/st names; "generic" (the window the address falls in decides) when none."""
+  return next((s for s in ("global", "shared", "param", "local") if s in inst.mods), "generic")
 
-@op("cvt", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"), operands=2)
+@op("cvta", ("u32", "u64"), mods=("to", "global", "shared", "local", "const", "param"), operands=2)
+def _cvta(ctx, inst, t):
+  """Addresses between a state space and the generic space: cvta.SPACE maps a SPACE address to generic, cvta.to.SPACE back.
+  Global addresses are the same in both; shared and local ones are offsets in their windows (emu.nv.simt.WINDOWS)."""
+  space = next(s for s in ("global", "shared", "local", "const", "param") if s in inst.mods)
+  a = ctx.read(inst.operands[1], t).astype(np.uint64)
+  base = np.uint64(ctx.window(space))
+  ctx.write(inst.operands[0], (a - base if "to" in inst.mods else a + base).astype(DTYPES[t]), t)
+
+@op("cvt", INTS + FLOATS + ("bf16",), mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"), operands=2)
 def _cvt(ctx, inst, t):
   dt, st = [m for m in inst.mods if m in DTYPES]
   x = ctx.read(inst.operands[1], st)
   ctx.write(inst.operands[0], convert(x, st, dt, inst.mods), dt)
 
 def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
-  """cvt semantics (see the module docstring). numpy's float and int -> float casts are the C conversions: one rounding to
-  nearest even."""
+  """cvt semantics (see the module docstring). A float destination gets the exact source value rounded once in the
+  instruction's mode (.rn/.rz/.rm/.rp; bf16 through its bits); integer sources beyond 2**53 convert through numpy's C cast,
+  which rounds to nearest even only, so other modes are refused there. .ftz flushes f32 subnormal sources and results, .sat
+  clamps float results to [0, 1] and integer results to the destination's range."""
+  if st == "bf16": x, st = N.bf16_to_f32(x), "f32"
+  x = ftz_in(x, st, mods)
   with np.errstate(all="ignore"):
-    if dt in FLOATS: return x.astype(DTYPES[dt])
+    if dt in FLOATS or dt == "bf16":
+      if st in INTS and width(st) == 64 and rounding(mods) != N.RM_NE and (np.abs(x.astype(np.float64)) >= 2.0 ** 53).any():
+        raise PTXError(0, "cvt", f"cvt from .{st} beyond 2**53 is modelled with .rn only")
+      if st in INTS and width(st) == 64 and dt != "bf16": return _after(x.astype(DTYPES[dt]), dt, mods)
+      return round_to(x.astype(np.float64), dt, mods)
+    if st in INTS and "sat" in mods:
+      info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
+      return np.clip(x.astype(object), info.min, info.max).astype(DTYPES[dt])
     if st in FLOATS:
       r = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(next((m for m in mods if m.endswith("i")), "rzi"))
       v = r(x.astype(np.float64))
@@ -126,14 +181,23 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
     return x.astype(DTYPES[dt])                                        # integers: truncate or extend (sign by the source)
 
 # ---- arithmetic ----
-def _arith(name:str, fint:Callable, ffloat:Callable, operands:int=3):
-  @op(name, INTS + FLOATS, mods=("rn", "ftz", "sat", "lo", "hi", "wide"), operands=operands)
+def _arith(name:str, fint:Callable, ffloat:Callable, operands:int=3, types=INTS + FLOATS + ("bf16",)):
+  @op(name, types, mods=("rn", "ftz", "sat", "lo", "hi", "wide"), operands=operands)
   def fn(ctx, inst, t):
-    if t in FLOATS and any(m in inst.mods for m in ("rz", "rm", "rp")): raise PTXError(inst.line, inst.op, "only .rn rounding is modelled")
     args = [ctx.read(o, t) for o in inst.operands[1:]]
-    with np.errstate(all="ignore"): r = np.asarray(ffloat(*args)).astype(DTYPES[t]) if t in FLOATS else integer(fint, args, t, inst.mods)
+    r = integer(fint, args, t, inst.mods) if t in INTS else float_op(ffloat, args, t, inst)
     ctx.write(inst.operands[0], r, (t[0] + str(2 * width(t))) if "wide" in inst.mods else t)
   return fn
+
+def float_op(f:Callable, args:list[np.ndarray], t:str, inst:Inst) -> np.ndarray:
+  """A float instruction's result: f on its operands (.ftz: f32 subnormal operands read as zero), rounded once to t. f16/f32/f64
+  use numpy's IEEE arithmetic in their own type (f16's through f32 is exact enough for one rounding); bf16 computes in float64,
+  exact for its sums and products, then rounds. Only .rn rounding is modelled for arithmetic."""
+  if any(m in inst.mods for m in ("rz", "rm", "rp")): raise PTXError(inst.line, inst.op, "only .rn rounding is modelled for arithmetic")
+  args = [ftz_in(a, t, inst.mods) for a in args]
+  with np.errstate(all="ignore"):
+    if t == "bf16": return round_to(f(*[to_f64(a, t) for a in args]), t, inst.mods)
+    return _after(np.asarray(f(*args)).astype(DTYPES[t]), t, inst.mods)
 
 def integer(f:Callable, args:list[np.ndarray], t:str, mods) -> np.ndarray:
   """f on integers, exactly: .lo (the default) keeps the low `width` bits, .hi the next ones, .wide twice the width. Computed in
@@ -152,24 +216,25 @@ def integer(f:Callable, args:list[np.ndarray], t:str, mods) -> np.ndarray:
 
 def _fma_f(a, b, c):
   """a * b + c rounded once in the operands' format (emu.pcode.numerics' exact fused multiply-adds)."""
-  from emu.pcode import numerics as N
   return {np.float64: N.fma_f64, np.float32: N.fma_f32, np.float16: N.fma_f16}[a.dtype.type](a, b, c)
 
 _arith("add", lambda a, b: a + b, lambda a, b: a + b)
 _arith("sub", lambda a, b: a - b, lambda a, b: a - b)
 _arith("mul", lambda a, b: a * b, lambda a, b: a * b)
-_arith("mad", lambda a, b, c: a * b + c, _fma_f, operands=4)   # mad.rn.f32 is fused on sm_20+ (the PTX ISA's mad)
+_arith("mad", lambda a, b, c: a * b + c, _fma_f, operands=4, types=INTS + FLOATS)   # mad.rn.f32 is fused on sm_20+ (the PTX ISA's mad)
 
-@op("fma", FLOATS, mods=("rn", "ftz", "sat"), operands=4)
+@op("fma", FLOATS + ("bf16",), mods=("rn", "ftz", "sat"), operands=4)
 def _fma(ctx, inst, t):
   a, b, c = (ctx.read(o, t) for o in inst.operands[1:])
-  with np.errstate(all="ignore"): ctx.write(inst.operands[0], np.asarray(_fma_f(a, b, c)).astype(DTYPES[t]), t)
+  if t == "bf16": return ctx.write(inst.operands[0], N.fma_bf16(a, b, c), t)
+  ctx.write(inst.operands[0], float_op(_fma_f, [a, b, c], t, inst), t)
 
 def _minmax(name:str, fint:Callable, ffloat:Callable):
-  @op(name, INTS + FLOATS, mods=("ftz", "NaN"))
+  @op(name, INTS + FLOATS + ("bf16",), mods=("ftz",))
   def fn(ctx, inst, t):
     a, b = (ctx.read(o, t) for o in inst.operands[1:])
-    ctx.write(inst.operands[0], (ffloat if t in FLOATS else fint)(a, b).astype(DTYPES[t]), t)
+    if t in INTS: return ctx.write(inst.operands[0], fint(a, b).astype(DTYPES[t]), t)
+    ctx.write(inst.operands[0], float_op(ffloat, [a, b], t, inst), t)
 _minmax("min", np.minimum, np.fmin)   # a NaN operand loses (fminf)
 _minmax("max", np.maximum, np.fmax)
 
@@ -229,20 +294,67 @@ def _shr(ctx, inst, t):
   else: r = np.where(n >= w, 0, a.astype(np.uint64) >> np.minimum(n, w - 1).astype(np.uint64)).astype(DTYPES[t])
   ctx.write(inst.operands[0], r, t)
 
+@op("shf", ("b32",), mods=("l", "r", "wrap", "clamp"), operands=4)
+def _shf(ctx, inst, t):
+  """Funnel shift of the 64-bit {b:a} (b the high word) by n (.wrap: n mod 32; .clamp: at most 32): .l keeps the high word of
+  the left shift, .r the low word of the right shift."""
+  a, b = (ctx.read(o, "u32").astype(np.uint64) for o in inst.operands[1:3])
+  n = ctx.read(inst.operands[3], "u32").astype(np.uint64)
+  n = n & np.uint64(31) if "wrap" in inst.mods else np.minimum(n, np.uint64(32))
+  v = (b << np.uint64(32)) | a
+  r = (v << n) >> np.uint64(32) if "l" in inst.mods else v >> n
+  ctx.write(inst.operands[0], (r & np.uint64(0xffffffff)).astype(np.uint32), "b32")
+
+@op("bfi", ("b32", "b64"), operands=5)
+def _bfi(ctx, inst, t):
+  """bfi d, a, b, pos, len: b with bits [pos, pos+len) replaced by a's low len bits (pos and len are their low 8 bits; a field
+  starting past the top bit changes nothing)."""
+  w = width(t)
+  a, b = (ctx.read(o, t).astype(np.uint64) for o in inst.operands[1:3])
+  pos, ln = (ctx.read(o, "u32").astype(np.uint64) & np.uint64(0xff) for o in inst.operands[3:5])
+  ln = np.minimum(ln, np.where(pos < w, np.uint64(w) - np.minimum(pos, np.uint64(w)), np.uint64(0)))
+  field = np.where(ln >= 64, np.uint64(0xffffffffffffffff), (np.uint64(1) << np.minimum(ln, np.uint64(63))) - np.uint64(1))
+  mask = np.where(pos < w, field << np.minimum(pos, np.uint64(63)), np.uint64(0))
+  ctx.write(inst.operands[0], ((b & ~mask) | ((a << np.minimum(pos, np.uint64(63))) & mask)).astype(DTYPES[t]), t)
+
+def _count(name:str, f:Callable):
+  @op(name, ("b32", "b64"), operands=2)
+  def fn(ctx, inst, t):
+    x = ctx.read(inst.operands[1], t).astype(np.uint64)
+    ctx.write(inst.operands[0], f(x, width(t)).astype(np.uint32), "u32")
+_count("popc", lambda x, w: np.array([bin(int(v)).count("1") for v in x.tolist()], np.uint32))
+_count("clz", lambda x, w: np.array([w - int(v).bit_length() for v in x.tolist()], np.uint32))
+
 # ---- compare and select ----
 CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 
-@op("setp", INTS + FLOATS, mods=(*CMP, "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan", "and", "or", "ftz"))
-def _setp(ctx, inst, t):
-  cmp = next(m for m in inst.mods if m not in DTYPES)
-  a, b = (ctx.read(o, t) for o in inst.operands[1:3])
+COMPARES = (*CMP, "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+
+def compare(cmp:str, a:np.ndarray, b:np.ndarray) -> np.ndarray:
+  """The PTX comparison `cmp` (ordered float forms are false on NaN; the u-suffixed ones true)."""
   with np.errstate(all="ignore"):
     base = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}.get(cmp, cmp)
-    if base in CMP: r = CMP[base](a, b)
-    elif base == "num": r = ~(np.isnan(a) | np.isnan(b))
-    elif base == "nan": r = np.isnan(a) | np.isnan(b)
-    else: r = CMP[base[:-1]](a, b) | np.isnan(a) | np.isnan(b)   # unordered forms
-  ctx.write(inst.operands[0], r, "pred")
+    if base in CMP: return CMP[base](a, b)
+    if base == "num": return ~(np.isnan(a) | np.isnan(b))
+    if base == "nan": return np.isnan(a) | np.isnan(b)
+    return CMP[base[:-1]](a, b) | np.isnan(a) | np.isnan(b)   # unordered forms
+
+def _compared(ctx, inst, t) -> np.ndarray:
+  cmp = next(m for m in inst.mods if m in COMPARES)
+  a, b = (ftz_in(ctx.read(o, t), t, inst.mods) for o in inst.operands[1:3])
+  if t == "bf16": a, b = to_f64(a, t), to_f64(b, t)
+  return compare(cmp, a, b)
+
+@op("setp", INTS + FLOATS + ("bf16",), mods=(*COMPARES, "ftz"))
+def _setp(ctx, inst, t): ctx.write(inst.operands[0], _compared(ctx, inst, t), "pred")
+
+@op("set", INTS + FLOATS, mods=(*COMPARES, "ftz"))
+def _set(ctx, inst, t):
+  """set.cmp.dtype.stype: 1.0 (float destination) or all ones (integer destination) where the comparison holds, else 0."""
+  dt, st = [m for m in inst.mods if m in DTYPES]
+  r = _compared(ctx, inst, st)
+  out = np.where(r, 1.0, 0.0).astype(DTYPES[dt]) if dt in FLOATS else np.where(r, -1, 0).astype(np.int64).astype(DTYPES[dt])
+  ctx.write(inst.operands[0], out, dt)
 
 @op("selp", INTS + FLOATS, operands=4)
 def _selp(ctx, inst, t):
@@ -253,16 +365,24 @@ def _selp(ctx, inst, t):
 def _unary(name:str, f:Callable, mods=("approx", "ftz", "rn", "full")):
   @op(name, FLOATS, mods=mods, timing="sfu", operands=2)
   def fn(ctx, inst, t):
-    x = ctx.read(inst.operands[1], t)
-    with np.errstate(all="ignore"): ctx.write(inst.operands[0], f(x.astype(np.float64)).astype(DTYPES[t]), t)
+    x = ftz_in(ctx.read(inst.operands[1], t), t, inst.mods)
+    with np.errstate(all="ignore"): ctx.write(inst.operands[0], _after(f(x.astype(np.float64)).astype(DTYPES[t]), t, inst.mods), t)
 _unary("sqrt", np.sqrt)
 _unary("rcp", lambda x: 1.0 / x)
 _unary("ex2", np.exp2)
 _unary("lg2", np.log2)
 _unary("sin", np.sin)
 _unary("cos", np.cos)
-_unary("neg", np.negative, mods=("ftz",))
-_unary("abs", np.abs, mods=("ftz",))
+
+def _sign_op(name:str, fint:Callable, bf16_bits:Callable):
+  @op(name, SIGNED + FLOATS + ("bf16",), mods=("ftz",), operands=2)
+  def fn(ctx, inst, t):
+    x = ctx.read(inst.operands[1], t)
+    if t == "bf16": return ctx.write(inst.operands[0], bf16_bits(x).astype(np.uint16), t)
+    if t in SIGNED: return ctx.write(inst.operands[0], fint(x).astype(DTYPES[t]), t)   # wraps: -INT_MIN and |INT_MIN| are INT_MIN
+    ctx.write(inst.operands[0], _after(fint(ftz_in(x, t, inst.mods)), t, inst.mods), t)
+_sign_op("neg", np.negative, lambda b: b ^ np.uint16(0x8000))   # floats: the sign bit flips, NaN included
+_sign_op("abs", np.abs, lambda b: b & np.uint16(0x7fff))
 
 # ---- control ----
 @op("bra", (), mods=("uni",), timing="branch", operands=1)

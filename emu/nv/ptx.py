@@ -52,6 +52,9 @@ class Kernel:
   regs: dict[str, str] = field(default_factory=dict)  # register -> type ('f32', 'pred', ...)
   shared: dict[str, tuple[int, int]] = field(default_factory=dict)  # symbol -> (offset, bytes) in the CTA's shared memory
   shared_bytes: int = 0
+  local: dict[str, tuple[int, int]] = field(default_factory=dict)   # symbol -> (offset, bytes) in each thread's local memory
+  local_bytes: int = 0
+  globals: dict[str, bytearray] = field(default_factory=dict)       # the module's .global variables (shared by its kernels)
   body: list[Inst] = field(default_factory=list)
   labels: dict[str, int] = field(default_factory=dict)  # label -> index of the next instruction
   maxntid: tuple[int, ...] = ()
@@ -62,9 +65,10 @@ class Module:
   target: str
   address_size: int
   kernels: dict[str, Kernel]
+  globals: dict[str, bytearray] = field(default_factory=dict)   # module-scope .global variables: name -> initial bytes
 
 SPECIAL = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {"%laneid", "%warpid", "%nwarpid"}
-_TOKEN = re.compile(r"\s+|//[^\n]*|/\*.*?\*/|(?P<tok>0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|\d+\.\d+|\d+U?|"
+_TOKEN = re.compile(r"\s+|//[^\n]*|/\*.*?\*/|(?P<tok>\"[^\"\n]*\"|0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|\d+\.\d+|\d+U?|"
                     r"[%$A-Za-z_][\w$]*(?:<\d+>)?|\.[A-Za-z_][\w$]*|[(){}\[\],;:@!+\-<>=|])", re.S)
 
 def tokenize(text:str) -> list[tuple[str, int]]:
@@ -80,6 +84,8 @@ def tokenize(text:str) -> list[tuple[str, int]]:
 class _Parser:
   def __init__(self, text:str):
     self.toks, self.i = tokenize(text.replace("\0", "")), 0
+    self.scopes: list[dict[str, str]] = []   # inner { } blocks: declared name -> its unique register name
+    self.nscopes = 0
   def peek(self, k:int=0) -> str: return self.toks[self.i + k][0] if self.i + k < len(self.toks) else ""
   @property
   def line(self) -> int: return self.toks[min(self.i, len(self.toks) - 1)][1] if self.toks else 1
@@ -94,17 +100,52 @@ class _Parser:
   def module(self) -> Module:
     head: dict[str, str] = {}
     kernels: dict[str, Kernel] = {}
+    globals_: dict[str, bytearray] = {}
     while self.i < len(self.toks):
       tok = self.take()
       if tok in (".version", ".target", ".address_size"): head[tok] = self.take()
       elif tok in (".visible", ".weak"): continue
+      elif tok == ".global": self.global_decl(globals_)
       elif tok == ".entry":
         k = self.kernel()
+        k.globals = globals_
         kernels[k.name] = k
-      else: raise PTXError(self.toks[self.i - 1][1], tok, "expected .version, .target, .address_size or .entry")
+      else: raise PTXError(self.toks[self.i - 1][1], tok, "expected .version, .target, .address_size, .global or .entry")
     for d in (".version", ".target", ".address_size"):
       if d not in head: raise PTXError(1, d, f"the module has no {d} directive")
-    return Module(head[".version"], head[".target"], int(head[".address_size"]), kernels)
+    return Module(head[".version"], head[".target"], int(head[".address_size"]), kernels, globals_)
+
+  def array_decl(self) -> tuple[str, int, int, str]:
+    """`[.align N] .type name[count]` (count 1 without brackets): (name, bytes, alignment, type)."""
+    align = 1
+    if self.peek() == ".align": self.take(); align = int(self.take())
+    typ = self.take().lstrip(".")
+    name, count = self.take(), 1
+    if self.peek() == "[":
+      self.take("[")
+      count = int(self.take().rstrip("U"), 0)
+      self.take("]")
+    return name, count * max(1, int(re.sub(r"\D", "", typ) or 8) // 8), align, typ
+
+  def global_decl(self, out:dict[str, bytearray]):
+    """A module-scope `.global` variable, optionally initialised with `= {v, ...}` or `= v` (integers of its element type)."""
+    name, size, _, typ = self.array_decl()
+    data = bytearray(size)
+    if self.peek() == "=":
+      self.take("=")
+      vals = []
+      if self.peek() == "{":
+        self.take("{")
+        while self.peek() != "}":
+          vals.append(self.immediate(self.take()).value)
+          if self.peek() == ",": self.take(",")
+        self.take("}")
+      else: vals.append(self.immediate(self.take()).value)
+      w = max(1, int(re.sub(r"\D", "", typ) or 8) // 8)
+      if len(vals) * w > size: self.fail(f"{name} has {len(vals)} initialisers for {size} bytes")
+      for i, v in enumerate(vals): data[i * w:(i + 1) * w] = (int(v) & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
+    self.take(";")
+    out[name] = data
 
   def kernel(self) -> Kernel:
     k = Kernel(self.take(), [])
@@ -117,10 +158,11 @@ class _Parser:
     self.take(")")
     while self.peek().startswith(".") and self.peek() != "{":
       d = self.take()
-      if d == ".maxntid":
+      if d in (".maxntid", ".reqntid"):
         dims = [int(self.take())]
         while self.peek() == ",": self.take(); dims.append(int(self.take()))
         k.maxntid = tuple(dims)
+      elif d in (".minnctapersm", ".maxnreg"): self.take()
       else: self.fail(f"unknown kernel directive {d}")
     self.take("{")
     while self.peek() != "}": self.statement(k)
@@ -130,7 +172,18 @@ class _Parser:
   def statement(self, k:Kernel):
     tok = self.peek()
     if tok == ".reg": return self.reg_decl(k)
-    if tok == ".shared": return self.shared_decl(k)
+    if tok in (".shared", ".local"): return self.space_decl(k)
+    if tok == ".pragma":   # hints for ptxas (e.g. "nounroll"): nothing to execute
+      self.take(); self.take(); self.take(";")
+      return
+    if tok == "{":   # an inner block (inline asm): its .reg names are its own
+      self.take("{")
+      self.scopes.append({})
+      self.nscopes += 1
+      while self.peek() != "}": self.statement(k)
+      self.take("}")
+      self.scopes.pop()
+      return
     if self.peek(1) == ":" and not tok.startswith("%"):   # a label
       k.labels[self.take()] = len(k.body)
       self.take(":")
@@ -142,25 +195,28 @@ class _Parser:
     typ = self.take().lstrip(".")
     while True:
       name = self.take()
-      if (m := re.fullmatch(r"(.+)<(\d+)>", name)): k.regs.update({f"{m[1]}{i}": typ for i in range(int(m[2]))})
-      else: k.regs[name] = typ
+      names = [f"{m[1]}{i}" for i in range(int(m[2]))] if (m := re.fullmatch(r"(.+)<(\d+)>", name)) else [name]
+      for n in names:
+        if self.scopes: self.scopes[-1][n] = n = f"{n}${self.nscopes}"
+        k.regs[n] = typ
       if self.peek() != ",": break
       self.take(",")
     self.take(";")
 
-  def shared_decl(self, k:Kernel):
-    self.take(".shared")
-    align = 1
-    if self.peek() == ".align": self.take(); align = int(self.take())
-    typ = self.take().lstrip(".")
-    name = self.take()
-    self.take("[")
-    count = int(self.take().rstrip("U"))
-    self.take("]")
+  def resolve(self, name:str) -> str:
+    """The register a name means here: the innermost block's own declaration, else the kernel's."""
+    return next((s[name] for s in reversed(self.scopes) if name in s), name)
+
+  def space_decl(self, k:Kernel):
+    """`.shared` (per CTA) or `.local` (per thread) storage: a symbol at the next aligned offset of that space."""
+    space = self.take()
+    name, size, align, _ = self.array_decl()
     self.take(";")
-    size = count * max(1, int(re.sub(r"\D", "", typ) or 8) // 8)
-    off = -(-k.shared_bytes // align) * align
-    k.shared[name], k.shared_bytes = (off, size), off + size
+    table, used = (k.shared, k.shared_bytes) if space == ".shared" else (k.local, k.local_bytes)
+    off = -(-used // align) * align
+    table[name] = (off, size)
+    if space == ".shared": k.shared_bytes = off + size
+    else: k.local_bytes = off + size
 
   def instruction(self) -> Inst:
     line, guard = self.line, None
@@ -168,7 +224,7 @@ class _Parser:
       self.take()
       neg = self.peek() == "!"
       if neg: self.take()
-      guard = (self.take(), neg)
+      guard = (self.resolve(self.take()), neg)
     name = self.take()
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name): raise PTXError(line, name, "expected an instruction")
     mods = []
@@ -185,9 +241,10 @@ class _Parser:
     tok = self.peek()
     if tok == "[":
       self.take()
-      base, off = self.take(), 0
+      base, off = self.resolve(self.take()), 0
       if self.peek() in ("+", "-"):
         sign = -1 if self.take() == "-" else 1
+        if self.peek() == "-": self.take(); sign = -sign   # [%rd+-16]
         off = sign * int(self.take().rstrip("U"), 0)
       self.take("]")
       return Addr(base, off)
@@ -203,6 +260,7 @@ class _Parser:
     if re.fullmatch(r"0[fFdDxX][0-9a-fA-F]+U?|\d+U?", tok): return self.immediate(self.take())
     self.take()
     if tok.startswith("%") and self.peek() in (".x", ".y", ".z"): return Reg(tok + self.take())   # %tid.x
+    if (name := self.resolve(tok)) != tok: return Reg(name)   # a register an inner block declared (its name may lack the %)
     if not tok.startswith("%") and self.peek() == "[":   # symbol[offset]: the symbol's address plus offset (mov.u64 %r, smem[0])
       self.take("[")
       off = int(self.take().rstrip("U"), 0)

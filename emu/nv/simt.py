@@ -61,6 +61,8 @@ class _Lanes:
     self.regs = {r: (np.zeros(n, bool) if typ == "pred" else np.zeros(n, np.uint64)) for r, typ in kernel.regs.items()}
     self.params, self.param_offsets = param_block(kernel, args)
     self.shared = np.zeros((nctas, max(kernel.shared_bytes, 1)), np.uint8)
+    self.local = np.zeros((n, max(kernel.local_bytes, 1)), np.uint8)   # each thread's .local memory
+    self.global_addr = {name: np.frombuffer(data, np.uint8).ctypes.data for name, data in kernel.globals.items()}
     self.mask = np.zeros(n, bool)
     self.target: str | None = None
     self.exiting = False
@@ -89,8 +91,15 @@ class _Lanes:
 
   def _symbol(self, name:str) -> int:
     if name in self.k.shared: return self.k.shared[name][0]
+    if name in self.k.local: return self.k.local[name][0]
+    if name in self.global_addr: return self.global_addr[name]
     if name in self.param_offsets: return self.param_offsets[name]
     raise KeyError(name)
+
+  @staticmethod
+  def window(space:str) -> int:
+    """Where a state space's addresses start in the generic address space."""
+    return WINDOWS.get(space, 0)
 
   def write(self, o, values:np.ndarray, t:str):
     if not isinstance(o, Reg) or o.name in self.special: raise PTXError(0, str(o), "not a writable register")
@@ -109,28 +118,46 @@ class _Lanes:
   def load(self, space:str, a:Addr, t:str, count:int) -> list[np.ndarray]:
     nb, dt = isa.width(t) // 8, isa.DTYPES[t]
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
-    if self.timer is not None: self.timer.access(space, addr[sel], sel, nb * count)
     raw = np.zeros((self.n, nb * count), np.uint8)
-    if space == "global": raw[sel] = self.memory.gather(addr[sel], nb * count)
-    elif space == "param":
-      blk = np.frombuffer(self.params, np.uint8)
-      raw[sel] = blk[addr[sel].astype(np.int64)[:, None] + np.arange(nb * count)]
-    elif space == "shared": raw[sel] = self.shared[self.cta[sel][:, None], self._shared_index(addr[sel], nb * count)]
-    else: raise PTXError(0, space, "state space not modelled")
+    for sp, lanes, at in self._spaces(space, addr, sel):
+      if self.timer is not None: self.timer.access(sp, at, lanes, nb * count)
+      if sp == "global": raw[lanes] = self.memory.gather(at, nb * count)
+      elif sp == "param":
+        blk = np.frombuffer(self.params, np.uint8)
+        raw[lanes] = blk[at.astype(np.int64)[:, None] + np.arange(nb * count)]
+      elif sp == "shared": raw[lanes] = self.shared[self.cta[lanes][:, None], self._index(self.shared, at, nb * count, sp)]
+      else: raw[lanes] = self.local[lanes[:, None], self._index(self.local, at, nb * count, sp)]
     return [raw[:, i * nb:(i + 1) * nb].copy().view(dt).reshape(-1) for i in range(count)]
 
   def store(self, space:str, a:Addr, t:str, values:list[np.ndarray]):
     nb = isa.width(t) // 8
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
-    data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)[sel]
-    if self.timer is not None: self.timer.access(space, addr[sel], sel, data.shape[1])
-    if space == "global": self.memory.scatter(addr[sel], data)
-    elif space == "shared": self.shared[self.cta[sel][:, None], self._shared_index(addr[sel], data.shape[1])] = data
-    else: raise PTXError(0, space, "state space not writable")
+    data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)
+    for sp, lanes, at in self._spaces(space, addr, sel):
+      if self.timer is not None: self.timer.access(sp, at, lanes, data.shape[1])
+      if sp == "global": self.memory.scatter(at, data[lanes])
+      elif sp == "shared": self.shared[self.cta[lanes][:, None], self._index(self.shared, at, data.shape[1], sp)] = data[lanes]
+      elif sp == "local": self.local[lanes[:, None], self._index(self.local, at, data.shape[1], sp)] = data[lanes]
+      else: raise PTXError(0, sp, "state space not writable")
 
-  def _shared_index(self, addr:np.ndarray, nbytes:int) -> np.ndarray:
-    if len(addr) and int(addr.max()) + nbytes > self.shared.shape[1]:
-      raise GPUMemoryFault(int(addr.max()), False, detail=f"shared memory access past the CTA's {self.k.shared_bytes} bytes")
+  def _spaces(self, space:str, addr:np.ndarray, sel:np.ndarray):
+    """(space, lanes, addresses in that space) for an access; a generic access is split by the window each address is in."""
+    if space != "generic":
+      yield space, sel, addr[sel]
+      return
+    at = addr[sel]
+    for sp in ("shared", "local"):
+      base = np.uint64(WINDOWS[sp])
+      inside = (at >= base) & (at < base + np.uint64(WINDOW_BYTES))
+      if inside.any(): yield sp, sel[inside], at[inside] - base
+      sel, at = sel[~inside], at[~inside]
+    if len(sel): yield "global", sel, at
+
+  def _index(self, store:np.ndarray, addr:np.ndarray, nbytes:int, space:str) -> np.ndarray:
+    """Byte indices into a per-CTA (shared) or per-thread (local) store; past its end is a memory fault."""
+    if len(addr) and int(addr.max()) + nbytes > store.shape[1]:
+      have = self.k.shared_bytes if space == "shared" else self.k.local_bytes
+      raise GPUMemoryFault(int(addr.max()), False, detail=f"{space} memory access past the {have} bytes declared")
     return addr.astype(np.int64)[:, None] + np.arange(nbytes)
 
   # ---- control ----
@@ -139,6 +166,10 @@ class _Lanes:
   def barrier(self): pass   # lowest-PC-first order already holds every lane at the barrier until all arrive (module docstring)
 
 TRACE = os.environ.get("EMU_NV_TRACE", "") not in ("", "0")   # one stderr line per executed instruction
+# the generic address space: shared and local addresses are offsets in these windows (tinygrad's NV runtime sets the same
+# ones with SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW); everything else is global
+WINDOWS = {"shared": 0x7294_0000_0000, "local": 0x7293_0000_0000}
+WINDOW_BYTES = 1 << 32
 BATCH_LANES = 1 << 16   # lanes run together: whole CTAs up to this many threads (CTAs share nothing but global memory)
 WATCHDOG_EVERY = 32     # lockstep steps between watchdog checks
 
@@ -155,10 +186,25 @@ def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap
     watchdog = Watchdog()
     watchdog.arm()
   timer = Timer(kernel, board, block) if board is not None else None
-  for first in range(0, nctas, step):
-    _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas)), timer), stats, watchdog)
+  mapped = _map_globals(kernel, memory)
+  try:
+    for first in range(0, nctas, step):
+      _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas)), timer), stats, watchdog)
+  finally:
+    for addr in mapped: memory.unmap(addr)
   if timer is not None: stats.cycles = timer.cycles()
   return stats
+
+def _map_globals(kernel:Kernel, memory:MemoryMap) -> list[int]:
+  """Map the module's .global variables (their bytes live with the parsed module, so values persist across launches) for one
+  launch; returns the addresses mapped."""
+  out = []
+  for name, data in kernel.globals.items():
+    arr = np.frombuffer(data, np.uint8)
+    if arr.size and memory.find(arr.ctypes.data) is None:
+      memory.map(arr.ctypes.data, arr.size, f"ptx .global {name}", backing=arr)
+      out.append(arr.ctypes.data)
+  return out
 
 def _trace(kernel:Kernel, inst, at:np.ndarray):
   print(f"[nv] {kernel.name} {inst} lanes={int(at.sum())}", file=sys.stderr)

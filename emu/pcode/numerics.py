@@ -522,6 +522,17 @@ def fma_f32(a, b, c, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarr
   return _fma_narrow(a, b, c, rm, daz, ftz, np.float32)
 
 
+def fma_bf16(a, b, c, rm=RM_NE) -> np.ndarray:
+  """a*b+c on bf16 bits (uint16) with a single rounding to bf16 bits: the bf16 product is exact in float64, TwoSum gives the
+  exact sum, round-to-odd keeps it exact enough for the final rounding to 8 bits (the same method as fma_f32)."""
+  with np.errstate(all="ignore"):
+    A, B, C = (bf16_to_f32(v).astype(np.float64) for v in (a, b, c))
+    p = A * B
+    s, err = _two_sum(p, C)
+    s = _zero_sign(_to_odd(s, err), p, C, rm)
+  return encode(s, BF16, rm)
+
+
 def fma_f16(a, b, c, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarray:
   """a*b+c in f16 with a single rounding (same method as fma_f32)."""
   return _fma_narrow(a, b, c, rm, daz, ftz, np.float16)

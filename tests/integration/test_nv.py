@@ -3,9 +3,13 @@ matmuls (a half one on tensor cores), conv2d, softmax, argmax, masking, gather/s
 copies, a tensor sharded over two GPUs, profiler timestamps, and the fault and hang paths. Expected values come from numpy
 (rand: from tinygrad's PYTHON reference backend); each test is one child process reporting a verdict per check."""
 import json, time
+import pytest
 from tinygrad_run import failed_checks, run, run_json
+from mockgpu.nvrtc_path import pypi_nvrtc
 
 NV2 = "MOCK:0,1+NV:PTX"
+# value checks run with both of tinygrad's NV renderers: its PTX renderer, and its CUDA renderer compiled by NVRTC (PyPI)
+RENDERERS = ["PTX", pytest.param("CUDA", marks=pytest.mark.skipif(pypi_nvrtc() is None, reason="NVRTC (nvidia-cuda-nvrtc-cu12) is not installed"))]
 CHECKS = """
 import json, numpy as np
 from tinygrad import Tensor, dtypes
@@ -21,10 +25,12 @@ def test_device_reports_the_board_of_devs_arch():
   assert run_json(code, dev="MOCK+NV:PTX") == ["sm_89", "PTXRenderer", 11, 48]
   assert run_json(code, dev="MOCK+NV:PTX:sm_86")[0] == "sm_86"
   assert run_json(code, dev="MOCK+NV:PTX:sm_90")[::3] == ["sm_90", 64]
+  if pypi_nvrtc() is not None: assert run_json(code, dev="MOCK+NV")[:2] == ["sm_89", "CUDARenderer"]   # the default: NVRTC from PyPI
   p = run(code, dev="MOCK+NV:PTX:sm_70")
   assert p.returncode != 0 and "no emulated NVIDIA board for arch 'sm_70'" in p.stderr
 
-def test_dtypes_elementwise_and_casts():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_dtypes_elementwise_and_casts(renderer):
   out = run_json(CHECKS + """
 a = rng.integers(-100, 100, 64)
 for dt, nt in [(dtypes.float32, np.float32), (dtypes.float16, np.float16), (dtypes.int8, np.int8), (dtypes.uint8, np.uint8),
@@ -45,10 +51,11 @@ check("half exp", T(f[:8].astype(np.float16) / 50).exp().numpy(), np.exp(f[:8].a
 check("sqrt log recip", (T(np.abs(f) + 1).sqrt() + T(np.abs(f) + 1).log() + T(np.abs(f) + 1).reciprocal()).numpy(),
       np.sqrt(np.abs(f) + 1) + np.log(np.abs(f) + 1) + 1 / (np.abs(f) + 1), 1e-5)
 print(json.dumps(res))
-""", dev="MOCK+NV:PTX")
+""", dev=f"MOCK+NV:{renderer}")
   assert out and not failed_checks(out), failed_checks(out)
 
-def test_reductions_matmul_conv_softmax_argmax_where():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_reductions_matmul_conv_softmax_argmax_where(renderer):
   out = run_json(CHECKS + """
 from numpy.lib.stride_tricks import sliding_window_view
 x = rng.standard_normal((5, 7, 9)).astype(np.float32)
@@ -73,21 +80,23 @@ sidx, sv, base = np.array([[0, 1, 2], [2, 0, 1]], np.int32), np.array([[1, 2, 3]
 exp = base.copy(); np.put_along_axis(exp, sidx, sv, 1)
 check("scatter", T(base).scatter(1, T(sidx), T(sv)).numpy(), exp)
 print(json.dumps(res))
-""", dev="MOCK+NV:PTX")
+""", dev=f"MOCK+NV:{renderer}")
   assert out and not failed_checks(out), failed_checks(out)
 
-def test_half_matmul_runs_on_tensor_cores():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_half_matmul_runs_on_tensor_cores(renderer):
   # tinygrad's PTX renderer uses mma.sync for a half matmul with float accumulation; DEBUG=4 prints each kernel's source
   p = run(CHECKS + """
 h, g = rng.standard_normal((64, 64)).astype(np.float16), rng.standard_normal((64, 64)).astype(np.float16)
 check("half matmul", (T(h) @ T(g)).float().numpy(), h.astype(np.float32) @ g.astype(np.float32), 0.05)
 print(json.dumps(res))
-""", dev="MOCK+NV:PTX", env={"DEBUG": "4"})
+""", dev=f"MOCK+NV:{renderer}", env={"DEBUG": "4"})
   assert p.returncode == 0, p.stderr[-3000:]
-  assert "mma.sync.aligned.m16n8k16" in p.stdout + p.stderr
+  assert "mma.sync.aligned.m16n8k16" in p.stdout + p.stderr   # the PTX, or the CUDA source's inline PTX
   assert json.loads(p.stdout.strip().splitlines()[-1]) == {"half matmul": True}
 
-def test_rand_matches_tinygrads_python_backend():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_rand_matches_tinygrads_python_backend(renderer):
   out = run_json("""
 import json, numpy as np
 from tinygrad import Tensor
@@ -96,10 +105,11 @@ def draw(dev):
   return Tensor.rand(300, device=dev).numpy()
 nv, py = draw("NV"), draw("PYTHON")
 print(json.dumps({"same as PYTHON": bool(np.array_equal(nv, py)), "in [0, 1)": bool(nv.min() >= 0 and nv.max() < 1)}))
-""", dev="MOCK+NV:PTX")
+""", dev=f"MOCK+NV:{renderer}")
   assert out == {"same as PYTHON": True, "in [0, 1)": True}
 
-def test_tinyjit_and_graph_replay():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_tinyjit_and_graph_replay(renderer):
   out = run_json(CHECKS + """
 from tinygrad import TinyJit
 from tinygrad.engine.realize import graph_cache
@@ -114,10 +124,11 @@ for i in range(5):
   check(f"call {i}", f(T(x).realize(), T(y).realize()).numpy(), np.exp(s - s.max(1, keepdims=True)).sum(1), 1e-5)
 res["graph used"] = any(isinstance(g, HCQGraph) for g in graph_cache.values())
 print(json.dumps(res))
-""", dev="MOCK+NV:PTX")
+""", dev=f"MOCK+NV:{renderer}")
   assert out and not failed_checks(out) and out["graph used"], out
 
-def test_copies_peer_copy_and_a_tensor_sharded_over_two_gpus():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_copies_peer_copy_and_a_tensor_sharded_over_two_gpus(renderer):
   out = run_json(CHECKS + """
 big = rng.standard_normal(3 << 20).astype(np.float32)   # 12 MB: several copy chunks and huge-page VRAM buffers
 check("roundtrip 12 MB", T(big).numpy(), big, 0)
@@ -132,10 +143,11 @@ s = T(x).shard(("NV:0", "NV:1"), axis=0)
 check("sharded x*3+1", (s * 3 + 1).numpy(), x * 3 + 1)
 check("sharded sum", s.sum(0).numpy(), x.sum(0), 1e-5)
 print(json.dumps(res))
-""", dev=NV2)
+""", dev=f"MOCK:0,1+NV:{renderer}")
   assert out and not failed_checks(out), failed_checks(out)
 
-def test_profiler_timestamps_are_monotonic_device_time():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_profiler_timestamps_are_monotonic_device_time(renderer):
   out = run_json("""
 import json, numpy as np
 from tinygrad import Tensor, Device
@@ -147,7 +159,7 @@ Device["NV"].synchronize()
 evs = [e for e in Compiled.profile_events if isinstance(e, ProfileRangeEvent) and str(e.device).startswith("NV")]
 print(json.dumps({"n": len(evs), "ordered": all(float(e.en) > float(e.st) for e in evs),
                   "monotonic": all(float(b.st) >= float(a.en) for a, b in zip(evs, evs[1:]))}))
-""", dev="MOCK+NV:PTX", env={"PROFILE": "1", "VIZ": "0"})
+""", dev=f"MOCK+NV:{renderer}", env={"PROFILE": "1", "VIZ": "0"})
   assert out["n"] >= 3 and out["ordered"] and out["monotonic"], out
 
 RAW = """
@@ -183,7 +195,8 @@ def test_runaway_kernel_is_a_hang_error_after_the_watchdog():
   assert "exceeded its watchdog budget of 2 s wall clock" in p.stderr
   assert "AFTER [3.0, 6.0]" in p.stdout and time.monotonic() - start < 60
 
-def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once():
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once(renderer):
   # the channel runs on the engine thread: the interrupt lands in tinygrad's wait, the kernel completes once (ones + 2 = threes)
   out = run_json("""
 import json, os, signal, threading, time
@@ -200,7 +213,7 @@ except KeyboardInterrupt: caught = time.perf_counter() - sent[0]
 busy = any(e.pending() for e in SCHEDULER.engines)
 v = p.numpy()
 print(json.dumps([caught, busy, {str(k): int((v == k).sum()) for k in (1.0, 2.0, 3.0, 4.0)}]))
-""", dev="MOCK+NV:PTX")
+""", dev=f"MOCK+NV:{renderer}")
   caught, busy, counts = out
   assert caught is not None and caught < 1.0, out
   assert busy, "the kernel finished before the interrupt: the test did not interrupt anything"

@@ -1,0 +1,119 @@
+"""The PTX forms NVRTC writes for tinygrad's CUDA renderer, beyond the PTX renderer's subset, on hand-written kernels. Expected
+values are the PTX ISA's definitions worked by hand (funnel shifts, bit-field insert, leading zeros, set, cvta windows) or
+IEEE/numpy arithmetic (cvt rounding modes, .ftz, bf16 rounded once)."""
+import numpy as np
+import pytest
+from emu.amd.memory import MemoryMap
+from emu.nv import ptx, simt
+from emu.pcode import numerics as N
+from test_ptx import kernel, run1
+
+def run_one(body:str, regs:str, nbytes:int=32) -> np.ndarray:
+  """Run `body` on one thread with %out at an nbytes buffer (returned as uint32 words)."""
+  out = np.zeros(nbytes // 4, np.uint32)
+  mem = MemoryMap()
+  mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
+  simt.run(kernel("ld.param.u64 %out, [out+0];\n" + body, ".reg .u64 %out;\n" + regs), (1,), (1,), [out.ctypes.data], mem)
+  return out
+
+@pytest.mark.parametrize("mode,a,b,n,exp", [
+  ("l.wrap", 0x89abcdef, 0x01234567, 8, 0x23456789),   # high word of {b:a} << 8
+  ("l.wrap", 0x89abcdef, 0x01234567, 40, 0x23456789),  # .wrap: 40 mod 32 = 8
+  ("l.clamp", 0x89abcdef, 0x01234567, 40, 0x89abcdef), # .clamp: 32 -> the whole of a
+  ("r.wrap", 0x89abcdef, 0x01234567, 8, 0x6789abcd),   # low word of {b:a} >> 8
+  ("r.clamp", 0x89abcdef, 0x01234567, 33, 0x01234567)])
+def test_funnel_shift(mode, a, b, n, exp):
+  got = run1(f"mov.b32 %a, {a};\nmov.b32 %b, {b};\nshf.{mode}.b32 %r, %a, %b, {n};\nst.global.u32 [%out+0], %r;", ".reg .b32 %a, %b, %r;", n=1)
+  assert got[0] == exp
+
+@pytest.mark.parametrize("a,b,pos,ln,exp", [(0b101, 0xffff0000, 4, 3, 0xffff0050), (0xff, 0x12345678, 28, 8, 0xf2345678),
+                                            (0xff, 0x12345678, 32, 8, 0x12345678), (0x7, 0x0, 0, 0, 0x0)])
+def test_bit_field_insert(a, b, pos, ln, exp):
+  # bfi: b with bits [pos, pos+len) taken from a's low bits; a field past bit 31 is cut off; pos >= 32 or len 0 leaves b
+  got = run1(f"mov.b32 %a, {a};\nmov.b32 %b, {b};\nbfi.b32 %r, %a, %b, {pos}, {ln};\nst.global.u32 [%out+0], %r;", ".reg .b32 %a, %b, %r;", n=1)
+  assert got[0] == exp
+
+def test_clz_popc_and_set():
+  body = ("mov.b32 %a, 0x00f00000;\nclz.b32 %c, %a;\npopc.b32 %p, %a;\nmov.b64 %w, 1;\nclz.b64 %d, %w;\n"
+          "set.lt.u32.s32 %s, -3, 2;\nset.gt.f32.f32 %f, 0f3f800000, 0f40000000;\n"
+          "st.global.u32 [%out+0], %c;\nst.global.u32 [%out+4], %p;\nst.global.u32 [%out+8], %d;\nst.global.u32 [%out+12], %s;\n"
+          "st.global.f32 [%out+16], %f;")
+  got = run_one(body, ".reg .b32 %a, %c, %p, %d;\n.reg .b64 %w;\n.reg .u32 %s;\n.reg .f32 %f;")
+  assert got[:4].tolist() == [8, 4, 63, 0xffffffff] and got[4] == 0   # set: all ones where true; 1.0 > 2.0 is false -> 0.0
+
+@pytest.mark.parametrize("mode,exp_bits", [("rn", 0x3eaaaaab), ("rz", 0x3eaaaaaa), ("rm", 0x3eaaaaaa), ("rp", 0x3eaaaaab)])
+def test_cvt_f64_to_f32_rounds_once_in_each_mode(mode, exp_bits):
+  # 1/3 in f64 lies between the f32 neighbours 0x3eaaaaaa and 0x3eaaaaab, nearer the upper one
+  got = run1(f"mov.f64 %d, 0d3FD5555555555555;\ncvt.{mode}.f32.f64 %f, %d;\nst.global.f32 [%out+0], %f;", ".reg .f64 %d;\n.reg .f32 %f;", n=1)
+  assert got[0] == exp_bits
+
+def test_ftz_flushes_subnormal_operands_and_results():
+  tiny = 0x00000010   # an f32 subnormal
+  body = (f"mov.b32 %a, {tiny};\nadd.f32 %x, %a, %a;\nadd.ftz.f32 %y, %a, %a;\nmul.ftz.f32 %z, %a, 0f3f800000;\n"
+          "st.global.f32 [%out+0], %x;\nst.global.f32 [%out+4], %y;\nst.global.f32 [%out+8], %z;")
+  got = run_one(body, ".reg .b32 %a;\n.reg .f32 %x, %y, %z;")
+  assert got[:3].tolist() == [2 * tiny, 0, 0]
+
+def test_bf16_fma_neg_and_conversions_round_once():
+  # fma.rn.bf16 1.5 * 2 + 1 = 4 (0x4080); neg flips the sign bit; cvt.rn.bf16.f32 of 1 + 2^-8 + 2^-20 rounds up to 1 + 2^-7
+  body = ("mov.b16 %a, 0x3fc0;\nmov.b16 %b, 0x4000;\nmov.b16 %c, 0x3f80;\nfma.rn.bf16 %r, %a, %b, %c;\nneg.bf16 %n, %r;\n"
+          "mov.b32 %x, 0x3f808008;\ncvt.rn.bf16.f32 %v, %x;\ncvt.f32.bf16 %y, %n;\n"
+          "st.global.u16 [%out+0], %r;\nst.global.u16 [%out+2], %n;\nst.global.u16 [%out+4], %v;\nst.global.f32 [%out+8], %y;")
+  got = run_one(body, ".reg .b16 %a, %b, %c, %r, %n, %v;\n.reg .b32 %x;\n.reg .f32 %y;")
+  assert got.view(np.uint16)[:3].tolist() == [0x4080, 0xc080, 0x3f81] and got.view(np.float32)[2] == -4.0
+
+def test_bf16_fma_is_rounded_once_against_an_exact_reference():
+  rng = np.random.default_rng(0)
+  a, b, c = (N.f32_to_bf16((rng.standard_normal(400) * 2.0 ** rng.integers(-30, 30, 400)).astype(np.float32)) for _ in range(3))
+  c[::3] = N.f32_to_bf16(-(N.bf16_to_f32(a[::3]) * N.bf16_to_f32(b[::3])))   # cancellation: the sum is the product's rounding error
+  got = N.fma_bf16(a, b, c)
+  from fractions import Fraction
+  checked = 0
+  for i in range(400):   # a slow exact check on a sample: the Fraction sum, rounded to nearest even by hand
+    va, vb, vc = (float(N.bf16_to_f32(np.array([x[i]], np.uint16))[0]) for x in (a, b, c))
+    if not all(np.isfinite([va, vb, vc])) or not np.isfinite(va * vb + vc): continue
+    exact = Fraction(va) * Fraction(vb) + Fraction(vc)
+    if not 2.0 ** -126 <= abs(exact) < 3.3e38: continue   # the hand rounding below covers the normal range
+    assert float(N.bf16_to_f32(got[i:i + 1])[0]) == _round_bf16(exact), (hex(a[i]), hex(b[i]), hex(c[i]))
+    checked += 1
+  assert checked > 300
+
+def _round_bf16(x) -> float:
+  """x rounded to nearest-even bf16 (8 significant bits), by hand from its binary exponent (normal range)."""
+  from fractions import Fraction
+  import math
+  if x == 0: return 0.0
+  e = math.floor(math.log2(abs(x)))
+  if Fraction(2) ** e > abs(x): e -= 1
+  if Fraction(2) ** (e + 1) <= abs(x): e += 1
+  ulp = Fraction(2) ** (max(e, -126) - 7)
+  q, r = divmod(abs(x), ulp)
+  q = int(q) + (1 if r > ulp / 2 or (r == ulp / 2 and int(q) % 2) else 0)
+  return float(q * ulp) * (1 if x > 0 else -1)
+
+def test_local_depot_generic_addressing_and_module_globals():
+  # NVRTC's stack: .local storage addressed by %SPL (a local offset) and by %SP = cvta.local(%SPL) (a generic address);
+  # a module-scope .global table read through its address
+  text = (".version 8.8\n.target sm_89\n.address_size 64\n.global .align 4 .b8 table[8] = {1, 0, 0, 0, 7, 0, 0, 0};\n"
+          ".visible .entry k(.param .u64 k_param_0)\n{\n.local .align 4 .b8 __local_depot0[8];\n.reg .b64 %SP, %SPL, %rd<4>;\n"
+          ".reg .b32 %r<4>;\n.pragma \"nounroll\";\nmov.u64 %SPL, __local_depot0;\ncvta.local.u64 %SP, %SPL;\n"
+          "ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd1, %rd1;\nmov.u32 %r1, %tid.x;\n"
+          "st.local.u32 [%SPL+4], %r1;\nld.u32 %r2, [%SP+4];\nmov.u64 %rd2, table;\nld.global.nc.u32 %r3, [%rd2+4];\n"
+          "add.s32 %r2, %r2, %r3;\nmul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd3, %rd1, %rd3;\nst.global.u32 [%rd3+0], %r2;\nret;\n}\n")
+  k = ptx.parse(text).kernels["k"]
+  out = np.zeros(4, np.uint32)
+  mem = MemoryMap()
+  mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
+  simt.run(k, (1,), (4,), [out.ctypes.data], mem)
+  assert out.tolist() == [7, 8, 9, 10] and len(list(mem)) == 1   # tid + table[1]; the table is mapped only during the launch
+
+def test_inline_asm_blocks_have_their_own_registers():
+  # NVRTC's inline asm: `{ .reg .b16 c; ... }` declares names (without %) private to the block; two blocks may reuse them
+  body = ("{ .reg .b16 c;\nmov.b16 c, 5;\ncvt.u32.u16 %a, c; }\n{ .reg .b16 c;\nmov.b16 c, 9;\ncvt.u32.u16 %b, c; }\n"
+          "add.u32 %a, %a, %b;\nst.global.u32 [%out+-0], %a;")
+  assert run1(body, ".reg .u32 %a, %b;", n=1)[0] == 14
+
+def test_negative_offsets_and_integer_neg_abs():
+  body = "add.u64 %p, %out, 8;\nmov.s32 %a, -2147483648;\nneg.s32 %n, %a;\nabs.s32 %m, -5;\nst.global.u32 [%p+-8], %n;\nst.global.u32 [%p+-4], %m;"
+  got = run_one(body, ".reg .u64 %p;\n.reg .s32 %a, %n, %m;")
+  assert got[:2].tolist() == [0x80000000, 5]   # -INT_MIN wraps to INT_MIN
