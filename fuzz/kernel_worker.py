@@ -15,7 +15,10 @@ def main() -> None:
     try:
       out = tiny_program.build(case, [Tensor(tiny_program.input_array(i)) for i in case["inputs"]]).numpy()
       ans = {"dtype": out.dtype.str, "shape": list(out.shape), "data": out.tobytes().hex()}
-    except Exception as e: ans = {"error": f"{type(e).__name__}: {str(e)[:500]}"}
+    except Exception as e:
+      # tinygrad's device-hang report (NV83DE) chains the mock's own reason (the fault, the refused instruction): keep both
+      why = f" (from {type(e.__context__).__name__}: {str(e.__context__)[:400]})" if e.__context__ is not None else ""
+      ans = {"error": f"{type(e).__name__}: {str(e)[:500]}{why}"}
     print(json.dumps(ans), flush=True)
 
 if __name__ == "__main__": main()

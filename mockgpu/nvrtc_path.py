@@ -24,6 +24,11 @@ def pypi_cuda_headers() -> str | None:
   d = _package_dir("cuda_runtime")
   return d if d and os.path.isfile(os.path.join(d, "include", "cuda_fp16.h")) else None
 
+def pypi_ptxas() -> str | None:
+  """ptxas from the nvidia-cuda-nvcc-cu12 wheel, when installed (tests and the ptxas.agree fuzzer only; nothing runs it otherwise)."""
+  d = _package_dir("cuda_nvcc")
+  return p if d and os.access(p := os.path.join(d, "bin", "ptxas"), os.X_OK) else None
+
 def select(env:dict|None=None, out=sys.stderr) -> dict[str, str]:
   """Set env's NVRTC_PATH / CUDA_PATH for a mock NV target where unset; returns what it set."""
   from mockgpu.config import parse_dev

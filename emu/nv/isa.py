@@ -5,7 +5,8 @@ Numerics (PTX ISA 8.x): f32/f64 arithmetic is IEEE with the instruction's roundi
 modelled for add/sub/mul/fma/div/sqrt; others are rejected); f16 arithmetic rounds in f16; integer arithmetic wraps at the type's
 width; shl/shr clamp the shift amount to the width (shl -> 0, shr.u -> 0, shr.s -> the sign); `.approx` sqrt/rcp/ex2/lg2/sin/cos
 on f32 return the correctly rounded f32 of the exact value (the ISA bounds them at a few ulp; a correctly rounded result is
-inside every bound) and are rejected on f64, as ptxas does. cvt: float -> float rounds to nearest even (`.rn`), float -> int
+inside every bound) and are rejected on f64, as ptxas does, except the two f64 forms the ISA defines (rcp.approx.ftz.f64,
+rsqrt.approx.f64; NVRTC seeds its f64 division and logarithms with the first). cvt: float -> float rounds to nearest even (`.rn`), float -> int
 rounds by `.rzi/.rni/.rmi/.rpi`, saturates to the type's range and gives 0 for NaN; int -> float rounds to nearest even.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ FLOATS, SIGNED = ("f16", "f32", "f64"), ("s8", "s16", "s32", "s64")
 INTS = SIGNED + ("u8", "u16", "u32", "u64", "b8", "b16", "b32", "b64")
 def width(t:str) -> int: return 1 if t == "pred" else int(t.lstrip("bfsu"))
 ROUNDING = {"rn": N.RM_NE, "rz": N.RM_ZERO, "rm": N.RM_DOWN, "rp": N.RM_UP}   # float results' rounding modifiers
+INTEGRAL = ("rzi", "rni", "rmi", "rpi")   # cvt's round-to-integer modifiers
 FMT = {"f16": N.F16, "f32": N.F32, "f64": N.F64, "bf16": N.BF16}
 
 def rounding(mods) -> int:
@@ -43,13 +45,14 @@ def round_to(x64:np.ndarray, t:str, mods=()) -> np.ndarray:
   return _after(r, t, mods)
 
 def _after(r:np.ndarray, t:str, mods) -> np.ndarray:
-  if "ftz" in mods and t == "f32": r = N.flush_denorm_f32(r)
+  if "ftz" in mods and t in ("f32", "f64"): r = N.flush_denorm(r)
   if "sat" in mods and t in FLOATS: r = np.where(np.isnan(r), 0, np.clip(r, 0, 1)).astype(DTYPES[t])
   return r
 
 def ftz_in(x:np.ndarray, t:str, mods) -> np.ndarray:
-  """An f32 operand of a .ftz instruction: subnormals read as zeros of their sign."""
-  return N.flush_denorm_f32(x) if "ftz" in mods and t == "f32" else x
+  """An f32 operand of a .ftz instruction (or f64 of rcp/rsqrt.approx.ftz.f64, the only f64 forms with .ftz): subnormals read
+  as zeros of their sign."""
+  return N.flush_denorm(x) if "ftz" in mods and t in ("f32", "f64") else x
 
 @dataclass(frozen=True)
 class OpDef:
@@ -88,7 +91,11 @@ def validate(k:Kernel):
       raise PTXError(inst.line, inst.op, f"{inst.op} takes {d.operands} operands, got {len(inst.operands)}")
     t = instruction_type(inst)
     if t and t not in d.types and inst.op not in TWO_TYPES: raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
-    if "approx" in inst.mods and t == "f64": raise PTXError(inst.line, ".approx", f"{inst.op}.approx is not defined on .f64")
+    _check_modifiers(inst, t)
+    if inst.op != "cvt" and set(inst.mods) & {"rz", "rm", "rp"}:   # valid PTX (checked above); only cvt models the directed modes
+      raise PTXError(inst.line, inst.op, f"{inst.op} with directed rounding (.rz/.rm/.rp) is not modelled by the emulator (only .rn)")
+    if "approx" in inst.mods and t == "f64" and not (inst.op == "rsqrt" or inst.op == "rcp" and "ftz" in inst.mods):
+      raise PTXError(inst.line, ".approx", f"{inst.op}.approx is not defined on .f64")   # only rcp.approx.ftz.f64 and rsqrt.approx.f64 are
     regs = [o for o in _flat(inst.operands) if isinstance(o, Reg)] + ([Reg(inst.guard[0])] if inst.guard else [])
     for r in regs:
       if r.name not in k.regs and r.name not in SPECIAL: raise PTXError(inst.line, r.name, "register not declared")
@@ -96,6 +103,65 @@ def validate(k:Kernel):
       if isinstance(o, Label) and not (o.name in k.labels or o.name in k.shared or o.name in k.local or o.name in k.globals
                                        or o.name in dict(k.params)):
         raise PTXError(inst.line, o.name, "unknown label or symbol")
+
+ROUNDS, PARTS, ARITH = {"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"}, {"lo", "hi", "wide"}, \
+  {"add", "sub", "mul", "mad", "div", "rem", "min", "max", "neg", "abs", "fma"}
+
+def _check_modifiers(inst:Inst, t:str):
+  """The PTX ISA's rules for modifier combinations that the per-opcode sets cannot express (the ones ptxas enforces and the
+  ptxas.agree fuzzer checks): one rounding, one part and one comparison at most; arithmetic on no .b or 8-bit types; .lo/.hi/
+  .wide only on integer mul/mad (.wide from 16/32 bits); rounding, .ftz, .approx, .full only on floats; .sat on f16/f32, and on
+  s32 add/sub/mad; no .f16 loads or stores (they take .b16)."""
+  mods = set(inst.mods) - set(DTYPES)
+  def bad(why:str): raise PTXError(inst.line, inst.op, why)
+  if len(mods & ROUNDS) > 1 or len(mods & PARTS) > 1 or len(mods & {m for m in mods if m in COMPARES}) > 1:
+    bad(f"{inst.op} takes one rounding, one .lo/.hi/.wide and one comparison at most")
+  if inst.op in ("ld", "st") and t == "f16": bad(f"{inst.op} does not take .f16 (half values load and store as .b16)")
+  if inst.op in ("setp", "set"):
+    st = [m for m in inst.mods if m in DTYPES][-1]
+    cmp = next((m for m in inst.mods if m in COMPARES), None)
+    if cmp is None: bad(f"{inst.op} needs a comparison")
+    if st in INTS and width(st) == 8: bad(f"{inst.op} does not take .{st}")
+    kind = "float" if st in FLOATS or st == "bf16" else "bits" if st[0] == "b" else st[0]
+    allowed = {"float": CMP.keys() | {"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}, "bits": {"eq", "ne"},
+               "s": CMP.keys(), "u": CMP.keys() | {"lo", "ls", "hi", "hs"}}[kind]
+    if cmp not in allowed: bad(f"{inst.op}.{cmp} does not compare .{st}")
+    if "ftz" in mods and st != "f32": bad(f"{inst.op}.ftz takes .f32")
+    return
+  if inst.op in TRANSCENDENTAL: return _check_transcendental(inst, t, mods, bad)
+  if inst.op not in ARITH: return
+  is_float = t in FLOATS or t == "bf16"
+  if t[0] == "b" and t != "bf16" or (t in INTS and width(t) == 8): bad(f"{inst.op} does not take .{t}")
+  if mods & PARTS and (is_float or inst.op not in ("mul", "mad")): bad(f"{inst.op}.{t} does not take .lo/.hi/.wide")
+  if "wide" in mods and width(t) not in (16, 32): bad(f"{inst.op}.wide takes 16- or 32-bit integers")
+  if not is_float and mods & {"rn", "rz", "rm", "rp", "ftz", "approx", "full"}: bad(f"{inst.op}.{t} takes no float modifiers")
+  if "sat" in mods and not (t in ("f16", "f32") or t == "s32" and inst.op in ("add", "sub", "mad")): bad(f"{inst.op}.{t} does not take .sat")
+  if "ftz" in mods and t not in ("f16", "f32"): bad(f"{inst.op}.{t} does not take .ftz")
+  rounding_given = bool(mods & {"rn", "rz", "rm", "rp"})
+  if inst.op in ("mul", "mad") and not is_float and not mods & PARTS: bad(f"{inst.op}.{t} needs .lo, .hi or .wide")
+  if inst.op == "fma" and not rounding_given: bad("fma needs a rounding modifier")
+  if inst.op == "mad" and is_float and (t == "f16" or not rounding_given): bad(f"mad.{t} needs a rounding modifier (f32/f64 only)")
+  if inst.op == "div" and is_float:
+    if t not in ("f32", "f64"): bad(f"div does not take .{t}")
+    if "full" in mods and (rounding_given or "approx" in mods or t == "f64"): bad("div.full is f32 only and takes no rounding or .approx")
+    if t == "f32" and rounding_given == ("approx" in mods or "full" in mods): bad("div.f32 needs exactly one of a rounding, .approx, .full")
+    if t == "f64" and not rounding_given: bad("div.f64 needs a rounding modifier")
+
+TRANSCENDENTAL = {"sqrt": ("f32", "f64"), "rcp": ("f32", "f64"), "rsqrt": ("f32", "f64"), "ex2": ("f16", "f32"), "lg2": ("f32",),
+                  "sin": ("f32",), "cos": ("f32",)}
+
+def _check_transcendental(inst:Inst, t:str, mods:set, bad:Callable):
+  """sqrt/rcp: f32 takes exactly one of a rounding or .approx, f64 a rounding (or rcp.approx.ftz.f64); rsqrt, ex2, lg2, sin and cos
+  exist only as .approx; .ftz on f32 (f64 only in rcp/rsqrt.approx.ftz.f64); no .full."""
+  if t not in TRANSCENDENTAL[inst.op]: bad(f"{inst.op} does not take .{t}")
+  rounding_given, approx = bool(mods & {"rn", "rz", "rm", "rp"}), "approx" in mods
+  if "full" in mods: bad(f"{inst.op} does not take .full")
+  if inst.op in ("sqrt", "rcp"):
+    if rounding_given == approx and not (t == "f64" and approx and not rounding_given):
+      bad(f"{inst.op}.{t} needs exactly one of a rounding modifier or .approx")
+    if t == "f64" and not rounding_given and not approx: bad(f"{inst.op}.f64 needs a rounding modifier")
+  elif not approx or rounding_given: bad(f"{inst.op} exists only as {inst.op}.approx")
+  if "ftz" in mods and t != "f32" and not (t == "f64" and approx): bad(f"{inst.op}.{t} does not take .ftz")
 
 def _flat(ops):
   for o in ops:
@@ -163,7 +229,10 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
   clamps float results to [0, 1] and integer results to the destination's range."""
   if st == "bf16": x, st = N.bf16_to_f32(x), "f32"
   x = ftz_in(x, st, mods)
+  integral = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(next((m for m in mods if m in INTEGRAL), ""))
   with np.errstate(all="ignore"):
+    if st in FLOATS and dt in FLOATS and integral is not None:   # cvt.rzi.f32.f32 etc.: round to an integral value, same type
+      return _after(integral(x.astype(np.float64)).astype(DTYPES[dt]), dt, mods)
     if dt in FLOATS or dt == "bf16":
       if st in INTS and width(st) == 64 and rounding(mods) != N.RM_NE and (np.abs(x.astype(np.float64)) >= 2.0 ** 53).any():
         raise PTXError(0, "cvt", f"cvt from .{st} beyond 2**53 is modelled with .rn only")
@@ -173,8 +242,7 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
       info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
       return np.clip(x.astype(object), info.min, info.max).astype(DTYPES[dt])
     if st in FLOATS:
-      r = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(next((m for m in mods if m.endswith("i")), "rzi"))
-      v = r(x.astype(np.float64))
+      v = (integral or np.trunc)(x.astype(np.float64))
       info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
       ints = [0 if a != a else min(max(int(a), info.min), info.max) for a in v.tolist()]   # NaN -> 0, saturate (exact ints)
       return np.array(ints, dtype=object).astype(DTYPES[dt])
@@ -182,7 +250,7 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
 
 # ---- arithmetic ----
 def _arith(name:str, fint:Callable, ffloat:Callable, operands:int=3, types=INTS + FLOATS + ("bf16",)):
-  @op(name, types, mods=("rn", "ftz", "sat", "lo", "hi", "wide"), operands=operands)
+  @op(name, types, mods=("rn", "rz", "rm", "rp", "ftz", "sat", "lo", "hi", "wide"), operands=operands)
   def fn(ctx, inst, t):
     args = [ctx.read(o, t) for o in inst.operands[1:]]
     r = integer(fint, args, t, inst.mods) if t in INTS else float_op(ffloat, args, t, inst)
@@ -193,7 +261,6 @@ def float_op(f:Callable, args:list[np.ndarray], t:str, inst:Inst) -> np.ndarray:
   """A float instruction's result: f on its operands (.ftz: f32 subnormal operands read as zero), rounded once to t. f16/f32/f64
   use numpy's IEEE arithmetic in their own type (f16's through f32 is exact enough for one rounding); bf16 computes in float64,
   exact for its sums and products, then rounds. Only .rn rounding is modelled for arithmetic."""
-  if any(m in inst.mods for m in ("rz", "rm", "rp")): raise PTXError(inst.line, inst.op, "only .rn rounding is modelled for arithmetic")
   args = [ftz_in(a, t, inst.mods) for a in args]
   with np.errstate(all="ignore"):
     if t == "bf16": return round_to(f(*[to_f64(a, t) for a in args]), t, inst.mods)
@@ -221,9 +288,19 @@ def _fma_f(a, b, c):
 _arith("add", lambda a, b: a + b, lambda a, b: a + b)
 _arith("sub", lambda a, b: a - b, lambda a, b: a - b)
 _arith("mul", lambda a, b: a * b, lambda a, b: a * b)
-_arith("mad", lambda a, b, c: a * b + c, _fma_f, operands=4, types=INTS + FLOATS)   # mad.rn.f32 is fused on sm_20+ (the PTX ISA's mad)
 
-@op("fma", FLOATS + ("bf16",), mods=("rn", "ftz", "sat"), operands=4)
+@op("mad", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "ftz", "sat", "lo", "hi", "wide"), operands=4)
+def _mad(ctx, inst, t):
+  """Integers: the .lo/.hi/.wide part of a*b, plus c (of the product's width: .wide's c is twice as wide), wrapping. Floats:
+  fused (mad.rn.f32 is fma on sm_20+, the PTX ISA's mad)."""
+  a, b = (ctx.read(o, t) for o in inst.operands[1:3])
+  if t in FLOATS: return ctx.write(inst.operands[0], float_op(_fma_f, [a, b, ctx.read(inst.operands[3], t)], t, inst), t)
+  wt = (t[0] + str(2 * width(t))) if "wide" in inst.mods else t
+  p = integer(lambda x, y: x * y, [a, b], t, inst.mods).astype(DTYPES[wt]).view(DTYPES["u" + str(width(wt))]).astype(np.uint64)
+  c = ctx.read(inst.operands[3], wt).view(DTYPES["u" + str(width(wt))]).astype(np.uint64)
+  ctx.write(inst.operands[0], (p + c).astype(DTYPES["u" + str(width(wt))]).view(DTYPES[wt]), wt)
+
+@op("fma", FLOATS + ("bf16",), mods=("rn", "rz", "rm", "rp", "ftz", "sat"), operands=4)
 def _fma(ctx, inst, t):
   a, b, c = (ctx.read(o, t) for o in inst.operands[1:])
   if t == "bf16": return ctx.write(inst.operands[0], N.fma_bf16(a, b, c), t)
@@ -238,7 +315,7 @@ def _minmax(name:str, fint:Callable, ffloat:Callable):
 _minmax("min", np.minimum, np.fmin)   # a NaN operand loses (fminf)
 _minmax("max", np.maximum, np.fmax)
 
-@op("div", INTS + FLOATS, mods=("rn", "full", "approx", "ftz"), timing="div")
+@op("div", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "full", "approx", "ftz"), timing="div")
 def _div(ctx, inst, t):
   a, b = (ctx.read(o, t) for o in inst.operands[1:])
   with np.errstate(all="ignore"): r = (a / b).astype(DTYPES[t]) if t in FLOATS else trunc_divmod(a, b, t)[0]
@@ -334,6 +411,7 @@ def compare(cmp:str, a:np.ndarray, b:np.ndarray) -> np.ndarray:
   """The PTX comparison `cmp` (ordered float forms are false on NaN; the u-suffixed ones true)."""
   with np.errstate(all="ignore"):
     base = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}.get(cmp, cmp)
+    if base == "ne": return (a != b) & ~np.isnan(a) & ~np.isnan(b)   # ordered: false when either is NaN (neu is the unordered one)
     if base in CMP: return CMP[base](a, b)
     if base == "num": return ~(np.isnan(a) | np.isnan(b))
     if base == "nan": return np.isnan(a) | np.isnan(b)
@@ -362,13 +440,14 @@ def _selp(ctx, inst, t):
   ctx.write(inst.operands[0], np.where(p, a, b).astype(DTYPES[t]), t)
 
 # ---- transcendentals (.approx: the correctly rounded f32 of the exact value) ----
-def _unary(name:str, f:Callable, mods=("approx", "ftz", "rn", "full")):
+def _unary(name:str, f:Callable, mods=("approx", "ftz", "rn", "rz", "rm", "rp", "full")):
   @op(name, FLOATS, mods=mods, timing="sfu", operands=2)
   def fn(ctx, inst, t):
     x = ftz_in(ctx.read(inst.operands[1], t), t, inst.mods)
     with np.errstate(all="ignore"): ctx.write(inst.operands[0], _after(f(x.astype(np.float64)).astype(DTYPES[t]), t, inst.mods), t)
 _unary("sqrt", np.sqrt)
 _unary("rcp", lambda x: 1.0 / x)
+_unary("rsqrt", lambda x: 1.0 / np.sqrt(x))   # .approx only; the correctly rounded value of the exact one
 _unary("ex2", np.exp2)
 _unary("lg2", np.log2)
 _unary("sin", np.sin)

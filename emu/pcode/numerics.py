@@ -649,6 +649,7 @@ def fma_f64(a, b, c, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarr
   a, b, c, rmf = a.ravel(), b.ravel(), c.ravel(), rmb.ravel()
   with np.errstate(all="ignore"):
     out = a * b + c                                 # right for inf/NaN operands
+    out = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, out)   # a finite product (even one that overflows f64) + inf
     finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
     pz = finite & ((a == 0) | (b == 0))
     zc = _zero_sign(np.where(c == 0, 0.0, c), a * b, c, rmf)

@@ -70,6 +70,15 @@ REASONS: dict[str, str] = {
   # v_sub_u32_sdwa and stores them again for x[4]-x[0] and x[3]-x[1] (v_mov_b32 v3, v1); gfx950 and gfx1100 code is right
   "kernel-gfx942-llvm-sdwa-sub-mirrored": "LLVM gfx942 codegen: uint8 x - flip(x) after a float16 cast stores the mirrored "
                                           "differences as copies of the first ones",
+  # tinygrad 0.14.0 NV renderers (docs/fuzzing.md, `kernel.nv`, `kernel.cuda`)
+  "kernel-cuda-uint8-neg-int-promotion": "CUDA renderer: neg of a uint8 is printed as C's -val, which promotes to int: a later cast "
+                                         "to int32 gives -1 where tinygrad's uint8 arithmetic wraps to 255 (NVRTC compiles the C it is given)",
+  "kernel-ptx-f64-sqrt-approx": "PTX renderer: float64 sqrt (and exp2, log2, sin) is emitted as sqrt.approx.f64 etc., which PTX does "
+                                "not define; ptxas rejects it and so does the emulator (a named PTX error, the launch never runs)",
+  "kernel-ptx-uint8-kept-in-16-bits": "PTX renderer: uint8 values live in 16-bit registers and mul.lo.u16 does not wrap them at 8 bits, "
+                                      "so max(255 * 255, 2) sees 65025 and stores 1 where uint8 arithmetic gives 2",
+  "kernel-ptx-f16-min-nan-operand": "PTX renderer: minimum is PTX min/max, which return the non-NaN operand (the ISA's rule); the PYTHON "
+                                    "reference returns NaN for this operand order",
   "x86-f64-where-f32-cmp-mask-blendvpd": "X86Renderer: a float32 compare mask (vcmpltss, low dword only) selects a float64 vblendvpd "
                                          "(bit 63); fails as unicorn-invalid-insn where qemu is missing",
 }

@@ -117,3 +117,19 @@ def test_negative_offsets_and_integer_neg_abs():
   body = "add.u64 %p, %out, 8;\nmov.s32 %a, -2147483648;\nneg.s32 %n, %a;\nabs.s32 %m, -5;\nst.global.u32 [%p+-8], %n;\nst.global.u32 [%p+-4], %m;"
   got = run_one(body, ".reg .u64 %p;\n.reg .s32 %a, %n, %m;")
   assert got[:2].tolist() == [0x80000000, 5]   # -INT_MIN wraps to INT_MIN
+
+@pytest.mark.parametrize("mode,exp", [("rzi", [2.0, -2.0, 2.0, -3.0]), ("rni", [2.0, -2.0, 2.0, -4.0]), ("rmi", [2.0, -3.0, 2.0, -4.0]),
+                                      ("rpi", [3.0, -2.0, 3.0, -3.0])])
+def test_cvt_between_floats_rounds_to_an_integral_value(mode, exp):
+  # cvt.rzi.f64.f64 (NVRTC's trunc) and friends: 2.5, -2.5, 2.25, -3.5 to integers in the mode, staying f64 (rni: ties to even)
+  body = ("mov.f64 %a, 0d4004000000000000;\nmov.f64 %b, 0dC004000000000000;\nmov.f64 %c, 0d4002000000000000;\nmov.f64 %d, 0dC00C000000000000;\n"
+          + "".join(f"cvt.{mode}.f64.f64 %{r}, %{r};\nst.global.f64 [%out+{8 * i}], %{r};\n" for i, r in enumerate("abcd")))
+  assert run_one(body, ".reg .f64 %a, %b, %c, %d;").view(np.float64).tolist() == exp
+
+def test_the_f64_approx_forms_ptx_defines():
+  # rcp.approx.ftz.f64 (NVRTC's seed for f64 division and log2) and rsqrt.approx.f64 exist; other .approx.f64 forms do not
+  body = ("mov.f64 %a, 0d4010000000000000;\nrcp.approx.ftz.f64 %r, %a;\nrsqrt.approx.f64 %s, %a;\n"
+          "st.global.f64 [%out+0], %r;\nst.global.f64 [%out+8], %s;")
+  assert run_one(body, ".reg .f64 %a, %r, %s;").view(np.float64)[:2].tolist() == [0.25, 0.5]
+  for bad in ("rcp.approx.f64 %r, %a;", "ex2.approx.f64 %r, %a;", "sqrt.approx.f64 %r, %a;"):
+    with pytest.raises(ptx.PTXError, match="not defined on .f64|does not take .f64"): kernel(bad, ".reg .f64 %a, %r;")

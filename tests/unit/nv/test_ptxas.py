@@ -3,17 +3,11 @@ hand-written kernels of the other tests) is accepted by both; `.approx` on f64, 
 
 ptxas comes from PyPI's `nvidia-cuda-nvcc-cu12` (the `dev` extra `./bench.sh setup` installs), never from a system CUDA
 toolkit: the bench must not depend on one. The emulator itself never needs ptxas."""
-import importlib.util, os, subprocess
+import subprocess
 import pytest
 from emu.nv import ptx
 from emu.nv.kernel import render
-
-def pypi_ptxas() -> str | None:
-  """ptxas from the nvidia-cuda-nvcc-cu12 wheel, when installed."""
-  spec = importlib.util.find_spec("nvidia.cuda_nvcc") if importlib.util.find_spec("nvidia") is not None else None
-  for loc in (spec.submodule_search_locations or []) if spec is not None else []:
-    if os.access(path := os.path.join(loc, "bin", "ptxas"), os.X_OK): return path
-  return None
+from mockgpu.nvrtc_path import pypi_ptxas
 
 PTXAS = pypi_ptxas()
 pytestmark = pytest.mark.skipif(PTXAS is None, reason="ptxas is not installed (PyPI nvidia-cuda-nvcc-cu12, in the dev extra)")
@@ -51,3 +45,12 @@ def test_approx_on_f64_is_rejected_by_both(tmp_path):
   with pytest.raises(ptx.PTXError, match="approx"): ptx.parse(text)
   ok, err = ptxas_accepts(text, "sm_89", tmp_path)
   assert not ok and "Illegal modifier '.approx'" in err, err
+
+@pytest.mark.parametrize("inst,valid", [("rcp.approx.ftz.f64 %d, %d;", True), ("rsqrt.approx.f64 %d, %d;", True),
+                                        ("rcp.approx.f64 %d, %d;", False), ("ex2.approx.f64 %d, %d;", False)])
+def test_f64_approx_forms_agree_with_ptxas(inst, valid, tmp_path):
+  text = (".version 7.8\n.target sm_89\n.address_size 64\n.visible .entry k(.param .u64 out)\n{\n.reg .f64 %d;\n.reg .u64 %a;\n"
+          f"ld.param.u64 %a, [out+0];\nld.global.f64 %d, [%a+0];\n{inst}\nst.global.f64 [%a+0], %d;\nret;\n}}\n")
+  try: ptx.parse(text); ours = True
+  except ptx.PTXError: ours = False
+  assert ours == valid and ptxas_accepts(text, "sm_89", tmp_path)[0] == valid
