@@ -601,3 +601,11 @@ def test_shapes_scalars_and_rm_arrays():
   got = N.fma_f32(a, np.float32(1), c, rm=np.array([0, 1, 2, 3]))
   assert got.tolist() == [1 + 2 ** -23, 1 + 2 ** -23, 1.0, 1.0]
   assert N.f64_to_f32(np.array([[1 / 3]]), rm=np.array([[1, 2]])).shape == (1, 2)
+
+def test_fma_f64_of_an_overflowing_product_and_an_infinity_is_that_infinity():
+  # a*b is finite mathematically (1e400) even though it overflows float64; + -inf is -inf, not the NaN of inf + -inf.
+  # Found by the ptx.float fuzzer; AMD's V_FMA_F64 uses the same helper
+  import numpy as np
+  from emu.pcode.numerics import fma_f64
+  got = fma_f64(np.array([1e200, -1e200, 1e200]), np.array([1e200, 1e200, 1e200]), np.array([-np.inf, np.inf, 1.0]))
+  assert got.tolist() == [-np.inf, np.inf, np.inf]   # the last: an overflow of the rounded sum
