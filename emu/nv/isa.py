@@ -197,7 +197,7 @@ def _extended(ctx, reg, v, t:str):
   if t in SIGNED and rt != "pred" and width(rt) > width(t): return v.astype(DTYPES[f"s{width(rt)}"]), f"s{width(rt)}"
   return v, t
 
-@op("st", tuple(DTYPES), mods=("global", "shared", "local", "v2", "v4"), timing="mem", operands=2)
+@op("st", tuple(DTYPES), mods=("global", "shared", "local", "param", "v2", "v4"), timing="mem", operands=2)
 def _st(ctx, inst, t):
   dst, src = inst.operands
   ins = src.items if isinstance(src, Vec) else (src,)
@@ -250,8 +250,9 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
 
 # ---- arithmetic ----
 def _arith(name:str, fint:Callable, ffloat:Callable, operands:int=3, types=INTS + FLOATS + ("bf16",)):
-  @op(name, types, mods=("rn", "rz", "rm", "rp", "ftz", "sat", "lo", "hi", "wide"), operands=operands)
+  @op(name, types, mods=("rn", "rz", "rm", "rp", "ftz", "sat", "lo", "hi", "wide", "cc"), operands=operands)
   def fn(ctx, inst, t):
+    if "cc" in inst.mods: return carry_chain(ctx, inst, t)
     args = [ctx.read(o, t) for o in inst.operands[1:]]
     r = integer(fint, args, t, inst.mods) if t in INTS else float_op(ffloat, args, t, inst)
     ctx.write(inst.operands[0], r, (t[0] + str(2 * width(t))) if "wide" in inst.mods else t)
@@ -289,10 +290,37 @@ _arith("add", lambda a, b: a + b, lambda a, b: a + b)
 _arith("sub", lambda a, b: a - b, lambda a, b: a - b)
 _arith("mul", lambda a, b: a * b, lambda a, b: a * b)
 
-@op("mad", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "ftz", "sat", "lo", "hi", "wide"), operands=4)
+CARRY_TYPES = ("u32", "s32", "u64", "s64")
+
+def carry_chain(ctx, inst, t:str):
+  """add.cc, addc, sub.cc, subc, mad.cc, madc (PTX's extended-precision arithmetic): d = a + b + CF, a - (b + CF), or the .lo/.hi
+  part of a*b + c + CF, wrapping at the type's width; CF (the carry in) counts only for the c-forms, and .cc writes the carry
+  out (for subtraction, the borrow)."""
+  w = width(t)
+  u = lambda x: x.view(DTYPES["u" + str(w)]).astype(np.uint64)  # noqa: E731
+  cin = ctx.carry.astype(np.uint64) if inst.op in ("addc", "subc", "madc") else np.zeros(ctx.n, np.uint64)
+  a, b = (u(ctx.read(o, t)) for o in inst.operands[1:3])
+  if inst.op in ("sub", "subc"):
+    d, carry = a - b - cin, (a < b) | ((a == b) & (cin == 1))
+  else:
+    if inst.op in ("mad", "madc"):
+      a = u(integer(lambda x, y: x * y, [ctx.read(o, t) for o in inst.operands[1:3]], t, [m for m in inst.mods if m in ("lo", "hi")]))
+      b = u(ctx.read(inst.operands[3], t))
+    s = a + b
+    d = s + cin
+    carry = (s >> np.uint64(32) & np.uint64(1)).astype(bool) if w == 32 else (s < a) | (d < s)
+    if w == 32: carry |= (d >> np.uint64(32) & np.uint64(1)).astype(bool) & ~carry
+  ctx.write(inst.operands[0], (d & np.uint64((1 << w) - 1 if w < 64 else 0xffffffffffffffff)).astype(DTYPES["u" + str(w)]).view(DTYPES[t]), t)
+  if "cc" in inst.mods: ctx.set_carry(carry)
+
+for _name, _n in (("addc", 3), ("subc", 3), ("madc", 4)):
+  op(_name, CARRY_TYPES, mods=("cc", "lo", "hi"), operands=_n)(carry_chain)
+
+@op("mad", INTS + FLOATS, mods=("rn", "rz", "rm", "rp", "ftz", "sat", "lo", "hi", "wide", "cc"), operands=4)
 def _mad(ctx, inst, t):
   """Integers: the .lo/.hi/.wide part of a*b, plus c (of the product's width: .wide's c is twice as wide), wrapping. Floats:
   fused (mad.rn.f32 is fma on sm_20+, the PTX ISA's mad)."""
+  if "cc" in inst.mods: return carry_chain(ctx, inst, t)
   a, b = (ctx.read(o, t) for o in inst.operands[1:3])
   if t in FLOATS: return ctx.write(inst.operands[0], float_op(_fma_f, [a, b, ctx.read(inst.operands[3], t)], t, inst), t)
   wt = (t[0] + str(2 * width(t))) if "wide" in inst.mods else t

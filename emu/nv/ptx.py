@@ -55,6 +55,7 @@ class Kernel:
   local: dict[str, tuple[int, int]] = field(default_factory=dict)   # symbol -> (offset, bytes) in each thread's local memory
   local_bytes: int = 0
   globals: dict[str, bytearray] = field(default_factory=dict)       # the module's .global variables (shared by its kernels)
+  returns: list[str] = field(default_factory=list)                  # a .func's return parameters (kernels have none)
   body: list[Inst] = field(default_factory=list)
   labels: dict[str, int] = field(default_factory=dict)  # label -> index of the next instruction
   maxntid: tuple[int, ...] = ()
@@ -66,6 +67,7 @@ class Module:
   address_size: int
   kernels: dict[str, Kernel]
   globals: dict[str, bytearray] = field(default_factory=dict)   # module-scope .global variables: name -> initial bytes
+  functions: dict[str, Kernel] = field(default_factory=dict)    # .func definitions (inlined into their callers by `parse`)
 
 SPECIAL = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {"%laneid", "%warpid", "%nwarpid"}
 _TOKEN = re.compile(r"\s+|//[^\n]*|/\*.*?\*/|(?P<tok>\"[^\"\n]*\"|0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|\d+\.\d+|\d+U?|"
@@ -84,8 +86,9 @@ def tokenize(text:str) -> list[tuple[str, int]]:
 class _Parser:
   def __init__(self, text:str):
     self.toks, self.i = tokenize(text.replace("\0", "")), 0
-    self.scopes: list[dict[str, str]] = []   # inner { } blocks: declared name -> its unique register name
+    self.scopes: list[dict[str, str]] = []   # inner { } blocks: declared name -> its unique register or symbol name
     self.nscopes = 0
+    self.symbols: set[str] = set()           # renamed names that are symbols (a block's .param storage), not registers
   def peek(self, k:int=0) -> str: return self.toks[self.i + k][0] if self.i + k < len(self.toks) else ""
   @property
   def line(self) -> int: return self.toks[min(self.i, len(self.toks) - 1)][1] if self.toks else 1
@@ -101,11 +104,14 @@ class _Parser:
     head: dict[str, str] = {}
     kernels: dict[str, Kernel] = {}
     globals_: dict[str, bytearray] = {}
+    functions: dict[str, Kernel] = {}
     while self.i < len(self.toks):
       tok = self.take()
       if tok in (".version", ".target", ".address_size"): head[tok] = self.take()
-      elif tok in (".visible", ".weak"): continue
+      elif tok in (".visible", ".weak", ".extern"): continue
       elif tok == ".global": self.global_decl(globals_)
+      elif tok == ".func":
+        if (f := self.function()) is not None: functions[f.name] = f
       elif tok == ".entry":
         k = self.kernel()
         k.globals = globals_
@@ -113,7 +119,33 @@ class _Parser:
       else: raise PTXError(self.toks[self.i - 1][1], tok, "expected .version, .target, .address_size, .global or .entry")
     for d in (".version", ".target", ".address_size"):
       if d not in head: raise PTXError(1, d, f"the module has no {d} directive")
-    return Module(head[".version"], head[".target"], int(head[".address_size"]), kernels, globals_)
+    for f in functions.values(): f.globals = globals_
+    return Module(head[".version"], head[".target"], int(head[".address_size"]), kernels, globals_, functions)
+
+  def param_list(self) -> list[tuple[str, str]]:
+    """`( .param [.align N] .type name[[N]], ... )` -> (name, type) pairs."""
+    self.take("(")
+    out = []
+    while self.peek() != ")":
+      self.take(".param")
+      name, _, _, typ = self.array_decl()
+      out.append((name, typ))
+      if self.peek() == ",": self.take()
+    self.take(")")
+    return out
+
+  def function(self) -> Kernel | None:
+    """A `.func [(returns)] name(params)` prototype (None) or definition (its body, like a kernel's)."""
+    returns = [n for n, _ in self.param_list()] if self.peek() == "(" else []
+    f = Kernel(self.take(), self.param_list() if self.peek() == "(" else [])
+    f.returns = returns
+    if self.peek() == ";":
+      self.take(";")
+      return None
+    self.take("{")
+    while self.peek() != "}": self.statement(f)
+    self.take("}")
+    return f
 
   def array_decl(self) -> tuple[str, int, int, str]:
     """`[.align N] .type name[count]` (count 1 without brackets): (name, bytes, alignment, type)."""
@@ -172,7 +204,7 @@ class _Parser:
   def statement(self, k:Kernel):
     tok = self.peek()
     if tok == ".reg": return self.reg_decl(k)
-    if tok in (".shared", ".local"): return self.space_decl(k)
+    if tok in (".shared", ".local", ".param"): return self.space_decl(k)
     if tok == ".pragma":   # hints for ptxas (e.g. "nounroll"): nothing to execute
       self.take(); self.take(); self.take(";")
       return
@@ -208,10 +240,14 @@ class _Parser:
     return next((s[name] for s in reversed(self.scopes) if name in s), name)
 
   def space_decl(self, k:Kernel):
-    """`.shared` (per CTA) or `.local` (per thread) storage: a symbol at the next aligned offset of that space."""
+    """`.shared` (per CTA) or `.local` (per thread) storage: a symbol at the next aligned offset of that space. A `.param`
+    declared in the body (a call's arguments and results) is per-thread storage too, kept with the .local symbols."""
     space = self.take()
     name, size, align, _ = self.array_decl()
     self.take(";")
+    if self.scopes:
+      self.scopes[-1][name] = name = f"{name}${self.nscopes}"
+      self.symbols.add(name)
     table, used = (k.shared, k.shared_bytes) if space == ".shared" else (k.local, k.local_bytes)
     off = -(-used // align) * align
     table[name] = (off, size)
@@ -248,11 +284,11 @@ class _Parser:
         off = sign * int(self.take().rstrip("U"), 0)
       self.take("]")
       return Addr(base, off)
-    if tok == "{":
+    if tok in ("{", "("):   # a vector, or a call's argument/return list
       self.take()
-      items = [self.operand()]
+      items = [] if self.peek() in ("}", ")") else [self.operand()]
       while self.peek() == ",": self.take(); items.append(self.operand())
-      self.take("}")
+      self.take("}" if tok == "{" else ")")
       return Vec(tuple(items))
     if tok == "-" and re.fullmatch(r"\d+U?|0[xX][0-9a-fA-F]+U?", self.peek(1)):
       self.take()
@@ -260,7 +296,7 @@ class _Parser:
     if re.fullmatch(r"0[fFdDxX][0-9a-fA-F]+U?|\d+U?", tok): return self.immediate(self.take())
     self.take()
     if tok.startswith("%") and self.peek() in (".x", ".y", ".z"): return Reg(tok + self.take())   # %tid.x
-    if (name := self.resolve(tok)) != tok: return Reg(name)   # a register an inner block declared (its name may lack the %)
+    if (name := self.resolve(tok)) != tok: return Label(name) if name in self.symbols else Reg(name)   # an inner block's own name
     if not tok.startswith("%") and self.peek() == "[":   # symbol[offset]: the symbol's address plus offset (mov.u64 %r, smem[0])
       self.take("[")
       off = int(self.take().rstrip("U"), 0)
@@ -276,8 +312,64 @@ class _Parser:
     return Imm(int(t, 0))
 
 def parse(text:str) -> Module:
-  """Parse and validate PTX text (see the module docstring)."""
+  """Parse and validate PTX text (see the module docstring); `.func` calls are inlined into the kernels."""
   from emu.nv import isa
   module = _Parser(text).module()
-  for k in module.kernels.values(): isa.validate(k)
+  for k in module.kernels.values():
+    inline_calls(k, module.functions)
+    isa.validate(k)
   return module
+
+MAX_CALL_DEPTH = 16
+
+def _rename(o, m:dict[str, str]):
+  if isinstance(o, Reg): return Reg(m.get(o.name, o.name))
+  if isinstance(o, Label): return Label(m.get(o.name, o.name))
+  if isinstance(o, Addr): return Addr(m.get(o.base, o.base), o.offset)
+  if isinstance(o, Vec): return Vec(tuple(_rename(x, m) for x in o.items))
+  return o
+
+def inline_calls(k:Kernel, functions:dict[str, Kernel], depth:int=0):
+  """Replace every `call` in k by the called .func's body: its registers, labels and .local storage renamed per call site, its
+  parameters and returns bound to the caller's .param storage, each `ret` a branch past the inlined body. Lockstep execution
+  then needs no call stack; recursion (which tinygrad's kernels never use) is refused."""
+  if not any(i.op == "call" for i in k.body): return
+  if depth > MAX_CALL_DEPTH: raise PTXError(k.body[0].line if k.body else 0, k.name, "calls nest too deep (recursion is not modelled)")
+  at: dict[int, list[str]] = {}
+  for name, i in k.labels.items(): at.setdefault(i, []).append(name)
+  body, labels = [], {}
+  for idx, inst in enumerate(k.body):
+    for name in at.get(idx, []): labels[name] = len(body)
+    if inst.op != "call":
+      body.append(inst)
+      continue
+    if inst.guard is not None: raise PTXError(inst.line, "call", "a predicated call is not modelled")
+    ops = list(inst.operands)
+    rets = ops.pop(0).items if ops and isinstance(ops[0], Vec) else ()
+    if not ops or not isinstance(ops[0], Label) or (f := functions.get(ops[0].name)) is None:
+      raise PTXError(inst.line, "call", f"call of a function that is not defined: {ops[0] if ops else '?'}")
+    args = ops[1].items if len(ops) > 1 else ()
+    if len(args) != len(f.params) or len(rets) != len(f.returns):
+      raise PTXError(inst.line, "call", f"{f.name} takes {len(f.params)} arguments and {len(f.returns)} returns")
+    inline_calls(f, functions, depth + 1)
+    site = f"$call{len(body)}_{idx}"
+    m = {r: r + site for r in f.regs} | {name: name + site for name in f.labels}
+    for name, (off, size) in f.local.items():
+      m[name] = name + site
+      k.local_bytes = -(-k.local_bytes // 16) * 16
+      k.local[name + site] = (k.local_bytes, size)
+      k.local_bytes += size
+    m |= {p: a.name for (p, _), a in zip(f.params, args)} | {r: a.name for r, a in zip(f.returns, rets)}
+    k.regs.update({r + site: t for r, t in f.regs.items()})
+    f_at: dict[int, list[str]] = {}
+    for name, i in f.labels.items(): f_at.setdefault(i, []).append(name)
+    end = f"$return{site}"
+    for j, finst in enumerate(f.body):
+      for name in f_at.get(j, []): labels[m[name]] = len(body)
+      guard = (m.get(finst.guard[0], finst.guard[0]), finst.guard[1]) if finst.guard else None
+      if finst.op == "ret": body.append(Inst("bra", (), (Label(end),), guard, finst.line))
+      else: body.append(Inst(finst.op, finst.mods, tuple(_rename(o, m) for o in finst.operands), guard, finst.line))
+    for name in f_at.get(len(f.body), []): labels[m[name]] = len(body)
+    labels[end] = len(body)
+  for name in at.get(len(k.body), []): labels[name] = len(body)
+  k.body, k.labels = body, labels

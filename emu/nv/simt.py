@@ -64,6 +64,7 @@ class _Lanes:
     self.local = np.zeros((n, max(kernel.local_bytes, 1)), np.uint8)   # each thread's .local memory
     self.global_addr = {name: np.frombuffer(data, np.uint8).ctypes.data for name, data in kernel.globals.items()}
     self.mask = np.zeros(n, bool)
+    self.carry = np.zeros(n, bool)   # CC.CF, the carry flag of .cc instructions
     self.target: str | None = None
     self.exiting = False
 
@@ -110,6 +111,10 @@ class _Lanes:
       new = np.asarray(values).astype(isa.DTYPES[t]).view(isa.DTYPES[f"u{w}"] if t != "pred" else np.uint8).astype(np.uint64)
     self.regs[o.name] = np.where(self.mask, new, cur)
 
+  def set_carry(self, carry:np.ndarray):
+    """CC.CF of the executing lanes."""
+    self.carry = np.where(self.mask, carry, self.carry)
+
   # ---- memory ----
   def _address(self, a:Addr) -> np.ndarray:
     base = self.read(Reg(a.base), "u64") if a.base.startswith("%") else np.full(self.n, self._symbol(a.base), np.uint64)
@@ -117,6 +122,7 @@ class _Lanes:
 
   def load(self, space:str, a:Addr, t:str, count:int) -> list[np.ndarray]:
     nb, dt = isa.width(t) // 8, isa.DTYPES[t]
+    if space == "param" and a.base in self.k.local: space = "local"   # a call's .param storage (see emu.nv.ptx.inline_calls)
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     raw = np.zeros((self.n, nb * count), np.uint8)
     for sp, lanes, at in self._spaces(space, addr, sel):
@@ -131,6 +137,7 @@ class _Lanes:
 
   def store(self, space:str, a:Addr, t:str, values:list[np.ndarray]):
     nb = isa.width(t) // 8
+    if space == "param" and a.base in self.k.local: space = "local"
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)
     for sp, lanes, at in self._spaces(space, addr, sel):

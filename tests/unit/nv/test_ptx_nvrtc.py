@@ -133,3 +133,35 @@ def test_the_f64_approx_forms_ptx_defines():
   assert run_one(body, ".reg .f64 %a, %r, %s;").view(np.float64)[:2].tolist() == [0.25, 0.5]
   for bad in ("rcp.approx.f64 %r, %a;", "ex2.approx.f64 %r, %a;", "sqrt.approx.f64 %r, %a;"):
     with pytest.raises(ptx.PTXError, match="not defined on .f64|does not take .f64"): kernel(bad, ".reg .f64 %a, %r;")
+
+def test_carry_chains_add_subtract_and_multiply_across_words():
+  # 64-bit arithmetic on 32-bit halves, worked by hand: 0x1_ffffffff + 0x0_00000001 = 0x2_00000000 (carry out of the low word);
+  # 0x1_00000000 - 0x0_00000001 = 0x0_ffffffff (borrow); lo/hi of 0xffffffff * 0xffffffff + 1 = 0xfffffffe_00000002 via mad.cc/madc
+  body = ("add.cc.u32 %a, 0xffffffff, 1;\naddc.u32 %b, 1, 0;\nsub.cc.u32 %c, 0, 1;\nsubc.u32 %d, 1, 0;\n"
+          "mov.u32 %x, 0xffffffff;\nmad.lo.cc.u32 %e, %x, %x, 1;\nmadc.hi.u32 %f, %x, %x, 0;\n"
+          + "".join(f"st.global.u32 [%out+{4 * i}], %{r};\n" for i, r in enumerate("abcdef")))
+  got = run_one(body, ".reg .u32 %a, %b, %c, %d, %e, %f, %x;")
+  assert got[:6].tolist() == [0, 2, 0xffffffff, 0, 2, 0xfffffffe]
+
+def test_func_calls_are_inlined_with_their_own_registers_labels_and_stack():
+  # NVRTC's calls: arguments and results through .param storage in a { callseq } block, call.uni, a .func with its own
+  # .local depot and labels; called twice (two sites, their registers and labels apart); triple(x) = x + x + x, abs first
+  text = (".version 8.8\n.target sm_89\n.address_size 64\n.func (.param .b32 func_retval0) triple_abs\n(\n.param .b32 triple_abs_param_0\n)\n;\n"
+          ".visible .entry k(.param .u64 k_param_0)\n{\n.reg .b32 %r<5>;\n.reg .b64 %rd<3>;\n"
+          "ld.param.u64 %rd1, [k_param_0];\nmov.u32 %r1, %tid.x;\nsub.s32 %r1, %r1, 2;\n"
+          "{\n.reg .b32 temp_param_reg;\n.param .b32 param0;\nst.param.b32 [param0+0], %r1;\n.param .b32 retval0;\n"
+          "call.uni (retval0), triple_abs, (param0);\nld.param.b32 %r2, [retval0+0];\n}\n"
+          "{\n.param .b32 param0;\nst.param.b32 [param0+0], %r2;\n.param .b32 retval0;\ncall.uni (retval0), triple_abs, (param0);\n"
+          "ld.param.b32 %r3, [retval0+0];\n}\n"
+          "mul.wide.u32 %rd2, %r1, 0;\nmov.u32 %r4, %tid.x;\nmul.wide.u32 %rd2, %r4, 4;\nadd.s64 %rd2, %rd1, %rd2;\n"
+          "st.global.u32 [%rd2+0], %r3;\nret;\n}\n"
+          ".func (.param .b32 func_retval0) triple_abs(\n.param .b32 triple_abs_param_0\n)\n{\n.local .align 4 .b8 __local_depot1[4];\n"
+          ".reg .b32 %r<4>;\n.reg .b64 %SPL;\n.reg .pred %p<2>;\nmov.u64 %SPL, __local_depot1;\nld.param.b32 %r1, [triple_abs_param_0];\n"
+          "setp.ge.s32 %p1, %r1, 0;\n@%p1 bra $L__POS;\nneg.s32 %r1, %r1;\n$L__POS:\nst.local.u32 [%SPL+0], %r1;\n"
+          "ld.local.u32 %r2, [%SPL+0];\nadd.s32 %r3, %r2, %r2;\nadd.s32 %r3, %r3, %r2;\nst.param.b32 [func_retval0+0], %r3;\nret;\n}\n")
+  k = ptx.parse(text).kernels["k"]
+  out = np.zeros(5, np.uint32)
+  mem = MemoryMap()
+  mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
+  simt.run(k, (1,), (5,), [out.ctypes.data], mem)
+  assert out.tolist() == [18, 9, 0, 9, 18]   # 9 * |tid - 2|
