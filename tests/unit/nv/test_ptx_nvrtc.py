@@ -8,6 +8,14 @@ from emu.nv import ptx, simt
 from emu.pcode import numerics as N
 from test_ptx import kernel, run1
 
+def run_module(text:str, threads:int) -> tuple[np.ndarray, MemoryMap]:
+  """Run kernel k of a whole PTX module on `threads` threads, its one parameter a u32 per thread; (that array, the memory map)."""
+  out = np.zeros(threads, np.uint32)
+  mem = MemoryMap()
+  mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
+  simt.run(ptx.parse(text).kernels["k"], (1,), (threads,), [out.ctypes.data], mem)
+  return out, mem
+
 def run_one(body:str, regs:str, nbytes:int=32) -> np.ndarray:
   """Run `body` on one thread with %out at an nbytes buffer (returned as uint32 words)."""
   out = np.zeros(nbytes // 4, np.uint32)
@@ -100,11 +108,7 @@ def test_local_depot_generic_addressing_and_module_globals():
           "ld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd1, %rd1;\nmov.u32 %r1, %tid.x;\n"
           "st.local.u32 [%SPL+4], %r1;\nld.u32 %r2, [%SP+4];\nmov.u64 %rd2, table;\nld.global.nc.u32 %r3, [%rd2+4];\n"
           "add.s32 %r2, %r2, %r3;\nmul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd3, %rd1, %rd3;\nst.global.u32 [%rd3+0], %r2;\nret;\n}\n")
-  k = ptx.parse(text).kernels["k"]
-  out = np.zeros(4, np.uint32)
-  mem = MemoryMap()
-  mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
-  simt.run(k, (1,), (4,), [out.ctypes.data], mem)
+  out, mem = run_module(text, 4)
   assert out.tolist() == [7, 8, 9, 10] and len(list(mem)) == 1   # tid + table[1]; the table is mapped only during the launch
 
 def test_inline_asm_blocks_have_their_own_registers():
@@ -159,9 +163,4 @@ def test_func_calls_are_inlined_with_their_own_registers_labels_and_stack():
           ".reg .b32 %r<4>;\n.reg .b64 %SPL;\n.reg .pred %p<2>;\nmov.u64 %SPL, __local_depot1;\nld.param.b32 %r1, [triple_abs_param_0];\n"
           "setp.ge.s32 %p1, %r1, 0;\n@%p1 bra $L__POS;\nneg.s32 %r1, %r1;\n$L__POS:\nst.local.u32 [%SPL+0], %r1;\n"
           "ld.local.u32 %r2, [%SPL+0];\nadd.s32 %r3, %r2, %r2;\nadd.s32 %r3, %r3, %r2;\nst.param.b32 [func_retval0+0], %r3;\nret;\n}\n")
-  k = ptx.parse(text).kernels["k"]
-  out = np.zeros(5, np.uint32)
-  mem = MemoryMap()
-  mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
-  simt.run(k, (1,), (5,), [out.ctypes.data], mem)
-  assert out.tolist() == [18, 9, 0, 9, 18]   # 9 * |tid - 2|
+  assert run_module(text, 5)[0].tolist() == [18, 9, 0, 9, 18]   # 9 * |tid - 2|
