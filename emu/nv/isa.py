@@ -71,7 +71,7 @@ def op(name:str, types, mods=(), timing="alu", operands:int=3):
     return fn
   return reg
 
-TWO_TYPES = ("cvt", "set")   # opcodes with a destination and a source type suffix
+TWO_TYPES = ("cvt", "set", "dp4a")   # opcodes with two type suffixes
 
 def instruction_type(inst:Inst) -> str:
   """The instruction's (last) type suffix."""
@@ -126,8 +126,10 @@ def _check_modifiers(inst:Inst, t:str):
     allowed = {"float": CMP.keys() | {"equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}, "bits": {"eq", "ne"},
                "s": CMP.keys(), "u": CMP.keys() | {"lo", "ls", "hi", "hs"}}[kind]
     if cmp not in allowed: bad(f"{inst.op}.{cmp} does not compare .{st}")
-    if "ftz" in mods and st != "f32": bad(f"{inst.op}.ftz takes .f32")
+    if "ftz" in mods and st not in ("f16", "f32"): bad(f"{inst.op}.ftz takes .f16 or .f32")
     return
+  if "cc" in mods and (inst.op not in ("add", "sub", "mad", "addc", "subc", "madc") or t not in CARRY_TYPES or "wide" in mods):
+    bad(f"{inst.op}.{t} does not take .cc (carry chains are add/sub/mad on 32- and 64-bit integers)")
   if inst.op in TRANSCENDENTAL: return _check_transcendental(inst, t, mods, bad)
   if inst.op not in ARITH: return
   is_float = t in FLOATS or t == "bf16"
@@ -421,6 +423,37 @@ def _bfi(ctx, inst, t):
   field = np.where(ln >= 64, np.uint64(0xffffffffffffffff), (np.uint64(1) << np.minimum(ln, np.uint64(63))) - np.uint64(1))
   mask = np.where(pos < w, field << np.minimum(pos, np.uint64(63)), np.uint64(0))
   ctx.write(inst.operands[0], ((b & ~mask) | ((a << np.minimum(pos, np.uint64(63))) & mask)).astype(DTYPES[t]), t)
+
+@op("prmt", ("b32",), mods=("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"), operands=4)
+def _prmt(ctx, inst, t):
+  """prmt.b32 d, a, b, c (the default mode): byte i of d is byte (c's nibble i & 7) of the 8 bytes {b:a} (a the low four),
+  or that byte's sign replicated when the nibble's bit 3 is set. The other modes are refused by name."""
+  if set(inst.mods) & {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"}:
+    raise PTXError(inst.line, "prmt", "prmt modes other than the default are not modelled")
+  a, b, c = (ctx.read(o, "u32").astype(np.uint64) for o in inst.operands[1:4])
+  v = (b << np.uint64(32)) | a
+  d = np.zeros(ctx.n, np.uint64)
+  for i in range(4):
+    s = (c >> np.uint64(4 * i)) & np.uint64(0xf)
+    byte = (v >> ((s & np.uint64(7)) * np.uint64(8))) & np.uint64(0xff)
+    byte = np.where(s & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xff), np.uint64(0)), byte)
+    d |= byte << np.uint64(8 * i)
+  ctx.write(inst.operands[0], d.astype(np.uint32), "b32")
+
+@op("dp4a", ("u32", "s32"), operands=4)
+def _dp4a(ctx, inst, t):
+  """dp4a.atype.btype d, a, b, c: c plus the four products of a's and b's bytes (each signed or unsigned by its type), wrapping
+  at 32 bits (d is .s32 when either input is signed)."""
+  at, bt = [m for m in inst.mods if m in DTYPES]
+  a, b = ctx.read(inst.operands[1], "u32").astype(np.int64), ctx.read(inst.operands[2], "u32").astype(np.int64)
+  acc = ctx.read(inst.operands[3], "s32" if "s32" in (at, bt) else "u32").astype(np.int64)
+  for i in range(4):
+    x, y = (a >> (8 * i)) & 0xff, (b >> (8 * i)) & 0xff
+    if at == "s32": x = np.where(x >= 128, x - 256, x)
+    if bt == "s32": y = np.where(y >= 128, y - 256, y)
+    acc = acc + x * y
+  dt = "s32" if "s32" in (at, bt) else "u32"
+  ctx.write(inst.operands[0], (acc & 0xffffffff).astype(np.uint32).view(DTYPES[dt]), dt)
 
 def _count(name:str, f:Callable):
   @op(name, ("b32", "b64"), operands=2)

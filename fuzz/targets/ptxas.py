@@ -21,7 +21,7 @@ def generate(rng:random.Random) -> dict:
   case = ptx_target.generate(rng, floats=rng.random() < 0.5)
   if rng.random() < 0.8:
     case["type"] = rng.choice(TYPES)
-    pool = sorted(OPS[case["op"]].mods | {m for d in OPS.values() for m in d.mods if rng.random() < 0.02})
+    pool = sorted(OPS[case["op"]].mods | {m for d in OPS.values() for m in sorted(d.mods) if rng.random() < 0.02})   # sorted: seeded
     case["mods"] = rng.sample(pool, k=min(len(pool), rng.randint(0, 2)))
   return case
 

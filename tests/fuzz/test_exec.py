@@ -73,8 +73,9 @@ REASONS: dict[str, str] = {
   # tinygrad 0.14.0 NV renderers (docs/fuzzing.md, `kernel.nv`, `kernel.cuda`)
   "kernel-cuda-uint8-neg-int-promotion": "CUDA renderer: neg of a uint8 is printed as C's -val, which promotes to int: a later cast "
                                          "to int32 gives -1 where tinygrad's uint8 arithmetic wraps to 255 (NVRTC compiles the C it is given)",
-  "kernel-ptx-f64-sqrt-approx": "PTX renderer: float64 sqrt (and exp2, log2, sin) is emitted as sqrt.approx.f64 etc., which PTX does "
-                                "not define; ptxas rejects it and so does the emulator (a named PTX error, the launch never runs)",
+  "kernel-ptx-f64-sqrt-approx": "PTX renderer: float64 sqrt, exp2, log2, sin and division are emitted as sqrt/ex2/lg2/sin/rcp.approx.f64, "
+                                "which PTX does not define; ptxas rejects them and so does the emulator (a named PTX error, the launch "
+                                "never runs)",
   "kernel-ptx-uint8-kept-in-16-bits": "PTX renderer: uint8 values live in 16-bit registers and mul.lo.u16 does not wrap them at 8 bits, "
                                       "so max(255 * 255, 2) sees 65025 and stores 1 where uint8 arithmetic gives 2",
   "kernel-ptx-f16-min-nan-operand": "PTX renderer: minimum is PTX min/max, which return the non-NaN operand (the ISA's rule); the PYTHON "

@@ -164,3 +164,16 @@ def test_func_calls_are_inlined_with_their_own_registers_labels_and_stack():
           "setp.ge.s32 %p1, %r1, 0;\n@%p1 bra $L__POS;\nneg.s32 %r1, %r1;\n$L__POS:\nst.local.u32 [%SPL+0], %r1;\n"
           "ld.local.u32 %r2, [%SPL+0];\nadd.s32 %r3, %r2, %r2;\nadd.s32 %r3, %r3, %r2;\nst.param.b32 [func_retval0+0], %r3;\nret;\n}\n")
   assert run_module(text, 5)[0].tolist() == [18, 9, 0, 9, 18]   # 9 * |tid - 2|
+
+@pytest.mark.parametrize("sel,exp", [(0x3210, 0x44332211), (0x7654, 0x88776655), (0x0000, 0x11111111), (0x4073, 0x55118844),
+                                     (0x000f, 0x111111ff), (0x0008, 0x11111100)])
+def test_prmt_selects_bytes_of_b_a(sel, exp):
+  # {b:a} = 0x88776655_44332211: nibble i picks result byte i; bit 3 replicates the picked byte's sign (0x88 -> 0xff, 0x11 -> 0)
+  body = f"mov.b32 %a, 0x44332211;\nmov.b32 %b, 0x88776655;\nprmt.b32 %r, %a, %b, {sel};\nst.global.u32 [%out+0], %r;"
+  assert run1(body, ".reg .b32 %a, %b, %r;", n=1)[0] == exp
+
+def test_dp4a_sums_byte_products_signed_or_unsigned():
+  # a = bytes (1, 2, 3, 0xff), b = bytes (4, 5, 6, 2): unsigned 4 + 10 + 18 + 510 + 100 = 642; signed 0xff is -1: 4 + 10 + 18 - 2 + 100 = 130
+  body = ("mov.b32 %a, 0xff030201;\nmov.b32 %b, 0x02060504;\ndp4a.u32.u32 %u, %a, %b, 100;\ndp4a.s32.s32 %s, %a, %b, 100;\n"
+          "st.global.u32 [%out+0], %u;\nst.global.s32 [%out+4], %s;")
+  assert run_one(body, ".reg .b32 %a, %b;\n.reg .u32 %u;\n.reg .s32 %s;")[:2].tolist() == [642, 130]
