@@ -33,8 +33,9 @@ def decode(bits:int, t:str):
 
 def sign_of(bits:int, t:str) -> int: return bits >> (sum(FLOAT[t])) & 1
 
-def encode(v, t:str, neg_zero:bool=False) -> int:
-  """Round an exact value (Fraction / +-inf / 'nan') to nearest even in format t; bits."""
+def encode(v, t:str, neg_zero:bool=False, mode:str="rn") -> int:
+  """Round an exact value (Fraction / +-inf / 'nan') into format t in `mode` (rn: nearest even; rz, rm, rp: toward zero, -inf,
+  +inf); bits."""
   e_bits, m_bits = FLOAT[t]
   top = sum(FLOAT[t])
   inf = ((1 << e_bits) - 1) << m_bits
@@ -49,9 +50,12 @@ def encode(v, t:str, neg_zero:bool=False) -> int:
   exp = max(e - 1, 1 - bias)                  # the binade's exponent (subnormals share the lowest)
   ulp = Fraction(2) ** (exp - m_bits)
   q, r = divmod(a, ulp)
-  q = int(q) + (1 if r > ulp / 2 or (r == ulp / 2 and int(q) & 1) else 0)
+  up = {"rn": r > ulp / 2 or (r == ulp / 2 and int(q) & 1), "rz": False, "rm": r > 0 and sign == 1, "rp": r > 0 and sign == 0}[mode]
+  q = int(q) + int(up)
   value = q * ulp
-  if value >= Fraction(2) ** (bias + 1): return inf | (sign << top)
+  if value >= Fraction(2) ** (bias + 1):   # overflow: inf, or the largest finite where the mode rounds toward zero
+    to_inf = mode == "rn" or (mode == "rp" and sign == 0) or (mode == "rm" and sign == 1)
+    return (inf if to_inf else inf - 1) | (sign << top)
   if value < Fraction(2) ** (1 - bias): return (sign << top) | int(value / Fraction(2) ** (1 - bias - m_bits))   # subnormal (or 0)
   e2 = math.floor(math.log2(value.numerator)) - math.floor(math.log2(value.denominator))
   if Fraction(2) ** e2 > value: e2 -= 1
@@ -217,5 +221,32 @@ ORACLE: dict[str, tuple[tuple[str, ...], int, Callable]] = {
   "popc": (("b32", "b64"), 1, i_popc),
   "setp": (INT + FLOATS, 2, lambda m, t, a, b, c=0: f_setp(m, t, a, b) if t in FLOAT else i_setp(m, t, a, b)),
 }
+
+def cvt(mods, dt:str, st:str, a:int) -> int:
+  """cvt.mods.dt.st of bits a: floats from the exact source value rounded in the mode (integral modes .rni/.rzi/.rmi/.rpi
+  between floats and to integers); to integers saturating, NaN -> 0; integers to integers truncating or extending (.sat clamps)."""
+  mode = next((m for m in mods if m in ("rn", "rz", "rm", "rp")), "rn")
+  integral = next((m for m in mods if m in ("rni", "rzi", "rmi", "rpi")), None)
+  x = decode(a, st) if st in FLOAT else Fraction(to_int(a, st))
+  if dt in FLOAT:
+    if x in ("nan", math.inf, -math.inf): return encode(x, dt)
+    neg_zero = st in FLOAT and sign_of(a, st) == 1
+    if integral is not None: x = _to_integral(x, integral)
+    return encode(x, dt, neg_zero=neg_zero and x == 0, mode=mode)
+  lo, hi = (-(1 << (width(dt) - 1)), (1 << (width(dt) - 1)) - 1) if signed(dt) else (0, mask(dt))
+  if st in FLOAT:
+    if x == "nan": return 0
+    v = lo if x == -math.inf else hi if x == math.inf else int(_to_integral(x, integral or "rzi"))
+    return min(max(v, lo), hi) & mask(dt)
+  v = int(x)
+  return (min(max(v, lo), hi) if "sat" in mods else v) & mask(dt)
+
+def _to_integral(x:Fraction, mode:str) -> Fraction:
+  f = math.floor(x)
+  if mode == "rmi": return Fraction(f)
+  if mode == "rpi": return Fraction(math.ceil(x))
+  if mode == "rzi": return Fraction(math.trunc(x))
+  r = x - f   # rni: nearest, ties to even
+  return Fraction(f + (1 if r > Fraction(1, 2) or (r == Fraction(1, 2) and f % 2) else 0))
 
 def f32_bits(x:float) -> int: return struct.unpack("<I", struct.pack("<f", x))[0]

@@ -117,6 +117,7 @@ def _check_modifiers(inst:Inst, t:str):
   if len(mods & ROUNDS) > 1 or len(mods & PARTS) > 1 or len(mods & {m for m in mods if m in COMPARES}) > 1:
     bad(f"{inst.op} takes one rounding, one .lo/.hi/.wide and one comparison at most")
   if inst.op in ("ld", "st") and t == "f16": bad(f"{inst.op} does not take .f16 (half values load and store as .b16)")
+  if inst.op == "cvt": return _check_cvt(inst, mods, bad)
   if inst.op in ("setp", "set"):
     st = [m for m in inst.mods if m in DTYPES][-1]
     cmp = next((m for m in inst.mods if m in COMPARES), None)
@@ -148,6 +149,29 @@ def _check_modifiers(inst:Inst, t:str):
     if "full" in mods and (rounding_given or "approx" in mods or t == "f64"): bad("div.full is f32 only and takes no rounding or .approx")
     if t == "f32" and rounding_given == ("approx" in mods or "full" in mods): bad("div.f32 needs exactly one of a rounding, .approx, .full")
     if t == "f64" and not rounding_given: bad("div.f64 needs a rounding modifier")
+
+def _check_cvt(inst:Inst, mods:set, bad:Callable):
+  """cvt's rules: no .b types; a float destination from an integer or a wider float needs .rn/.rz/.rm/.rp, from the same float
+  type at most an integral rounding, from a narrower float none; an integer destination from a float needs an integral rounding,
+  from an integer none, and .sat only where the source range does not fit; .ftz only with an f32 side."""
+  dt, st = [m for m in inst.mods if m in DTYPES]
+  if dt[0] == "b" and dt != "bf16" or st[0] == "b" and st != "bf16": bad("cvt does not take .b types")
+  fd, fs = dt in FLOATS or dt == "bf16", st in FLOATS or st == "bf16"
+  rnd, integral = mods & {"rn", "rz", "rm", "rp"}, mods & {"rni", "rzi", "rmi", "rpi"}
+  if fd and fs and dt == st: need = "optional integral"
+  elif fd and (not fs or width(dt) < width(st)): need = "rounding"
+  elif not fd and fs: need = "integral"
+  else: need = None
+  if need == "rounding" and (len(rnd) != 1 or integral): bad(f"cvt.{dt}.{st} needs one of .rn/.rz/.rm/.rp")
+  if need == "integral" and (len(integral) != 1 or rnd): bad(f"cvt.{dt}.{st} needs one of .rni/.rzi/.rmi/.rpi")
+  if need is None and (rnd or integral): bad(f"cvt.{dt}.{st} takes no rounding modifier")
+  if need == "optional integral" and (rnd or len(integral) > 1): bad(f"cvt.{dt}.{st} takes at most an integral rounding")
+  if "sat" in mods and not fd and not fs:
+    if _int_range(st)[0] >= _int_range(dt)[0] and _int_range(st)[1] <= _int_range(dt)[1]: bad(f"cvt.sat.{dt}.{st} cannot overflow")
+  if "ftz" in mods and "f32" not in (dt, st): bad("cvt.ftz needs an f32 source or destination")
+
+def _int_range(t:str) -> tuple[int, int]:
+  return (-(1 << (width(t) - 1)), (1 << (width(t) - 1)) - 1) if t in SIGNED else (0, (1 << width(t)) - 1)
 
 TRANSCENDENTAL = {"sqrt": ("f32", "f64"), "rcp": ("f32", "f64"), "rsqrt": ("f32", "f64"), "ex2": ("f16", "f32"), "lg2": ("f32",),
                   "sin": ("f32",), "cos": ("f32",)}
@@ -246,7 +270,8 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
     if st in FLOATS:
       v = (integral or np.trunc)(x.astype(np.float64))
       info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
-      ints = [0 if a != a else min(max(int(a), info.min), info.max) for a in v.tolist()]   # NaN -> 0, saturate (exact ints)
+      # NaN -> 0; saturate, +-inf included (Python compares floats and ints exactly)
+      ints = [0 if a != a else info.min if a <= info.min else info.max if a >= info.max else int(a) for a in v.tolist()]
       return np.array(ints, dtype=object).astype(DTYPES[dt])
     return x.astype(DTYPES[dt])                                        # integers: truncate or extend (sign by the source)
 

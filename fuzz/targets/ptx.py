@@ -36,7 +36,25 @@ def value(rng:random.Random, t:str) -> int:
     return rng.getrandbits(1) << (e + m) | (bias + rng.randint(-8, 8)) << m | rng.getrandbits(m)
   return rng.getrandbits(O.width(t))
 
+CVT_TYPES = ("s16", "s32", "s64", "u16", "u32", "u64", "f16", "f32", "f64")
+
+def generate_cvt(rng:random.Random) -> dict:
+  """A cvt between two of CVT_TYPES with the modifier the ISA requires for the pair (a rounding to narrower or integer-sourced
+  floats, an integral rounding to integers or within one float type, optionally .sat between integers)."""
+  st, dt = rng.choice(CVT_TYPES), rng.choice(CVT_TYPES)
+  fs, fd = st in O.FLOAT, dt in O.FLOAT
+  if fd and (not fs or O.width(dt) < O.width(st)):   # 64-bit integers beyond 2**53 convert with .rn only (docs/nv-emulator.md)
+    mods = [rng.choice(["rn", "rz", "rm", "rp"]) if st not in ("s64", "u64") else "rn"]
+  elif fs and (not fd or st == dt): mods = [rng.choice(["rni", "rzi", "rmi", "rpi"])]
+  else:   # integer to integer: .sat only where the source range does not fit the destination (the ISA's rule)
+    rng_of = lambda t: (-(1 << (O.width(t) - 1)), (1 << (O.width(t) - 1)) - 1) if O.signed(t) else (0, O.mask(t))  # noqa: E731
+    fits = fd or fs or (rng_of(st)[0] >= rng_of(dt)[0] and rng_of(st)[1] <= rng_of(dt)[1])
+    mods = ["sat"] if not fits and rng.random() < 0.5 else []
+  lanes = [[value(rng, st), 0, 0] for _ in range(LANES)]
+  return {"op": "cvt", "type": dt, "stype": st, "mods": mods, "lanes": lanes, "active": rng.getrandbits(LANES) | 1, "init": rng.getrandbits(64)}
+
 def generate(rng:random.Random, floats:bool) -> dict:
+  if rng.random() < 0.15: return generate_cvt(rng)
   ops = [o for o, (types, _, _) in O.ORACLE.items() if any((t in O.FLOAT) == floats for t in types)]
   op = rng.choice(ops)
   types, nargs, _ = O.ORACLE[op]
@@ -65,14 +83,16 @@ def dest_type(case:dict) -> str:
   return t
 
 def kernel_text(case:dict) -> str:
-  op, t, mods = case["op"], case["type"], case["mods"]
-  nargs = O.ORACLE[op][1]
+  op, mods = case["op"], case["mods"]
+  t = case.get("stype", case["type"])   # cvt: the source type; the destination's is dest_type
+  nargs = O.ORACLE[op][1] if op != "cvt" else 1
   dt = dest_type(case)
   bt = "u32" if op in ("shl", "shr") else t
   ct = dt if op == "mad" else t   # mad.wide adds a c of the product's width
   mem = lambda x: "b16" if x == "f16" else x  # noqa: E731  (half values load and store as .b16)
   srcs = ["%a", "%b", "%c"][:nargs]
   if op == "setp": body = f"@%q setp.{'.'.join(mods)}.{t} %p, {', '.join(srcs)};\n@%q selp.u32 %d, 1, 0, %p;"
+  elif op == "cvt": body = f"@%q {'.'.join(['cvt', *mods, dt, t])} %d, %a;"
   else: body = f"@%q {'.'.join([op, *mods, t])} %d, {', '.join(srcs)};"
   return (".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry k(.param .u64 inp, .param .u64 outp)\n{\n"
           f".reg .u64 %base, %o, %x;\n.reg .u32 %t, %m;\n.reg .pred %p, %q;\n.reg .{t} %a;\n.reg .{bt} %b;\n.reg .{ct} %c;\n.reg .{dt} %d;\n"
@@ -100,13 +120,13 @@ def run(case:dict) -> np.ndarray:
   return out & np.uint64((1 << O.width(dest_type(case))) - 1 if O.width(dest_type(case)) < 64 else 0xffffffffffffffff)
 
 def check(case:dict) -> None:
-  op, t, mods = case["op"], case["type"], case["mods"]
+  op, t, mods = case["op"], case.get("stype", case["type"]), case["mods"]
   try: got, again = run(case), run(case)
   except Exception as e: raise Finding("ptx-error", f"{op}.{'.'.join(mods)}.{t}: {type(e).__name__}: {e}", key=(op, t, type(e).__name__)) from None
   if not np.array_equal(got, again): raise Finding("nondeterministic", f"{op}.{t}: two runs differ", key=(op, t))
   dt = dest_type(case)
   init = case["init"] & ((1 << O.width(dt)) - 1)
-  fn = O.ORACLE[op][2]
+  fn = O.ORACLE[op][2] if op != "cvt" else (lambda m, st, a, b, c: O.cvt(m, dt, st, a))
   for i, (a, b, c) in enumerate(case["lanes"]):
     g = int(got[i])
     if not case["active"] >> i & 1:
@@ -114,10 +134,11 @@ def check(case:dict) -> None:
       continue
     want = fn(mods, t, a, b, c)
     wants = want if isinstance(want, tuple) else (want,)
-    if t in O.FLOAT and op != "setp" and any(O.is_nan(w, t) for w in wants) and O.is_nan(g, t): continue
+    if dt in O.FLOAT and op != "setp" and any(O.is_nan(w, dt) for w in wants) and O.is_nan(g, dt): continue
     if g not in wants:
-      raise Finding("ptx-mismatch", f"{op}.{'.'.join(mods)}.{t} lane {i}: a={a:#x} b={b:#x} c={c:#x}: got {g:#x}, want "
-                    f"{' or '.join(hex(w) for w in wants)}", key=(op, t, *mods))
+      name = ".".join([op, *mods, *((dt,) if op == "cvt" else ()), t])
+      raise Finding("ptx-mismatch", f"{name} lane {i}: a={a:#x} b={b:#x} c={c:#x}: got {g:#x}, want {' or '.join(hex(w) for w in wants)}",
+                    key=(op, t, dt, *mods))
 
 def minimise(case:dict, fails) -> dict:
   """One active lane that still fails, with the others inactive."""

@@ -24,6 +24,10 @@ def test_reference_rounding_by_hand():
   assert O.ORACLE["add"][2]([], "f32", 0x3f800000, 0xbf800000) == 0x00000000   # 1 + (-1) = +0
   assert O.ORACLE["mad"][2](["hi"], "u32", 0xffffffff, 0xffffffff, 1) == 0xfffffffe + 1   # hi(a*b) + c
   assert O.ORACLE["setp"][2](["ne"], "f32", 0x7fc00000, 0) == 0 and O.ORACLE["setp"][2](["neu"], "f32", 0x7fc00000, 0) == 1
+  # cvt: 1/3 (f64) to f32 toward zero and to nearest; +inf to s32 saturates; 65535.996 (f32) to f16 overflows (rn) or stops at 65504 (rz)
+  assert [O.cvt(["rz"], "f32", "f64", 0x3FD5555555555555), O.cvt(["rn"], "f32", "f64", 0x3FD5555555555555)] == [0x3eaaaaaa, 0x3eaaaaab]
+  assert O.cvt(["rzi"], "s32", "f32", 0x7f800000) == 0x7fffffff and O.cvt(["rzi"], "u16", "f32", 0x7fc00000) == 0
+  assert [O.cvt(["rn"], "f16", "f32", 0x477fffff), O.cvt(["rz"], "f16", "f32", 0x477fffff)] == [0x7c00, 0x7bff]
 
 def test_a_wrong_emulator_result_is_a_finding(monkeypatch):
   import emu.nv.isa as isa

@@ -177,3 +177,11 @@ def test_dp4a_sums_byte_products_signed_or_unsigned():
   body = ("mov.b32 %a, 0xff030201;\nmov.b32 %b, 0x02060504;\ndp4a.u32.u32 %u, %a, %b, 100;\ndp4a.s32.s32 %s, %a, %b, 100;\n"
           "st.global.u32 [%out+0], %u;\nst.global.s32 [%out+4], %s;")
   assert run_one(body, ".reg .b32 %a, %b;\n.reg .u32 %u;\n.reg .s32 %s;")[:2].tolist() == [642, 130]
+
+def test_cvt_of_infinities_and_nan_to_integers_saturates():
+  # float -> int saturates to the destination's range (infinities too) and gives 0 for NaN; found by ptx.float (it raised)
+  body = ("mov.b32 %a, 0x7f800000;\nmov.b32 %b, 0xff800000;\nmov.b32 %c, 0x7fc00000;\ncvt.rzi.s32.f32 %x, %a;\ncvt.rzi.s32.f32 %y, %b;\n"
+          "cvt.rzi.s32.f32 %z, %c;\ncvt.rni.u16.f32 %w, %a;\nst.global.s32 [%out+0], %x;\nst.global.s32 [%out+4], %y;\n"
+          "st.global.s32 [%out+8], %z;\nst.global.u16 [%out+12], %w;")
+  got = run_one(body, ".reg .f32 %a, %b, %c;\n.reg .s32 %x, %y, %z;\n.reg .u16 %w;")
+  assert got[:3].view(np.int32).tolist() == [2**31 - 1, -2**31, 0] and got[3] & 0xffff == 0xffff
