@@ -15,6 +15,7 @@ the memory will never be written raises there).
 from __future__ import annotations
 import builtins, ctypes, mmap, struct, threading
 from typing import Callable
+from mockgpu.hostmem import host_mmap
 
 _real_memoryview = builtins.memoryview
 
@@ -36,7 +37,6 @@ def watch(rng:WatchedRange) -> WatchedRange:
 def register_page(size:int, on_write:Callable[[int, str, int], None]) -> int:
   """Fresh zeroed shared host memory of `size` bytes, watched with `on_write` (a device's register or doorbell window);
   returns its address."""
-  from mockgpu.hostmem import host_mmap
   addr = host_mmap(0, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, -1, 0)
   ctypes.memset(addr, 0, size)
   watch(WatchedRange(addr, size, on_write))

@@ -264,14 +264,12 @@ def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
         raise PTXError(0, "cvt", f"cvt from .{st} beyond 2**53 is modelled with .rn only")
       if st in INTS and width(st) == 64 and dt != "bf16": return _after(x.astype(DTYPES[dt]), dt, mods)
       return round_to(x.astype(np.float64), dt, mods)
-    if st in INTS and "sat" in mods:
-      info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
-      return np.clip(x.astype(object), info.min, info.max).astype(DTYPES[dt])
+    lo, hi = _int_range(dt)
+    if st in INTS and "sat" in mods: return np.clip(x.astype(object), lo, hi).astype(DTYPES[dt])
     if st in FLOATS:
       v = (integral or np.trunc)(x.astype(np.float64))
-      info = np.iinfo(DTYPES[dt] if dt[0] != "b" else DTYPES["u" + dt[1:]])
       # NaN -> 0; saturate, +-inf included (Python compares floats and ints exactly)
-      ints = [0 if a != a else info.min if a <= info.min else info.max if a >= info.max else int(a) for a in v.tolist()]
+      ints = [0 if a != a else lo if a <= lo else hi if a >= hi else int(a) for a in v.tolist()]
       return np.array(ints, dtype=object).astype(DTYPES[dt])
     return x.astype(DTYPES[dt])                                        # integers: truncate or extend (sign by the source)
 
@@ -334,10 +332,9 @@ def carry_chain(ctx, inst, t:str):
       a = u(integer(lambda x, y: x * y, [ctx.read(o, t) for o in inst.operands[1:3]], t, [m for m in inst.mods if m in ("lo", "hi")]))
       b = u(ctx.read(inst.operands[3], t))
     s = a + b
-    d = s + cin
-    carry = (s >> np.uint64(32) & np.uint64(1)).astype(bool) if w == 32 else (s < a) | (d < s)
-    if w == 32: carry |= (d >> np.uint64(32) & np.uint64(1)).astype(bool) & ~carry
-  ctx.write(inst.operands[0], (d & np.uint64((1 << w) - 1 if w < 64 else 0xffffffffffffffff)).astype(DTYPES["u" + str(w)]).view(DTYPES[t]), t)
+    d = s + cin   # 32-bit: below 2**33, so bit 32 is the carry out; 64-bit: wrapped, the carry is where a sum wrapped
+    carry = (d >> np.uint64(32)).astype(bool) if w == 32 else (s < a) | (d < s)
+  ctx.write(inst.operands[0], d.astype(DTYPES["u" + str(w)]).view(DTYPES[t]), t)   # the narrowing cast wraps
   if "cc" in inst.mods: ctx.set_carry(carry)
 
 for _name, _n in (("addc", 3), ("subc", 3), ("madc", 4)):

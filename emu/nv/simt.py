@@ -122,33 +122,34 @@ class _Lanes:
 
   def load(self, space:str, a:Addr, t:str, count:int) -> list[np.ndarray]:
     nb, dt = isa.width(t) // 8, isa.DTYPES[t]
-    if space == "param" and a.base in self.k.local: space = "local"   # a call's .param storage (see emu.nv.ptx.inline_calls)
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     raw = np.zeros((self.n, nb * count), np.uint8)
-    for sp, lanes, at in self._spaces(space, addr, sel):
+    for sp, lanes, at in self._spaces(space, a, addr, sel):
       if self.timer is not None: self.timer.access(sp, at, lanes, nb * count)
       if sp == "global": raw[lanes] = self.memory.gather(at, nb * count)
       elif sp == "param":
         blk = np.frombuffer(self.params, np.uint8)
         raw[lanes] = blk[at.astype(np.int64)[:, None] + np.arange(nb * count)]
       elif sp == "shared": raw[lanes] = self.shared[self.cta[lanes][:, None], self._index(self.shared, at, nb * count, sp)]
-      else: raw[lanes] = self.local[lanes[:, None], self._index(self.local, at, nb * count, sp)]
+      elif sp == "local": raw[lanes] = self.local[lanes[:, None], self._index(self.local, at, nb * count, sp)]
+      else: raise PTXError(0, sp, "state space not modelled")
     return [raw[:, i * nb:(i + 1) * nb].copy().view(dt).reshape(-1) for i in range(count)]
 
   def store(self, space:str, a:Addr, t:str, values:list[np.ndarray]):
     nb = isa.width(t) // 8
-    if space == "param" and a.base in self.k.local: space = "local"
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)
-    for sp, lanes, at in self._spaces(space, addr, sel):
+    for sp, lanes, at in self._spaces(space, a, addr, sel):
       if self.timer is not None: self.timer.access(sp, at, lanes, data.shape[1])
       if sp == "global": self.memory.scatter(at, data[lanes])
       elif sp == "shared": self.shared[self.cta[lanes][:, None], self._index(self.shared, at, data.shape[1], sp)] = data[lanes]
       elif sp == "local": self.local[lanes[:, None], self._index(self.local, at, data.shape[1], sp)] = data[lanes]
       else: raise PTXError(0, sp, "state space not writable")
 
-  def _spaces(self, space:str, addr:np.ndarray, sel:np.ndarray):
-    """(space, lanes, addresses in that space) for an access; a generic access is split by the window each address is in."""
+  def _spaces(self, space:str, a:Addr, addr:np.ndarray, sel:np.ndarray):
+    """(space, lanes, addresses in that space) for an access at `a`; a generic access is split by the window each address is
+    in, and .param storage the kernel declared itself (a call's arguments, emu.nv.ptx.inline_calls) is local memory."""
+    if space == "param" and a.base in self.k.local: space = "local"
     if space != "generic":
       yield space, sel, addr[sel]
       return

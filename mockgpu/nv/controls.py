@@ -18,7 +18,7 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from emu.amd.api import GPUMemoryFault
 from mockgpu.hostmem import is_mapped
 from mockgpu.nv.boards import classes
-from mockgpu.nv.rm import GPFIFO_CLASSES, ChannelGroup, ResourceManager, RMError, RMObject, params_of
+from mockgpu.nv.rm import GPFIFO_CLASSES, ChannelGroup, ResourceManager, RMError, RMObject, client_of, params_of
 
 DRIVER_VERSION = "570.133.20"   # below 580: tinygrad then keeps its nv_570 struct layouts, which the mock uses too
 ESR_MOCK_STOPPED = 0x1
@@ -71,7 +71,7 @@ def _work_submit_token(rm, obj:RMObject, p): p.workSubmitToken = obj.data.token
 def _accept(rm, obj, p): pass
 
 def _sm_errors(rm:ResourceManager, obj:RMObject, p):
-  engine = rm.get(_client(obj), p.hTargetChannel, GPFIFO_CLASSES, "channel").data
+  engine = rm.get(client_of(obj), p.hTargetChannel, GPFIFO_CLASSES, "channel").data
   err = obj.gpu.faults.get(engine)
   p.mmuFault.valid, p.mmuFault.faultInfo = int(isinstance(err, GPUMemoryFault)), 0
   for e in p.smErrorStateArray: e.hwwGlobalEsr = e.hwwWarpEsr = e.hwwWarpEsrPc64 = 0
@@ -90,10 +90,6 @@ def _mmu_faults(rm:ResourceManager, obj:RMObject, p):
     entry.faultType = nv.NV_PFAULT_FAULT_TYPE_RO_VIOLATION if ro else nv.NV_PFAULT_FAULT_TYPE_PTE
     entry.accessType = nv.NV_PFAULT_ACCESS_TYPE_WRITE if err.write else nv.NV_PFAULT_ACCESS_TYPE_READ
   p.count = len(faults)
-
-def _client(obj:RMObject) -> int:
-  while obj.parent is not None: obj = obj.parent
-  return obj.handle
 
 CLIENT, DEVICE, SUBDEVICE = (nv.NV01_ROOT_CLIENT,), (nv.NV01_DEVICE_0,), (nv.NV20_SUBDEVICE_0,)
 GROUP, DEBUGGER = (nv.KEPLER_CHANNEL_GROUP_A,), (nv.GT200_DEBUGGER,)

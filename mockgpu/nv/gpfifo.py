@@ -47,14 +47,15 @@ class GpFifoEngine(Engine):
 
   def entry_words(self, count:int) -> np.ndarray:
     """The method stream of the `count`-th entry."""
-    addr, n = self.entry(count)
-    return np.frombuffer(self.gpu.memory.read(addr, 4 * n), np.uint32)
+    return self._words(*self.entry(count))
+
+  def _words(self, addr:int, n:int) -> np.ndarray: return np.frombuffer(self.gpu.memory.read(addr, 4 * n), np.uint32)
 
   def step(self):
     index = self.rptr % self.entries
     addr, n = self.entry(self.rptr)
     self.packet = f"GPFIFO entry {index} ({n} dwords at {addr:#x})"
-    words = self.entry_words(self.rptr)
+    words = self._words(addr, n)
     try: stall = self.channel.run(words, self.resume)
     except MethodError as e: raise PacketError(f"{self.name} GPFIFO entry {index}: {e}") from None
     if stall is not None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import ctypes, hashlib, sys
 from emu.amd.memory import MemoryMap
 from emu.amd.watchdog import Watchdog
+from emu.nv.boards import Board
 from emu.nv.simt import LaunchStats
 from emu.nv.timing import launch_seconds
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.hostmem import Heap
-from emu.nv.boards import Board
 from mockgpu.nv.compute import ProgramCache
 from mockgpu.nv.gpfifo import GpFifoEngine
 from mockgpu.nv.methods import Channel, pending_releases

@@ -47,6 +47,11 @@ class ChannelGroup:
   channels: list = field(default_factory=list)
   scheduled: bool = False
 
+def client_of(obj:RMObject) -> int:
+  """The handle of the client an object belongs to (the root of its tree)."""
+  while obj.parent is not None: obj = obj.parent
+  return obj.handle
+
 def params_of(st_t:type, ptr:int|None, what:str):
   """The caller's parameter struct at `ptr`, in place (RMError when it is missing or unreadable)."""
   if not ptr: raise RMError(nv.NV_ERR_INVALID_ARGUMENT, f"{what} needs its {st_t.__name__} parameters")
@@ -158,7 +163,7 @@ class ResourceManager:
   def _virtual(self, obj:RMObject, params) -> int: return int(params.limit)
 
   def _context_share(self, obj:RMObject, params) -> None:
-    client = self._client_of(obj)
+    client = client_of(obj)
     self.get(client, params.hVASpace, (nv.FERMI_VASPACE_A,), "VA space")
 
   def _memory(self, obj:RMObject, params) -> MemObject:
@@ -172,7 +177,7 @@ class ResourceManager:
 
   def _gpfifo(self, obj:RMObject, params):
     assert obj.gpu is not None
-    client, entries = self._client_of(obj), int(params.gpFifoEntries)
+    client, entries = client_of(obj), int(params.gpFifoEntries)
     if entries < 2 or entries & (entries - 1): raise RMError(nv.NV_ERR_INVALID_ARGUMENT, f"gpFifoEntries {entries} is not a power of 2")
     self.memory(client, params.hObjectError)
     userd = self.memory(client, params.hUserdMemory[0])
@@ -197,9 +202,6 @@ class ResourceManager:
     target = self.get(int(params.hAppClient), int(params.hClass3dObject), COMPUTE_CLASSES, "compute object")
     return target.data
 
-  def _client_of(self, obj:RMObject) -> int:
-    while obj.parent is not None: obj = obj.parent
-    return obj.handle
 
   # ---- NV_ESC_RM_MAP_MEMORY_DMA ----
   def map_dma(self, client:int, h_dma:int, h_memory:int, offset:int, length:int, dma_offset:int) -> int:
