@@ -28,10 +28,18 @@ def _mount_nv(vfs:VFS):
   from mockgpu.nv import driver
   driver.install(vfs, config.nv_gpu_count(), config.nv_arch())
 
+def _mount_pci(vfs:VFS):
+  from mockgpu import config
+  from mockgpu.pci import driver
+  from mockgpu.pci.boards import board
+  arch = config.amd_arch()
+  driver.install(vfs, config.amd_gpu_count(), arch, config.amd_vram_bytes(board(arch).kfd.vram_bytes))
+
 # path prefix -> mount function; each provider is mounted once, the first time a path under any of its prefixes is used
 PROVIDERS: dict[tuple[str, ...], Callable[[VFS], None]] = {
   ("/dev/kfd", "/sys/devices/virtual/kfd", "/sys/class/drm", "/dev/dri"): _mount_kfd,
   ("/dev/nvidiactl", "/dev/nvidia-uvm", *(f"/dev/nvidia{i}" for i in range(16))): _mount_nv,
+  ("/sys/bus/pci", "/proc/self/pagemap", "/proc/sys/vm/compact_unevictable_allowed"): _mount_pci,
 }
 _mounted: set = set()
 

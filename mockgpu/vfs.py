@@ -1,6 +1,7 @@
 """A virtual file system: the files, sysfs trees and character devices a mock driver publishes, and the fds opened on them.
 
-Drivers mount `Node`s at absolute paths. A `Dir` lists its children; a `File` serves text (fixed or computed on each read);
+Drivers mount `Node`s at absolute paths. A `Dir` lists its children; a `File` serves text (fixed or computed on each read); a
+`RandomAccessFile` serves binary data at the file position;
 a `CharDevice` hands out an `OpenDevice` per open, which implements `ioctl` and `mmap` like a kernel driver's file ops.
 Fds are fake integers from a private range: they are handed to tinygrad (which embeds them in ioctl structs) and must never
 reach the host kernel.
@@ -20,6 +21,12 @@ class File(Node):
     """The current bytes of the file."""
     c = self.content() if callable(self.content) else self.content
     return c.encode() if isinstance(c, str) else c
+
+class RandomAccessFile(Node):
+  """A binary file read and written at the file position (PCI config space, /proc/self/pagemap): `read_at(pos, size)` returns
+  bytes, `write_at(pos, data)` (optional) stores them."""
+  def __init__(self, read_at:Callable[[int, int], bytes], write_at:Callable[[int, bytes], None]|None=None, size:int=0):
+    self.read_at, self.write_at, self.size = read_at, write_at, size
 
 class Dir(Node):
   """A directory; children are created on demand by `VFS.mkdirs` / `VFS.mount`."""
@@ -107,6 +114,10 @@ class VFS:
     """Read from the current position."""
     f = self.file(fd)
     if isinstance(f.node, Dir): raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), f.path)
+    if isinstance(f.node, RandomAccessFile):
+      data = f.node.read_at(f.pos, max(0, f.node.size - f.pos) if size is None else size)
+      f.pos += len(data)
+      return data
     if not isinstance(f.node, File): raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), f.path)
     data = f.node.data()[f.pos:] if size is None else f.node.data()[f.pos:f.pos+size]
     f.pos += len(data)
@@ -115,6 +126,10 @@ class VFS:
   def write(self, fd:int, data:bytes):
     """Write to a file that accepts writes (sysfs-style: the whole write is one store)."""
     f = self.file(fd)
+    if isinstance(f.node, RandomAccessFile) and f.node.write_at is not None:
+      f.node.write_at(f.pos, data)
+      f.pos += len(data)
+      return
     if not isinstance(f.node, File) or f.node.on_write is None: raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), f.path)
     f.node.on_write(data)
 

@@ -51,6 +51,11 @@ class MemoryMap:
     self._starts.pop(i)
     return self._maps.pop(i)
 
+  def clear(self):
+    """Remove every range (a translation that is rebuilt from scratch)."""
+    self._starts.clear()
+    self._maps.clear()
+
   def find(self, addr:int, size:int=1) -> Mapping | None:
     """The mapping that holds all of [addr, addr+size), or None."""
     i = bisect.bisect_right(self._starts, addr) - 1

@@ -16,6 +16,10 @@ SIZES = {(OP_COPY, SUBOP_COPY_LINEAR): 7, (OP_FENCE, 0): 4, (OP_TRAP, 0): 2, (OP
          (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL): 3}
 COPY_CHUNK = 64 << 20  # copies are moved in chunks so a huge copy does not need one huge temporary
 
+def count_mask(sdma_version:tuple[int, int, int]) -> int:
+  """The COPY_LINEAR byte-count field of an SDMA engine of `sdma_version` (30 bits from SDMA 5 on, 22 before)."""
+  return 0x3fffffff if sdma_version[0] >= 5 else 0x3fffff
+
 class SDMAEngine(Engine):
   """One SDMA queue. `count_mask` is the COPY_LINEAR byte-count field width of the engine version."""
   name = "SDMA"

@@ -12,7 +12,7 @@ from emu.amd.api import GPUMemoryFault
 from mockgpu import config
 from mockgpu.amd.engine import SCHEDULER, Engine, PacketError
 from mockgpu.amd.pm4 import PM4Engine
-from mockgpu.amd.sdma import SDMAEngine
+from mockgpu.amd.sdma import SDMAEngine, count_mask
 from mockgpu.hostmem import PAGE, Heap, alias_shared, host_mmap, host_munmap, is_mapped, round_up
 from mockgpu.kfd.boards import SDMA0_HWID, board
 from mockgpu.kfd.events import EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL, EventTable
@@ -190,7 +190,7 @@ class KFDProcess:
     if st.queue_type == QUEUE_COMPUTE:
       engine: Engine = PM4Engine(*args, regs=gpu.compute_regs, dispatch=gpu.dispatch, sqtt=gpu.thread_trace)
     elif st.queue_type == QUEUE_SDMA:
-      engine = SDMAEngine(*args, count_mask=0x3fffffff if gpu.board.ip_versions[SDMA0_HWID][0] >= 5 else 0x3fffff)
+      engine = SDMAEngine(*args, count_mask=count_mask(gpu.board.ip_versions[SDMA0_HWID]))
     elif st.queue_type == QUEUE_COMPUTE_AQL: raise _err(errno.ENOSYS, "mockgpu: AQL queues are not emulated (use a single-XCC node, AMD_AQL=0)")
     else: raise _err(ENOTSUPP, f"unsupported queue type {st.queue_type}")
     engine.write64(st.read_pointer_address, 0)

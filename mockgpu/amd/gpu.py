@@ -1,0 +1,68 @@
+"""What every emulated AMD GPU behind a mock driver has, whichever driver (KFD or the AM driver over PCI) reaches it: the GPU's
+view of memory, clock, compute-register layout, thread-trace unit, the emulator that runs its dispatches, and doorbells that
+wake its queue engines."""
+from __future__ import annotations
+from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
+from emu.amd.gpu import AMDGPU
+from emu.amd.memory import MemoryMap
+from mockgpu import devwrite
+from mockgpu.amd.clock import DeviceClock
+from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
+from mockgpu.amd.pm4 import ComputeRegs
+from mockgpu.amd.sqtt import ThreadTrace
+from mockgpu.kfd.boards import GC_HWID, Board
+from mockgpu.stats import record_dispatch
+
+class EmulatedGPU(GPUContext):
+  """One emulated AMD GPU of `board` (a `mockgpu.kfd.boards.Board`); the driver mocks subclass it and add their memory model,
+  faults and interrupts. `doorbell_bytes`: the size of its doorbell window (64-bit doorbells)."""
+  def __init__(self, arch:str, board:Board, doorbell_bytes:int):
+    self.arch, self.board, self.doorbell_bytes = arch, board, doorbell_bytes
+    self.memory = MemoryMap()
+    self.clock = DeviceClock()
+    self.doorbells: dict[int, Engine] = {}      # doorbell slot (byte offset // 8) -> queue engine
+    self.doorbell_addr: int | None = None
+    self._emulator: AMDGPU | None = None
+    self.compute_regs = ComputeRegs(self.gc_version)   # resolved once per GPU, shared by its compute queues and its trace unit
+    self.thread_trace = ThreadTrace(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, self.memory, self.clock,
+                                    regs=self.compute_regs)
+
+  @property
+  def gc_version(self) -> tuple[int, int, int]: return self.board.ip_versions[GC_HWID]
+
+  def cancel(self, reason:str):
+    if self._emulator is not None: self._emulator.cancel(reason)
+
+  def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
+    """Run one kernel on the emulator and advance the device clock by its emulated duration (`timing`: see AMDGPU.dispatch)."""
+    if self._emulator is None: self._emulator = AMDGPU(arch=self.arch, memory=self.memory)
+    stats = self._emulator.dispatch(d, timing)
+    record_dispatch(stats)
+    clock_mhz = stats.clock_mhz or self.board.engine_clock_mhz
+    self.clock.advance_seconds(stats.cycles / (clock_mhz * 1e6))
+    return stats
+
+  # ---- doorbells ----
+  def doorbell_page(self) -> int:
+    """The host address of the doorbell window (created and watched on first use)."""
+    if self.doorbell_addr is None: self.doorbell_addr = devwrite.register_page(self.doorbell_bytes, self._doorbell_write)
+    return self.doorbell_addr
+
+  def _doorbell_write(self, offset:int, fmt:str, value:int):
+    if (engine:=self.doorbells.get(offset // 8)) is None: return  # a doorbell no queue owns: the write is dropped, as on hardware
+    engine.doorbell(value)
+    SCHEDULER.kick(engine)
+
+  def bind_queue(self, slot:int, engine:Engine):
+    """Ring `engine` through doorbell `slot` and let the scheduler run it."""
+    self.doorbells[slot] = engine
+    SCHEDULER.add(engine)
+
+  def remove_queue(self, engine:Engine):
+    self.doorbells = {k: v for k, v in self.doorbells.items() if v is not engine}
+    SCHEDULER.remove(engine)
+
+  def fault_address(self, err:Exception) -> tuple[int, bool]:
+    """(address, read_only) of a GPUMemoryFault: read_only when the page is mapped but the access was a write."""
+    assert isinstance(err, GPUMemoryFault)
+    return err.addr, err.write and self.memory.find(err.addr) is not None

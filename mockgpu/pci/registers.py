@@ -1,0 +1,90 @@
+"""The register file of a PCI board: the MMIO BAR the host maps, the registers beyond it, and who reacts to a write.
+
+Registers below the BAR's size live in the BAR's host memory itself (the host reads them with plain loads, so the value in
+memory is the register's value; the device updates it with `regs[addr] = v`). Registers above it are reached, as on the
+hardware, through the RSMU index/data pair: a write of a byte address to the index loads the data register with that
+register's value, and a write to the data register stores into it. Every host store to the BAR (seen through
+`mockgpu.devwrite`) runs the handler registered for that register, synchronously on the storing thread: the blocks answer
+handshakes at once, and a write that breaks a protocol raises `PCIDeviceError` into the driver call that made it.
+
+Register names, addresses and fields come from tinygrad's own register modules for the IP versions the board publishes
+(the same data the driver uses), with each block's bases from the discovery table.
+"""
+from __future__ import annotations
+import ctypes, functools
+from typing import Callable
+import numpy as np
+from mockgpu import devwrite
+from mockgpu.pci.boards import GC, HDP, MMHUB, MP0, MP1, NBIF, OSSSYS, PCIBoard
+from mockgpu.pci.discovery import register_bases
+
+class PCIDeviceError(RuntimeError):
+  """A register write the emulated hardware refuses (a protocol violation); the message names the device, block and register."""
+
+def register_modules(board:PCIBoard) -> dict:
+  """name -> tinygrad AMDReg for every register of the blocks the AM driver programs, addressed with the board's bases."""
+  from tinygrad.runtime.support.amd import AMDReg, import_asic_regs
+  v = board.ip_versions
+  mods = [("mp", MP0, v[MP0]), ("hdp", HDP, v[HDP]), ("gc", GC, v[GC]), ("mmhub", MMHUB, v[MMHUB]), ("osssys", OSSSYS, v[OSSSYS]),
+          ("nbio" if v[GC] < (12, 0, 0) else "nbif", NBIF, v[NBIF]), ("mp", MP1, (11, 0, 0))]   # MP1's mailboxes: the mp 11 module
+  out: dict = {}
+  for prefix, hwid, ver in mods:
+    out.update(import_asic_regs(prefix, ver, cls=functools.partial(AMDReg, bases={0: register_bases(hwid)})))
+  return out
+
+class RegisterFile:
+  """See the module docstring. `name` prefixes error messages (e.g. 'mockpci 0000:81:00.0')."""
+  def __init__(self, name:str, board:PCIBoard):
+    self.name, self.bar_bytes = name, board.mmio_bar
+    self.defs = register_modules(board)
+    self.bar_addr = devwrite.register_page(self.bar_bytes, self._host_write)
+    self.bar = np.ctypeslib.as_array((ctypes.c_uint32 * (self.bar_bytes // 4)).from_address(self.bar_addr))
+    self.far: dict[int, int] = {}
+    self.handlers: dict[int, Callable[[int], None]] = {}
+    self.names = {r.addr[0]: n for n, r in self.defs.items()}
+    self.index, self.data = self.addr("regBIF_BX_PF0_RSMU_INDEX"), self.addr("regBIF_BX_PF0_RSMU_DATA")
+
+  def reg(self, name:str):
+    """The register definition (tinygrad AMDReg) called `name`."""
+    if name not in self.defs: raise KeyError(f"{self.name}: no register {name} in the board's register modules")
+    return self.defs[name]
+
+  def addr(self, name:str) -> int: return self.reg(name).addr[0]
+
+  def describe(self, addr:int) -> str: return f"{self.names.get(addr, 'register')} ({addr:#x})"
+
+  def __getitem__(self, addr:int) -> int: return int(self.bar[addr]) if addr < len(self.bar) else self.far.get(addr, 0)
+
+  def __setitem__(self, addr:int, value:int):
+    """The device sets a register (no handler runs)."""
+    value &= 0xffffffff
+    if addr < len(self.bar): self.bar[addr] = value
+    else:
+      self.far[addr] = value
+      if int(self.bar[self.index]) // 4 == addr: self.bar[self.data] = value
+
+  def get(self, name:str, inst:int=0) -> int: return self[self.reg(name).addr[inst]]
+  def set(self, name:str, value:int=0, **fields):
+    r = self.reg(name)
+    self[r.addr[0]] = value | r.encode(**fields)
+  def fields(self, name:str) -> dict[str, int]: return self.reg(name).decode(self.get(name))
+
+  def on_write(self, name:str, fn:Callable[[int], None]):
+    """Run `fn(value)` after each host store to register `name`."""
+    self.handlers[self.addr(name)] = fn
+
+  def _host_write(self, offset:int, fmt:str, value:int):
+    if fmt not in ("I", "i", "L", "l") or offset % 4:
+      raise PCIDeviceError(f"{self.name}: {struct_name(fmt)} store at MMIO offset {offset:#x}: registers take aligned 32-bit stores")
+    addr = offset // 4
+    if addr == self.index: self.bar[self.data] = self[(value & 0xffffffff) // 4]
+    elif addr == self.data:
+      addr = int(self.bar[self.index]) // 4
+      self[addr] = value
+    self.store(addr, value)
+
+  def store(self, addr:int, value:int):
+    """A host write reached register `addr` (directly or through the index/data pair): run its handler."""
+    if (fn:=self.handlers.get(addr)) is not None: fn(value & 0xffffffff)
+
+def struct_name(fmt:str) -> str: return {"B": "8-bit", "b": "8-bit", "H": "16-bit", "h": "16-bit", "Q": "64-bit", "q": "64-bit"}.get(fmt, fmt)
