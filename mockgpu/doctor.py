@@ -35,6 +35,21 @@ d = Device["NV"]
 print(json.dumps({"arch": d.arch, "renderer": type(d.renderer).__name__, "board": board(d.arch).name}))
 """
 
+_PROBE_PCI = r"""
+import json, time
+t = time.perf_counter()
+from tinygrad import Device
+d = Device["AMD"]
+from mockgpu.pci import driver
+print(json.dumps({"arch": d.arch, "board": driver.GPUS[0].pci_board.kfd.name, "boot_s": time.perf_counter() - t}))
+"""
+
+def probe_pci(arch:str) -> dict:
+  """What tinygrad's AM driver boots on DEV=MOCKPCI+AMD::`arch`: {'arch', 'board', 'boot_s'}, or {'error'}."""
+  r = _child(_PROBE_PCI, env={"DEV": f"MOCKPCI+AMD::{arch}"})
+  if r.returncode != 0 or not r.stdout.strip(): return {"error": ((r.stderr or "").strip().splitlines() or ["no output"])[-1][:200]}
+  return json.loads(r.stdout.strip().splitlines()[-1])
+
 def probe_nv(dev:str="MOCK+NV") -> dict:
   """What tinygrad opens on DEV=`dev`: {'arch', 'renderer', 'board'}, or {'error'}."""
   r = _child(_PROBE_NV, env={"DEV": dev})
@@ -129,6 +144,14 @@ def doctor(out=print) -> int:
   else:
     line(True, "NV device", f"DEV=MOCK+NV opens an emulated {nvinfo['board']} ({nvinfo['arch']}; other SMs: MOCK+NV:PTX:sm_86 / sm_90), "
          f"renderer {nvinfo['renderer']}")
+  from mockgpu.pci.boards import BOARDS as PCI_BOARDS
+  for arch in PCI_BOARDS:
+    info = probe_pci(arch)
+    if "error" in info:
+      line(False, f"AM driver {arch}", f"DEV=MOCKPCI+AMD::{arch} does not boot: {info['error']}", "run ./bench.sh setup; then report the error")
+    else: line(True, f"AM driver {arch}", f"DEV=MOCKPCI+AMD boots an emulated {info['board']} in {info['boot_s']:.1f} s")
+  line(None, "", "the PCI mock replaces one tinygrad function, am/amdev.fetch_fw: synthetic firmware instead of linux-firmware downloads; "
+       "CDNA (gfx942/gfx950) is KFD-only (MOCKKFD)")
   out("  emulated devices: see `python -m emu.demo` for what runs today")
   out("doctor: all good" if problems == 0 else f"doctor: {problems} problem{'s' if problems != 1 else ''} found (fixes above)")
   return 0 if problems == 0 else 1

@@ -47,14 +47,27 @@ class PhysicalBus:
     """Publish a VRAM BAR at bus address `start`; `host(offset, size)` is the host address of that part of VRAM."""
     self.bars[start] = (size, host)
 
-  def resolve(self, addr:int, size:int) -> int | None:
-    """The host address of bus range [addr, addr+size) when it lies in one host frame run or one BAR, else None."""
+  def resolve(self, addr:int, size:int) -> list[tuple[int, int, int]]:
+    """The parts of bus range [addr, addr+size) that reach memory, as (offset into the range, host address, bytes); host-contiguous
+    parts are merged, and what no BAR or host frame answers is left out (a GPU access there faults)."""
     for start, (bar_size, host) in self.bars.items():
-      if start <= addr and addr + size <= start + bar_size: return host(addr - start, size)
+      if start <= addr and addr + size <= start + bar_size: return [(0, host(addr - start, size), size)]
+    out: list[tuple[int, int, int]] = []
     i = bisect.bisect_right(self._by_frame, (addr // PAGE, 1 << 62, 0)) - 1
-    if i >= 0:
-      frame, vpage, n = self._by_frame[i]
-      if addr + size <= (frame + n) * PAGE: return vpage * PAGE + addr - frame * PAGE
-    return None
+    pos = addr
+    while pos < addr + size:
+      if i >= 0 and i < len(self._by_frame) and (r:=self._by_frame[i])[0] * PAGE <= pos < (r[0] + r[2]) * PAGE:
+        n = min(addr + size, (r[0] + r[2]) * PAGE) - pos
+        host = r[1] * PAGE + pos - r[0] * PAGE
+        if out and out[-1][0] + out[-1][2] == pos - addr and out[-1][1] + out[-1][2] == host: out[-1] = (out[-1][0], out[-1][1], out[-1][2] + n)
+        else: out.append((pos - addr, host, n))
+        pos += n
+      else:   # a gap: skip to the next frame run
+        i += 1
+        if i >= len(self._by_frame): break
+        pos = max(pos, self._by_frame[i][0] * PAGE)
+        continue
+      i += 1
+    return out
 
 BUS = PhysicalBus()

@@ -9,6 +9,7 @@ MEC's program counter elsewhere than the firmware's start, as an AQL queue or fo
 `PCIDeviceError` naming the register.
 """
 from __future__ import annotations
+import sys
 from typing import TYPE_CHECKING
 from mockgpu.amd.pm4 import PM4Engine
 from mockgpu.pci.firmware import RS64_UCODE_START
@@ -78,7 +79,11 @@ class CommandProcessor:
     if value & 0xf: self._stop(self.selected)
 
   def _stop(self, key:tuple[int, int, int]):
-    if (engine:=self.queues.pop(key, None)) is not None: self.gpu.remove_queue(engine)
+    if (engine:=self.queues.pop(key, None)) is not None:
+      if engine.pending():   # the driver gave up on work the queue still had (tinygrad's hang recovery): say what it was doing
+        state = f"stalled waiting for {engine.stall_reason}" if engine.stalled else "busy"
+        print(f"mockgpu: {self.gpu.name}: {engine.name} dequeued with work left, {state} in {engine.packet}", file=sys.stderr)
+      self.gpu.remove_queue(engine)
     if key == self.selected: self.regs.set("regCP_HQD_ACTIVE", 0)
     elif key in self.banks: self.banks[key][self.regs.addr("regCP_HQD_ACTIVE") - self.window.start] = 0
 

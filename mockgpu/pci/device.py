@@ -97,20 +97,9 @@ class PCIGPU(EmulatedGPU):
           if r.phys + r.size > self.vram_size: continue   # beyond VRAM: accesses fault
           self.memory.map(r.va, r.size, name, r.writable, backing=self.vram[r.phys:r.phys + r.size])
           continue
-        for va, host, size in self._system_pieces(r):
-          self.memory.map(va, size, name, r.writable, backing=np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(host)),
+        for off, host, size in self.bus.resolve(r.phys, r.size):
+          self.memory.map(r.va + off, size, name, r.writable, backing=np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(host)),
                           present=lambda h=host, s=size: is_mapped(h, s))
-
-  def _system_pieces(self, r):
-    """(va, host address, size) of the parts of system run `r` whose bus addresses resolve (the rest stays unmapped: accesses fault)."""
-    if (host:=self.bus.resolve(r.phys, r.size)) is not None: return [(r.va, host, r.size)]
-    pieces: list[tuple[int, int, int]] = []
-    for off in range(0, r.size, busmod.PAGE):
-      if (h:=self.bus.resolve(r.phys + off, busmod.PAGE)) is None: continue
-      if pieces and pieces[-1][0] + pieces[-1][2] == r.va + off and pieces[-1][1] + pieces[-1][2] == h:
-        pieces[-1] = (pieces[-1][0], pieces[-1][1], pieces[-1][2] + busmod.PAGE)
-      else: pieces.append((r.va + off, h, busmod.PAGE))
-    return pieces
 
   # ---- queues ----
   def add_queue(self, engine:Engine, doorbell_offset:int, what:str):

@@ -42,11 +42,14 @@ def _pagemap(pos:int, size:int) -> bytes:
   first, count = pos // 8, size // 8
   return struct.pack(f"<{count}Q", *((1 << 63) | f for f in BUS.frames(first, count)))
 
+GPUS: list[PCIGPU] = []   # the GPUs `install` created in this process (tests and tools inspect them)
+
 def install(vfs:VFS, gpu_count:int, arch:str, vram_bytes:int|None=None) -> list[PCIGPU]:
   """Create `gpu_count` PCI GPUs of `arch` and mount their files; `vram_bytes` defaults to the board's VRAM."""
   from mockgpu.pci import firmware
   b = pci_board(arch)
   gpus = [PCIGPU(i, bus_name(i), b, vram_bytes or b.kfd.vram_bytes, BUS) for i in range(gpu_count)]
+  GPUS.extend(gpus)
   firmware.install()
   vfs.mkdirs("/sys/bus/pci/devices")
   for g in gpus:

@@ -1,5 +1,5 @@
 """tinygrad's AMD runtime on the mock KFD without kernels: device open, host<->device copies (SDMA), device<->device copies."""
-from tinygrad_run import ARCH, run, run_json
+from tinygrad_run import ARCH, IFACE, run, run_json
 
 def test_device_opens_with_the_requested_arch():
   out = run_json("""
@@ -9,7 +9,7 @@ def test_device_opens_with_the_requested_arch():
     print(json.dumps([d.arch, d.iface.props["simd_count"], type(d.iface).__name__]))
   """)
   simds = {"gfx1100": 96 * 2, "gfx1201": 64 * 2, "gfx942": 38 * 4, "gfx950": 32 * 4}[ARCH]   # CUs x SIMDs per CU (RDNA 2, CDNA 4)
-  assert out == [ARCH, simds, "MOCKKFDIface"]
+  assert out == [ARCH, simds, f"{IFACE}Iface"]
 
 def test_device_opens_as_gfx1201():
   assert run_json("import json; from tinygrad import Device; print(json.dumps(Device['AMD'].arch))", dev="MOCKKFD+AMD::gfx1201") == "gfx1201"

@@ -2,7 +2,7 @@
 with its test). Expected data come from arithmetic worked by hand (ones plus two increments are threes)."""
 import json, os, subprocess, sys, textwrap, time
 import pytest
-from tinygrad_run import ARCH, PRELUDE, ROOT, SPIN, emulator_available, run
+from tinygrad_run import ARCH, HANG_FAULT, IFACE, PRELUDE, ROOT, SPIN, emulator_available, run
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -45,12 +45,13 @@ def test_exit_after_ctrl_c_in_a_runaway_kernel_is_prompt():
     threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     dev.synchronize()                                   # interrupted; the KeyboardInterrupt ends the script
   """)
-  env = {**os.environ, "DEV": f"MOCKKFD+AMD:LLVM:{ARCH}", "PYTHONPATH": str(ROOT), "EMU_WATCHDOG_S": "120"}
+  env = {**os.environ, "DEV": f"{IFACE}+AMD:LLVM:{ARCH}", "PYTHONPATH": str(ROOT), "EMU_WATCHDOG_S": "120"}
   t = time.perf_counter()
   p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
   took = time.perf_counter() - t
   assert "KeyboardInterrupt" in p.stderr and "reset 1 queue(s)" in p.stderr, p.stderr[-3000:]
-  assert "synchronization failed before finalizing" in p.stdout, p.stdout
+  # tinygrad's teardown reports the reset queue: KFD's finalize prints it; the AM driver's recovery raises from a buffer's finalizer
+  assert "synchronization failed before finalizing" in p.stdout if IFACE == "MOCKKFD" else "Device hang detected" in p.stderr, p.stdout
   assert took < 60, took   # the 120 s watchdog never had to fire: the interrupted queue was reset at exit
 
 @pytest.mark.parametrize("waves", [1, 512])
@@ -61,7 +62,7 @@ def test_runaway_kernel_hang_fault_time_does_not_depend_on_its_width(waves):
     except RuntimeError as e: print("FAULT", e)
   """, env={"EMU_WATCHDOG_S": "3"})
   took = time.perf_counter() - t
-  assert "FAULT HW fault:" in p.stdout and "3 s wall clock" in p.stderr, p.stdout + p.stderr[-2000:]
+  assert f"FAULT {HANG_FAULT}" in p.stdout and "3 s wall clock" in p.stderr, p.stdout + p.stderr[-2000:]
   assert took < 60, took   # one wave used to need 50M wave-instructions (about 36 minutes)
 
 def test_a_queue_waiting_forever_ends_with_a_named_fault_at_tinygrads_timeout():
@@ -74,7 +75,7 @@ def test_a_queue_waiting_forever_ends_with_a_named_fault_at_tinygrads_timeout():
     except RuntimeError as e: print("FAULT", repr(str(e)))
   """, env={"HCQDEV_WAIT_TIMEOUT_MS": "2000"})
   fault = [ln for ln in p.stdout.splitlines() if ln.startswith("FAULT")]
-  assert fault and "HW fault" in fault[0], p.stdout + p.stderr[-2000:]   # it used to be RuntimeError('') from tinygrad's empty report
+  assert fault and HANG_FAULT.rstrip(":") in fault[0], p.stdout + p.stderr[-2000:]   # it used to be RuntimeError('') from tinygrad's empty report
   assert "stalled waiting for mem[" in p.stderr and "WAIT_REG_MEM" in p.stderr
 
 def test_gpu_reads_of_userptr_memory_the_process_unmapped_are_memory_faults():
@@ -98,6 +99,8 @@ def test_gpu_reads_of_userptr_memory_the_process_unmapped_are_memory_faults():
   assert fault and fault[0][1:3] == ["MMU", "fault:"] and int(fault[0][3], 16) == int(fault[0][-1], 16), p.stdout
   assert "AFTER [3.0, 6.0]" in p.stdout and "which the host unmapped" in p.stderr
 
+@pytest.mark.skipif(IFACE == "MOCKPCI", reason="tinygrad's AM driver maps the whole VRAM BAR (24 GiB on this board) at boot; set MOCKGPU_AMD_VRAM "
+                    "to run it under a small address-space limit")
 def test_the_mock_starts_under_a_small_address_space_limit():
   p = run("""
     import resource

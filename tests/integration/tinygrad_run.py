@@ -10,6 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ARCHS = ("gfx1100", "gfx1201", "gfx942", "gfx950")   # every emulated AMD GPU
 ARCH = os.environ.get("EMU_TEST_ARCH", "gfx1100")   # the emulated GPU the integration tests run on (one of ARCHS)
+IFACE = os.environ.get("EMU_TEST_IFACE", "MOCKKFD")  # the driver interface they run through: MOCKKFD (KFD) or MOCKPCI (tinygrad's AM driver)
+# how tinygrad reports a hung or faulted GPU: the KFD interface formats the event it got; the AM driver reads the IH ring, prints the
+# entry and raises "Device is in error state", which its recovery turns into "Device hang detected"
+HANG_FAULT = "HW fault:" if IFACE == "MOCKKFD" else "Device hang detected"
 # checks that fail on an arch because of a known emulator bug, with the bug; tests assert that exactly these fail there, so a fix shows up
 KNOWN_BUGS: dict[str, dict[str, str]] = {}
 SQTT_ENV = {"PROFILE": "1", "SQTT": "1", "VIZ": "0", "SQTT_BUFFER_SIZE": "1"}   # tinygrad's thread-trace profiling, 1 MB buffers
@@ -20,7 +24,7 @@ def emulator_available() -> bool:
   """Whether the AMD emulator's dispatch entry point exists (kernels need it; copies do not)."""
   return importlib.util.find_spec("emu.amd.gpu") is not None
 
-def run(code:str, dev:str=f"MOCKKFD+AMD:LLVM:{ARCH}", env:dict|None=None, timeout:int=300) -> subprocess.CompletedProcess:
+def run(code:str, dev:str=f"{IFACE}+AMD:LLVM:{ARCH}", env:dict|None=None, timeout:int=300) -> subprocess.CompletedProcess:
   """Run `code` with DEV=`dev` (default: the arch of env EMU_TEST_ARCH); returns the completed process (check=False). LLVM_PATH is
   left to the caller's environment: the mock picks a libLLVM new enough for DEV's arch (mockgpu/llvm_path.py)."""
   e = {k: v for k, v in os.environ.items() if k != "LLVM_PATH"} | ({"LLVM_PATH": USER_LLVM_PATH} if USER_LLVM_PATH else {})

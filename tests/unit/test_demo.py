@@ -29,11 +29,15 @@ def test_gfx1100_rows_correct_with_emulator_counters():
     assert row[2] == "yes" and int(row[3]) >= 1 and int(row[4].replace(",", "")) > 0, row   # correct, kernels, wave-instructions
   assert r.returncode == 0
 
-def test_unimplemented_devices_say_why():
-  from emu.demo import DEVICES, unavailable_reason
+def test_unimplemented_devices_say_why(monkeypatch, capsys):
+  import emu.demo as demo_mod
+  from emu.demo import DEVICES, DemoDevice, unavailable_reason
   from emu.amd.arch import SPECS
   for d in DEVICES:
     arch = d.dev.split(":")[-1]
-    if d.dev.startswith("MOCKKFD+AMD"): assert (unavailable_reason(d) is None) == SPECS[arch].supported, d
-  r = demo("--devices", "gfx1100-am")
-  assert "not available" in r.stdout and r.returncode == 1   # nothing ran: the demo does not claim success
+    if d.dev.startswith(("MOCKKFD+AMD", "MOCKPCI+AMD")): assert (unavailable_reason(d) is None) == SPECS[arch].supported, d
+  cdna_am = DemoDevice("gfx942-am", "MOCKPCI+AMD:LLVM:gfx942")
+  assert "CDNA over PCI is out of scope" in unavailable_reason(cdna_am)
+  monkeypatch.setattr(demo_mod, "DEVICES", [cdna_am])
+  assert demo_mod.main(["--devices", "gfx942-am"]) == 1   # nothing ran: the demo does not claim success
+  assert "not available" in capsys.readouterr().out
