@@ -26,6 +26,7 @@ DEVICES = [
   DemoDevice("gfx950", "MOCKKFD+AMD:LLVM:gfx950"),
   DemoDevice("gfx1100-am", "MOCKPCI+AMD:LLVM:gfx1100"),   # tinygrad's AM driver over the mock PCI device
   DemoDevice("gfx1201-am", "MOCKPCI+AMD:LLVM:gfx1201"),
+  DemoDevice("gfx942-am", "MOCKPCI+AMD:LLVM:gfx942"),     # shows why CDNA has no AM-driver row
   DemoDevice("nv", "MOCK+NV:PTX"),
   DemoDevice("nv-cuda", "MOCK+NV:CUDA"),   # tinygrad's default NV renderer: CUDA C compiled by NVRTC (PyPI)
 ]

@@ -39,7 +39,7 @@ def _mount_pci(vfs:VFS):
 PROVIDERS: dict[tuple[str, ...], Callable[[VFS], None]] = {
   ("/dev/kfd", "/sys/devices/virtual/kfd", "/sys/class/drm", "/dev/dri"): _mount_kfd,
   ("/dev/nvidiactl", "/dev/nvidia-uvm", *(f"/dev/nvidia{i}" for i in range(16))): _mount_nv,
-  ("/sys/bus/pci", "/proc/self/pagemap", "/proc/sys/vm/compact_unevictable_allowed"): _mount_pci,
+  ("/sys/bus/pci", "/proc/self/pagemap", "/proc/sys/vm/compact_unevictable_allowed", "/sys/module/vfio", "/dev/vfio"): _mount_pci,
 }
 _mounted: set = set()
 

@@ -1,13 +1,13 @@
 """`python -m emu.timing compare TRACE.pkl [TRACE.pkl ...] [--arch gfxNNNN]` or `python -m emu.timing compare --all [--dir DIR]`.
 
 Runs traced kernels on the emulator and prints the timing comparison (emu.timing.compare). --all takes every pickle of
-DIR (default: ../shared/data/sqtt relative to the repository) and prints one report per arch folder."""
+DIR (default: the repository's data/sqtt) and prints one report per arch folder."""
 from __future__ import annotations
 import argparse, pickle, sys, time
 from pathlib import Path
 from emu.timing.compare import compare_file, format_report
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "sqtt"
 PROGRESS_AFTER = 2.0   # seconds into a run after which each kernel's start is reported on stderr
 
 def main(argv:list[str]|None=None) -> int:

@@ -7,7 +7,8 @@ driver is bound. Bus names are `<domain>:<bus>:00.0` with a domain derived from 
 never name a real device and two test processes never contend for tinygrad's per-device lock file in /tmp.
 
 /proc/self/pagemap answers the bus frame of each host page (mockgpu.pci.bus; bit 63 present); compact_unevictable_allowed reads
-0, the value tinygrad would otherwise set through sudo.
+0, the value tinygrad would otherwise set through sudo. With VFIO=1 tinygrad looks for the vfio module (present here, so it
+never runs `sudo modprobe`) and then /dev/vfio/vfio, which does not exist: it falls back to the sysfs path above.
 """
 from __future__ import annotations
 import errno, mmap, os, struct
@@ -66,4 +67,5 @@ def install(vfs:VFS, gpu_count:int, arch:str, vram_bytes:int|None=None) -> list[
     for bar in (0, 2, 5): vfs.mount(f"{root}/resource{bar}", CharDevice(lambda path, flags, g=g, bar=bar: BarFile(g, bar)))
   vfs.mount("/proc/self/pagemap", RandomAccessFile(_pagemap, size=1 << 60))
   vfs.mount("/proc/sys/vm/compact_unevictable_allowed", File("0\n", on_write=lambda data: None))
+  vfs.mount("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode", File("N\n", on_write=lambda data: None))
   return gpus

@@ -71,3 +71,13 @@ def test_two_pci_gpus_copy_between_each_other():
     print(json.dumps(b[[0, 1, 4095]].tolist()))
   """, dev="MOCKPCI:0,1+AMD:LLVM:gfx1100")
   assert out == [0.0, 2.0, 8190.0]
+
+def test_the_am_driver_never_calls_sudo_even_with_vfio_requested(tmp_path):
+  import os
+  marker = tmp_path / "sudo-called"
+  (tmp_path / "sudo").write_text(f"#!/bin/sh\necho \"$@\" >> {marker}\n")
+  (tmp_path / "sudo").chmod(0o755)
+  out = run_json("import json; from tinygrad import Tensor; print(json.dumps((Tensor([1.0, 2.0]) + 1).tolist()))",
+                 dev="MOCKPCI+AMD:LLVM:gfx1100", env={"VFIO": "1", "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+  assert out == [2.0, 3.0]
+  assert not marker.exists(), marker.read_text()   # compact_unevictable_allowed reads 0 and the vfio module is there: nothing to escalate

@@ -1,4 +1,4 @@
-"""The timing model against the shipped real-hardware SQTT traces (../shared/data/sqtt from the repo root), per arch.
+"""The timing model against the shipped real-hardware SQTT traces (data/sqtt in the repository), per arch.
 
 Thresholds are what the calibrated model reaches (docs/timing.md, "Validation"): the share of non-DRAM issue deltas within
 ±2 cycles and the whole-kernel cycle ratios (emu/hw) of the kernels with instruction-traced waves. The targets (>= 95% within
@@ -13,18 +13,18 @@ from emu.timing.compare import class_rows, compare_file, format_report, worst
 from emu.timing.replay import driver_of, replay
 from emu.timing.traces import launch_dims, load_events, load_trace, pmc_counter, traced_target
 
-ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
+ROOT = Path(__file__).resolve().parents[2] / "data" / "sqtt"
 # arch: (min non-DRAM deltas, min share within ±2, kernel ratio range for instruction-traced kernels)
 THRESHOLDS = {"gfx1100": (50, 0.95, (0.75, 1.35)), "gfx1200": (2000, 0.95, (0.8, 1.25)), "gfx950": (0, 0.0, (0.8, 1.25))}
 # kernels whose ratio is outside the range for a documented reason (docs/timing.md): gfx1200's E_32_4 ran warm after the kernel before it
 RATIO_GAPS = {"gfx1200": ("E_32_4",)}
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"shipped SQTT traces not present at {ROOT}")
 
 @pytest.fixture(scope="module", params=sorted(THRESHOLDS))
 def arch_results(request):
   folder = ROOT / request.param
-  if not folder.is_dir(): pytest.skip(f"no {request.param} traces at {folder}")
-  return request.param, [r for f in sorted(folder.glob("*.pkl")) for r in compare_file(f)]
+  files = sorted(folder.glob("*.pkl"))
+  assert files, f"no {request.param} traces in {folder} (the repository ships them)"
+  return request.param, [r for f in files for r in compare_file(f)]
 
 def test_traces_decode_into_wave_sequences():
   (k,) = load_trace(ROOT / "gfx1100" / "profile_plus_run_0.pkl")

@@ -23,7 +23,7 @@ from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, Wave, encode
 from emu.timing.sqtt_layouts import (CDNA_LAYOUT, CDNAWriter, EXCLUDE_INST, EXCLUDE_VALUINST, INCLUDE_INST, INCLUDE_WAVE_END, INCLUDE_WAVE_START,
                                      LAYOUTS, RDNA3_LAYOUT, RDNA4_LAYOUT, pack)
 
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sqtt"
+TRACES = Path(__file__).resolve().parents[2] / "data" / "sqtt"
 SPECS = {lay: get_spec(arch) for lay, arch in ((RDNA3_LAYOUT, "gfx1100"), (RDNA4_LAYOUT, "gfx1201"), (CDNA_LAYOUT, "gfx950"))}
 GAPS = [0, 1, 2, 3, 4, 7, 8, 19, 20, 26, 27, 1000, 1023, 1024, 4080, 4081, 4084, 123456, (1 << 36) + 77]
 # tinygrad prepends a layout-0 LAYOUT_HEADER to gfx9 blobs (the hardware stream has none); the decoder then switches to CDNA tables
@@ -208,8 +208,9 @@ def _issue_streams(data:bytes, lib:bytes, arch:str) -> dict[int, list[tuple[int,
   return seqs
 
 def _captures(arch:str, kind:str) -> list:
-  if not (TRACES / arch).is_dir(): pytest.skip(f"shipped SQTT traces not present at {TRACES / arch}")
-  return [(f.name, load_events(f)) for f in sorted((TRACES / arch).glob(f"profile_{kind}_run_*.pkl"))]
+  files = sorted((TRACES / arch).glob(f"profile_{kind}_run_*.pkl"))
+  assert files, f"no {arch} {kind} traces in {TRACES / arch} (the repository ships them)"
+  return [(f.name, load_events(f)) for f in files]
 
 @pytest.mark.parametrize("arch,emu_arch,kind", [("gfx1100", "gfx1100", k) for k in ("plus", "sync")] +
                          [("gfx1200", "gfx1201", k) for k in ("plus", "sync", "handwritten")])

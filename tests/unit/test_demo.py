@@ -31,12 +31,13 @@ def test_gfx1100_rows_correct_with_emulator_counters():
 
 def test_unimplemented_devices_say_why(monkeypatch, capsys):
   import emu.demo as demo_mod
-  from emu.demo import DEVICES, DemoDevice, unavailable_reason
+  from emu.demo import DEVICES, unavailable_reason
   from emu.amd.arch import SPECS
   for d in DEVICES:
     arch = d.dev.split(":")[-1]
-    if d.dev.startswith(("MOCKKFD+AMD", "MOCKPCI+AMD")): assert (unavailable_reason(d) is None) == SPECS[arch].supported, d
-  cdna_am = DemoDevice("gfx942-am", "MOCKPCI+AMD:LLVM:gfx942")
+    if d.dev.startswith("MOCKKFD+AMD"): assert (unavailable_reason(d) is None) == SPECS[arch].supported, d
+    if d.dev.startswith("MOCKPCI+AMD"): assert (unavailable_reason(d) is None) == (arch in ("gfx1100", "gfx1201")), d
+  cdna_am = next(d for d in DEVICES if d.name == "gfx942-am")
   assert "CDNA over PCI is out of scope" in unavailable_reason(cdna_am)
   monkeypatch.setattr(demo_mod, "DEVICES", [cdna_am])
   assert demo_mod.main(["--devices", "gfx942-am"]) == 1   # nothing ran: the demo does not claim success
