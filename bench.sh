@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tinygrad-emu setup + entry point. Idempotent: a second run only re-installs what changed.
-#   ./bench.sh demo [ARGS]   set up, then run the demo (python -m emu.demo ARGS)
+#   ./bench.sh demo [ARGS]   set up, then run the demo (python -m mockgpu.demo ARGS)
 #   ./bench.sh test [ARGS]   set up, then run the whole test suite (pytest ARGS)
 #   ./bench.sh setup         set up only
 # Environment: PYTHON (interpreter to build the venv from, default python3), VENV (default .venv beside this script),
@@ -73,7 +73,7 @@ setup_python
 export PATH="$venv/bin:$PATH"
 case "$cmd" in
   setup) say "ready: . $venv/bin/activate";;
-  demo) exec "$venv/bin/python" -m emu.demo "$@";;
+  demo) exec "$venv/bin/python" -m mockgpu.demo "$@";;
   test) exec "$venv/bin/python" -m pytest -n "${EMU_JOBS:-$(nproc 2>/dev/null || echo 2)}" "$@";;
   *) say "unknown command '$cmd' (demo, test, setup)"; exit 2;;
 esac

@@ -6,8 +6,9 @@ from __future__ import annotations
 import functools, importlib, inspect, random
 from tinygrad.renderer.amd.dsl import (Inst, BitField, FixedBitField, EnumBitField, SrcField, VGPRField, SGPRField, SSrcField,
                                        AlignedSGPRField, VDSTYField, OPERANDS)
+from emu.amd.arch import FAMILIES
 
-ARCHS = ("rdna3", "rdna4", "cdna")
+ARCHS = FAMILIES   # the ISA families fuzzed (one per table family in the wheel)
 # src-space markers that select an encoding variant instead of naming an operand
 MARKERS = {"_LIT": 255, "_DPP16": 250, "_DPP8": 233, "_SDWA": 249, "_SDWA_SDST": 249}
 SGPR_MAX = {"rdna3": 105, "rdna4": 105, "cdna": 101}  # CDNA: 102-105 alias FLAT_SCRATCH/XNACK_MASK

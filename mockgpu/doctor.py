@@ -6,10 +6,12 @@ does not know a processor says so and emits generic code, which the check catche
 """
 from __future__ import annotations
 import importlib.util, json, os, subprocess, sys
+from emu.amd.api import ARCHS
+from emu.amd.arch import SPECS
 from emu.llvm_libs import llvm_major, multiarch, newest_system_llvm
 
-# AMD targets the bench emulates, and the oldest LLVM that compiles for each (LLVM's AMDGPU processor table)
-AMD_TARGETS = {"gfx1100": 16, "gfx1201": 19, "gfx942": 18, "gfx950": 20}
+# AMD targets the bench emulates, and the oldest LLVM that compiles for each (LLVM's AMDGPU processor table; emu.amd.arch)
+AMD_TARGETS = {a: SPECS[a].llvm_min for a in ARCHS}
 DEBIAN_LLVM_FIX = "apt-get update && apt-get install -y libllvm19 libllvm22   (libllvm22 comes from bookworm's security updates; gfx950 needs it)"
 
 _PROBE_LLVM = r"""
@@ -152,6 +154,6 @@ def doctor(out=print) -> int:
     else: line(True, f"AM driver {arch}", f"DEV=MOCKPCI+AMD boots an emulated {info['board']} in {info['boot_s']:.1f} s")
   line(None, "", "the PCI mock replaces one tinygrad function, am/amdev.fetch_fw: synthetic firmware instead of linux-firmware downloads; "
        "CDNA (gfx942/gfx950) is KFD-only (MOCKKFD)")
-  out("  emulated devices: see `python -m emu.demo` for what runs today")
+  out("  emulated devices: see `python -m mockgpu.demo` for what runs today")
   out("doctor: all good" if problems == 0 else f"doctor: {problems} problem{'s' if problems != 1 else ''} found (fixes above)")
   return 0 if problems == 0 else 1

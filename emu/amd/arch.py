@@ -23,6 +23,10 @@ class ArchSpec:
   vgpr_granule32: int     # VGPRs per RSRC1.VGPRS unit in wave32 (wave64 halves it)
   wg_ids_in_ttmp: bool    # gfx12: workgroup ids in TTMP9/TTMP7 instead of SGPRs after the user SGPRs
   supported: bool         # the executors implement this arch
+  n_cus: int              # compute units of the board the arch stands for (one CPX partition on CDNA)
+  clock_mhz: float        # its peak shader clock
+  lds_per_cu: int         # LDS bytes per CU (what workgroups resident on one CU share)
+  llvm_min: int           # the oldest LLVM whose AMDGPU processor table knows the target (to compile for it or disassemble it)
   ieee_mode: bool = True  # RSRC1 ENABLE_DX10_CLAMP (bit 21) / ENABLE_IEEE_MODE (bit 23) and MODE.IEEE exist (gfx6-gfx11, not gfx12)
   # FLAT apertures (amdkfd's layout for gfx9+): 4 GiB windows of the flat address space that reach LDS / scratch
   shared_aperture: int = 1 << 48
@@ -64,15 +68,20 @@ _RDNA = dict(null_reg=124, m0_reg=125, vcc_lo=106, exec_lo=126, n_sgprs=106, wav
 _CDNA = dict(null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wave_sizes=(64,), lds_granule=512, vgpr_granule32=16,
              wg_ids_in_ttmp=False, supported=True, simd_lanes=16, dpp="gfx9", true16=False, n_agprs=256, vop3_literal=False,
              waitcnt=(("vm", ((0, 4), (14, 2))), ("vs", ((0, 4), (14, 2))), ("lgkm", ((8, 4),)), ("exp", ((4, 3),))))
+# boards: RX 7900 XTX (96 CUs, 2.5 GHz); Strix Halo (40, 2.9 GHz); RX 9070 XT (64, 2.97 GHz); one CPX partition of MI300X (38 CUs,
+# 2.1 GHz) and of MI355X (32 CUs, 2.4 GHz, 160 KiB of LDS per CU)
 SPECS: dict[str, ArchSpec] = {
-  "gfx1100": ArchSpec("gfx1100", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),
-  "gfx1151": ArchSpec("gfx1151", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True),
+  "gfx1100": ArchSpec("gfx1100", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True,
+                      n_cus=96, clock_mhz=2500.0, lds_per_cu=65536, llvm_min=16),
+  "gfx1151": ArchSpec("gfx1151", "rdna3", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=False, supported=True,
+                      n_cus=40, clock_mhz=2900.0, lds_per_cu=65536, llvm_min=19),
   "gfx1201": ArchSpec("gfx1201", "rdna4", **_RDNA, lds_granule=512, max_lds=65536, vgpr_granule32=8, wg_ids_in_ttmp=True, supported=True,
-                      ieee_mode=False),
-  "gfx942": ArchSpec("gfx942", "cdna", **_CDNA, max_lds=65536),
-  "gfx950": ArchSpec("gfx950", "cdna", **_CDNA, max_lds=163840),
+                      ieee_mode=False, n_cus=64, clock_mhz=2970.0, lds_per_cu=65536, llvm_min=19),
+  "gfx942": ArchSpec("gfx942", "cdna", **_CDNA, max_lds=65536, n_cus=38, clock_mhz=2100.0, lds_per_cu=65536, llvm_min=18),
+  "gfx950": ArchSpec("gfx950", "cdna", **_CDNA, max_lds=163840, n_cus=32, clock_mhz=2400.0, lds_per_cu=163840, llvm_min=20),
 }
 assert set(ARCHS) <= set(SPECS)
+FAMILIES = tuple(dict.fromkeys(SPECS[a].family for a in ARCHS))   # the wheel's ISA families of the emulated boards: rdna3, rdna4, cdna
 
 def get_spec(arch:str) -> ArchSpec:
   """The ArchSpec of a gfx target; raises ValueError for unknown or not-yet-implemented targets."""

@@ -9,16 +9,18 @@ and traces fall back to the wheel's DSL repr.
 """
 from __future__ import annotations
 import ctypes, functools, os
+from emu.amd.api import ARCHS
+from emu.amd.arch import FAMILIES, SPECS
 from emu.llvm_libs import multiarch, system_llvm
 
 DEFAULT_LLVM = 19          # the LLVM whose disassembly the fuzzers' expectations were checked against
-CPU_LLVM = {"gfx950": 20}  # CPUs that need a newer LLVM: the oldest major that knows them; everything else is covered by LLVM 19
+CPU_LLVM = {a: s.llvm_min for a, s in SPECS.items() if s.llvm_min > DEFAULT_LLVM}  # CPUs DEFAULT_LLVM does not know: the oldest major that does
 
 def default_library(major:int=DEFAULT_LLVM) -> str:
   """Path of the installed libLLVM of `major` (or the newest newer one); the Debian name when none is installed (loading then fails
   with that name in the error)."""
   return system_llvm(major) or f"/usr/lib/{multiarch()}/libLLVM-{major}.so"
-ARCH_CPU = {"rdna3": "gfx1100", "rdna4": "gfx1201", "cdna": "gfx942"}  # the emulator's default CPU per table set
+ARCH_CPU = {f: next(a for a in ARCHS if SPECS[a].family == f) for f in FAMILIES}  # the default CPU per table set: its first board
 
 @functools.cache
 def _lib(path:str) -> ctypes.CDLL:

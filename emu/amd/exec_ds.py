@@ -17,7 +17,7 @@ import numpy as np
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
-from emu.amd.exec_valu import rawf
+from emu.amd.operands import rawf
 from emu.amd.step import Machine, Step
 from emu.amd.wave import AGPR_BASE
 
@@ -69,8 +69,8 @@ class DsCounterStep(Step):
     for w in (int(x) for x in ws):
       act = st.exec_bits(np.array([w]))[0]
       if not act.any(): continue
-      m.lds.base = m.lds_base(np.array([w]))
+      lds = m.lds.at(m.lds_base(np.array([w])))
       addr = np.array([(int(st.sgpr[w, self.spec.m0_reg]) & 0xffff) + self.offset], dtype=U64)
-      old = int(m.lds.read(addr, 4)[0])
-      m.lds.write(addr, np.array([(old + self.sign * int(act.sum())) & 0xffffffff], dtype=U64), 4)
+      old = int(lds.read(addr, 4)[0])
+      lds.write(addr, np.array([(old + self.sign * int(act.sum())) & 0xffffffff], dtype=U64), 4)
       st.vgpr[w, act, self.vdst] = old

@@ -11,7 +11,7 @@ import numpy as np
 from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
-from emu.amd.exec_valu import rawf
+from emu.amd.operands import rawf
 from emu.amd.mem_access import footprint
 from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_op
@@ -209,10 +209,8 @@ class SmemStep(SaluStep):
   def execute(self, m:Machine, ws:np.ndarray):
     """Loads run once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores per wave."""
     st, op = m.st, self.op
+    if op.mem != "r" or not op.reads <= {"ADDR", "MEM", "SDATA"}: return super().execute(m, ws)
     addrs = self._addresses(st, ws)
-    if op.mem != "r" or not op.reads <= {"ADDR", "MEM", "SDATA"}:
-      self.addrs = dict(zip(ws.tolist(), addrs.tolist()))
-      return super().execute(m, ws)
     k = max(1, self.sdata_bits // 32)
     rows = np.concatenate([addrs[:, None], st.sgpr[ws, self.sdata:self.sdata + k].astype(U64)], axis=1)
     uniq, inv = np.unique(rows, axis=0, return_inverse=True)
@@ -225,7 +223,7 @@ class SmemStep(SaluStep):
     st.pc[ws] += self.size
 
   def extra(self, m:Machine, w:int, o:OpState):
-    o.ADDR, o.MEM = self.addrs[w], m.smem
+    o.ADDR, o.MEM = int(self._addresses(m.st, np.array([w]))[0]), m.smem
     if self.span is not None: m.smem.check((o.ADDR + self.span[0]) & MASK64, self.span[1], True)
     if "SDATA" in self.op.reads: o.SDATA = resolve_src(self.sdata, self.sdata_bits, None, None, self.spec).read_int(m.st, w)
     if "DATA" in self.op.reads: o.DATA = resolve_src(self.sdata, self.op.widths["DATA"], None, None, self.spec).read_int(m.st, w)  # gfx9 atomics

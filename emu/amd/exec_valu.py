@@ -12,7 +12,7 @@ from emu.amd.decode import Instr
 from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_control, dpp16_route, dpp16_write_enable, dpp8_route
 from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies, int_clamp,
-                              inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr)
+                              inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, rawf, operand_fmt)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
 from emu.amd.wave import AGPR_BASE, MODE_INPUTS
@@ -26,16 +26,6 @@ E32 = ("VOP1", "VOP2", "VOPC")      # encodings whose 16-bit VGPR operands use b
 OWN_MODIFIER_FIELDS = {"OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS"}
 # modifier fields an op may read that some of its encodings lack (VOP1/VOP2/VOPC have no OPSEL ...): there the ISA value is 0
 ABSENT_FIELD_VALUES = dict.fromkeys(("OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS", "OMOD"), 0)
-
-def rawf(inst, name:str) -> int:
-  """The raw bits of field `name` (register fields decode to operand objects; executors want the number)."""
-  bf = dict(inst._fields)[name]
-  return (inst._raw >> bf.lo) & bf.mask
-
-def operand_fmt(operands:dict, field:str) -> Fmt | None:
-  """The format the wheel's operand table gives encoding field `field`. The tables name a source 'srcN' or 'vsrcN' either way
-  round (VOP2's VGPR-only S1 is field vsrc1, entry 'vsrc1'; rdna4's VOP3 table calls most ops' field src0 'vsrc0')."""
-  return next((operands[k][0] for k in (field, field.removeprefix("v"), "v" + field) if k in operands), None)
 
 def mask_lane_bits(st, wv:np.ndarray, ln:np.ndarray, reg:int, literal:int|None=None) -> np.ndarray:
   """Bit `ln` of the lane-mask operand `reg` of each wave wv, as uint64 0/1: an SGPR (reg+1 for lanes 32-63), or any other source
@@ -94,17 +84,32 @@ class ValuStep(Step):
   """One VALU instruction (any VOP encoding except VOPD)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
-    inst, fmt = instr.inst, instr.fmt
+    inst = instr.inst
     self.op = op = get_op(spec.name, instr.op, raw=instr.raw)
-    operands, bits = inst.operands, inst.op_bits
     own_mods = not (OWN_MODIFIER_FIELDS & op.reads)
     # gfx9's VOP1/VOP2 ops have no op_sel in their VOP3 form and zero the high half of a 16-bit result (cdna_operands)
     legacy = cdna_operands.legacy_16bit(spec, instr.op)
     opsel = 0 if legacy else getattr(inst, "opsel", 0) or 0
+    self.srcs = self._sources(instr, spec, own_mods, opsel)
+    self._destination(instr, spec, own_mods, opsel, legacy)
+    self._lane_masks(instr, spec)
+    self.fields = self._fields(inst, op.reads)
+    if "C_CONST" in op.reads: self.fields["C_CONST"] = mfma_c_const(inst.src2.offset, operand_fmt(inst.operands, "src2"))
+    if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
+    self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
+    self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE
+    # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
+    self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
+    self.dpp = self._dpp(instr, spec)
+
+  def _sources(self, instr:Instr, spec:ArchSpec, own_mods:bool, opsel:int) -> dict[str, SrcSpec]:
+    """The op's source operands with their encoding's modifiers (true16 halves, op_sel, SDWA selects, packed halves, neg/abs)."""
+    inst, fmt, op = instr.inst, instr.fmt, self.op
+    operands, bits = inst.operands, inst.op_bits
     neg, abs_ = getattr(inst, "neg", 0) or 0, getattr(inst, "abs", 0) or 0
     if instr.variant in ("DPP16", "SDWA") and fmt in E32:
       neg, abs_ = inst.src0_neg | (inst.src1_neg << 1), inst.src0_abs | (inst.src1_abs << 1)
-    self.srcs: dict[str, SrcSpec] = {}
+    srcs: dict[str, SrcSpec] = {}
     for i, (name, field) in enumerate(SRC_FIELDS[fmt].items()):
       if name not in op.reads or field not in operands and name == "S2": continue
       code = (inst.vsrc0.offset if instr.variant in ("DPP16", "DPP8", "SDWA") else getattr(inst, field).offset) if field == "src0" else \
@@ -125,16 +130,20 @@ class ValuStep(Step):
       if fmt == "VOP3P" and pk and own_mods:
         ohi = (inst.opsel_hi >> i) & 1 if i < 2 else inst.opsel_hi2
         packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
-      self.srcs[name] = SrcSpec(src, modifier_float_kind(instr.op.name, op.pcode, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
-                                bool((abs_ >> i) & 1) and own_mods, packed)
+      srcs[name] = SrcSpec(src, modifier_float_kind(instr.op.name, op.pcode, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
+                           bool((abs_ >> i) & 1) and own_mods, packed)
     for name in SOURCE_WRITES & op.writes:   # a source the op writes back must be a plain VGPR of this lane (no SDWA select, no DPP)
-      if not (isinstance(self.srcs[name].src, Src) and self.srcs[name].src.kind == "vgpr") or instr.variant in ("DPP16", "DPP8", "SDWA"):
+      if not (isinstance(srcs[name].src, Src) and srcs[name].src.kind == "vgpr") or instr.variant in ("DPP16", "DPP8", "SDWA"):
         raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name}: {name} is written back, so it must be a VGPR without DPP or SDWA")
     if "S2" in op.reads and "src2" not in operands:   # FMAC forms (V_FMAC_DX9_ZERO_F32): the accumulator S2 is the destination VGPR
-      self.srcs["S2"] = SrcSpec(Src("vgpr", rawf(inst, "vdst"), op.widths.get("S2", 32)), 0)
-    # destination
+      srcs["S2"] = SrcSpec(Src("vgpr", rawf(inst, "vdst"), op.widths.get("S2", 32)), 0)
+    return srcs
+
+  def _destination(self, instr:Instr, spec:ArchSpec, own_mods:bool, opsel:int, legacy:bool):
+    """Where and how the result is stored: register, width and half, output modifiers, float/integer clamp, SDWA destination select."""
+    inst, fmt, operands = instr.inst, instr.fmt, instr.inst.operands
     dfmt = operands.get("vdst", (None,))[0]
-    self.d_bits = dest_bits(op.widths, bits, "vdst")
+    self.d_bits = dest_bits(self.op.widths, inst.op_bits, "vdst")
     self.d_hi = False
     self.vdst = rawf(inst, "vdst") if hasattr(inst, "vdst") else 0
     if self.d_bits == 16 and fmt in E32 and spec.true16 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
@@ -147,28 +156,27 @@ class ValuStep(Step):
       if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
     self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
     if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD", "VOP3P"): self.int_clamp = None
-    # lane-mask registers
+
+  def _lane_masks(self, instr:Instr, spec:ArchSpec):
+    """The registers the op's lane masks (VCC, EXEC, carry-outs) are read from and written to."""
+    inst, fmt, operands = instr.inst, instr.fmt, instr.inst.operands
     vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" or getattr(inst, "sd", 0) else spec.vcc_lo   # SDWA: SD picks SDST
     # e64 V_CNDMASK / V_*_CO_CI take the lane mask from src2; ops that read S2 as a value (V_DIV_FMAS) read VCC itself
-    src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in op.reads else None
+    src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in self.op.reads else None
     self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
     if src2 is not None and src2 >= 128: resolve_src(src2, 64, None, instr.literal, spec)   # a reserved code fails now, not per lane
     self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
                        sdst if instr.variant == "SDWA" else vcc}
-    self.fields = self._fields(inst, op.reads)
-    if "C_CONST" in op.reads: self.fields["C_CONST"] = mfma_c_const(inst.src2.offset, operand_fmt(operands, "src2"))
-    if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
-    self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
-    self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE
-    # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
-    self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
-    # DPP
-    self.dpp = None
+
+  @staticmethod
+  def _dpp(instr:Instr, spec:ArchSpec) -> tuple | None:
+    """The DPP16/DPP8 lane routing of the encoding (None without DPP); a control this arch lacks raises now, not when it runs."""
+    inst = instr.inst
     if instr.variant == "DPP16":
-      dpp16_control(inst.dpp, spec.family)   # a control this arch lacks is an illegal instruction: raises here, not when it runs
-      self.dpp = ("16", inst.dpp, bool(getattr(inst, "fi", 0)), bool(inst.bc), inst.row_mask, inst.bank_mask)   # gfx9 has no FI
-    elif instr.variant == "DPP8":
-      self.dpp = ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
+      dpp16_control(inst.dpp, spec.family)
+      return ("16", inst.dpp, bool(getattr(inst, "fi", 0)), bool(inst.bc), inst.row_mask, inst.bank_mask)   # gfx9 has no FI
+    if instr.variant == "DPP8": return ("8", [getattr(inst, f"lane_sel_{i}") for i in range(8)], inst.dpp8_fi)
+    return None
 
   def _check_register_operands(self):
     """Whole-wave ops (WMMA, v_permlane*, v_readlane ...) and ops that read or write VGPRs by number (v_movrels, v_movreld, v_swaprel) take

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
-from emu.amd.exec_valu import rawf
+from emu.amd.operands import rawf
 from emu.amd.mem_access import footprint
 from emu.amd.operands import SADDR_OFF, Src, write_vgpr_lanes
 from emu.amd.semantics import get_op
@@ -138,8 +138,8 @@ class VmemStep(Step):
       rounds = alias_rounds(key) if op.mem_rmw else np.zeros(len(key), dtype=np.int64)
       for r in range(int(rounds.max()) + 1):
         rs = rounds == r if op.mem_rmw else slice(None)
-        o = OpState(n=len(key[rs]), MEM=mem, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **self.fields, **{k: v[rs] for k, v in sub.items()})
-        if base is not None: mem.base = base[rs]
+        view = mem.at(base[rs]) if base is not None else mem
+        o = OpState(n=len(key[rs]), MEM=view, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **self.fields, **{k: v[rs] for k, v in sub.items()})
         op.fn(o)
         for name in op.writes & {"VDATA", "RETURN_DATA"}:
           val = np.asarray(getattr(o, name))
@@ -163,7 +163,7 @@ class VmemStep(Step):
     addr = self._addresses(st, lanes.wv, lanes.ln, lanes.dense)[li] + U64(4) * i.astype(U64)
     store, reg = self.instr.op.name.endswith("_STORE_BLOCK"), self.block + i
     for sel, mem, base, a in self._regions(m, wv, ln, addr):
-      if base is not None: mem.base = base
+      if base is not None: mem = mem.at(base)
       if store: mem.write(a, st.vgpr[wv[sel], ln[sel], reg[sel]].astype(U64), 4)
       else: st.vgpr[wv[sel], ln[sel], reg[sel]] = mem.read(a, 4).astype(np.uint32)
 

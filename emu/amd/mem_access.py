@@ -59,11 +59,14 @@ class LocalMemory:
   def __init__(self, store:np.ndarray, limit:int, fault_oob:bool):
     self.store, self.limit, self.fault_oob = store, limit, fault_oob
     self.base = np.zeros(0, dtype=np.int64)
+  def at(self, base:np.ndarray) -> LocalMemory:
+    """The same memory with lane i's addresses starting at byte `base[i]` of the store (its workgroup's LDS, its scratch slot)."""
+    view = LocalMemory(self.store, self.limit, self.fault_oob)
+    view.base = base
+    return view
   def select(self, mask:np.ndarray) -> LocalMemory:
     """The same memory seen by the lanes `mask` selects (pcode's conditional accesses pass only those lanes' addresses)."""
-    sub = LocalMemory(self.store, self.limit, self.fault_oob)
-    sub.base = self.base[mask]
-    return sub
+    return self.at(self.base[mask])
   def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> np.ndarray:
     """Which lanes' accesses are in range; out of range faults (scratch) instead when the memory says so."""
     a = np.asarray(addrs, dtype=U64) & U64(0xffffffff)

@@ -23,6 +23,16 @@ _INV_2PI_BITS = {16: 0x3118, 32: 0x3e22f983, 64: 0x3fc45f306dc9c882}
 VCCZ, EXECZ, SCC_SRC, LDS_DIRECT, LIT_SRC = 251, 252, 253, 254, 255
 APERTURES = range(235, 239)   # SHARED_BASE/LIMIT, PRIVATE_BASE/LIMIT (ArchSpec.aperture_values; a 32-bit read gets the low half)
 
+def rawf(inst, name:str) -> int:
+  """The raw bits of field `name` (register fields decode to operand objects; executors want the number)."""
+  bf = dict(inst._fields)[name]
+  return (inst._raw >> bf.lo) & bf.mask
+
+def operand_fmt(operands:dict, field:str) -> Fmt | None:
+  """The format the wheel's operand table gives encoding field `field`. The tables name a source 'srcN' or 'vsrcN' either way
+  round (VOP2's VGPR-only S1 is field vsrc1, entry 'vsrc1'; rdna4's VOP3 table calls most ops' field src0 'vsrc0')."""
+  return next((operands[k][0] for k in (field, field.removeprefix("v"), "v" + field) if k in operands), None)
+
 def float_kind(fmt:Fmt|None) -> int:
   """Float width (16/32/64) an operand format holds, or 0 for integer/bit formats. Packed f16 counts as 16; bf16 as 0."""
   name = fmt.name if fmt is not None else ""

@@ -18,10 +18,6 @@ import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.step import Step
 
-CLOCK_MHZ = {"gfx1100": 2500.0, "gfx1151": 2900.0, "gfx942": 2100.0, "gfx950": 2400.0, "gfx1201": 2970.0}
-N_CUS = {"gfx1100": 96, "gfx1151": 40, "gfx942": 38, "gfx950": 32, "gfx1201": 64}
-# RX 7900 XTX: 96 CUs (48 WGPs); Strix Halo: 40; MI300X / MI355X (one CPX partition): 38 / 32; RX 9070 XT: 64
-LDS_PER_CU = 65536
 
 @dataclass(frozen=True)
 class Params:
@@ -457,7 +453,7 @@ class TimingModel:
   def __init__(self, spec:ArchSpec, timeline:bool=False, driver:str="kfd"):
     if driver not in DRIVERS: raise ValueError(f"unknown driver {driver!r}: expected one of {DRIVERS}")
     self.spec, self.keep_timeline = spec, timeline
-    self.clock_mhz, self.n_cus, self.params = CLOCK_MHZ.get(spec.name, 2500.0), N_CUS.get(spec.name, 96), PARAMS[spec.family]
+    self.clock_mhz, self.n_cus, self.params = spec.clock_mhz, spec.n_cus, PARAMS[spec.family]
     self.fetch = self.params.launch_kfd if driver == "kfd" else self.params.launch
     self.timeline: list[tuple[int, int, int, str, bool]] = []
 
@@ -467,7 +463,7 @@ class TimingModel:
     p = self.params
     per_simd = min(p.max_waves_per_simd, p.vgpr_file * 32 // (lanes * vgprs)) if vgprs else p.max_waves_per_simd
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
-    self.wg_slots = min(by_waves, LDS_PER_CU // lds_bytes) if lds_bytes else by_waves
+    self.wg_slots = min(by_waves, self.spec.lds_per_cu // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
     self.steps: dict[int, _Op] = {}
 

@@ -53,8 +53,8 @@ from fuzz.amd_asm import FAMILY, Translator, Untranslatable
 from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.targets.x86 import minimise, run_reference
+from emu.amd.api import ARCHS
 
-ARCHS = ("gfx1100", "gfx1201", "gfx942", "gfx950")
 ABI_MASK = 0x1f << 1 | 0xf << 7  # COMPUTE_PGM_RSRC2 USER_SGPR_COUNT, ENABLE_SGPR_WORKGROUP_ID_X/Y/Z, ENABLE_SGPR_WORKGROUP_INFO
 WATCHDOG = 2_000_000  # wave-instructions per dispatch: the programs are tiny, a runaway loop should fail fast
 

@@ -49,8 +49,8 @@ from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy
 from fuzz.targets.encoding import simpler as simpler_fields
+from emu.amd.arch import FAMILIES as ARCHS
 
-ARCHS = ("rdna3", "rdna4", "cdna")
 EDGE_SHARE = 0.15   # cases that are edge encodings (see the module docstring)
 MFMA = ("V_MFMA", "V_SMFMAC")
 LANE_SWAPS = ("V_PERMLANE16_SWAP", "V_PERMLANE32_SWAP")   # gfx950: exchange lanes between the VDST and SRC0 registers, writing both

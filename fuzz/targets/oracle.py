@@ -30,8 +30,8 @@ from fuzz.amd_fields import inst_classes, ops_of, default_raw, scalar_reg, MODIF
 from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.targets import exec as exec_target
+from emu.amd.arch import FAMILIES as ARCHS
 
-ARCHS = ("rdna3", "rdna4", "cdna")
 CLASSES = ("VOP1", "VOP1_LIT", "VOP2", "VOP2_LIT", "VOP3", "VOP3_LIT", "VOP3_SDST", "VOP3_SDST_LIT", "VOP3SD", "VOP3SD_LIT", "VOP3P",
            "VOP3P_LIT", "VOPC", "VOPC_LIT", "SOP1", "SOP1_LIT", "SOP2", "SOP2_LIT", "SOPC", "SOPC_LIT", "SOPK")
 E32, E64 = ("VOP1", "VOP2", "VOPC"), ("VOP3", "VOP3SD")

@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 import numpy as np
 from emu.amd.api import Dispatch, GPUEmulatorError, GPUFault
-from emu.amd.arch import get_spec
+from emu.amd.api import ARCHS as BOARD_ARCHS
+from emu.amd.arch import SPECS, get_spec
 from emu.amd.gpu import AMDGPU
 from emu.amd.memory import MemoryMap
 from fuzz import amd_exec
@@ -22,7 +23,7 @@ from fuzz.registry import Target, register
 from fuzz.shrink import greedy
 from fuzz.targets.exec import host_exception
 
-ARCHS = {"gfx1100": "rdna3", "gfx1201": "rdna4", "gfx942": "cdna", "gfx950": "cdna"}
+ARCHS = {a: SPECS[a].family for a in BOARD_ARCHS}   # board arch -> ISA family
 STREAM_LENGTH = 16
 EDGE_SHARE = 1 / 3          # instructions drawn as edge encodings
 WATCHDOG = 20_000           # wave-instructions: a stream that loops ends in GPUHangFault quickly

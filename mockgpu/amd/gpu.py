@@ -8,7 +8,7 @@ from emu.amd.memory import MemoryMap
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
-from mockgpu.amd.pm4 import ComputeRegs
+from mockgpu.amd.registers import ComputeRegs
 from mockgpu.amd.sqtt import ThreadTrace
 from mockgpu.kfd.boards import GC_HWID, Board
 from mockgpu.stats import record_dispatch

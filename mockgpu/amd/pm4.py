@@ -6,10 +6,11 @@ and hands it to the GPU; everything cache-related (ACQUIRE_MEM, EVENT_WRITE flus
 because emulated memory is coherent.
 """
 from __future__ import annotations
-import collections, importlib
+import collections
 from typing import TYPE_CHECKING, Callable
 from emu.amd.api import Dispatch, DispatchStats
 from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
+from mockgpu.amd.registers import CMP_NAMES, ComputeRegs, compare
 if TYPE_CHECKING: from mockgpu.amd.sqtt import ThreadTrace
 
 # PM4 type-3 opcodes (tinygrad.runtime.autogen.am.pm4_nv / pm4_soc15 PACKET3_*)
@@ -23,24 +24,6 @@ NAMES = {NOP: "NOP", DISPATCH_DIRECT: "DISPATCH_DIRECT", PRED_EXEC: "PRED_EXEC",
          COPY_DATA: "COPY_DATA", EVENT_WRITE: "EVENT_WRITE", RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG",
          SET_UCONFIG_REG: "SET_UCONFIG_REG"}
 MAX_IB_DEPTH = 4
-
-def compare(func:int, value:int, ref:int) -> bool:
-  """WAIT_REG_MEM / POLL_REGMEM compare functions (0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 >)."""
-  return [True, value < ref, value <= ref, value == ref, value != ref, value >= ref, value > ref, False][func & 7]
-
-CMP_NAMES = ("always", "<", "<=", "==", "!=", ">=", ">", "never")
-
-class ComputeRegs:
-  """Addresses of the COMPUTE_* registers a dispatch reads, resolved through tinygrad's register module for `gc_version`."""
-  NAMES = ("PGM_LO", "PGM_HI", "PGM_RSRC1", "PGM_RSRC2", "PGM_RSRC3", "TMPRING_SIZE", "DISPATCH_SCRATCH_BASE_LO", "DISPATCH_SCRATCH_BASE_HI",
-           "USER_DATA_0", "NUM_THREAD_X", "NUM_THREAD_Y", "NUM_THREAD_Z", "START_X", "START_Y", "START_Z")
-  def __init__(self, gc_version:tuple[int, int, int]):
-    from tinygrad.runtime.support.amd import AMDIP
-    offs = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if gc_version[0] == 9 else 'navi'}_offsets")
-    self.gc = AMDIP("gc", gc_version, bases={i: tuple(getattr(offs, f"GC_BASE__INST{i}_SEG{s}", 0) for s in range(6)) for i in range(6)})
-    self.addr = {n: getattr(self.gc, f"regCOMPUTE_{n}").addr[0] for n in self.NAMES}
-    self.wave64_only = gc_version[0] == 9
-    self.scratch_granule = 1024 if gc_version[0] == 9 else 256  # TMPRING_SIZE.WAVESIZE unit, bytes per wave64
 
 class PM4Engine(Engine):
   """A PM4 compute queue. `dispatch(Dispatch) -> DispatchStats` runs kernels (the emulator behind the GPU); `sqtt` is the GPU's

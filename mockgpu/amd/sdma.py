@@ -5,7 +5,7 @@ not mapped to this GPU faults instead of touching the host. Opcodes are the ones
 """
 from __future__ import annotations
 from mockgpu.amd.engine import Engine, PacketError, Stall
-from mockgpu.amd.pm4 import CMP_NAMES, compare
+from mockgpu.amd.registers import CMP_NAMES, compare
 
 OP_NOP, OP_COPY, OP_WRITE, OP_FENCE, OP_TRAP, OP_POLL_REGMEM, OP_TIMESTAMP = 0, 1, 2, 5, 6, 8, 13
 SUBOP_COPY_LINEAR, SUBOP_TIMESTAMP_GET, SUBOP_TIMESTAMP_GET_GLOBAL = 0, 1, 2

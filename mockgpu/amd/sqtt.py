@@ -26,7 +26,7 @@ from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, encode, waves_of
 from emu.timing.sqtt_layouts import LAYOUTS, WPTR_UNIT
 from mockgpu.amd.clock import TICKS_PER_SECOND, DeviceClock
 from mockgpu.amd.engine import PacketError
-from mockgpu.amd.pm4 import ComputeRegs
+from mockgpu.amd.registers import ComputeRegs
 
 WPTR_MASK = 0x1FFFFFFF
 Field = tuple[str, str]   # (register name after regSQ_THREAD_TRACE_, field)

@@ -1,12 +1,14 @@
 """Per-arch board data: what the KFD topology and the IP discovery tree publish for one real board of each supported arch.
 
-Counts follow the boards' public specifications (CUs, shader engines/arrays, LDS, waves per SIMD); IP versions are the ones
+Counts follow the boards' public specifications (shader engines/arrays, waves per SIMD; CUs, LDS and clock come from the
+emulator's target table, emu.amd.arch); IP versions are the ones
 amdgpu's IP discovery reports for them and name register modules that exist in tinygrad's wheel. The CDNA entries describe
 one CPX-mode partition (a single XCC), which is how a KFD node of those boards looks when partitioned; tinygrad drives a
 single-XCC node with PM4 queues.
 """
 from __future__ import annotations
 from dataclasses import dataclass
+from emu.amd.arch import SPECS
 
 # amdgpu hardware ids of the IP blocks tinygrad reads from ip_discovery (tinygrad.runtime.autogen.am.am *_HWID)
 GC_HWID, SDMA0_HWID, NBIF_HWID = 11, 42, 108
@@ -44,19 +46,24 @@ class Board:
       "debug_prop": 0x427, "sdma_fw_version": 21, "unique_id": 0x5d1c0b0e00000000 + gpu_id, "num_xcc": 1,
       "max_engine_clk_ccompute": 3000}
 
+def _board(arch:str, name:str, **facts) -> Board:
+  """A board of `arch`: CUs, LDS per CU and the shader clock come from the emulator's target table (emu.amd.arch.SPECS)."""
+  spec = SPECS[arch]
+  return Board(name, cus=spec.n_cus, lds_kb=spec.lds_per_cu >> 10, engine_clock_mhz=int(spec.clock_mhz), **facts)
+
 BOARDS: dict[str, Board] = {
-  "gfx1100": Board("AMD Radeon RX 7900 XTX", 110000, 0x744c, cus=96, shader_engines=6, arrays_per_engine=2, simd_per_cu=2, max_waves_per_simd=16,
-                   wave_size=32, lds_kb=64, max_slots_scratch_cu=32, vram_bytes=24 << 30, engine_clock_mhz=2500, sdma_engines=2,
-                   ip_versions={GC_HWID: (11, 0, 0), SDMA0_HWID: (6, 0, 0), NBIF_HWID: (4, 3, 0)}),
-  "gfx1201": Board("AMD Radeon RX 9070 XT", 120001, 0x7550, cus=64, shader_engines=4, arrays_per_engine=2, simd_per_cu=2, max_waves_per_simd=16,
-                   wave_size=32, lds_kb=64, max_slots_scratch_cu=32, vram_bytes=16 << 30, engine_clock_mhz=2970, sdma_engines=2,
-                   ip_versions={GC_HWID: (12, 0, 1), SDMA0_HWID: (7, 0, 1), NBIF_HWID: (6, 3, 1)}),
-  "gfx942": Board("AMD Instinct MI300X (CPX partition)", 90402, 0x74a1, cus=38, shader_engines=4, arrays_per_engine=1, simd_per_cu=4,
-                  max_waves_per_simd=8, wave_size=64, lds_kb=64, max_slots_scratch_cu=32, vram_bytes=24 << 30, engine_clock_mhz=2100, sdma_engines=2,
-                  ip_versions={GC_HWID: (9, 4, 3), SDMA0_HWID: (4, 4, 2), NBIF_HWID: (7, 9, 0)}),
-  "gfx950": Board("AMD Instinct MI355X (CPX partition)", 90500, 0x75a3, cus=32, shader_engines=4, arrays_per_engine=1, simd_per_cu=4,
-                  max_waves_per_simd=8, wave_size=64, lds_kb=160, max_slots_scratch_cu=32, vram_bytes=36 << 30, engine_clock_mhz=2400, sdma_engines=2,
-                  ip_versions={GC_HWID: (9, 5, 0), SDMA0_HWID: (4, 4, 5), NBIF_HWID: (7, 9, 0)}),
+  "gfx1100": _board("gfx1100", "AMD Radeon RX 7900 XTX", gfx_target_version=110000, device_id=0x744c, shader_engines=6, arrays_per_engine=2,
+                    simd_per_cu=2, max_waves_per_simd=16, wave_size=32, max_slots_scratch_cu=32, vram_bytes=24 << 30, sdma_engines=2,
+                    ip_versions={GC_HWID: (11, 0, 0), SDMA0_HWID: (6, 0, 0), NBIF_HWID: (4, 3, 0)}),
+  "gfx1201": _board("gfx1201", "AMD Radeon RX 9070 XT", gfx_target_version=120001, device_id=0x7550, shader_engines=4, arrays_per_engine=2,
+                    simd_per_cu=2, max_waves_per_simd=16, wave_size=32, max_slots_scratch_cu=32, vram_bytes=16 << 30, sdma_engines=2,
+                    ip_versions={GC_HWID: (12, 0, 1), SDMA0_HWID: (7, 0, 1), NBIF_HWID: (6, 3, 1)}),
+  "gfx942": _board("gfx942", "AMD Instinct MI300X (CPX partition)", gfx_target_version=90402, device_id=0x74a1, shader_engines=4,
+                   arrays_per_engine=1, simd_per_cu=4, max_waves_per_simd=8, wave_size=64, max_slots_scratch_cu=32, vram_bytes=24 << 30,
+                   sdma_engines=2, ip_versions={GC_HWID: (9, 4, 3), SDMA0_HWID: (4, 4, 2), NBIF_HWID: (7, 9, 0)}),
+  "gfx950": _board("gfx950", "AMD Instinct MI355X (CPX partition)", gfx_target_version=90500, device_id=0x75a3, shader_engines=4,
+                   arrays_per_engine=1, simd_per_cu=4, max_waves_per_simd=8, wave_size=64, max_slots_scratch_cu=32, vram_bytes=36 << 30,
+                   sdma_engines=2, ip_versions={GC_HWID: (9, 5, 0), SDMA0_HWID: (4, 4, 5), NBIF_HWID: (7, 9, 0)}),
 }
 
 def board(arch:str) -> Board:

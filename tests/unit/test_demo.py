@@ -2,7 +2,7 @@
 import os, subprocess, sys
 
 def demo(*args, timeout=600):
-  return subprocess.run([sys.executable, "-m", "emu.demo", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ})
+  return subprocess.run([sys.executable, "-m", "mockgpu.demo", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ})
 
 def test_references_agree_with_tinygrad_python_backend():
   r = demo("--devices", "reference", "--programs", "elementwise,reduction,conv2d,softmax,mlp_train_step")
@@ -18,7 +18,7 @@ def test_unknown_device_is_a_usage_error():
 def test_broken_device_reports_reason_not_crash():
   # an interface name tinygrad does not know: the device cannot open, and the table says why
   sys_env = {**os.environ, "DEV": "NOSUCH+AMD"}
-  r = subprocess.run([sys.executable, "-m", "emu.demo", "--child", "elementwise"], capture_output=True, text=True, timeout=300, env=sys_env)
+  r = subprocess.run([sys.executable, "-m", "mockgpu.demo", "--child", "elementwise"], capture_output=True, text=True, timeout=300, env=sys_env)
   assert r.returncode == 0 and '"unavailable"' in r.stdout
 
 def test_gfx1100_rows_correct_with_emulator_counters():
@@ -30,8 +30,8 @@ def test_gfx1100_rows_correct_with_emulator_counters():
   assert r.returncode == 0
 
 def test_unimplemented_devices_say_why(monkeypatch, capsys):
-  import emu.demo as demo_mod
-  from emu.demo import DEVICES, unavailable_reason
+  import mockgpu.demo as demo_mod
+  from mockgpu.demo import DEVICES, unavailable_reason
   from emu.amd.arch import SPECS
   for d in DEVICES:
     arch = d.dev.split(":")[-1]

@@ -6,7 +6,8 @@ from emu.amd.api import Dispatch, GPUHangFault
 from emu.amd.memory import MemoryMap
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import GPUContext, Scheduler
-from mockgpu.amd.pm4 import ComputeRegs, PM4Engine
+from mockgpu.amd.pm4 import PM4Engine
+from mockgpu.amd.registers import ComputeRegs
 from mockgpu.amd.sdma import SDMAEngine
 
 def pkt3(op:int, *body:int) -> list[int]: return [(3 << 30) | ((len(body) - 1) << 16) | (op << 8), *body]

@@ -1,6 +1,6 @@
 """The bench's main job: small tinygrad programs on every emulated device, checked against numpy.
 
-`python -m emu.demo` (console script `tinygrad-emu-demo`) runs each program on each device in a child process (tinygrad
+`python -m mockgpu.demo` (console script `tinygrad-emu-demo`) runs each program on each device in a child process (tinygrad
 reads DEV once, at import) and prints a table: device, program, correct?, kernels, wave-instructions, emulated time,
 wall time. A device the bench cannot run yet shows as "not available" with the reason.
 
@@ -129,7 +129,7 @@ def run_device(d:DemoDevice, programs:list[str], timeout:float, progress) -> lis
     progress(d, row:={"unavailable": why})
     return [row]
   env = {**os.environ, "DEV": d.dev, **dict(d.env)}
-  cmd = [sys.executable, "-m", "emu.demo", "--child", ",".join(programs)]
+  cmd = [sys.executable, "-m", "mockgpu.demo", "--child", ",".join(programs)]
   rows: list[dict] = []
   try:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -154,7 +154,7 @@ def run_device(d:DemoDevice, programs:list[str], timeout:float, progress) -> lis
   return rows
 
 def main(argv:list[str]|None=None) -> int:
-  ap = argparse.ArgumentParser(prog="emu.demo", description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="mockgpu.demo", description=__doc__.split("\n\n")[0])
   ap.add_argument("--devices", default=",".join(d.name for d in DEVICES))
   ap.add_argument("--programs", default=",".join(PROGRAMS))
   ap.add_argument("--timeout", type=float, default=900)
