@@ -22,10 +22,8 @@ MODE_OPS = ("S_ROUND_MODE", "S_DENORM_MODE")
 
 # executor-owned ops (pcode kind 'executor') with their own Step; every other executor-owned op is a ControlStep, which knows the
 # no-ops (waits, hints, cache invalidation, prefetch) and raises GPUIllegalInstruction for the rest
-EXECUTOR_STEPS = {"DS_SWIZZLE_B32": DsSwizzleStep, "DS_APPEND": DsCounterStep, "DS_CONSUME": DsCounterStep}
-# CDNA register moves the wheel has no pcode for
-NO_PCODE_STEPS = {"V_ACCVGPR_READ": AccMoveStep, "V_ACCVGPR_WRITE": AccMoveStep, "V_ACCVGPR_MOV_B32_E32": AccMoveStep,
-                  "V_ACCVGPR_MOV_B32_E64": AccMoveStep}
+EXECUTOR_STEPS = {"DS_SWIZZLE_B32": DsSwizzleStep, "DS_APPEND": DsCounterStep, "DS_CONSUME": DsCounterStep, "V_ACCVGPR_READ": AccMoveStep,
+                  "V_ACCVGPR_WRITE": AccMoveStep, "V_ACCVGPR_MOV_B32_E32": AccMoveStep, "V_ACCVGPR_MOV_B32_E64": AccMoveStep}
 
 def _build(instr:Instr, spec:ArchSpec) -> Step:
   fmt, name = instr.fmt, instr.name.upper()
@@ -33,7 +31,6 @@ def _build(instr:Instr, spec:ArchSpec) -> Step:
   if fmt in SCALAR and name in CONTROL: return ControlStep(instr, spec)
   if fmt in SCALAR and name in MESSAGES: return MessageStep(instr, spec)
   if fmt in SCALAR and name in MODE_OPS: return ModeStep(instr, spec)
-  if name in NO_PCODE_STEPS: return NO_PCODE_STEPS[name](instr, spec)
   op = get_op(spec.name, instr.op, raw=instr.raw)
   if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)
   if fmt == "MUBUF" and spec.family != "cdna":

@@ -36,23 +36,30 @@ def report(arch:str) -> dict:
   return {"ops": len(ops), "compiled": done, "overridden": over, "unsupported": nbad, "seconds": total}
 
 def show(arch:str, name:str):
-  """Print the vendor pcode beside the generated source of one opcode."""
+  """Print where one opcode's semantics come from: the vendor pcode, the correction or replacement with its reason, and the
+  generated source."""
   ops = [op for op in compiler.ops_for(arch) if op.name == name.upper()]
   if not ops: sys.exit(f"{arch} has no opcode {name}")
   for op in ops:
-    print(f"=== {arch} {type(op).__name__}.{op.name}\n--- vendor pcode\n{compiler.pcode_table(arch).get(op, '(none)')}")
-    try:
-      c = compiler.compile_op(arch, op)
-      print(f"--- {c.kind} op; reads {sorted(c.reads)} writes {sorted(c.writes)} widths {c.widths} lane masks {sorted(c.lane_masks)}")
-      print(c.source or f"(override: {c.override})")
-    except Unsupported as e: print(f"--- unsupported: {e}")
+    vendor = compiler.pcode_table(arch).get(op)
+    print(f"=== {arch} {type(op).__name__}.{op.name}\n--- vendor pcode\n{vendor if vendor is not None else '(none in the wheel)'}")
+    try: c = compiler.compile_op(arch, op)
+    except Unsupported as e:
+      print(f"--- unsupported: {e}")
+      continue
+    if not c.override: print("--- semantics: the vendor pcode, compiled")
+    elif c.kind == "executor": print(f"--- semantics: owned by the executor ({c.override})")
+    elif c.pcode and c.pcode != vendor: print(f"--- semantics: corrected pcode ({c.override})\n{c.pcode}")
+    else: print(f"--- semantics: replaced ({c.override})")
+    print(f"--- {c.kind} op; reads {sorted(c.reads)} writes {sorted(c.writes)} widths {c.widths} lane masks {sorted(c.lane_masks)}")
+    if c.source: print(c.source)
 
 def main(argv=None):
   ap = argparse.ArgumentParser(prog="python -m emu.pcode", description=__doc__)
   sub = ap.add_subparsers(dest="cmd", required=True)
   r = sub.add_parser("report", help="compile every opcode of the archs from a cold cache and summarise")
   r.add_argument("archs", nargs="*", default=["rdna3", "rdna4", "cdna"])
-  s = sub.add_parser("show", help="vendor pcode beside the generated code")
+  s = sub.add_parser("show", help="an opcode's vendor pcode, its correction or replacement with the reason, and the generated code")
   s.add_argument("arch")
   s.add_argument("opcode")
   a = ap.parse_args(argv)

@@ -1,6 +1,6 @@
 """Compile one opcode: pcode text -> parse -> pre-scan -> two generator passes -> Python source -> `CompiledOp`."""
 from __future__ import annotations
-import importlib, sys
+import hashlib, importlib, pathlib, sys
 from dataclasses import replace
 from functools import cache
 from emu.pcode.abi import ARCH_ALIASES, MODE_DEFAULTS, CompiledOp, Unsupported
@@ -11,7 +11,10 @@ from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Terna
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, overrides
 
-GENERATOR_VERSION = 20
+# the generator's own fingerprint: a hash of the modules that decide what source an op compiles to, so the disk cache never serves
+# code an older generator wrote (no version to bump by hand)
+GENERATOR_MODULES = ("abi", "codegen", "compiler", "helpers", "lexer", "nodes", "parser")
+GENERATOR_VERSION = hashlib.sha256(b"".join((pathlib.Path(__file__).parent / f"{m}.py").read_bytes() for m in GENERATOR_MODULES)).hexdigest()[:12]
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
 def arch_name(arch:str) -> str:

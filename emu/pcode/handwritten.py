@@ -417,17 +417,6 @@ def mfma(a_src:str, b_src:str, dst:str, geo:_Geo, fnuz:bool, sparse:bool=False, 
     cd[0:64, int(st.VDST):int(st.VDST) + geo.items * dw] = res.astype(np.uint32)
   return op
 
-def accvgpr(direction:str):
-  """V_ACCVGPR_READ (AGPR SRC0 -> VGPR VDST), V_ACCVGPR_WRITE (VGPR SRC0 -> AGPR VDST), V_ACCVGPR_MOV (AGPR -> AGPR), EXEC lanes
-  only. SRC0 of V_ACCVGPR_WRITE may also be a scalar/constant: the executor passes it as S0 (Python int), else S0 is None."""
-  def op(st):
-    lanes = np.array([i for i in range(64) if (int(st.EXEC) >> i) & 1], np.intp)
-    src = st.AGPR if direction in ("read", "mov") else st.VGPR
-    dst = st.VGPR if direction == "read" else st.AGPR
-    v = src[lanes, int(st.SRC0)] if getattr(st, "S0", None) is None else np.uint32(int(st.S0) & 0xffffffff)
-    dst[lanes, int(st.VDST)] = v
-  return op
-
 @dataclass(frozen=True)
 class Hand:
   """One hand-written op: the reason, kind, function and the operand metadata of its `CompiledOp`."""
@@ -458,8 +447,9 @@ HANDWRITTEN: dict[str, Hand] = {
 _WMMA_ARGS = ("VGPR", "SRC0", "SRC1", "SRC2", "VDST", "OPSEL", "NEG", "CLAMP")
 _WMMA = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): wave32 register layout in "
          "emu.pcode.handwritten")
+HANDWRITTEN_RDNA3: dict[str, Hand] = {}  # rdna3's WMMA register layout
 for _src, _dst in (("F16", "F32"), ("BF16", "F32"), ("F16", "F16"), ("BF16", "BF16"), ("IU8", "I32"), ("IU4", "I32")):
-  HANDWRITTEN[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), _WMMA_ARGS, ("VGPR",), {})
+  HANDWRITTEN_RDNA3[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), _WMMA_ARGS, ("VGPR",), {})
 
 _WMMA4 = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): RDNA4 wave32 register layout in "
           "emu.pcode.handwritten")
@@ -489,29 +479,15 @@ def _mfma_table(fnuz:bool) -> dict[str, Hand]:
     fn = mfma(srcs[0], srcs[-1], dst, _Geo(m, k, blocks), fnuz, sparse=sparse, scaled=scaled)
     t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (() if sparse else ("C_CONST",)) + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {})
   return t
-_ACC = "accumulation-register move; the vendor pcode has no AGPR file (see emu.pcode.handwritten.accvgpr)"
-HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {}   # 'gfx942' (FNUZ fp8/bf8) and 'gfx950' (OCP) variants; 'cdna' is gfx950
-for _t, _fnuz in (("gfx942", True), ("gfx950", False)):
-  HANDWRITTEN_CDNA[_t] = _mfma_table(_fnuz)
-  for _n, _d in (("V_ACCVGPR_READ", "read"), ("V_ACCVGPR_WRITE", "write"), ("V_ACCVGPR_MOV_B32", "mov")):
-    HANDWRITTEN_CDNA[_t][_n] = Hand(_ACC, "wave", accvgpr(_d), ("VGPR", "AGPR", "SRC0", "VDST", "EXEC", "S0"), ("VGPR", "AGPR"), {})
+HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {t: _mfma_table(fnuz) for t, fnuz in (("gfx942", True), ("gfx950", False))}   # fp8/bf8: FNUZ / OCP
 HANDWRITTEN_CDNA["cdna"] = HANDWRITTEN_CDNA["gfx950"]
 
 def lookup(arch:str, op, target:str="") -> CompiledOp | None:
   """The hand-written op for an opcode of an arch (target: the name compile_op was called with, e.g. 'gfx942'), or None."""
-  h = (HANDWRITTEN_RDNA4.get(op.name) if arch == "rdna4" else None) or \
-    (HANDWRITTEN_CDNA.get(target, HANDWRITTEN_CDNA["cdna"]).get(op.name.removesuffix("_E32").removesuffix("_E64")) if arch == "cdna" else None) or \
+  own = HANDWRITTEN_CDNA.get(target, HANDWRITTEN_CDNA["cdna"]) if arch == "cdna" else {"rdna3": HANDWRITTEN_RDNA3, "rdna4": HANDWRITTEN_RDNA4}[arch]
+  h = own.get(op.name) or own.get(op.name.removesuffix("_E32").removesuffix("_E64")) or \
     HANDWRITTEN.get(op.name) or HANDWRITTEN.get(op.name.removesuffix("_E64"))  # cdna spells VOP3-only ops V_DIV_FMAS_F32_E64
   if h is None: return None
-  if h.reason == _WMMA and arch != "rdna3" or h.reason == _WMMA4 and arch != "rdna4": return None
   reads = frozenset(h.reads) | ({"n"} if h.kind == "vector" else set())
   return CompiledOp(arch, op.name, h.kind, h.fn, reads, frozenset(h.writes), dict(h.widths), frozenset(h.lane_masks), override=h.reason,
                     source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})")
-
-def extra_ops(arch:str) -> list:
-  """Opcodes with a hand-written op and no pcode entry: cdna's V_ACCVGPR_* moves, gfx942's XF32 MFMAs and gfx950's
-  V_MFMA_SCALE_* (VOP3PX2)."""
-  if arch != "cdna": return []
-  from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP3Op, VOP3POp, VOP3PX2Op
-  return [VOP3POp.V_ACCVGPR_READ, VOP3POp.V_ACCVGPR_WRITE, VOP1Op.V_ACCVGPR_MOV_B32_E32, VOP3Op.V_ACCVGPR_MOV_B32_E64,
-          VOP3POp.V_MFMA_F32_16X16X8_XF32, VOP3POp.V_MFMA_F32_32X32X4_XF32, *VOP3PX2Op]

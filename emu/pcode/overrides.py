@@ -6,7 +6,7 @@ Three kinds of entry, looked up by mnemonic (the same name on every arch unless 
 - `PCODE_FIXES` (and `ARCH_PCODE_FIXES` for one arch: `CDNA_PCODE_FIXES` ...): corrected pcode, compiled by the normal compiler
   (the vendor entry leaves a table empty, names an operand the executor never provides, or computes something else than the ISA
   documents).
-- `HANDWRITTEN` (and `HANDWRITTEN_RDNA4`): semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers,
+- `HANDWRITTEN` (per arch: `HANDWRITTEN_RDNA3`/`_RDNA4`/`_CDNA`): semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers,
   WMMA in each arch's register layout).
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
@@ -42,6 +42,8 @@ EXECUTOR_OWNED = {
   "S_CBRANCH_CDBGSYS_OR_USER": "debugger branch (executor)", "S_CBRANCH_CDBGSYS_AND_USER": "debugger branch (executor)",
   # prose pcode about hardware outside one lane's registers
   "DS_SWIZZLE_B32": "cross-lane swizzle; the pcode is C-like prose over thread_in/thread_out (executor moves data between lanes)",
+  **dict.fromkeys(("V_ACCVGPR_READ", "V_ACCVGPR_WRITE", "V_ACCVGPR_MOV_B32_E32", "V_ACCVGPR_MOV_B32_E64"),
+                  "accumulation-register move; the wheel has no pcode for it (executor: emu.amd.cdna.AccMoveStep)"),
   "DS_ADD_GS_REG_RTN": "geometry-shader ordered-count registers (graphics only; prose pcode)",
   "DS_SUB_GS_REG_RTN": "geometry-shader ordered-count registers (graphics only; prose pcode)",
   "DS_BVH_STACK_RTN_B32": "ray-tracing traversal stack (prose pcode with DECODE_ADDR/DATA_VALID functions)",
@@ -199,6 +201,9 @@ def lookup(arch:str, op, target:str="") -> CompiledOp | None:
   return handwritten.lookup(arch, op, target)
 
 def extra_ops(arch:str) -> list:
-  """Opcodes with a hand-written override but no pcode entry."""
-  from emu.pcode import handwritten
-  return handwritten.extra_ops(arch)
+  """Opcodes with an override but no pcode entry: cdna's V_ACCVGPR_* moves (executor-owned), gfx942's XF32 MFMAs and gfx950's
+  V_MFMA_SCALE_* (VOP3PX2, hand-written)."""
+  if arch != "cdna": return []
+  from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP3Op, VOP3POp, VOP3PX2Op
+  return [VOP3POp.V_ACCVGPR_READ, VOP3POp.V_ACCVGPR_WRITE, VOP1Op.V_ACCVGPR_MOV_B32_E32, VOP3Op.V_ACCVGPR_MOV_B32_E64,
+          VOP3POp.V_MFMA_F32_16X16X8_XF32, VOP3POp.V_MFMA_F32_32X32X4_XF32, *VOP3PX2Op]

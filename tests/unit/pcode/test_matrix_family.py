@@ -11,7 +11,7 @@ from tinygrad.runtime.autogen.amd.cdna import enum as cdna
 from tinygrad.runtime.autogen.amd.rdna3 import enum as rdna3
 from tinygrad.runtime.autogen.amd.rdna4 import enum as rdna4
 from emu.pcode import OpState, compile_op
-from emu.pcode.handwritten import HANDWRITTEN, HANDWRITTEN_CDNA, HANDWRITTEN_RDNA4
+from emu.pcode.handwritten import HANDWRITTEN_CDNA, HANDWRITTEN_RDNA3, HANDWRITTEN_RDNA4
 from test_matrix_more import run_mfma, run_sparse
 from test_rdna4_cdna import pack_rdna4_acc
 
@@ -119,7 +119,7 @@ def test_every_rdna4_matrix_op_computes_k_products_per_element(name):
 
 # ---- RDNA3 (wave32): lane i and i + 16 hold row i of A / column i of B; register v of lane l holds D[2v + l // 16][l % 16]
 # (f32/i32 whole, f16/bf16 in the low half) -- the RDNA3 guide's "WMMA" matrix layout ----
-RDNA3_OPS = sorted(n for n in HANDWRITTEN if n.startswith("V_WMMA"))
+RDNA3_OPS = sorted(HANDWRITTEN_RDNA3)
 
 @pytest.mark.parametrize("name", RDNA3_OPS)
 def test_every_rdna3_wmma_computes_k_products_per_element(name):

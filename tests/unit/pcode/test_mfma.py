@@ -1,5 +1,6 @@
-"""CDNA MFMA (wave64) and V_ACCVGPR_* hand-written ops. The matmul checks fill the register files from matrices with the
-layout documented in emu.pcode.handwritten and compare with numpy; the hand-worked element pins the layout itself."""
+"""CDNA MFMA (wave64) hand-written ops (V_ACCVGPR_* moves are executor-owned: tests/unit/amd/test_cdna.py). The matmul checks
+fill the register files from matrices with the layout documented in emu.pcode.handwritten and compare with numpy; the
+hand-worked element pins the layout itself."""
 import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.cdna.enum import VOP3POp
@@ -67,9 +68,3 @@ def test_mfma_16x16x16_hand_worked_element():
   compile_op("cdna", VOP3POp.V_MFMA_F32_16X16X16_F16).fn(st)
   assert agpr[3, 41].view(np.float32) == 2.0 and np.count_nonzero(agpr[:, 40:44]) == 1
 
-def test_accvgpr_read_write_exec_lanes():
-  vgpr, agpr = np.zeros((64, 8), np.uint32), np.arange(64 * 8, dtype=np.uint32).reshape(64, 8)
-  compile_op("cdna", VOP3POp.V_ACCVGPR_READ).fn(OpState(VGPR=vgpr, AGPR=agpr, SRC0=2, VDST=5, EXEC=0b101, S0=None))
-  assert list(vgpr[:3, 5]) == [agpr[0, 2], 0, agpr[2, 2]]
-  compile_op("cdna", VOP3POp.V_ACCVGPR_WRITE).fn(OpState(VGPR=vgpr, AGPR=agpr, SRC0=0, VDST=1, EXEC=0b11, S0=7))
-  assert list(agpr[:3, 1]) == [7, 7, 2 * 8 + 1]

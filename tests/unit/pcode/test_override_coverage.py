@@ -21,7 +21,8 @@ FAMILIES = {
 }
 
 def entries() -> list[tuple[str, str]]:
-  tables = {"EXECUTOR_OWNED": O.EXECUTOR_OWNED, "PCODE_FIXES": O.PCODE_FIXES, "HANDWRITTEN": H.HANDWRITTEN, "HANDWRITTEN_RDNA4": H.HANDWRITTEN_RDNA4,
+  tables = {"EXECUTOR_OWNED": O.EXECUTOR_OWNED, "PCODE_FIXES": O.PCODE_FIXES, "HANDWRITTEN": H.HANDWRITTEN, "HANDWRITTEN_RDNA3": H.HANDWRITTEN_RDNA3,
+            "HANDWRITTEN_RDNA4": H.HANDWRITTEN_RDNA4,
             **{f"ARCH_PCODE_FIXES.{a}": t for a, t in O.ARCH_PCODE_FIXES.items()},
             **{f"HANDWRITTEN_CDNA.{t}": d for t, d in H.HANDWRITTEN_CDNA.items()}}
   return [(t, n) for t, d in tables.items() for n in d]

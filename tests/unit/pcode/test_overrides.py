@@ -6,7 +6,7 @@ from tinygrad.runtime.autogen.amd.rdna3.enum import SOPPOp, VOP1Op, VOP3Op, VOP3
 from emu.pcode import OpState, compile_op, ops_for
 from emu.pcode.abi import MODE_DEFAULTS
 from emu.pcode.overrides import EXECUTOR_OWNED, PCODE_FIXES
-from emu.pcode.handwritten import HANDWRITTEN
+from emu.pcode.handwritten import HANDWRITTEN, HANDWRITTEN_RDNA3
 from tinygrad.renderer.amd.dsl import s as sreg, v as vreg
 from emu.amd import run_program
 from emu.amd.arch import get_spec
@@ -176,7 +176,7 @@ def test_setreg_writes_the_field_at_its_offset(name, src):
 
 def test_every_override_has_a_reason_and_compiles():
   names = {op.name: op for op in ops_for("rdna3")}
-  for name in (*EXECUTOR_OWNED, *PCODE_FIXES, *HANDWRITTEN):
+  for name in (*EXECUTOR_OWNED, *PCODE_FIXES, *HANDWRITTEN, *HANDWRITTEN_RDNA3):
     if name not in names: continue
     c = compile_op("rdna3", names[name])
     assert c.override, name
