@@ -1,4 +1,5 @@
-"""CLI: `python -m emu.pcode report [ARCH...]` (coverage and cold compile time) and `python -m emu.pcode show ARCH OPCODE`."""
+"""CLI: `python -m emu.pcode report [ARCH...]` (coverage and cold compile time), `python -m emu.pcode show ARCH OPCODE` (where one
+opcode's semantics come from) and `python -m emu.pcode fingerprints [--write]` (overrides whose vendor text changed)."""
 from __future__ import annotations
 import argparse, collections, os, sys, tempfile, time
 from emu.pcode.abi import Unsupported
@@ -62,9 +63,24 @@ def main(argv=None):
   s = sub.add_parser("show", help="an opcode's vendor pcode, its correction or replacement with the reason, and the generated code")
   s.add_argument("arch")
   s.add_argument("opcode")
+  f = sub.add_parser("fingerprints", help="list overrides whose vendor pcode changed since they were written (--write records the current text)")
+  f.add_argument("--write", action="store_true")
   a = ap.parse_args(argv)
   if a.cmd == "report":
     for arch in a.archs: report(compiler.arch_name(arch))
-  else: show(compiler.arch_name(a.arch), a.opcode)
+  elif a.cmd == "show": show(compiler.arch_name(a.arch), a.opcode)
+  else: return fingerprints_cmd(a.write)
 
-if __name__ == "__main__": main()
+def fingerprints_cmd(write:bool) -> int:
+  """Print the overrides whose vendor text is not the one they were written against; with `write`, record the current texts."""
+  from emu.pcode import fingerprints
+  if write:
+    fingerprints.write()
+    print(f"recorded {sum(len(t) for t in fingerprints.recorded().values())} fingerprints in {fingerprints.PATH}")
+    return 0
+  stale = fingerprints.stale()
+  for s in stale: print(f"stale: {s}")
+  print(f"{len(stale)} override(s) to review against the wheel's current pcode" if stale else "every override matches the vendor text it replaces")
+  return 1 if stale else 0
+
+if __name__ == "__main__": sys.exit(main())
