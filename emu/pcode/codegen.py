@@ -434,14 +434,7 @@ class Gen:
       # gfx9 V_MIN/V_MAX `S0 == +0.0 && S1 == -0.0`: a zero written with its sign tests the sign too (float equality has -0 == +0)
       v = self.conv(b if z is e.a else a, t)
       return Val(f"(({v.code} == 0) & (sign({v.code}) == {int(math.copysign(1, z.value) < 0)}))", ("bool", 1), vary)
-    if op in ("==", "!=", "<", "<=", ">", ">="):
-      if a.typ[0] == "bool" and b.typ[0] == "bool" or isint(t) and (a.typ[0] == "bool" or b.typ[0] == "bool"):
-        a, b = self.bits(a), self.bits(b)
-      a, b = self.conv(a, t), self.conv(b, t)
-      if isint(t) and t[1] > 64 and self.mode == "np": return Val(f"np.asarray({a.code} {op} {b.code}, dtype=bool)", ("bool", 1), vary)
-      if isint(t) and t[0] == "i": return Val(f"(i64({a.code}) {op} i64({b.code}))", ("bool", 1), vary)
-      if isint(t): return Val(f"({self.lane(a) if vary else a.code} {op} {self.lane(b) if vary else b.code})", ("bool", 1), vary)
-      return Val(f"({a.code} {op} {b.code})", ("bool", 1), vary)
+    if op in ("==", "!=", "<", "<=", ">", ">="): return self._compare(op, a, b, t, vary)
     if isfloat(t):
       if op not in ("+", "-", "*", "/"): raise CodegenError(f"float operator {op}")
       self.floats = True
@@ -449,6 +442,20 @@ class Gen:
       if t[0] == "bf": t = ("f", 32)
       if self.fpmode: return Val(f"{_ARITH[op]}({a.code}, {b.code}, {self.fmode(t, 'ROUND')})", t, vary)
       return Val(f"({a.code} {op} {b.code})", t, vary)
+    return self._integer_binary(e, op, a, b, t, vary)
+
+  def _compare(self, op:str, a:Val, b:Val, t:tuple, vary:bool) -> Val:
+    """a <op> b for a comparison operator, in the common type `t` (booleans compare as bits against integers)."""
+    if a.typ[0] == "bool" and b.typ[0] == "bool" or isint(t) and (a.typ[0] == "bool" or b.typ[0] == "bool"):
+      a, b = self.bits(a), self.bits(b)
+    a, b = self.conv(a, t), self.conv(b, t)
+    if isint(t) and t[1] > 64 and self.mode == "np": return Val(f"np.asarray({a.code} {op} {b.code}, dtype=bool)", ("bool", 1), vary)
+    if isint(t) and t[0] == "i": return Val(f"(i64({a.code}) {op} i64({b.code}))", ("bool", 1), vary)
+    if isint(t): return Val(f"({self.lane(a) if vary else a.code} {op} {self.lane(b) if vary else b.code})", ("bool", 1), vary)
+    return Val(f"({a.code} {op} {b.code})", ("bool", 1), vary)
+
+  def _integer_binary(self, e:Binary, op:str, a:Val, b:Val, t:tuple, vary:bool) -> Val:
+    """Integer and bit arithmetic: + - * & | ^, shifts, division and remainder."""
     if a.typ[0] == "bool": a = self.bits(a)
     if b.typ[0] == "bool": b = self.bits(b)
     if t[1] > 64 and self.mode == "np" and vary:
@@ -726,83 +733,92 @@ class Gen:
     else: self.emit(f"{name} = {new.code}")
 
   def assign(self, target, value):
+    """Emit `target = value` for any assignable pcode target (locals, typed views of locals, MEM, register files, lane-mask bits,
+    local arrays, `{ hi, lo }` concatenations, operands)."""
     if isinstance(target, View) and target.expr == Name("TRAPSTS"): return  # exception status bits (TRAPSTS.INVALID): not modelled
-    # variables
-    if isinstance(target, Name) and ALIASES.get(target.id, target.id) not in self.info["operands"] and target.id not in UNIFORM_REGS | MASK_REGS:
-      v = self.expr(value)
-      if not self.final:
-        self.settype(target.id, v.typ if v.typ[0] != "bool" else ("u", 1))
-        if v.vary or self.mask: self.vary.add(target.id)
-      self.assign_var(target.id, v)
-      return
-    if isinstance(target, View) and isinstance(target.expr, Name) and target.typ and \
-       ALIASES.get(target.expr.id, target.expr.id) not in self.info["operands"] and target.expr.id not in UNIFORM_REGS | MASK_REGS:
-      v = self.expr(value)
-      name = target.expr.id
-      if not self.final:
-        self.settype(name, target.typ)
-        if v.vary or self.mask: self.vary.add(name)
-      tv = self.conv(v, target.typ, numeric=False)
-      if self.vt.get(name) != target.typ:
-        tv = self.from_bits(self.bits(tv), self.vt[name])
-      self.assign_var(name, tv)
-      return
-    # MEM[addr].type = value
+    if isinstance(target, Name) and self._is_local(target.id): return self._assign_local(target.id, value)
+    if isinstance(target, View) and isinstance(target.expr, Name) and target.typ and self._is_local(target.expr.id):
+      return self._assign_local_view(target, value)
     if isinstance(target, Index) and target.expr == Name("MEM"): target = View(target, "b32", ("b", 32))  # untyped MEM[a]: a dword
     if isinstance(target, View) and isinstance(target.expr, Index) and isinstance(target.expr.expr, Name) and target.expr.expr.id == "MEM":
-      a = self.conv(self.expr(target.expr.index), ("u", 64))
-      v = self.bits(self.conv(self.expr(value), target.typ, numeric=False))
-      self.reads.add("MEM"); self.info["mem"].add("w")
-      nb = target.typ[1] // 8
-      if self.mode == "np":
-        self.reads.add("n")
-        self.emit(f"mwrite(MEM, {self.lane(a)}, {self.lane(v)}, {nb}, n{', ' + self.mask if self.mask else ''})")
-      else: self.emit(f"MEM.write({a.code}, {v.code}, {nb})")
-      return
-    # VGPR[lane][reg] = value
+      return self._assign_mem(target, value)
     w = 32
     if isinstance(target, View) and isinstance(target.expr, Index) and \
        (target.expr.expr in [Name(f) for f in SCALAR_FILES] or isinstance(target.expr.expr, Index) and target.expr.expr.expr == Name("VGPR")):
       w = 64 if target.typ and target.typ[1] == 64 and not is_vgpr(target.expr) else 32
       target = target.expr  # SGPR[i].b32 / VGPR[lane][reg].b32: a whole register (SGPR[i].b64: the pair i, i + 1)
-    if is_vgpr(target):
-      self.vgpr_store(target, self.conv(self.expr(value), ("u", 32), numeric=False))
-      return
+    if is_vgpr(target): return self.vgpr_store(target, self.conv(self.expr(value), ("u", 32), numeric=False))
     if isinstance(target, Index) and isinstance(target.expr, Name) and target.expr.id in SCALAR_FILES:
-      f, i = target.expr.id, self.bind(self.conv(self.expr(target.index), ("u", 32)))
-      v = self.bind(self.conv(self.expr(value), ("u", w), numeric=False))
-      self.writes.add(f); self.reads.add(f)
-      for k in range(w // 32): self.emit(f"{f}[{i.code}{f' + {k}' if k else ''}] = {f'({v.code} >> 32)' if k else v.code}")
-      return
-    # lane-mask bit: VCC.u64[laneId] = value
-    if isinstance(target, Index) and (lm := self.lanemask_name(target)):
+      return self._assign_scalar_file(target, value, w)
+    if isinstance(target, Index) and (lm := self.lanemask_name(target)):   # lane-mask bit: VCC.u64[laneId] = value
       v = self.bits(self.conv(self.expr(value), ("bool", 1)))
       self.writes.add(lm)
-      self.store_opnd(lm, Val(v.code, ("u", 1), v.vary))  # a constant bit (V_CMP_T/F) is broadcast to the n lanes
-      return
-    # arrays: tmp[i] = value
+      return self.store_opnd(lm, Val(v.code, ("u", 1), v.vary))  # a constant bit (V_CMP_T/F) is broadcast to the n lanes
     if isinstance(target, Index) and isinstance(target.expr, Name) and len(self.vt.get(target.expr.id, ()) or ()) == 3:
-      _, et, _ = self.vt[target.expr.id]
-      i = self.conv(self.expr(target.index), ("u", 32))
-      if self.np(i.vary): raise CodegenError("per-lane array index")
-      v = self.conv(self.expr(value), et, numeric=False)
-      if v.vary or self.mask: self.vary.add(target.expr.id)
-      if self.mask: self.emit(f"{target.expr.id}[{i.code}] = where({self.mask}, {self.lane(v)}, {target.expr.id}[{i.code}])")
-      else: self.emit(f"{target.expr.id}[{i.code}] = {v.code}")
-      return
-    # { hi, lo } = value
-    if isinstance(target, Concat):
-      v = self.bind(self.bits(self.expr(value)))
-      sh = 0
-      for part in reversed(target.items):
-        w = part.typ[1] if isinstance(part, View) and part.typ else 32
-        piece = Val(f"(({v.code} >> {sh}) & {hex(mask(w))})", ("u", w), v.vary) if not (self.mode == "np" and v.typ[1] > 64) else \
-          Val(f"u64(({v.code} >> {sh}) & {hex(mask(w))})", ("u", w), True)
-        if self.np(v.vary) and v.typ[1] <= 64: piece = Val(f"(({v.code} >> np.uint64({sh})) & {hex(mask(w))})", ("u", w), True)
-        self.assign_raw(part, piece)
-        sh += w
-      return
+      return self._assign_array(target, value)
+    if isinstance(target, Concat): return self._assign_concat(target, value)
     self.assign_raw(target, self.expr(value))
+
+  def _is_local(self, name:str) -> bool:
+    """A pcode variable of the op's own (not an operand, a uniform register or a lane mask)."""
+    return ALIASES.get(name, name) not in self.info["operands"] and name not in UNIFORM_REGS | MASK_REGS
+
+  def _assign_local(self, name:str, value):
+    v = self.expr(value)
+    if not self.final:
+      self.settype(name, v.typ if v.typ[0] != "bool" else ("u", 1))
+      if v.vary or self.mask: self.vary.add(name)
+    self.assign_var(name, v)
+
+  def _assign_local_view(self, target:View, value):
+    """tmp.type = value: the variable takes the view's type (or keeps its own, reinterpreting the bits)."""
+    v, name = self.expr(value), target.expr.id
+    if not self.final:
+      self.settype(name, target.typ)
+      if v.vary or self.mask: self.vary.add(name)
+    tv = self.conv(v, target.typ, numeric=False)
+    if self.vt.get(name) != target.typ: tv = self.from_bits(self.bits(tv), self.vt[name])
+    self.assign_var(name, tv)
+
+  def _assign_mem(self, target:View, value):
+    """MEM[addr].type = value."""
+    a = self.conv(self.expr(target.expr.index), ("u", 64))
+    v = self.bits(self.conv(self.expr(value), target.typ, numeric=False))
+    self.reads.add("MEM"); self.info["mem"].add("w")
+    nb = target.typ[1] // 8
+    if self.mode == "np":
+      self.reads.add("n")
+      self.emit(f"mwrite(MEM, {self.lane(a)}, {self.lane(v)}, {nb}, n{', ' + self.mask if self.mask else ''})")
+    else: self.emit(f"MEM.write({a.code}, {v.code}, {nb})")
+
+  def _assign_scalar_file(self, target:Index, value, w:int):
+    """SGPR[i] / HW_REGISTERS[i] = value (a 64-bit store writes the pair i, i + 1)."""
+    f, i = target.expr.id, self.bind(self.conv(self.expr(target.index), ("u", 32)))
+    v = self.bind(self.conv(self.expr(value), ("u", w), numeric=False))
+    self.writes.add(f); self.reads.add(f)
+    for k in range(w // 32): self.emit(f"{f}[{i.code}{f' + {k}' if k else ''}] = {f'({v.code} >> 32)' if k else v.code}")
+
+  def _assign_array(self, target:Index, value):
+    """tmp[i] = value for a local array (the index must be uniform)."""
+    _, et, _ = self.vt[target.expr.id]
+    i = self.conv(self.expr(target.index), ("u", 32))
+    if self.np(i.vary): raise CodegenError("per-lane array index")
+    v = self.conv(self.expr(value), et, numeric=False)
+    if v.vary or self.mask: self.vary.add(target.expr.id)
+    if self.mask: self.emit(f"{target.expr.id}[{i.code}] = where({self.mask}, {self.lane(v)}, {target.expr.id}[{i.code}])")
+    else: self.emit(f"{target.expr.id}[{i.code}] = {v.code}")
+
+  def _assign_concat(self, target:Concat, value):
+    """{ hi, lo } = value: each part takes its bits, lowest part from bit 0."""
+    v = self.bind(self.bits(self.expr(value)))
+    sh = 0
+    for part in reversed(target.items):
+      w = part.typ[1] if isinstance(part, View) and part.typ else 32
+      piece = Val(f"(({v.code} >> {sh}) & {hex(mask(w))})", ("u", w), v.vary) if not (self.mode == "np" and v.typ[1] > 64) else \
+        Val(f"u64(({v.code} >> {sh}) & {hex(mask(w))})", ("u", w), True)
+      if self.np(v.vary) and v.typ[1] <= 64: piece = Val(f"(({v.code} >> np.uint64({sh})) & {hex(mask(w))})", ("u", w), True)
+      self.assign_raw(part, piece)
+      sh += w
 
   def vgpr_store(self, target:Index, v:Val):
     """VGPR[lane][reg] = v (32 bits)."""
