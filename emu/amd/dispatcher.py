@@ -16,7 +16,7 @@ from emu.amd.step import Machine
 from emu.amd.steps import Program
 from emu.amd.exec_salu import ControlStep
 from emu.amd.wave import HWREG_MODE, WaveState, RUNNING, BARRIER, mode_from_rsrc1
-from emu.amd.trace import Tracer
+from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.watchdog import Watchdog
 
 MAX_VGPRS = 256
@@ -100,9 +100,9 @@ def release_barriers(status:np.ndarray, groups:np.ndarray):
     status[release] = rows
 
 class Dispatcher:
-  """Runs one Dispatch to completion against a MemoryMap, within `watchdog`'s budgets."""
-  def __init__(self, spec:ArchSpec, mem:MemoryMap, watchdog:Watchdog, tracer:Tracer|None=None, timing=None):
-    self.spec, self.mem, self.watchdog, self.tracer, self.timing = spec, mem, watchdog, tracer, timing
+  """Runs one Dispatch to completion against a MemoryMap, within `watchdog`'s budgets; `observers` (emu.amd.observe) see it run."""
+  def __init__(self, spec:ArchSpec, mem:MemoryMap, watchdog:Watchdog, observers:list[DispatchObserver]|tuple=()):
+    self.spec, self.mem, self.watchdog, self.observers = spec, mem, watchdog, list(observers)
 
   def run(self, d:Dispatch) -> DispatchStats:
     cfg = LaunchConfig(self.spec, d)
@@ -112,15 +112,15 @@ class Dispatcher:
     prog = Program(self.spec, self.mem)
     per_chunk = cfg.chunk_workgroups(d)
     self.watchdog.arm()
-    if self.timing is not None:   # timing model: launch shape and occupancy inputs (VGPRs from RSRC1, LDS per workgroup)
-      vgprs = ((d.rsrc1 & 0x3f) + 1) * self.spec.vgpr_granule32 * 32 // cfg.lanes
-      self.timing.start(stats.waves, cfg.lanes, cfg.waves_per_wg, vgprs, cfg.lds_bytes)
+    if self.observers:   # the launch shape and occupancy inputs (VGPRs from RSRC1, LDS per workgroup)
+      launch = Launch(stats.waves, cfg.lanes, cfg.waves_per_wg, ((d.rsrc1 & 0x3f) + 1) * self.spec.vgpr_granule32 * 32 // cfg.lanes, cfg.lds_bytes)
+      for o in self.observers: o.launch(launch)
     for c in range(0, stats.workgroups, per_chunk):
       wgs = workgroup_ids(d.grid, c, min(per_chunk, stats.workgroups - c))
       st = _init_waves(self.spec, d, cfg, wgs)
       m = Machine(self.spec, st, self.mem, stats, cfg.lds_bytes, len(wgs))
       self.schedule(m, prog, cfg.waves_per_wg, stats, c * cfg.waves_per_wg)
-    if self.timing is not None: stats.cycles, stats.clock_mhz = self.timing.finish()
+    for o in self.observers: o.done(stats)
     return stats
 
   def schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int=0):
@@ -147,10 +147,9 @@ class Dispatcher:
     step = None
     try:
       step = prog.at(pc)
-      if self.tracer is not None: self.tracer.before(m.st, ws)
-      if self.timing is not None: self.timing.issue(step, ws + first_wave, pc)
+      for o in self.observers: o.before(m.st, ws, step, pc, first_wave)
       step.run(m, ws)
-      if self.tracer is not None: self.tracer.after(m.st, ws, step)
+      for o in self.observers: o.after(m.st, ws, step)
     except GPUIllegalInstruction as e:   # decoded or compiled without a wave in view: name the first wave that reached it
       if e.wave is not None: raise
       raise GPUIllegalInstruction(e.pc, e.word, e.reason, wave=m.st.wave_id[int(ws[0])]) from None

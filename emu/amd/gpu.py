@@ -33,7 +33,8 @@ class AMDGPU:
     from emu.amd.timing import TimingModel
     tm = timing if timing is not None else TimingModel(self.spec) if self.timing else None
     index, self.dispatches = self.dispatches, self.dispatches + 1
-    return Dispatcher(self.spec, self.memory, self.watchdog, Tracer() if self.trace.wants(index, d.name) else None, tm).run(d)
+    observers = ([Tracer()] if self.trace.wants(index, d.name) else []) + ([tm] if tm is not None else [])
+    return Dispatcher(self.spec, self.memory, self.watchdog, observers).run(d)
 
   def cancel(self, reason:str):
     """Stop the dispatch in flight (from any thread) at its next instruction batch with GPUHangFault naming `reason`."""

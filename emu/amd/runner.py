@@ -50,7 +50,7 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
     m = Machine(spec, st, mem, stats, lds_bytes, 1)
     dog = Watchdog(watchdog, watchdog_s)
     dog.arm()
-    Dispatcher(spec, mem, dog, Tracer() if trace else None).schedule(m, Program(spec, mem), waves, stats)
+    Dispatcher(spec, mem, dog, [Tracer()] if trace else []).schedule(m, Program(spec, mem), waves, stats)
     st.lds, st.stats = m.lds.store[:lds_bytes], stats
     return st
   finally: mem.unmap(m_code.addr)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 import numpy as np
 from emu.amd.arch import ArchSpec
+from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.step import Step
 
 
@@ -445,7 +446,7 @@ def simulate_cu(streams:list[tuple[list[_Op], list[int], list[tuple[int, int, bo
 
 DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
 
-class TimingModel:
+class TimingModel(DispatchObserver):
   """Cycle counts for one dispatch; `timeline=True` also keeps per-wave (wave, pc, cycle, class, dram) issue records.
 
   pc -1 marks the wave's start; dram: the issue waited on a global-memory (VMEM/SMEM) completion or the launch. `driver` (DRIVERS)
@@ -456,6 +457,11 @@ class TimingModel:
     self.clock_mhz, self.n_cus, self.params = spec.clock_mhz, spec.n_cus, PARAMS[spec.family]
     self.fetch = self.params.launch_kfd if driver == "kfd" else self.params.launch
     self.timeline: list[tuple[int, int, int, str, bool]] = []
+
+  # ---- DispatchObserver ----
+  def launch(self, launch:Launch): self.start(launch.waves, launch.lanes, launch.waves_per_wg, launch.vgprs, launch.lds_bytes)
+  def before(self, st, ws:np.ndarray, step:Step, pc:int, first_wave:int): self.issue(step, ws + first_wave, pc)
+  def done(self, stats): stats.cycles, stats.clock_mhz = self.finish()
 
   def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):
     """Begin a dispatch of n_waves waves (workgroups of waves_per_wg), `vgprs` allocated per wave, `lds_bytes` per workgroup."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import numpy as np
 from emu.amd.disasm import instruction_text
+from emu.amd.observe import DispatchObserver
 from emu.amd.step import Step
 from emu.amd.wave import WaveState
 
@@ -21,12 +22,12 @@ class TraceFilter:
     """Whether dispatch number `index` of kernel `name` is traced."""
     return self.all or index in self.indices or any(n in name for n in self.names if name)
 
-class Tracer:
+class Tracer(DispatchObserver):
   """Snapshots the registers of the waves about to execute and prints what changed afterwards."""
   def __init__(self, out=None, max_lanes:int=8):
     self.out, self.max_lanes = out or sys.stdout, max_lanes
 
-  def before(self, st:WaveState, ws:np.ndarray):
+  def before(self, st:WaveState, ws:np.ndarray, step:Step, pc:int, first_wave:int):
     self.snap = (st.sgpr[ws].copy(), st.vgpr[ws].copy(), st.scc[ws].copy(), st.pc[ws].copy())
 
   def after(self, st:WaveState, ws:np.ndarray, step:Step):

@@ -66,7 +66,7 @@ def replay(k:TracedKernel) -> Replay:
   d = Dispatch(code_addr=entry, grid=grid, workgroup=wg, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1, rsrc2=lk.rsrc2,
                rsrc3=lk.rsrc3, wave32=lk.wave32)
   tm = TimingModel(spec, timeline=True, driver=driver_of(k))
-  stats = Dispatcher(spec, bufs.mem, Watchdog(), None, tm).run(d)
+  stats = Dispatcher(spec, bufs.mem, Watchdog(), [tm]).run(d)
   waves: dict[int, list[tuple[int, int, str, bool]]] = {}
   starts: dict[int, int] = {}
   code, reported = bufs.keep[0].tobytes(), {}

@@ -29,7 +29,7 @@ def timed(insts, waves=1, lanes=32, vgprs=None, memory=None):
   stats = DispatchStats(workgroups=1, waves=waves)
   tm = TimingModel(spec, timeline=True)
   tm.start(waves, lanes, waves)
-  Dispatcher(spec, mem, Watchdog(10**6), None, tm).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), waves, stats)
+  Dispatcher(spec, mem, Watchdog(10**6), [tm]).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), waves, stats)
   cycles, _ = tm.finish()
   return cycles, tm.timeline, st
 

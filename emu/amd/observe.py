@@ -1,0 +1,25 @@
+"""What can watch a dispatch run: the instruction trace, the timing model, and any tool (coverage, SQTT) that needs every
+instruction batch. The dispatcher calls each observer in order; an observer never changes what the waves compute."""
+from __future__ import annotations
+from dataclasses import dataclass
+import numpy as np
+from emu.amd.api import DispatchStats
+from emu.amd.step import Step
+from emu.amd.wave import WaveState
+
+@dataclass(frozen=True)
+class Launch:
+  """The shape of a dispatch: waves in all, lanes per wave, waves per workgroup, VGPRs allocated per wave, LDS bytes per workgroup."""
+  waves: int
+  lanes: int
+  waves_per_wg: int
+  vgprs: int
+  lds_bytes: int
+
+class DispatchObserver:
+  """Hooks of one dispatch (each a no-op here): `launch` once, `before`/`after` around every batch of waves `ws` executing `step` at
+  `pc` (`first_wave`: the dispatch-wide number of the chunk's wave 0), `done` once with the dispatch's statistics."""
+  def launch(self, launch:Launch) -> None: pass
+  def before(self, st:WaveState, ws:np.ndarray, step:Step, pc:int, first_wave:int) -> None: pass
+  def after(self, st:WaveState, ws:np.ndarray, step:Step) -> None: pass
+  def done(self, stats:DispatchStats) -> None: pass
