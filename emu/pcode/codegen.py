@@ -43,6 +43,7 @@ HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 
 ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA",
            "ADDR_BASE": "ADDR", "wave32": "WAVE32", "D": "D0"}
 _NAN_HELPERS = {"isSignalNAN", "isQuietNAN", "isNAN", "cvtToQuietNAN"}
+IEEE_MODE = View(Name("WAVE_MODE"), "IEEE", None)   # the argument a mode-dependent helper call gets when the vendor text leaves it out
 _FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan", "MAX_FLOAT_F32": "3.4028234663852886e+38"}
 _ARITH = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}   # float arithmetic in an op's mode variant (rounds in the wave's mode)
 _DT = {("f", 16): "np.float16", ("f", 32): "np.float32", ("f", 64): "np.float64", ("bf", 16): "np.float32"}
@@ -525,6 +526,8 @@ class Gen:
     h = helpers.HELPERS.get(e.name)
     if h is None: raise helpers.MissingHelper(e.name)
     if h.missing: raise helpers.MissingHelper(h.missing)
+    if h.ieee_arg and h.args is not None and len(e.args) == len(h.args) - 1:   # the vendor's call: the instruction's NaN rule reads the mode
+      e = Call(e.name, (*e.args, IEEE_MODE))
     args = [self.expr(a) for a in e.args]
     if e.name in _NAN_HELPERS and isinstance(e.args[0], Cast) and e.args[0].typ == ("f", 64) and isfloat((inner := self.expr(e.args[0].expr)).typ):
       args[0] = inner  # isSignalNAN(64'F(S0.f32)): classify the operand itself (widening in numpy quiets a signalling NaN)

@@ -28,9 +28,11 @@ def current() -> dict[str, dict[str, str]]:
 def recorded() -> dict[str, dict[str, str]]: return json.loads(PATH.read_text())
 
 def stale(now:dict|None=None, then:dict|None=None) -> list[str]:
-  """'family Enum.OPCODE' of every override whose vendor text differs from the recorded fingerprint, or has none recorded."""
+  """'family Enum.OPCODE' of every override whose vendor text differs from the recorded fingerprint or has none recorded, and of
+  every recorded fingerprint whose opcode is no longer overridden."""
   now, then = current() if now is None else now, recorded() if then is None else then
-  return sorted(f"{a} {k}" for a, t in now.items() for k, h in t.items() if then.get(a, {}).get(k) != h)
+  changed = {f"{a} {k}" for a, t in now.items() for k, h in t.items() if then.get(a, {}).get(k) != h}
+  return sorted(changed | {f"{a} {k}" for a, t in then.items() for k in t if k not in now.get(a, {})})
 
 def write():
   """Record the current fingerprints (after reviewing every stale override)."""

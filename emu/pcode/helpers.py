@@ -28,6 +28,7 @@ class Helper:
   vary_result: bool = False
   rm: bool = False               # rounds: takes rm=ROUND_MODE when the op's pcode names ROUND_MODE, else the wave's mode in an op's
                                  # mode variant (else nearest-even)
+  ieee_arg: bool = False         # the last argument is WAVE_MODE.IEEE, which the vendor's calls leave out: the generator supplies it
 
 def arg_type(want, types:list) -> tuple:
   """The type an argument is converted to."""
@@ -267,12 +268,12 @@ for _k, _s in (("u32", False), ("i32", True), ("u16", False), ("i16", True), ("u
   HELPERS[f"v_max3_{_k}"] = Helper(f"imax_{_s}", _t, (_t, _t, _t), lanes=True)
   HELPERS[f"v_min3_{_k}"] = Helper(f"imin_{_s}", _t, (_t, _t, _t), lanes=True)
   HELPERS[f"v_med3_{_k}"] = Helper(f"imed3_{_s}", _t, (_t, _t, _t), lanes=True)
-for _k in ("f16", "f32", "f64"):  # the V_MIN/V_MAX instructions: their NaN rule depends on MODE.IEEE, which the corrected pcode passes last
+for _k in ("f16", "f32", "f64"):  # the V_MIN/V_MAX instructions: their NaN rule depends on MODE.IEEE, passed last (ieee_arg)
   _t = ("f", int(_k[1:]))
-  HELPERS[f"v_max_{_k}"] = Helper("fmax", _t, (_t, _t, BOOL))
-  HELPERS[f"v_min_{_k}"] = Helper("fmin", _t, (_t, _t, BOOL))
-  HELPERS[f"v_max3_{_k}"] = Helper("fmax3", _t, (_t, _t, _t, BOOL))
-  HELPERS[f"v_min3_{_k}"] = Helper("fmin3", _t, (_t, _t, _t, BOOL))
+  HELPERS[f"v_max_{_k}"] = Helper("fmax", _t, (_t, _t, BOOL), ieee_arg=True)
+  HELPERS[f"v_min_{_k}"] = Helper("fmin", _t, (_t, _t, BOOL), ieee_arg=True)
+  HELPERS[f"v_max3_{_k}"] = Helper("fmax3", _t, (_t, _t, _t, BOOL), ieee_arg=True)
+  HELPERS[f"v_min3_{_k}"] = Helper("fmin3", _t, (_t, _t, _t, BOOL), ieee_arg=True)
 # address helpers (any arity): the generator resolves them to the effective address the executor passes as ADDR (see abi.py)
 ADDR_HELPERS = {"CalcDsAddr", "CalcGlobalAddr", "CalcFlatAddr", "CalcScratchAddr", "CalcBufferAddr", "CalcScalarGlobalAddr", "CalcScalarBufferAddr",
                 "CalcScalarScratchAddr", "CalcImageAddr"}

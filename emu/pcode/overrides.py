@@ -8,6 +8,9 @@ Three kinds of entry, looked up by mnemonic (the same name on every arch unless 
   documents).
 - `HANDWRITTEN` (per arch: `HANDWRITTEN_RDNA3`/`_RDNA4`/`_CDNA`): semantics written in Python in `emu.pcode.handwritten` (IEEE division/trig helpers,
   WMMA in each arch's register layout).
+Rules the generator applies to every vendor text replace per-op fixes where the vendor's intent is uniform: the float
+v_min/v_max/v_min3/v_max3 helpers (the V_MIN/V_MAX instructions, whose NaN rule depends on the mode) get WAVE_MODE.IEEE as
+their last argument (`helpers.Helper.ieee_arg`), which covers MIN3/MAX3/MED3/MINMAX/MAXMIN and the packed f16 min/max.
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
@@ -105,26 +108,6 @@ for _w in ("F16", "F32", "F64"):
   for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64") + ((f"S_RNDNE_{_w}",) if _w != "F64" else ()):   # no scalar f64
     PCODE_FIXES[_name] = (_RNDNE, f"D0.{_w.lower()} = rint(S0.{_w.lower()})")
 
-_IEEE = ("the vendor's v_min_f32/v_max_f32 (and f16, min3/max3) helpers stand for the V_MIN/V_MAX instructions, whose NaN rule depends "
-         "on WAVE_MODE.IEEE (IEEE mode: a signalling NaN gives it quietened; else any NaN loses to a number); a helper call cannot read the "
-         "mode, so the corrected text passes WAVE_MODE.IEEE to each call")
-_I = "WAVE_MODE.IEEE"
-for _w in ("16", "32"):
-  _s0, _s1, _s2 = (f"S{_i}.f{_w}" for _i in range(3))
-  _fixes = {
-    "MIN3": f"D0.f{_w} = v_min_f{_w}(v_min_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})",
-    "MAX3": f"D0.f{_w} = v_max_f{_w}(v_max_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})",
-    "MED3": f"if (isNAN(64'F({_s0})) || isNAN(64'F({_s1})) || isNAN(64'F({_s2}))) then\nD0.f{_w} = v_min3_f{_w}({_s0}, {_s1}, {_s2}, {_I})\n"
-            f"elsif v_max3_f{_w}({_s0}, {_s1}, {_s2}, {_I}) == {_s0} then\nD0.f{_w} = v_max_f{_w}({_s1}, {_s2}, {_I})\n"
-            f"elsif v_max3_f{_w}({_s0}, {_s1}, {_s2}, {_I}) == {_s1} then\nD0.f{_w} = v_max_f{_w}({_s0}, {_s2}, {_I})\n"
-            f"else\nD0.f{_w} = v_max_f{_w}({_s0}, {_s1}, {_I})\nendif"}
-  for _p, _text in _fixes.items():
-    for _name in (f"V_{_p}_F{_w}", f"V_{_p}_F{_w}_E64"): PCODE_FIXES[_name] = (_IEEE, _text)   # rdna3; cdna (VOP3 only)
-  PCODE_FIXES[f"V_MINMAX_F{_w}"] = (_IEEE, f"D0.f{_w} = v_max_f{_w}(v_min_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})")
-  PCODE_FIXES[f"V_MAXMIN_F{_w}"] = (_IEEE, f"D0.f{_w} = v_min_f{_w}(v_max_f{_w}({_s0}, {_s1}, {_I}), {_s2}, {_I})")
-for _m in ("MIN", "MAX"):
-  _halves = "".join(f"tmp[{_h} : {_l}].f16 = v_{_m.lower()}_f16(S0[{_h} : {_l}].f16, S1[{_h} : {_l}].f16, {_I});\n" for _h, _l in ((15, 0), (31, 16)))
-  PCODE_FIXES[f"V_PK_{_m}_F16"] = (_IEEE, f"declare tmp : 32'B;\n{_halves}D0.b32 = tmp")
 _FREXP = ("the vendor text reads the biased exponent and fraction fields: mantissa() assigned to a float is the fraction field's bits "
           "(V_FREXP_MANT_F32 of 1.5 gave 5.9e-39), and exponent() - bias + 1 is wrong for zeros and denormals. The ISA means C's frexp: the "
           "significand in [0.5, 1) with the source's sign, the exponent of the normalised value (0 for a zero); inf and NaN give "
