@@ -9,11 +9,11 @@ from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
 from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Ternary, View
 from emu.pcode.parser import parse
-from emu.pcode import cache as disk, overrides
+from emu.pcode import cache as disk, overrides, rules
 
 # the generator's own fingerprint: a hash of the modules that decide what source an op compiles to, so the disk cache never serves
 # code an older generator wrote (no version to bump by hand)
-GENERATOR_MODULES = ("abi", "codegen", "compiler", "helpers", "lexer", "nodes", "parser")
+GENERATOR_MODULES = ("abi", "codegen", "compiler", "helpers", "lexer", "nodes", "parser", "rules")
 GENERATOR_VERSION = hashlib.sha256(b"".join((pathlib.Path(__file__).parent / f"{m}.py").read_bytes() for m in GENERATOR_MODULES)).hexdigest()[:12]
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
@@ -149,7 +149,7 @@ def body(g:Gen, mode:str, widths:dict) -> list[str]:
 def generate(arch:str, op, text:str) -> tuple[str, dict]:
   """The Python source of one op and its metadata (kind, reads, writes, widths, lane_masks, mem)."""
   fmt = type(op).__name__
-  try: stmts = parse(text)
+  try: stmts = rules.apply(parse(text))
   except PcodeSyntaxError as e: raise Unsupported("parse error", str(e), op.name) from None
   kind = kind_of(fmt, stmts)
   mode = "np" if kind == "vector" else "py"

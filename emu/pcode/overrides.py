@@ -10,7 +10,8 @@ Three kinds of entry, looked up by mnemonic (the same name on every arch unless 
   WMMA in each arch's register layout).
 Rules the generator applies to every vendor text replace per-op fixes where the vendor's intent is uniform: the float
 v_min/v_max/v_min3/v_max3 helpers (the V_MIN/V_MAX instructions, whose NaN rule depends on the mode) get WAVE_MODE.IEEE as
-their last argument (`helpers.Helper.ieee_arg`), which covers MIN3/MAX3/MED3/MINMAX/MAXMIN and the packed f16 min/max.
+their last argument (`helpers.Helper.ieee_arg`), which covers MIN3/MAX3/MED3/MINMAX/MAXMIN and the packed f16 min/max; and
+`emu.pcode.rules` rewrites `x * 2.0 ** n` (ldexp), `sin/cos(x * 2 * PI)` (revolutions) and `1.0 / sqrt(x)` (rsq) before compiling.
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
@@ -112,30 +113,12 @@ _FREXP = ("the vendor text reads the biased exponent and fraction fields: mantis
           "(V_FREXP_MANT_F32 of 1.5 gave 5.9e-39), and exponent() - bias + 1 is wrong for zeros and denormals. The ISA means C's frexp: the "
           "significand in [0.5, 1) with the source's sign, the exponent of the normalised value (0 for a zero); inf and NaN give "
           "themselves and 0, as the vendor text says (numerics.frexp_mant / frexp_exp)")
-_LDEXP = ("the vendor text multiplies by 2.0 ** S1 formed in the operand's format, which overflows to inf (ldexp(0.5, 128) = inf, "
-          "0 * inf = NaN, -inf * 0 = NaN) or underflows to 0 before the product; the instruction is x * 2**S1 rounded once")
-_RSQ = ("the vendor text 1.0 / sqrt(x) rounds twice in the operand's format (up to 1.12 ULP from 1/sqrt(x) for f32, the ISA allows 1); "
-        "computed in f64 and rounded once (numerics.rsq)")
 for _e in ("_E32", "_E64"):
   for _w in ("16", "32", "64"):
     PCODE_FIXES[f"V_FREXP_MANT_F{_w}{_e}"] = (_FREXP, f"D0.f{_w} = frexp_mant(S0.f{_w})")
   PCODE_FIXES[f"V_FREXP_EXP_I32_F32{_e}"] = (_FREXP, "D0.i32 = frexp_exp(S0.f32)")
   PCODE_FIXES[f"V_FREXP_EXP_I32_F64{_e}"] = (_FREXP, "D0.i32 = frexp_exp(S0.f64)")
   PCODE_FIXES[f"V_FREXP_EXP_I16_F16{_e}"] = (_FREXP, "D0.i16 = 16'I(frexp_exp(S0.f16))")
-  PCODE_FIXES[f"V_LDEXP_F16{_e}"] = (_LDEXP, "D0.f16 = ldexp(S0.f16, 32'I(S1.i16))")
-  PCODE_FIXES[f"V_RSQ_F32{_e}"] = (_RSQ, "D0.f32 = rsq(S0.f32)")
-  PCODE_FIXES[f"V_RSQ_F16{_e}"] = (_RSQ, "D0.f16 = rsq(S0.f16)")
-_TRIG = ("the vendor text sin(S0 * PI * 2.0) rounds the product to the operand's format (an f16 argument of 3.04 revolutions lands "
-         "0.0128 away, 113 revolutions half a turn away); the hardware takes revolutions, so the argument is reduced exactly "
-         "(numerics.sin_rev / cos_rev)")
-for _e in ("_E32", "_E64"):
-  for _w in ("16", "32"):
-    PCODE_FIXES[f"V_SIN_F{_w}{_e}"] = (_TRIG, f"D0.f{_w} = sin_rev(S0.f{_w})")
-    PCODE_FIXES[f"V_COS_F{_w}{_e}"] = (_TRIG, f"D0.f{_w} = cos_rev(S0.f{_w})")
-PCODE_FIXES["V_LDEXP_F32"] = (_LDEXP, "D0.f32 = ldexp(S0.f32, S1.i32)")
-PCODE_FIXES["V_LDEXP_F64"] = (_LDEXP, "D0.f64 = ldexp(S0.f64, S1.i32)")
-PCODE_FIXES["V_S_RSQ_F32"] = (_RSQ, "D0.f32 = rsq(S0.f32)")                              # rdna4
-PCODE_FIXES["V_S_RSQ_F16"] = (_RSQ, "D0.f16 = rsq(S0.f16);\nD0[31 : 16] = 16'0x0")
 
 _PERMUTE = ("the vendor text takes the lane as 32'I(addr + offset) / 4 % n, a signed division: an address >= 2**31 gives a negative lane; "
             "the lane is the unsigned byte address / 4 modulo n (\"high-order bits are ignored\"), as cdna's text has it")

@@ -1,0 +1,41 @@
+"""Rewrites the generator applies to every vendor text before compiling it, where the vendor's notation means an operation that
+its literal reading would round differently. Each rule names the ISA meaning it restores; each replaced what were per-op fixes.
+
+- `x * 2.0 ** n` (the power possibly cast to x's format): x scaled by 2**n, rounded once: `ldexp(x, n)`. Formed literally, 2**n
+  overflows or underflows the operand's format before the product does (V_LDEXP of 1e-30 by 2**120 in f32).
+- `sin(x * 2 * PI)` / `cos(...)` (the constant possibly cast): the hardware takes x in revolutions and reduces it exactly:
+  `sin_rev(x)`. The literal product rounds x * 2pi to the operand's format first (a 1e-7 relative error that grows with x).
+- `1.0 / sqrt(x)` for an f16/f32 x: the reciprocal square root rounded once: `rsq(x)` (computed in f64, rounded to x's format);
+  the literal form rounds the square root to x's format first. An f64 x keeps the literal form, which computes in f64 already.
+"""
+from __future__ import annotations
+import dataclasses
+from emu.pcode.nodes import Binary, Call, Cast, Name, Num
+
+def _is_num(e, value) -> bool: return isinstance(e, Num) and e.typ is not None and e.value == value
+
+def _uncast(e): return e.expr if isinstance(e, Cast) and e.typ[0] == "f" else e
+
+def _is_two_pi(e) -> bool:
+  e = _uncast(e)
+  return isinstance(e, Binary) and e.op == "*" and {type(e.a), type(e.b)} == {Name, Num} and \
+    any(isinstance(x, Name) and x.id == "PI" for x in (e.a, e.b)) and any(_is_num(x, 2.0) for x in (e.a, e.b))
+
+def rewrite_expr(e):
+  """One node, its children already rewritten."""
+  if isinstance(e, Binary) and e.op == "*" and isinstance(p := _uncast(e.b), Binary) and p.op == "**" and _is_num(p.a, 2.0):
+    return Call("ldexp", (e.a, p.b))
+  if isinstance(e, Call) and e.name in ("sin", "cos") and len(e.args) == 1 and isinstance(a := e.args[0], Binary) and a.op == "*" and _is_two_pi(a.b):
+    return Call(f"{e.name}_rev", (a.a,))
+  if isinstance(e, Binary) and e.op == "/" and _is_num(e.a, 1.0) and isinstance(e.b, Call) and e.b.name == "sqrt" and len(e.b.args) == 1 \
+     and getattr(e.b.args[0], "typ", None) in (("f", 16), ("f", 32)):
+    return Call("rsq", e.b.args)
+  return e
+
+def apply(node):
+  """`node` (a statement list, a statement or an expression) with every rule applied bottom-up."""
+  if isinstance(node, list): return [apply(x) for x in node]
+  if isinstance(node, tuple): return tuple(apply(x) for x in node)
+  if not dataclasses.is_dataclass(node) or isinstance(node, type): return node
+  new = dataclasses.replace(node, **{f.name: apply(getattr(node, f.name)) for f in dataclasses.fields(node) if f.init})
+  return rewrite_expr(new)
