@@ -48,7 +48,11 @@ def show(arch:str, name:str):
     except Unsupported as e:
       print(f"--- unsupported: {e}")
       continue
-    if not c.override: print("--- semantics: the vendor pcode, compiled")
+    if not c.override:
+      from emu.pcode import rules
+      from emu.pcode.parser import parse
+      rules.apply(parse(vendor), used := set())
+      print(f"--- semantics: the vendor pcode, compiled{' with the rules ' + ', '.join(sorted(used)) + ' (emu.pcode.rules)' if used else ''}")
     elif c.kind == "executor": print(f"--- semantics: owned by the executor ({c.override})")
     elif c.pcode and c.pcode != vendor: print(f"--- semantics: corrected pcode ({c.override})\n{c.pcode}")
     else: print(f"--- semantics: replaced ({c.override})")

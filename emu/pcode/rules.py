@@ -21,21 +21,33 @@ def _is_two_pi(e) -> bool:
   return isinstance(e, Binary) and e.op == "*" and {type(e.a), type(e.b)} == {Name, Num} and \
     any(isinstance(x, Name) and x.id == "PI" for x in (e.a, e.b)) and any(_is_num(x, 2.0) for x in (e.a, e.b))
 
-def rewrite_expr(e):
-  """One node, its children already rewritten."""
+def _ldexp(e):
   if isinstance(e, Binary) and e.op == "*" and isinstance(p := _uncast(e.b), Binary) and p.op == "**" and _is_num(p.a, 2.0):
     return Call("ldexp", (e.a, p.b))
+  return None
+
+def _revolutions(e):
   if isinstance(e, Call) and e.name in ("sin", "cos") and len(e.args) == 1 and isinstance(a := e.args[0], Binary) and a.op == "*" and _is_two_pi(a.b):
     return Call(f"{e.name}_rev", (a.a,))
+  return None
+
+def _rsq(e):
   if isinstance(e, Binary) and e.op == "/" and _is_num(e.a, 1.0) and isinstance(e.b, Call) and e.b.name == "sqrt" and len(e.b.args) == 1 \
      and getattr(e.b.args[0], "typ", None) in (("f", 16), ("f", 32)):
     return Call("rsq", e.b.args)
-  return e
+  return None
 
-def apply(node):
-  """`node` (a statement list, a statement or an expression) with every rule applied bottom-up."""
-  if isinstance(node, list): return [apply(x) for x in node]
-  if isinstance(node, tuple): return tuple(apply(x) for x in node)
+RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq}
+
+def apply(node, used:set|None=None):
+  """`node` (a statement list, a statement or an expression) with every rule applied bottom-up; the names of the rules that
+  fired are added to `used`."""
+  if isinstance(node, list): return [apply(x, used) for x in node]
+  if isinstance(node, tuple): return tuple(apply(x, used) for x in node)
   if not dataclasses.is_dataclass(node) or isinstance(node, type): return node
-  new = dataclasses.replace(node, **{f.name: apply(getattr(node, f.name)) for f in dataclasses.fields(node) if f.init})
-  return rewrite_expr(new)
+  new = dataclasses.replace(node, **{f.name: apply(getattr(node, f.name), used) for f in dataclasses.fields(node) if f.init})
+  for name, rule in RULES.items():
+    if (out := rule(new)) is not None:
+      if used is not None: used.add(name)
+      return out
+  return new

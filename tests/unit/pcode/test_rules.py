@@ -1,0 +1,21 @@
+"""The generator's rewrite rules (emu.pcode.rules) fire on the vendor notations they stand for, and nowhere else. The values the
+rewritten ops compute are checked against IEEE arithmetic in test_fixes_oracle.py, test_overrides.py and tests/unit/amd/test_executor_ops.py."""
+from emu.pcode import compiler, rules
+from emu.pcode.parser import parse
+
+def used(text:str) -> set:
+  rules.apply(parse(text), out := set())
+  return out
+
+def test_each_rule_fires_on_the_vendor_text_of_its_ops_on_every_arch():
+  want = {"V_LDEXP_F32": {"ldexp"}, "V_LDEXP_F16_E32": {"ldexp"}, "V_SIN_F32_E32": {"revolutions"}, "V_COS_F16_E32": {"revolutions"},
+          "V_RSQ_F32_E32": {"rsq"}, "V_RSQ_F16_E32": {"rsq"}}
+  for arch in ("rdna3", "rdna4", "cdna"):
+    table = {op.name: text for op, text in compiler.pcode_table(arch).items()}
+    for name, rule in want.items(): assert used(table[name]) == rule, (arch, name)
+
+def test_rules_leave_other_notations_alone():
+  assert used("D0.f32 = S0.f32 * 3.0F ** S1.i32") == set()            # not a power of two
+  assert used("D0.f64 = 1.0 / sqrt(S0.f64)") == set()                  # f64 computes in f64 already
+  assert used("D0.f32 = sin(S0.f32 * 32'F(PI * 3.0))") == set()        # not whole revolutions
+  assert used("D0.f32 = 2.0F / sqrt(S0.f32)") == set()
