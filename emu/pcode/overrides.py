@@ -11,7 +11,8 @@ Three kinds of entry, looked up by mnemonic (the same name on every arch unless 
 Rules the generator applies to every vendor text replace per-op fixes where the vendor's intent is uniform: the float
 v_min/v_max/v_min3/v_max3 helpers (the V_MIN/V_MAX instructions, whose NaN rule depends on the mode) get WAVE_MODE.IEEE as
 their last argument (`helpers.Helper.ieee_arg`), which covers MIN3/MAX3/MED3/MINMAX/MAXMIN and the packed f16 min/max; and
-`emu.pcode.rules` rewrites `x * 2.0 ** n` (ldexp), `sin/cos(x * 2 * PI)` (revolutions) and `1.0 / sqrt(x)` (rsq) before compiling.
+`emu.pcode.rules` rewrites `x * 2.0 ** n` (ldexp), `sin/cos(x * 2 * PI)` (revolutions), `1.0 / sqrt(x)` (rsq) and the
+floor(x + 0.5) round-half-even idiom (rint) before compiling.
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
@@ -104,10 +105,6 @@ for _t in ("FP8", "BF8"):
 _ADD_F64 = "the vendor entry assigns RETURN_DATA = tmp without a type, which reads as 32 bits: the pre-op value's high dword was lost"
 for _name in ("DS_ADD_F64", "DS_ADD_RTN_F64", "FLAT_ATOMIC_ADD_F64", "GLOBAL_ATOMIC_ADD_F64", "BUFFER_ATOMIC_ADD_F64"):
   CDNA_PCODE_FIXES[_name] = (_ADD_F64, "tmp = MEM[ADDR].f64;\nMEM[ADDR].f64 += DATA.f64;\nRETURN_DATA.f64 = tmp")
-_RNDNE = "the vendor's floor(x + 0.5) rounds x + 0.5 first (0.49999997 -> 1.0); the instruction rounds to the nearest even integer exactly"
-for _w in ("F16", "F32", "F64"):
-  for _name in (f"V_RNDNE_{_w}_E32", f"V_RNDNE_{_w}_E64") + ((f"S_RNDNE_{_w}",) if _w != "F64" else ()):   # no scalar f64
-    PCODE_FIXES[_name] = (_RNDNE, f"D0.{_w.lower()} = rint(S0.{_w.lower()})")
 
 _FREXP = ("the vendor text reads the biased exponent and fraction fields: mantissa() assigned to a float is the fraction field's bits "
           "(V_FREXP_MANT_F32 of 1.5 gave 5.9e-39), and exponent() - bias + 1 is wrong for zeros and denormals. The ISA means C's frexp: the "

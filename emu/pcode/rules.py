@@ -5,12 +5,14 @@ its literal reading would round differently. Each rule names the ISA meaning it 
   overflows or underflows the operand's format before the product does (V_LDEXP of 1e-30 by 2**120 in f32).
 - `sin(x * 2 * PI)` / `cos(...)` (the constant possibly cast): the hardware takes x in revolutions and reduces it exactly:
   `sin_rev(x)`. The literal product rounds x * 2pi to the operand's format first (a 1e-7 relative error that grows with x).
+- `D = floor(x + 0.5)` followed by `if isEven(floor(x)) && fract(x) == 0.5 then D -= 1.0`: round half to even, `D = rint(x)`;
+  the literal form rounds x + 0.5 first (0.49999997 + 0.5 is 1.0 in f32).
 - `1.0 / sqrt(x)` for an f16/f32 x: the reciprocal square root rounded once: `rsq(x)` (computed in f64, rounded to x's format);
   the literal form rounds the square root to x's format first. An f64 x keeps the literal form, which computes in f64 already.
 """
 from __future__ import annotations
 import dataclasses
-from emu.pcode.nodes import Binary, Call, Cast, Name, Num
+from emu.pcode.nodes import Assign, Binary, Call, Cast, If, Name, Num
 
 def _is_num(e, value) -> bool: return isinstance(e, Num) and e.typ is not None and e.value == value
 
@@ -39,10 +41,31 @@ def _rsq(e):
 
 RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq}
 
+def _round_half_even(first, second):
+  """The statement replacing the pair `first`, `second` when they are the vendor's round-half-to-even, else None."""
+  if not (isinstance(first, Assign) and first.op == "=" and isinstance(f := first.value, Call) and f.name == "floor" and len(f.args) == 1
+          and isinstance(p := f.args[0], Binary) and p.op == "+" and _is_num(p.b, 0.5)): return None
+  x, d = p.a, first.target
+  if not (isinstance(second, If) and len(second.arms) == 1 and not second.orelse): return None
+  cond, body = second.arms[0]
+  fix = [Assign(d, "-=", Num(1.0, getattr(d, "typ", None)))]
+  even = isinstance(cond, Binary) and cond.op == "&&" and isinstance(c := cond.a, Call) and c.name == "isEven" and \
+    _uncast(c.args[0]) == Call("floor", (x,)) and cond.b == Binary("==", Call("fract", (x,)), Num(0.5, getattr(x, "typ", None)))
+  return Assign(d, "=", Call("rint", (x,))) if even and body == fix else None
+
+def _statements(stmts:list, used:set|None) -> list:
+  out: list = []
+  for st in stmts:
+    if out and (merged := _round_half_even(out[-1], st)) is not None:
+      out[-1] = merged
+      if used is not None: used.add("round-half-even")
+    else: out.append(st)
+  return out
+
 def apply(node, used:set|None=None):
   """`node` (a statement list, a statement or an expression) with every rule applied bottom-up; the names of the rules that
   fired are added to `used`."""
-  if isinstance(node, list): return [apply(x, used) for x in node]
+  if isinstance(node, list): return _statements([apply(x, used) for x in node], used)
   if isinstance(node, tuple): return tuple(apply(x, used) for x in node)
   if not dataclasses.is_dataclass(node) or isinstance(node, type): return node
   new = dataclasses.replace(node, **{f.name: apply(getattr(node, f.name), used) for f in dataclasses.fields(node) if f.init})

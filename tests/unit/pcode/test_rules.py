@@ -9,7 +9,7 @@ def used(text:str) -> set:
 
 def test_each_rule_fires_on_the_vendor_text_of_its_ops_on_every_arch():
   want = {"V_LDEXP_F32": {"ldexp"}, "V_LDEXP_F16_E32": {"ldexp"}, "V_SIN_F32_E32": {"revolutions"}, "V_COS_F16_E32": {"revolutions"},
-          "V_RSQ_F32_E32": {"rsq"}, "V_RSQ_F16_E32": {"rsq"}}
+          "V_RSQ_F32_E32": {"rsq"}, "V_RSQ_F16_E32": {"rsq"}, "V_RNDNE_F32_E32": {"round-half-even"}, "V_RNDNE_F64_E32": {"round-half-even"}}
   for arch in ("rdna3", "rdna4", "cdna"):
     table = {op.name: text for op, text in compiler.pcode_table(arch).items()}
     for name, rule in want.items(): assert used(table[name]) == rule, (arch, name)
@@ -19,3 +19,4 @@ def test_rules_leave_other_notations_alone():
   assert used("D0.f64 = 1.0 / sqrt(S0.f64)") == set()                  # f64 computes in f64 already
   assert used("D0.f32 = sin(S0.f32 * 32'F(PI * 3.0))") == set()        # not whole revolutions
   assert used("D0.f32 = 2.0F / sqrt(S0.f32)") == set()
+  assert used("D0.f32 = floor(S0.f32 + 0.5F)") == set()              # plain round-half-up, without the even correction
