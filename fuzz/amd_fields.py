@@ -7,6 +7,7 @@ import functools, importlib, inspect, random
 from tinygrad.renderer.amd.dsl import (Inst, BitField, FixedBitField, EnumBitField, SrcField, VGPRField, SGPRField, SSrcField,
                                        AlignedSGPRField, VDSTYField, OPERANDS)
 from emu.amd.arch import FAMILIES
+from emu.amd.decode import encode_fields  # noqa: F401 (re-exported: the fuzzers build encodings from raw fields)
 
 ARCHS = FAMILIES   # the ISA families fuzzed (one per table family in the wheel)
 # src-space markers that select an encoding variant instead of naming an operand
@@ -109,14 +110,6 @@ def is_marker(cls:type[Inst], name:str, raw:int) -> bool:
 def canonical(cls:type[Inst], fields:dict[str, int]) -> dict[str, int]:
   """The same opcode and variant with every other field at its default: the plainest encoding of the instruction."""
   return {n: v if n in ("op", "opx", "opy", "literal") or is_marker(cls, n, v) else default_raw(dict(cls._fields)[n]) for n, v in fields.items()}
-
-def encode_fields(cls:type[Inst], fields:dict[str, int]) -> bytes:
-  """Pack raw field values (fixed fields from the class) into the instruction's bytes."""
-  raw = 0
-  for name, f in cls._fields:
-    val = f.default if isinstance(f, FixedBitField) else fields.get(name, 0)
-    raw |= (val & f.mask) << f.lo
-  return raw.to_bytes(cls._base_size, "little")
 
 def _unused_operand(cls:type[Inst], op, name:str) -> bool:
   """A register field the opcode does not use (operands.py lists the opcode's operands but not this one): it must stay at its default."""

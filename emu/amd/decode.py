@@ -12,7 +12,7 @@ although its operand is OPR_SREG_NOVCC.
 from __future__ import annotations
 from dataclasses import dataclass
 from tinygrad.renderer.amd import decode_inst
-from tinygrad.renderer.amd.dsl import Inst
+from tinygrad.renderer.amd.dsl import FixedBitField, Inst
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 
@@ -25,6 +25,14 @@ SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
 MATRIX_OPS = ("V_MFMA", "V_SMFMAC")   # gfx9: always the matrix (MAI) layout of VOP3P; the wheel decodes the XF32 ones as plain VOP3P
 SGPR_DEST_TYPES = ("OPR_SREG", "OPR_SDST")   # operand-table types (and their _NOVCC... variants) of an SGPR destination
+
+def encode_fields(cls:type[Inst], fields:dict[str, int]) -> bytes:
+  """Pack raw field values into an instruction of class `cls` (its fixed fields from the class; absent fields 0)."""
+  raw = 0
+  for name, f in cls._fields:
+    val = f.default if isinstance(f, FixedBitField) else fields.get(name, 0)
+    raw |= (val & f.mask) << f.lo
+  return raw.to_bytes(cls._base_size, "little")
 
 def sgpr_dest(inst:Inst) -> bool:
   """The operand table names an SGPR type for the instruction's vdst."""

@@ -48,16 +48,22 @@ def show(arch:str, name:str):
     except Unsupported as e:
       print(f"--- unsupported: {e}")
       continue
-    if not c.override:
-      from emu.pcode import rules
-      from emu.pcode.parser import parse
-      rules.apply(parse(vendor), used := set())
-      print(f"--- semantics: the vendor pcode, compiled{' with the rules ' + ', '.join(sorted(used)) + ' (emu.pcode.rules)' if used else ''}")
-    elif c.kind == "executor": print(f"--- semantics: owned by the executor ({c.override})")
-    elif c.pcode and c.pcode != vendor: print(f"--- semantics: corrected pcode ({c.override})\n{c.pcode}")
-    else: print(f"--- semantics: replaced ({c.override})")
+    print(f"--- semantics: {semantics(arch, op, c)}")
     print(f"--- {c.kind} op; reads {sorted(c.reads)} writes {sorted(c.writes)} widths {c.widths} lane masks {sorted(c.lane_masks)}")
     if c.source: print(c.source)
+
+def semantics(arch:str, op, c=None) -> str:
+  """Where an opcode's semantics come from, in one line (a corrected text follows on the next lines)."""
+  from emu.pcode import rules
+  from emu.pcode.parser import parse
+  c = c or compiler.compile_op(arch, op)
+  vendor = compiler.pcode_table(arch).get(op)
+  if not c.override:
+    rules.apply(parse(vendor), used := set())
+    return f"the vendor pcode, compiled{' with the rules ' + ', '.join(sorted(used)) + ' (emu.pcode.rules)' if used else ''}"
+  if c.kind == "executor": return f"owned by the executor ({c.override})"
+  if c.pcode and c.pcode != vendor: return f"corrected pcode ({c.override})\n{c.pcode}"
+  return f"replaced ({c.override})"
 
 def main(argv=None):
   ap = argparse.ArgumentParser(prog="python -m emu.pcode", description=__doc__)

@@ -1,0 +1,19 @@
+"""`python -m emu.amd.card`: one command shows an instruction's encodings, step, timing class and semantics source. Expected facts
+from the ISA (V_ADD_F32 exists as VOP2 e32 and VOP3 e64, both VALU; V_ACCVGPR_READ is a CDNA VOP3P move the wheel has no pcode
+for) and from the tables the card reads (the ldexp rule, the executor-owned moves)."""
+from emu.amd.card import card, main
+
+def test_a_vendor_compiled_op_shows_every_encoding_its_step_and_timing_class():
+  text = card("gfx1100", "v_add_f32")
+  assert "--- encoding VOP2 VOP2Op.V_ADD_F32_E32 (32 bits" in text and "--- encoding VOP3 VOP3Op.V_ADD_F32_E64 (64 bits" in text
+  assert text.count("step ValuStep; timing: class valu, port valu") == 2
+  assert "semantics of V_ADD_F32_E32: the vendor pcode, compiled\n" in text
+
+def test_the_card_names_rules_and_executor_owned_ops():
+  assert "compiled with the rules ldexp" in card("gfx1201", "v_ldexp_f32")
+  acc = card("gfx942", "v_accvgpr_read")
+  assert "step AccMoveStep" in acc and "owned by the executor" in acc
+
+def test_an_unknown_mnemonic_says_so(capsys):
+  assert main(["gfx1100", "v_no_such_op"]) == 0
+  assert "(no encoding of V_NO_SUCH_OP on gfx1100)" in capsys.readouterr().out
