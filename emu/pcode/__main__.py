@@ -3,7 +3,7 @@ opcode's semantics come from) and `python -m emu.pcode fingerprints [--write]` (
 from __future__ import annotations
 import argparse, collections, os, sys, tempfile, time
 from emu.pcode.abi import Unsupported
-from emu.pcode import compiler
+from emu.pcode import compiler, overrides
 
 def report(arch:str) -> dict:
   """Cold-compile every op of an arch (fresh cache dir); print and return the counts."""
@@ -62,6 +62,7 @@ def semantics(arch:str, op, c=None) -> str:
     rules.apply(parse(vendor), used := set())
     return f"the vendor pcode, compiled{' with the rules ' + ', '.join(sorted(used)) + ' (emu.pcode.rules)' if used else ''}"
   if c.kind == "executor": return f"owned by the executor ({c.override})"
+  if c.override == overrides.EXECUTOR_RUN.get(op.name): return f"compiled for its operand metadata only; the executor runs it ({c.override})"
   if c.pcode and c.pcode != vendor: return f"corrected pcode ({c.override})\n{c.pcode}"
   return f"replaced ({c.override})"
 

@@ -211,4 +211,4 @@ def compile_op(arch:str, op) -> CompiledOp:
   try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
-                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason)
+                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""))

@@ -1,8 +1,9 @@
 """The override table: opcodes whose vendor pcode is prose, incomplete or wrong, with the reason for each.
 
-Three kinds of entry, looked up by mnemonic (the same name on every arch unless the table says otherwise):
+Four kinds of entry, looked up by mnemonic (the same name on every arch unless the table says otherwise):
 - `EXECUTOR_OWNED`: control/wait/barrier ops and ops whose pcode is prose about hardware the executor owns (cross-lane
   swizzles, GS registers, buffer formats): they come back as kind 'executor' with `fn is None`.
+- `EXECUTOR_RUN`: ops whose vendor text compiles for the operand metadata the executor uses, but never runs (rdna4's block moves).
 - `PCODE_FIXES` (and `ARCH_PCODE_FIXES` for one arch: `CDNA_PCODE_FIXES` ...): corrected pcode, compiled by the normal compiler
   (the vendor entry leaves a table empty, names an operand the executor never provides, or computes something else than the ISA
   documents).
@@ -151,6 +152,11 @@ for _arch, _mod in (("rdna3", "32U"), ("rdna4", "(WAVE64 ? 64U : 32U)")):
   for _name, _back in (("DS_PERMUTE_B32", False), ("DS_BPERMUTE_B32", True)):
     ARCH_PCODE_FIXES[_arch][_name] = (_PERMUTE, _permute(_back, _mod))
 ARCH_PCODE_FIXES["rdna4"]["DS_BPERMUTE_FI_B32"] = (_PERMUTE, _permute(True, "(WAVE64 ? 64U : 32U)", fetch_inactive=True))
+
+# ops whose vendor text compiles (the executor uses the op's operand metadata) but never runs: the executor performs the instruction
+EXECUTOR_RUN = dict.fromkeys(("GLOBAL_LOAD_BLOCK", "GLOBAL_STORE_BLOCK", "SCRATCH_LOAD_BLOCK", "SCRATCH_STORE_BLOCK"),
+  "the vendor text indexes VGPRs by the address (it treats ADDR as a register number); the executor moves dword i between "
+  "address + 4i and VGPR vdst/vsrc + i for each set bit i of M0 (emu.amd.exec_vmem.VmemStep._block)")
 
 def fixed_pcode(op, arch:str="") -> tuple[str, str] | None:
   """(reason, corrected pcode) for an opcode of an arch whose vendor pcode is replaced, else None."""
