@@ -39,7 +39,10 @@ class BarFile(OpenDevice):
     if start: raise OSError(errno.EINVAL, f"{g.name} resource{self.bar}: register BARs are mapped where the device put them, not at {start:#x}")
     return (g.doorbell_page() if self.bar == 2 else g.regs.bar_addr) + offset
 
+PAGEMAP_MAX_READ = 8 << 20   # bytes one pagemap read may ask for (4 GiB of pages); a read of the whole file is refused, not attempted
+
 def _pagemap(pos:int, size:int) -> bytes:
+  if size > PAGEMAP_MAX_READ: raise OSError(errno.EINVAL, f"/proc/self/pagemap: a {size:#x}-byte read (at most {PAGEMAP_MAX_READ:#x} at once)")
   first, count = pos // 8, size // 8
   return struct.pack(f"<{count}Q", *((1 << 63) | f for f in BUS.frames(first, count)))
 

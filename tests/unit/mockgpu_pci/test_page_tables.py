@@ -109,3 +109,13 @@ def test_the_bus_resolves_a_range_across_frame_runs_and_leaves_gaps_out():
   assert bus.resolve(a[0] * PAGE, 3 * PAGE) == [(0, 0x1000 * PAGE, 2 * PAGE), (2 * PAGE, 0x5000 * PAGE, PAGE)]
   assert bus.resolve((c[0] + 5) * PAGE, PAGE) == []   # no frame there
   assert bus.frames(0x1000, 3) == a + c                # frames stay bound to their pages
+
+def test_pagemap_answers_frames_and_refuses_an_unbounded_read():
+  import errno, struct
+  import pytest
+  from mockgpu.pci import driver
+  data = driver._pagemap(0x1000 * 8, 16)   # two pages from virtual page 0x1000
+  a, b = struct.unpack("<2Q", data)
+  assert a >> 63 and b >> 63 and (b & ((1 << 55) - 1)) == (a & ((1 << 55) - 1)) + 1   # present, consecutive frames
+  with pytest.raises(OSError) as e: driver._pagemap(0, 1 << 60)
+  assert e.value.errno == errno.EINVAL
