@@ -48,7 +48,6 @@ class PCIGPU(EmulatedGPU):
     bus.add_bar(self.bar0_bus, vram_bytes, lambda off, size: self.vram_addr + off)
     self.firmware = firmware(board)
     self.regs = RegisterFile(f"mockpci {name}", board)
-    self.faults: list[Exception] = []
     self._reset()
     self.doorbell_page()
 
@@ -124,10 +123,8 @@ class PCIGPU(EmulatedGPU):
 
   def on_fault(self, engine:Engine, err:Exception):
     from tinygrad.runtime.autogen.am import am
-    self.faults.append(err)
     if isinstance(err, GPUMemoryFault):
-      va, _ = self.fault_address(err)
-      self.hubs["GC"].record_fault(va, err.write, self.memory.find(va) is not None)
+      self.hubs["GC"].record_fault(err.addr, err.write, self.memory.find(err.addr) is not None)
       self.ih.post(am.SOC21_IH_CLIENTID_GFX, self._gfx_src("UTCL2_FAULT"))
     elif isinstance(err, GPUIllegalInstruction):
       self.ih.post(am.SOC21_IH_CLIENTID_GRBM_CP, self._gfx_src("SQ_INTERRUPT_ID"), (SQ_ERROR_ILLEGAL_INST << 21, 2 << 6, 0, 0))

@@ -35,7 +35,6 @@ class Hub:
     self.regs, self.prefix, self.vram_q, self.on_invalidate = regs, prefix, vram_q, on_invalidate
     self.leaf_bit = np.uint64(1 << 63) if gfx12 else np.uint64(1 << 54)
     self.runs: list[Run] = []
-    self.invalidations = 0
     regs.set(f"reg{prefix}VM_INVALIDATE_ENG17_SEM", semaphore=1)
     regs.on_write(f"reg{prefix}VM_INVALIDATE_ENG17_REQ", self._request)
     regs.on_write(f"reg{prefix}VM_INVALIDATE_ENG17_SEM", self._semaphore)
@@ -51,7 +50,6 @@ class Hub:
     vmids = self.regs.reg(f"reg{self.prefix}VM_INVALIDATE_ENG17_REQ").decode(value)["per_vmid_invalidate_req"]
     if vmids & ~1: raise PCIDeviceError(f"{self.regs.name}: {self.prefix}VM_INVALIDATE_ENG17_REQ for VMIDs {vmids:#x}: only VMID 0 is emulated")
     self.runs = self.walk()
-    self.invalidations += 1
     self.regs.set(f"reg{self.prefix}VM_INVALIDATE_ENG17_ACK", per_vmid_invalidate_ack=vmids)
     if self.on_invalidate is not None: self.on_invalidate(self)
 

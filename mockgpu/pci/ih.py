@@ -19,7 +19,6 @@ class InterruptRing:
   def __init__(self, gpu:PCIGPU):
     self.gpu, self.regs = gpu, gpu.regs
     self.wptr = 0       # dwords
-    self.posted = 0
     self.regs.on_write("regIH_RB_WPTR", self._host_wptr)
 
   def _host_wptr(self, value:int):
@@ -41,4 +40,3 @@ class InterruptRing:
     self.gpu.vram_write(base + self.wptr * 4, entry)
     self.wptr = (self.wptr + ENTRY_BYTES // 4) % (size // 4)
     self.regs.set("regIH_RB_WPTR", offset=self.wptr)
-    self.posted += 1

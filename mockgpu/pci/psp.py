@@ -31,7 +31,6 @@ class PSP:
     self.pref = "regMP0_SMN_C2PMSG" if gpu.pci_board.ip_versions[MP0] < (14, 0, 0) else "regMPASP_SMN_C2PMSG"
     self.loaded_components: list[int] = []   # PSP_BL__* commands the bootloader executed, in order
     self.loaded_ip: list[int] = []           # GFX_FW_TYPE_* of every LOAD_IP_FW that succeeded
-    self.tmr: tuple[int, int] | None = None
     self.rptr = 0
     self._set(35, READY)
     for n, fn in ((35, self._bootloader), (64, self._ring_control), (67, self._submit)): self.regs.on_write(f"{self.pref}_{n}", fn)
@@ -91,9 +90,7 @@ class PSP:
       if not self._matches(c.toc_phy_addr_lo | (c.toc_phy_addr_hi << 32), c.toc_size, self.gpu.firmware.sos_components.get(am.PSP_FW_TYPE_PSP_TOC)):
         return self._refuse("LOAD_TOC: the buffer does not hold the sOS image's TOC")
       cmd.resp.tmr_size = TMR_SIZE
-    elif cmd.cmd_id == am.GFX_CMD_ID_SETUP_TMR:
-      c = cmd.cmd.cmd_setup_tmr
-      self.tmr = (c.buf_phy_addr_lo | (c.buf_phy_addr_hi << 32), c.buf_size)
+    elif cmd.cmd_id == am.GFX_CMD_ID_SETUP_TMR: pass   # the TMR holds firmware the emulated blocks never run
     elif cmd.cmd_id == am.GFX_CMD_ID_LOAD_IP_FW:
       c = cmd.cmd.cmd_load_ip_fw
       name = am.enum_psp_gfx_fw_type.get(c.fw_type, str(c.fw_type))

@@ -41,7 +41,6 @@ class RegisterFile:
     self.bar = np.ctypeslib.as_array((ctypes.c_uint32 * (self.bar_bytes // 4)).from_address(self.bar_addr))
     self.far: dict[int, int] = {}
     self.handlers: dict[int, Callable[[int], None]] = {}
-    self.names = {r.addr[0]: n for n, r in self.defs.items()}
     self.index, self.data = self.addr("regBIF_BX_PF0_RSMU_INDEX"), self.addr("regBIF_BX_PF0_RSMU_DATA")
 
   def reg(self, name:str):
@@ -50,8 +49,6 @@ class RegisterFile:
     return self.defs[name]
 
   def addr(self, name:str) -> int: return self.reg(name).addr[0]
-
-  def describe(self, addr:int) -> str: return f"{self.names.get(addr, 'register')} ({addr:#x})"
 
   def __getitem__(self, addr:int) -> int: return int(self.bar[addr]) if addr < len(self.bar) else self.far.get(addr, 0)
 
@@ -63,7 +60,7 @@ class RegisterFile:
       self.far[addr] = value
       if int(self.bar[self.index]) // 4 == addr: self.bar[self.data] = value
 
-  def get(self, name:str, inst:int=0) -> int: return self[self.reg(name).addr[inst]]
+  def get(self, name:str) -> int: return self[self.addr(name)]
   def set(self, name:str, value:int=0, **fields):
     r = self.reg(name)
     self[r.addr[0]] = value | r.encode(**fields)

@@ -24,7 +24,6 @@ class SMU:
     self.names = {v: k for k, v in vars(self.mod).items() if k.startswith("PPSMC_MSG_") and isinstance(v, int)}
     self.dpm = dict(gpu.pci_board.dpm_mhz)
     self.soft_limits: dict[int, tuple[int, int]] = {}
-    self.driver_table = 0
     self.features_enabled = False
     self.regs.on_write("mmMP1_SMN_C2PMSG_66", lambda msg: self._message(msg, 82, 90))
     self.regs.on_write("mmMP1_SMN_C2PMSG_75", lambda msg: self._message(msg, 53, 54, debug=True))
@@ -42,8 +41,7 @@ class SMU:
   def _answer(self, msg:int, arg:int) -> int | None:
     m, name = self.mod, self.names.get(msg, f"{msg:#x}")
     if msg == m.PPSMC_MSG_GetSmuVersion: return SMU_VERSION
-    if msg == m.PPSMC_MSG_SetDriverDramAddrHigh: self.driver_table = (self.driver_table & 0xffffffff) | (arg << 32)
-    elif msg == m.PPSMC_MSG_SetDriverDramAddrLow: self.driver_table = (self.driver_table & ~0xffffffff) | arg
+    if msg in (m.PPSMC_MSG_SetDriverDramAddrHigh, m.PPSMC_MSG_SetDriverDramAddrLow): pass   # no table transfer is emulated
     elif msg == m.PPSMC_MSG_EnableAllSmuFeatures: self.features_enabled = True
     elif msg == m.PPSMC_MSG_GetDpmFreqByIndex:
       clk, idx = arg >> 16, arg & 0xffff
