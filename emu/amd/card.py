@@ -8,6 +8,7 @@ from tinygrad.renderer.amd.dsl import EnumBitField, Inst
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode, encode_fields
 from emu.amd.disasm import instruction_text
+from emu.amd.mnemonic import parse
 from emu.amd.steps import compile_step
 from emu.amd.timing import classify
 
@@ -29,7 +30,9 @@ def card(arch:str, mnemonic:str) -> str:
   """The card's text (see the module docstring); names the archs' encodings when the mnemonic has none here."""
   from emu.pcode.__main__ import semantics
   spec = get_spec(arch)
-  lines, ops = [f"=== {arch} ({spec.family}) {mnemonic.upper()}"], {}
+  m = parse(mnemonic)
+  lines, ops = [f"=== {arch} ({spec.family}) {mnemonic.upper()}: prefix {m.prefix}, operation {m.operation}, types {', '.join(m.types) or '-'}"
+                + (f", shape {'x'.join(map(str, m.shape))}" if m.shape else "")], {}
   found = encodings(arch, mnemonic)
   if not found: return lines[0] + f"\n(no encoding of {mnemonic.upper()} on {arch})"
   for cname, cls, op in found:
@@ -40,7 +43,8 @@ def card(arch:str, mnemonic:str) -> str:
       step = compile_step(instr, spec, 0)
       t = classify(step)
       lines.append(f"    {instruction_text(instr, arch)}")
-      lines.append(f"    step {type(step).__name__}; timing: class {t.cls}, port {t.port}, cost {t.cost}")
+      extra = "".join(f", {k} {getattr(t, k)}" for k in ("width", "dwords", "lds_cycles", "counter") if getattr(t, k))
+      lines.append(f"    step {type(step).__name__}; timing: class {t.cls}, port {t.port}, cost {t.cost}{extra}")
     except Exception as e: lines.append(f"    (with all fields 0 this encoding does not run: {type(e).__name__}: {str(e).splitlines()[0][:120]})")
     ops.setdefault(op.name, op)
   from emu.pcode import compile_op

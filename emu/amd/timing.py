@@ -11,12 +11,14 @@ ends. Results are cached per identical CU workload, so uniform kernels simulate 
 latencies cite their trace evidence in docs/timing.md.
 """
 from __future__ import annotations
-import heapq, math, re
+import heapq, math
 from dataclasses import dataclass
 from typing import NamedTuple
 import numpy as np
 from emu.amd.arch import ArchSpec
+from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
+from emu.amd.semantics import get_op
 from emu.amd.step import Step
 
 
@@ -69,23 +71,30 @@ LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
 ISSUE = 1                 # a wave issues at most one instruction per cycle
 LDS_BYTES_PER_CYCLE = 128 # LDS pipe throughput per CU (address + data bytes of a wave)
 SLEEP_UNIT = 64           # s_sleep n: n * 64 cycles (ISA)
-ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64_2": 2, "valu_b64_4": 4, "valu_f64": 16}   # port cycles per wave32 pass
+ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64": 2, "valu_mad64": 4, "valu_f64": 16}   # port cycles per wave32 pass
 ILINE = 64                # instruction cache line bytes; a fetch brings the 128-byte pair of lines (lines counted from the entry)
 ILAUNCH_LINES = 4         # lines the launch fetch brings from the entry line on; entering line L requests line L + 1
 
-TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
-TRANS_SCALAR = ("v_s_exp_", "v_s_log_", "v_s_rcp_", "v_s_rsq_", "v_s_sqrt_")   # RDNA4 transcendentals with an SGPR result
-# RDNA4's split wait counters (SOPP, simm16 = the count) -> the model's counters (loads, stores, LDS, scalar memory)
-SPLIT_WAITS = {"s_wait_loadcnt": "vm", "s_wait_samplecnt": "vm", "s_wait_bvhcnt": "vm", "s_wait_storecnt": "vs", "s_wait_dscnt": "ds",
-               "s_wait_kmcnt": "km"}
-BARRIERS = ("s_barrier", "s_barrier_signal")   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is SKIPPED)
-SKIPPED = ("s_delay_alu", "s_wait_alu", "s_barrier_wait")  # consumed by the instruction buffer, never issued
+# timing classes by mnemonic (emu.amd.mnemonic): SOPP instructions by name, VALU ops by operation word and data types
+TRANSCENDENTAL = {"EXP", "LOG", "RCP", "RSQ", "SQRT", "SIN", "COS"}   # first operation word (V_EXP_LEGACY_F32, V_RCP_IFLAG_F32 too)
+MATRIX_OPS = {"WMMA": 1, "SWMMAC": 2}     # RDNA matrix ops -> K divisor (SWMMAC is 2:4 sparse: half the multiply-accumulates)
+BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is SKIPPED)
+SKIPPED = {"S_DELAY_ALU", "S_WAIT_ALU", "S_BARRIER_WAIT"}   # consumed by the instruction buffer, never issued
+# single-counter waits (SOPP on RDNA4, SOPK on RDNA3; simm16[5:0] = the count) -> the model's counters (loads, stores, LDS+scalar
+# memory, RDNA4's separate DS and scalar-memory counters; None: a counter the model does not keep, the export counter and the
+# dependency counters). s_waitcnt itself packs several counters (ArchSpec.waitcnt).
+COUNTER_WAITS = {"S_WAITCNT_VSCNT": "vs", "S_WAITCNT_VMCNT": "vm", "S_WAITCNT_LGKMCNT": "lgkm", "S_WAIT_LOADCNT": "vm",
+                 "S_WAIT_SAMPLECNT": "vm", "S_WAIT_BVHCNT": "vm", "S_WAIT_STORECNT": "vs", "S_WAIT_DSCNT": "ds", "S_WAIT_KMCNT": "km",
+                 "S_WAITCNT_EXPCNT": None, "S_WAIT_EXPCNT": None, "S_WAITCNT_DEPCTR": None}
+PAUSES = {"S_NOP": lambda simm: (simm & 0xf) + 1, "S_SLEEP": lambda simm: (simm & 0x7f) * SLEEP_UNIT}   # stall cycles
+VMEM_FORMATS = ("GLOBAL", "FLAT", "SCRATCH", "MUBUF")
+DATA_OPERANDS = ("DATA", "DATA2", "VDATA")   # the pcode's names of the data a memory op sends
 
 @dataclass(frozen=True)
 class OpInfo:
   """What the model needs of one instruction: comparison class, SIMD port and port cycles, counter it bumps, extras."""
   cls: str                  # salu valu trans smem vmem_load vmem_store lds branch waitcnt barrier delay nop other end
-  port: str | None          # 'valu' 'trans' 'salu' 'smem' 'vmem' 'lds' or None (no port)
+  port: str | None          # 'valu' 'trans' 'matrix' 'salu' 'smem' 'vmem' 'lds' or None (no port)
   cost: int = 1
   lds_cycles: int = 0
   waits: tuple[tuple[str, int], ...] = ()  # s_waitcnt: (counter, max outstanding)
@@ -94,66 +103,65 @@ class OpInfo:
   size: int = 4
   cond: bool = False        # a conditional branch (waits for the SALU result it tests)
   via_trans: bool = False   # a VALU op that also needs the transcendental port for its issue (Params.wide_via_trans)
+  width: str = ""           # VALU data width class (`valu_width`): '', 'f64', 'b64', 'mad64'
+  dwords: int = 0           # memory ops: dwords of data per lane it sends to memory (stores, atomics)
 
-def access_bytes(name:str) -> int:
-  """Bytes per lane a memory instruction moves, from its mnemonic's data-size suffix (4 when it names none)."""
-  for sfx, n in (("2addr_b64", 16), ("2addr_b32", 8), ("b128", 16), ("b96", 12), ("b64", 8), ("u8", 1), ("i8", 1), ("u16", 2), ("i16", 2),
-                 ("b16", 2)):
-    if name.endswith(sfx): return n
-  return 4
+def valu_width(m:Mnemonic) -> str:
+  """A VALU op's data-width class: 'f64' (double precision), 'mad64' (64-bit integer multiply-add), 'b64' (other 64-bit integer
+  ops: shifts, adds, moves, compares) or '' (32 bits or less)."""
+  if "F64" in m.types: return "f64"
+  if not {"B64", "U64", "I64"} & set(m.types): return ""
+  return "mad64" if m.words[:1] == ("MAD",) else "b64"
 
-MATRIX_SHAPE = re.compile(r"_(\d+)x(\d+)x(\d+)_([a-z]+?)(\d+)")   # v_wmma_f32_16x16x16_f16 -> 16, 16, 16, 'f', 16
+def data_bytes(op) -> int:
+  """Bytes per lane a memory op's pcode sends to memory (its data operands; 0 for loads)."""
+  return sum(op.widths.get(k, 0) for k in DATA_OPERANDS if k in op.reads) // 8 if "w" in op.mem else 0
 
-def matrix_cycles(name:str, p:Params) -> int:
-  """Matrix-unit cycles of one wave32 WMMA/SWMMAC: its multiply-accumulates (M*N*K, half of K for the 2:4-sparse SWMMAC) over the
-  unit's rate for its input width."""
-  if (m := MATRIX_SHAPE.search(name)) is None: raise ValueError(f"no matrix shape in {name}")
-  macs = int(m[1]) * int(m[2]) * int(m[3]) // (2 if name.startswith("v_swmmac") else 1)
-  return max(1, macs // p.matrix_macs[{16: 0, 8: 1, 4: 2}[int(m[5])]])
+def matrix_cycles(m:Mnemonic, p:Params) -> int:
+  """Matrix-unit cycles of one wave32 WMMA/SWMMAC: its multiply-accumulates (M*N*K, less for the sparse SWMMAC) over the unit's
+  rate for its input width (the type after the shape: V_WMMA_F32_16X16X16_F16 -> 16)."""
+  if m.shape is None: raise ValueError(f"no matrix shape in {m.name}")
+  macs = m.shape[0] * m.shape[1] * m.shape[2] // MATRIX_OPS[m.words[0]]
+  return max(1, macs // p.matrix_macs[{16: 0, 8: 1, 4: 2}[m.type_bits()[1]]])
 
 def classify(step:Step) -> OpInfo:
-  """The timing view of a decoded instruction (mirrors the issue classes of tinygrad's SQTT decoder)."""
-  instr, name = step.instr, step.instr.name
-  fmt, size, p = instr.fmt, instr.size, PARAMS[step.spec.family]
-  if fmt in ("GLOBAL", "FLAT", "SCRATCH"):
-    store = "store" in name or "atomic" in name and "_rtn" not in name
-    cost = p.store_port[0] + p.store_port[1] * max(1, access_bytes(name) // 4) if store else 1
-    return OpInfo("vmem_store" if store else "vmem_load", "vmem", cost, size=size)
-  if fmt == "DS":
-    data = access_bytes(name) if ("store" in name or "write" in name or "add" in name) else 0
-    return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), counter="ds" if p.split_counters else "lgkm",
-                  size=size)
+  """The timing view of a decoded instruction (mirrors the issue classes of tinygrad's SQTT decoder), from its format, its
+  mnemonic's grammar and its compiled semantics."""
+  instr, spec = step.instr, step.spec
+  fmt, size, p, m = instr.fmt, instr.size, PARAMS[spec.family], parse(instr.op.name)
+  if fmt in VMEM_FORMATS or fmt == "DS":
+    op = get_op(spec.name, instr.op, raw=instr.raw)
+    data = data_bytes(op)
+    if fmt == "DS":
+      return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), counter="ds" if p.split_counters else "lgkm",
+                    size=size, dwords=math.ceil(data / 4))
+    # a store, or an atomic whose pre-op value is not returned, counts on the store counter (ISA: "vscnt: stores and atomics without return")
+    store = "w" in op.mem and not (op.mem_rmw and step.returns)
+    dwords = max(1, data // 4)
+    return OpInfo("vmem_store" if store else "vmem_load", "vmem", p.store_port[0] + p.store_port[1] * dwords if store else 1, size=size,
+                  dwords=dwords if data else 0)
   if fmt == "SMEM": return OpInfo("smem", "smem", counter="km" if p.split_counters else "lgkm", size=size)
+  name = m.name
   if name in BARRIERS: return OpInfo("barrier", None, size=size)
+  if fmt in ("SOPP", "SOPK") and (name == "S_WAITCNT" or name in COUNTER_WAITS):
+    simm = instr.inst.simm16
+    if name == "S_WAITCNT": waits = tuple((k, n) for k, n in spec.waitcnt_counts(simm).items() if k != "exp")
+    else: waits = ((COUNTER_WAITS[name], simm & 0x3f),) if COUNTER_WAITS[name] else ()
+    return OpInfo("waitcnt", None, waits=waits, size=size)
   if fmt == "SOPP":
-    simm = getattr(instr.inst, "simm16", 0) or 0
-    if name.startswith("s_waitcnt"):
-      if name == "s_waitcnt":
-        waits = tuple((k, n) for k, n in step.spec.waitcnt_counts(simm).items() if k != "exp")
-      elif name == "s_waitcnt_vscnt": waits = (("vs", simm & 0x3f),)
-      elif name == "s_waitcnt_vmcnt": waits = (("vm", simm & 0x3f),)
-      else: waits = (("lgkm", simm & 0x3f),)
-      return OpInfo("waitcnt", None, waits=waits, size=size)
-    if name in SPLIT_WAITS: return OpInfo("waitcnt", None, waits=((SPLIT_WAITS[name], simm & 0x3f),), size=size)
-    if name == "s_endpgm": return OpInfo("end", None, size=size)
+    simm = instr.inst.simm16
+    if name == "S_ENDPGM": return OpInfo("end", None, size=size)
     if name in SKIPPED: return OpInfo("delay", None, delay=simm, size=size)
-    if name == "s_nop": return OpInfo("nop", None, delay=(simm & 0xf) + 1, size=size)
-    if name == "s_sleep": return OpInfo("nop", None, delay=(simm & 0x7f) * SLEEP_UNIT, size=size)
-    if "branch" in name: return OpInfo("branch", "salu", size=size, cond=name.startswith("s_cbranch"))
+    if name in PAUSES: return OpInfo("nop", None, delay=PAUSES[name](simm), size=size)
+    if m.words[0] in ("BRANCH", "CBRANCH"): return OpInfo("branch", "salu", size=size, cond=m.words[0] == "CBRANCH")
     return OpInfo("other", None, size=size)
-  if fmt.startswith("SOP"):
-    if instr.fmt == "SOPK" and name.startswith("s_waitcnt"):
-      return OpInfo("waitcnt", None, waits=((("vs" if "vscnt" in name else "vm" if "vmcnt" in name else "lgkm"), 0),), size=size)
-    return OpInfo("salu", "salu", size=size)
-  up = name.upper()
-  if "WMMA" in up: return OpInfo("valu", "matrix", matrix_cycles(name, p), size=size)
-  if name.startswith(TRANS_SCALAR): return OpInfo("trans", "trans", ISSUE_COST["trans_scalar"], size=size)
-  if name.startswith(TRANS) and "f64" not in name: return OpInfo("trans", "trans", ISSUE_COST["trans"], size=size)
-  if "f64" in name: return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size)
-  if "_u64" in name and "mad" in name or "_i64" in name and "mad" in name:
-    return OpInfo("valu", "valu", ISSUE_COST["valu_b64_4"], size=size, via_trans=p.wide_via_trans)
-  if "_b64" in name or "_u64" in name or "_i64" in name:
-    return OpInfo("valu", "valu", ISSUE_COST["valu_b64_2"], size=size, via_trans=p.wide_via_trans)
+  if fmt.startswith("SOP"): return OpInfo("salu", "salu", size=size)
+  if m.words[:1] and m.words[0] in MATRIX_OPS: return OpInfo("valu", "matrix", matrix_cycles(m, p), size=size)
+  width = valu_width(m)
+  if m.words[:1] and m.words[0] in TRANSCENDENTAL and width != "f64":
+    return OpInfo("trans", "trans", ISSUE_COST["trans_scalar" if m.prefix == "V_S" else "trans"], size=size)
+  if width == "f64": return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size, width=width)
+  if width: return OpInfo("valu", "valu", ISSUE_COST[f"valu_{width}"], size=size, via_trans=p.wide_via_trans, width=width)
   return OpInfo("valu", "valu", size=size)
 
 # replay codes: instruction classes and SIMD ports as small ints (the port order matters: VMEM and LDS last, ports that read VGPRs)

@@ -13,7 +13,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import Protocol
 from tinygrad.renderer.amd import sqtt
-from emu.amd.timing import access_bytes
+from emu.amd.api import ARCHS
+from emu.amd.arch import SPECS
+from emu.amd.mnemonic import parse
+from emu.amd.semantics import get_op
+from emu.amd.timing import MATRIX_OPS, data_bytes, valu_width
 
 TAIL_BYTES = 8             # the decoder reads a 16-nibble window: 8 bytes must follow the last packet's start
 WPTR_UNIT = 32             # the trace write pointer counts 32-byte units
@@ -140,7 +144,16 @@ def _saddr_null(instr) -> bool:
   saddr = getattr(instr.inst, "saddr", None)
   return saddr is None or saddr.offset >= 124
 
-def _dwords(name:str) -> int: return max(1, access_bytes(name) // 4)
+def _op(instr, family:str):
+  """The compiled semantics of `instr` on the family's first emulated arch (what the packets depend on, memory widths, is the same
+  on every arch of a family)."""
+  return get_op(next(a for a in ARCHS if SPECS[a].family == family), instr.op)
+
+def _dwords(instr, family:str) -> int:
+  """Dwords of data per lane a memory instruction sends (at least 1)."""
+  return max(1, data_bytes(_op(instr, family)) // 4)
+
+def _message(instr) -> bool: return parse(instr.op.name).words[0] in ("SENDMSG", "SENDMSGHALT")   # s_sendmsg, s_sendmsg_rtn_*, s_sendmsghalt
 
 class RDNA3(Layout):
   """gfx11 (layout 3), as the gfx1100 captures show it: VALUINST for VALU, IMMEDIATE for immediate SOPP instructions (s_waitcnt,
@@ -155,29 +168,29 @@ class RDNA3(Layout):
   def writer(self) -> Writer:
     return StreamWriter(pack(sqtt.LAYOUT_HEADER, layout=self.layout, **self.header_fields), self.long_delta)
 
-  def valu(self, cls:str, name:str) -> Issue:
-    if name.startswith("v_cmpx"): return self.inst, self.ops.VALU1_WR_EXEC
+  def valu(self, cls:str, instr) -> Issue:
+    if parse(instr.op.name).words[0] == "CMPX": return self.inst, self.ops.VALU1_WR_EXEC
     return (self.inst, self.ops.VALUT_4) if cls == "trans" else (sqtt.VALUINST, None)
 
-  def salu(self, name:str) -> Enum: return self.ops.SALU_WR_EXEC if "saveexec" in name else self.ops.SALU
+  def salu(self, instr) -> Enum: return self.ops.SALU_WR_EXEC if parse(instr.op.name).has("SAVEEXEC") else self.ops.SALU
 
-  def memory(self, name:str, fmt:str, store:bool, saddr_null:bool) -> Enum:
-    if fmt == "FLAT": return self.ops[f"FLAT_WR_{min(6, 2 + _dwords(name))}"] if store else self.ops.FLAT_RD_2
-    if store: return self.ops[f"SGMEM_WR_{min(6, 1 + _dwords(name) + saddr_null)}"]
+  def memory(self, instr, store:bool, saddr_null:bool) -> Enum:
+    if instr.fmt == "FLAT": return self.ops[f"FLAT_WR_{min(6, 2 + _dwords(instr, self.name))}"] if store else self.ops.FLAT_RD_2
+    if store: return self.ops[f"SGMEM_WR_{min(6, 1 + _dwords(instr, self.name) + saddr_null)}"]
     return self.ops.SGMEM_RD_2 if saddr_null else self.ops.SGMEM_RD_1
 
   def issue(self, cls:str, instr, taken:bool) -> Issue | None:
-    name, op = instr.name, self.ops
-    if cls in ("valu", "trans"): return self.valu(cls, name)
-    if cls == "salu": return self.inst, self.salu(name)
+    op = self.ops
+    if cls in ("valu", "trans"): return self.valu(cls, instr)
+    if cls == "salu": return self.inst, self.salu(instr)
     if cls == "branch": return self.inst, (op.JUMP if taken else op.JUMP_NO)
     if cls == "smem": return self.inst, op[self.smem_op]
     if cls == "barrier": return self.inst, op[self.barrier_op]
-    if cls in ("vmem_load", "vmem_store"): return self.inst, self.memory(name, instr.fmt, cls == "vmem_store", _saddr_null(instr))
-    if cls == "lds":
-      if "load" in name or "read" in name: return self.inst, op.LDS_RD
-      return self.inst, op[f"LDS_WR_{min(5, 1 + _dwords(name))}"]
-    if cls == "other" and name.startswith("s_sendmsg"): return self.inst, op.MESSAGE
+    if cls in ("vmem_load", "vmem_store"): return self.inst, self.memory(instr, cls == "vmem_store", _saddr_null(instr))
+    if cls == "lds":   # an instruction that writes LDS (stores, atomics) reports its data size; the rest read
+      if "w" not in _op(instr, self.name).mem: return self.inst, op.LDS_RD
+      return self.inst, op[f"LDS_WR_{min(5, 1 + _dwords(instr, self.name))}"]
+    if cls == "other" and _message(instr): return self.inst, op.MESSAGE
     if cls in ("waitcnt", "nop", "other"): return sqtt.IMMEDIATE, None
     return None  # 'end' is the WAVEEND, 'delay' (s_delay_alu, s_wait_alu, s_barrier_wait) is never issued
 
@@ -196,24 +209,24 @@ class RDNA4(RDNA3):
   token_bits = {sqtt.WAVESTART_RDNA4: EXCLUDE_WAVESTARTEND, sqtt.WAVEEND_RDNA4: EXCLUDE_WAVESTARTEND, sqtt.VALUINST: EXCLUDE_VALUINST,
                 sqtt.IMMEDIATE: EXCLUDE_IMMEDIATE, sqtt.INST_RDNA4: EXCLUDE_INST}
 
-  def valu(self, cls:str, name:str) -> Issue:
-    op = self.ops
-    if name.startswith("v_cmpx"): return super().valu(cls, name)
-    if cls == "trans": return self.inst, (op.VALU_SCL_TRANS if name.startswith("v_s_") else op.VALUT_4)
-    if "wmma" in name: return self.inst, (op.WMMA_16 if "f16" in name.rsplit("_", 1)[-1] else op.WMMA_8)   # by the input type
-    if "f64" in name: return self.inst, op.VALU_DPFP
-    if "mad" in name and ("_u64" in name or "_i64" in name): return self.inst, op.VALUB_4
-    if "_b64" in name or "_u64" in name or "_i64" in name: return self.inst, op.VALUB_2
-    return super().valu(cls, name)
+  def valu(self, cls:str, instr) -> Issue:
+    op, m = self.ops, parse(instr.op.name)
+    if m.words[0] == "CMPX": return super().valu(cls, instr)
+    if cls == "trans": return self.inst, (op.VALU_SCL_TRANS if m.prefix == "V_S" else op.VALUT_4)
+    if m.words[0] in MATRIX_OPS: return self.inst, (op.WMMA_16 if m.type_bits()[1] == 16 else op.WMMA_8)   # by the input type
+    width = valu_width(m)
+    if width: return self.inst, {"f64": op.VALU_DPFP, "mad64": op.VALUB_4, "b64": op.VALUB_2}[width]
+    return super().valu(cls, instr)
 
-  def salu(self, name:str) -> Enum:
-    if "_f32" in name or "_f16" in name: return self.ops.SALU_FLOAT_3
-    if name.startswith("s_mul_"): return self.ops.SALU_2
-    return super().salu(name)
+  def salu(self, instr) -> Enum:
+    m = parse(instr.op.name)
+    if {"F32", "F16"} & set(m.types): return self.ops.SALU_FLOAT_3
+    if m.words[0] == "MUL": return self.ops.SALU_2
+    return super().salu(instr)
 
-  def memory(self, name:str, fmt:str, store:bool, saddr_null:bool) -> Enum:
-    if fmt == "FLAT": return super().memory(name, fmt, store, saddr_null)
-    if store: return self.ops[f"VMEM_WR_{min(6, 1 + _dwords(name) + saddr_null)}"]
+  def memory(self, instr, store:bool, saddr_null:bool) -> Enum:
+    if instr.fmt == "FLAT": return super().memory(instr, store, saddr_null)
+    if store: return self.ops[f"VMEM_WR_{min(6, 1 + _dwords(instr, self.name) + saddr_null)}"]
     return self.ops.VMEM_RD_2 if saddr_null else self.ops.VMEM_RD_1
 
 class CDNA(Layout):
@@ -232,18 +245,18 @@ class CDNA(Layout):
   def inst_fields(self, simd:int, slot:int) -> dict[str, int]: return {"simd": simd, "wave": slot}
 
   def issue(self, cls:str, instr, taken:bool) -> Issue | None:
-    name, op = instr.name, sqtt.InstOpCDNA
-    wide = any(w in name for w in ("f64", "_b64", "_u64", "_i64"))
+    op, m = sqtt.InstOpCDNA, parse(instr.op.name)
+    wide = valu_width(m) != ""
     if cls in ("valu", "trans"):
-      return sqtt.CDNA_INST, op.VALU_MAI if "mfma" in name else op.VALU_64 if wide else op.VALU_32
+      return sqtt.CDNA_INST, op.VALU_MAI if m.words[0] in ("MFMA", "SMFMAC") else op.VALU_64 if wide else op.VALU_32
     if cls == "salu": return sqtt.CDNA_INST, op.SALU_64 if wide else op.SALU_32
     if cls == "branch": return sqtt.CDNA_INST, op.JUMP if taken else op.NEXT
-    if cls == "smem": return sqtt.CDNA_INST, op.SMEM_WR if "store" in name or "atomic" in name else op.SMEM_RD
+    if cls == "smem": return sqtt.CDNA_INST, op.SMEM_WR if "w" in _op(instr, self.name).mem else op.SMEM_RD
     if cls in ("vmem_load", "vmem_store"):
       store = cls == "vmem_store"
       return sqtt.CDNA_INST, (op.FLAT_WR if store else op.FLAT_RD) if instr.fmt == "FLAT" else (op.VMEM_WR if store else op.VMEM_RD)
     if cls == "lds": return sqtt.CDNA_INST, op.LDS
-    if cls == "other" and name.startswith("s_sendmsg"): return sqtt.CDNA_INST, op.OTHER_MSG
+    if cls == "other" and _message(instr): return sqtt.CDNA_INST, op.OTHER_MSG
     return None
 
 RDNA3_LAYOUT, RDNA4_LAYOUT, CDNA_LAYOUT = RDNA3(), RDNA4(), CDNA()

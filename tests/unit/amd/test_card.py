@@ -17,3 +17,8 @@ def test_the_card_names_rules_and_executor_owned_ops():
 def test_an_unknown_mnemonic_says_so(capsys):
   assert main(["gfx1100", "v_no_such_op"]) == 0
   assert "(no encoding of V_NO_SUCH_OP on gfx1100)" in capsys.readouterr().out
+
+def test_the_card_shows_the_grammar_and_the_data_a_store_sends():
+  text = card("gfx1100", "global_atomic_cmpswap_b64")
+  assert text.startswith("=== gfx1100 (rdna3) GLOBAL_ATOMIC_CMPSWAP_B64: prefix GLOBAL, operation ATOMIC_CMPSWAP, types B64\n")
+  assert "timing: class vmem_store, port vmem, cost 19, dwords 4" in text   # compare and swap value: 2 x 64 bits; 3 + 4 * 4 cycles

@@ -187,3 +187,62 @@ def test_kfd_mappings_make_the_cold_fetch_slower_than_am():
 
 def test_unknown_driver_is_rejected():
   with pytest.raises(ValueError, match="unknown driver"): TimingModel(get_spec("gfx1100"), driver="amdgpu")
+
+# --- classification from the mnemonic grammar and the compiled semantics (emu.amd.timing.classify) ---
+from tinygrad.runtime.autogen.amd import cdna as cdna_ins, rdna3 as rdna3_ins  # noqa: E402
+from emu.amd.decode import decode  # noqa: E402
+from emu.amd.steps import compile_step  # noqa: E402
+from emu.amd.timing import classify  # noqa: E402
+
+def _info(inst, arch="gfx1100"):
+  spec = get_spec(arch)
+  return classify(compile_step(decode(inst.to_bytes(), spec), spec, 0))
+
+def _store_cost(p, dwords): return p.store_port[0] + p.store_port[1] * dwords
+
+def test_atomic_with_return_counts_as_a_load():
+  # vscnt counts stores and atomics without return; an atomic that returns its pre-op value (GLC) is waited for with vmcnt
+  # (LLVM SIInsertWaitcnts, D153279: "global_atomic_csub_u32 ... glc is an atomic-with-return which uses VMcnt")
+  i = rdna3_ins.ins
+  plain = _info(i.global_atomic_add_u32(addr=v[0:1], data=v[2], saddr=NULL))
+  ret = _info(i.global_atomic_add_u32(vdst=v[3], addr=v[0:1], data=v[2], saddr=NULL, glc=1))
+  assert (plain.cls, ret.cls) == ("vmem_store", "vmem_load")
+
+@pytest.mark.parametrize("make,dwords", [
+  (lambda i: i.global_store_b128(addr=v[0:1], data=v[4:7], saddr=NULL), 4),
+  (lambda i: i.global_atomic_add_u64(addr=v[0:1], data=v[2:3], saddr=NULL), 2),       # 64-bit data
+  (lambda i: i.global_atomic_cmpswap_b32(addr=v[0:1], data=v[2:3], saddr=NULL), 2),   # data and compare value
+  (lambda i: i.global_store_b8(addr=v[0:1], data=v[2], saddr=NULL), 1),
+])
+def test_store_cost_follows_the_data_it_sends(make, dwords):
+  assert _info(make(rdna3_ins.ins)).cost == _store_cost(PARAMS["rdna3"], dwords)
+
+def test_cdna_memory_sizes_and_buffer_ops():
+  c = cdna_ins.ins
+  assert _info(c.global_store_dwordx4(addr=v[0:1], data=v[4:7], saddr=NULL), "gfx942").cost == _store_cost(PARAMS["cdna"], 4)
+  load = _info(c.buffer_load_dword(vdata=v[1], vaddr=v[0], srsrc=c.s[0:3], soffset=c.s[4], offen=1), "gfx942")
+  store = _info(c.buffer_store_dwordx2(vdata=v[2:3], vaddr=v[0], srsrc=c.s[0:3], soffset=c.s[4], offen=1), "gfx942")
+  assert (load.cls, load.port, store.cls, store.cost) == ("vmem_load", "vmem", "vmem_store", _store_cost(PARAMS["cdna"], 2))
+
+def test_lds_cycles_count_the_data_written():
+  i = rdna3_ins.ins
+  cyc = lambda data: -(-32 * (4 + data) // 128)   # a wave32's address + data bytes over the LDS pipe's 128 bytes/cycle
+  assert _info(i.ds_load_b128(vdst=v[4:7], addr=v[0])).lds_cycles == cyc(0)
+  assert _info(i.ds_max_u32(addr=v[0], data0=v[1])).lds_cycles == cyc(4)                      # an atomic writes its data
+  assert _info(i.ds_store_2addr_b64(addr=v[0], data0=v[2:3], data1=v[4:5])).lds_cycles == cyc(16)
+
+def test_unmodelled_wait_counters_do_not_wait():
+  i = rdna3_ins.ins
+  assert _info(i.s_waitcnt_depctr(simm16=0xfff)).waits == () and _info(i.s_waitcnt_expcnt(sdst=NULL, simm16=0)).waits == ()
+  assert _info(i.s_waitcnt_vscnt(sdst=NULL, simm16=2)).waits == (("vs", 2),)
+
+@pytest.mark.parametrize("make,cls,port,cost", [
+  (lambda i: i.v_exp_f32_e32(v[1], v[0]), "trans", "trans", 4),
+  (lambda i: i.v_rcp_f64_e32(v[2:3], v[0:1]), "valu", "valu", 16),        # double precision: not the transcendental unit
+  (lambda i: i.v_lshlrev_b64(v[2:3], v[0], v[4:5]), "valu", "valu", 2),
+  (lambda i: i.v_mad_u64_u32(v[2:3], NULL, v[0], v[1], v[4:5]), "valu", "valu", 4),
+  (lambda i: i.v_sub_nc_u32_e32(v[1], v[0], v[2]), "valu", "valu", 1),
+])
+def test_valu_classes(make, cls, port, cost):
+  t = _info(make(rdna3_ins.ins))
+  assert (t.cls, t.port, t.cost) == (cls, port, cost)
