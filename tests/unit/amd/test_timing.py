@@ -75,7 +75,8 @@ def test_timing_is_deterministic_and_does_not_change_results():
   np.testing.assert_array_equal(a[2].vgpr[:, :, :3], ref.vgpr[:, :, :3])
 
 # --- replay rules on synthetic streams (simulate_cu): expected cycles worked by hand from the rules docs/timing.md states ---
-from emu.amd.timing import PARAMS, ILINE, OpInfo, _op, _lines, simulate_cu  # noqa: E402
+from emu.amd.timing import PARAMS, OpInfo  # noqa: E402
+from emu.amd.cu_model import ILINE, _op, _lines, simulate_cu  # noqa: E402
 
 RDNA4 = PARAMS["rdna4"]
 F16_WMMA = _op(OpInfo("valu", "matrix", 16))   # v_wmma_f32_16x16x16_f16 on RDNA4: 4096 MACs / 256 per cycle
