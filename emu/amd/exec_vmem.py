@@ -70,10 +70,10 @@ class VmemStep(Step):
       data = rawf(inst, data_f) + acc
       self.data = {"DATA": Src("vgpr", data, w("DATA")), "DATA2": Src("vgpr", data + w("DATA") // 32, w("DATA2")),
                    "VDATA": Src("vgpr", self.vdst if "VDATA" in op.writes else data, w("VDATA"))}
-      self.addtid = instr.op.name.endswith("_ADDTID_B32")   # SGPR base + INST_OFFSET[11:0]; the pcode adds laneId * 4
-      if self.addtid: self.offset = off & 0xfff
-      self.fields = {"OFFSET": self.offset}
-      self.returns = bool(returns(inst))
+      # GLOBAL_*_ADDTID: the pcode adds INST_OFFSET[11:0] (the raw field) and laneId * 4 to SGPR_ADDR, so ADDR is the SGPR base alone
+      self.addtid = "INST_OFFSET" in op.reads
+      self.fields = {"OFFSET": self.offset, "INST_OFFSET": off}
+      self.returns = bool(returns(inst)) if op.mem_rmw else True   # an atomic returns its pre-op value only when asked
       if instr.op.name.endswith(BLOCK_OPS): self.block = data if instr.op.name.endswith("_STORE_BLOCK") else self.vdst
     self.fields = {k: v for k, v in self.fields.items() if k in op.reads}
     # stores that may fault after writing part of their data: the span [lo, hi) around ADDR every lane's accesses cover
@@ -89,9 +89,7 @@ class VmemStep(Step):
       a = Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense) if self.sve else np.zeros(len(wv), dtype=U64)
       if self.saddr not in (null, SADDR_OFF): a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
-    if self.addtid:
-      base = np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
-      return base + U64(self.offset)
+    if self.addtid: return np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
     # FLAT has no SGPR base (gfx9 encodes its SADDR field as 0, RDNA as NULL)
     if self.fmt == "FLAT" or self.saddr in (null, self.spec.m0_reg, SADDR_OFF): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
     else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)

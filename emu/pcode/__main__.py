@@ -12,13 +12,15 @@ def report(arch:str) -> dict:
     os.environ["EMU_PCODE_CACHE"] = d
     compiler.compile_op.cache_clear()
     ops = compiler.ops_for(arch)
-    done, over, bad, times = 0, 0, collections.defaultdict(list), []
+    done, over, bad, times, kinds = 0, 0, collections.defaultdict(list), [], collections.Counter()
     t0 = time.perf_counter()
     for i, op in enumerate(ops):
       t = time.perf_counter()
       try:
         c = compiler.compile_op(arch, op)
-        if c.override: over += 1
+        if c.override:
+          over += 1
+          kinds[override_kind(arch, op, c)] += 1
         else: done += 1
       except Unsupported as e: bad[e.category].append(f"{op.name} ({e.reason[:80]})")
       except Exception as e: bad["crash"].append(f"{op.name} ({type(e).__name__}: {str(e)[:80]})")
@@ -29,12 +31,19 @@ def report(arch:str) -> dict:
   if old is None: os.environ.pop("EMU_PCODE_CACHE", None)
   else: os.environ["EMU_PCODE_CACHE"] = old
   nbad = sum(len(v) for v in bad.values())
-  print(f"{arch}: {len(ops)} opcodes with pcode, {done} compiled, {over} overridden, {nbad} unsupported; cold compile {total:.2f}s")
+  print(f"{arch}: {len(ops)} opcodes with pcode, {done} compiled, {over} overridden ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}), "
+        f"{nbad} unsupported; cold compile {total:.2f}s")
   for cat, items in sorted(bad.items()):
     print(f"  unsupported ({cat}): {len(items)}")
     for it in items: print(f"    {it}")
   print("  slowest: " + ", ".join(f"{n} {t*1000:.1f}ms" for t, n in sorted(times, reverse=True)[:5]))
-  return {"ops": len(ops), "compiled": done, "overridden": over, "unsupported": nbad, "seconds": total}
+  return {"ops": len(ops), "compiled": done, "overridden": over, "kinds": dict(kinds), "unsupported": nbad, "seconds": total}
+
+def override_kind(arch:str, op, c) -> str:
+  """The kind of an override: 'executor-owned', 'executor-run', 'corrected' (a fixed vendor text) or 'hand-written'."""
+  if c.kind == "executor": return "executor-owned"
+  if c.override == overrides.EXECUTOR_RUN.get(op.name): return "executor-run"
+  return "corrected" if c.pcode and c.pcode != compiler.pcode_table(arch).get(op) else "hand-written"
 
 def show(arch:str, name:str):
   """Print where one opcode's semantics come from: the vendor pcode, the correction or replacement with its reason, and the
@@ -61,9 +70,10 @@ def semantics(arch:str, op, c=None) -> str:
   if not c.override:
     rules.apply(parse(vendor), used := set())
     return f"the vendor pcode, compiled{' with the rules ' + ', '.join(sorted(used)) + ' (emu.pcode.rules)' if used else ''}"
-  if c.kind == "executor": return f"owned by the executor ({c.override})"
-  if c.override == overrides.EXECUTOR_RUN.get(op.name): return f"compiled for its operand metadata only; the executor runs it ({c.override})"
-  if c.pcode and c.pcode != vendor: return f"corrected pcode ({c.override})\n{c.pcode}"
+  kind = override_kind(arch, op, c)
+  if kind == "executor-owned": return f"owned by the executor ({c.override})"
+  if kind == "executor-run": return f"compiled for its operand metadata only; the executor runs it ({c.override})"
+  if kind == "corrected": return f"corrected pcode ({c.override})\n{c.pcode}"
   return f"replaced ({c.override})"
 
 def main(argv=None):

@@ -32,8 +32,8 @@ UNIFORM_REGS = {"SCC", "M0", "PC", "SIMM16", "SIMM32", "SRC0", "SRC1", "SRC2", "
                 "CLAMP", "OMOD"}
 MASK_REGS = {"EXEC", "VCC"}
 # encoding fields some entries `declare` to say where they come from (DS_PERMUTE/BPERMUTE: "VDST, ADDR and DATA0 are from the microcode
-# DS encoding"): they stay inputs
-DECLARED_FIELDS = {"OFFSET", "DATA0", "VDST"}
+# DS encoding"; DS_*_ADDTID declare OFFSET0/OFFSET1 as 8'U): they stay inputs, with the declared width
+DECLARED_FIELDS = {"OFFSET", "OFFSET0", "OFFSET1", "DATA0", "VDST"}
 SCALAR_FILES = {"SGPR", "HW_REGISTERS"}   # register files scalar ops index (SGPR[i], HW_REGISTERS[id]): 32-bit registers
 FIELD_NAMES = {("WAVE_MODE", "IEEE"): "MODE_IEEE"}
 CONST_FIELDS = {("WAVE_STATUS", "PRIV"): "0"}  # the emulator runs user code only
@@ -41,7 +41,7 @@ HALF_REGS = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 
 # per-arch spellings of the same operand (memory pseudocode: all address helpers evaluate to ADDR anyway; cdna V_BITOP3_B16/B32
 # assign the destination as `D.b32`, the matrix ops' prose `D = A * B + C` is hand-written)
 ALIASES = {"vgpr_a": "ADDR", "v_addr": "ADDR", "v_addr_off": "ADDR", "laneID": "laneId", "vgpr_d": "DATA", "DATA0": "DATA",
-           "ADDR_BASE": "ADDR", "wave32": "WAVE32", "D": "D0"}
+           "ADDR_BASE": "ADDR", "SGPR_ADDR": "ADDR", "wave32": "WAVE32", "D": "D0"}
 _NAN_HELPERS = {"isSignalNAN", "isQuietNAN", "isNAN", "cvtToQuietNAN"}
 IEEE_MODE = View(Name("WAVE_MODE"), "IEEE", None)   # the argument a mode-dependent helper call gets when the vendor text leaves it out
 _FLOAT_CONST = {"INF": "inf", "PI": "3.141592653589793", "NAN": "nan", "MAX_FLOAT_F32": "3.4028234663852886e+38"}
@@ -80,6 +80,7 @@ class Gen:
     self.floats = False
     self.ret: list = []
     self.defined: set = set()
+    self.field_widths: dict[str, int] = {}   # encoding fields the entry declares (DECLARED_FIELDS): their width
     self.full: set = set()   # operands already written whole, unconditionally: later uses read the op's own value, not st's
     self.depth = 0           # nesting in conditional / loop bodies (a write there may not happen)
 
@@ -233,7 +234,7 @@ class Gen:
         raise CodegenError(f"whole-register use of lane mask {n} in a vector op")
       vary = self.mode == "np" and n in self.info["operands"]
       if n in MASK_REGS: return Val(n, ("b", 64))
-      w = self.opnd_width(n) if n in self.info["operands"] else 64 if n in ("PC",) else 32
+      w = self.opnd_width(n) if n in self.info["operands"] else 64 if n in ("PC",) else self.field_widths.get(n, 32)
       if n == "SCC": w = 1
       if self.is_wide(n): return Val(f"wide({n})", ("b", w), True)
       return Val(n, ("b", w), vary)
@@ -586,8 +587,10 @@ class Gen:
       m(s)
 
   def s_Declare(self, s:Declare):
-    if s.name in DECLARED_FIELDS and not s.count: return   # the instruction's field, an input: not a zeroed local
     t = ({"u": "u", "i": "i", "b": "u", "f": "f"}[s.typ[0]], s.typ[1])
+    if s.name in DECLARED_FIELDS and not s.count:   # the instruction's field, an input of the declared width, not a zeroed local
+      self.field_widths[s.name] = s.typ[1]
+      return
     self.settype(s.name, ("arr", t, s.count) if s.count else t)
     self.defined.add(s.name)
     if s.name == "S" and s.count == 3:  # V_FMA_MIX*: `declare S : 32'B[3]` names the three source operands

@@ -13,7 +13,9 @@ Rules the generator applies to every vendor text replace per-op fixes where the 
 v_min/v_max/v_min3/v_max3 helpers (the V_MIN/V_MAX instructions, whose NaN rule depends on the mode) get WAVE_MODE.IEEE as
 their last argument (`helpers.Helper.ieee_arg`), which covers MIN3/MAX3/MED3/MINMAX/MAXMIN and the packed f16 min/max; and
 `emu.pcode.rules` rewrites `x * 2.0 ** n` (ldexp), `sin/cos(x * 2 * PI)` (revolutions), `1.0 / sqrt(x)` (rsq) and the
-floor(x + 0.5) round-half-even idiom (rint) before compiling.
+floor(x + 0.5) round-half-even idiom (rint), and frexp's `mantissa()` into a float / `exponent() - bias + 1` (frexp_mant,
+frexp_exp) before compiling; the compiler keeps fields an entry `declare`s (DS_*_ADDTID's 8-bit OFFSET0/OFFSET1) as inputs of the
+declared width.
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
@@ -73,21 +75,11 @@ EXECUTOR_OWNED = {
 }
 
 # name -> (reason, corrected pcode)
-_GLOBAL_ADDTID = ("the vendor text addresses MEM[SGPR_ADDR[63 : 0] + INST_OFFSET[11 : 0].b64 + laneID * 4]; the executor passes the "
-                  "SGPR base plus INST_OFFSET[11 : 0] as ADDR (no address VGPR is read), the lane term stays here; the load's result "
-                  "is its destination (the vendor calls it RETURN_DATA, which the executor writes only for returning atomics)")
-_GLOBAL_ADDTID_MEM = "MEM[ADDR + 64'B(laneID.i32 * 4)].u32"
 PCODE_FIXES = {
   "V_CVT_OFF_F32_I4_E32": ("the vendor entry declares CVT_OFF_TABLE but never fills it; the table is i4 / 16 (0, 0.0625 ... 0.4375, -0.5 ... "
                            "-0.0625)", "D0.f32 = 32'F(S0.i4.i32) * 0.0625F"),
-  "GLOBAL_LOAD_ADDTID_B32": (_GLOBAL_ADDTID, f"VDATA.u32 = {_GLOBAL_ADDTID_MEM}"),
-  "GLOBAL_STORE_ADDTID_B32": (_GLOBAL_ADDTID, f"{_GLOBAL_ADDTID_MEM} = DATA.u32"),
 }
 PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
-_ADDTID = "the vendor entry `declare`s OFFSET0 and OFFSET1, which compiles them as zeroed locals instead of the instruction's offset fields"
-_ADDTID_ADDR = "MEM[32'I(OFFSET.u32 + M0[15 : 0].u32) + laneID.i32 * 4].u32"   # OFFSET = { OFFSET1, OFFSET0 }
-for _name in ("DS_LOAD_ADDTID_B32", "DS_READ_ADDTID_B32"): PCODE_FIXES[_name] = (_ADDTID, f"RETURN_DATA.u32 = {_ADDTID_ADDR}")
-for _name in ("DS_STORE_ADDTID_B32", "DS_WRITE_ADDTID_B32"): PCODE_FIXES[_name] = (_ADDTID, f"{_ADDTID_ADDR} = DATA0.u32")
 _SETREG = ("rdna3's entry builds mask = (1 << size) - 1 and never shifts it to `offset`, so a field at a non-zero offset is written "
            "through the low bits' mask (the register's low bits cleared, the new value lost); rdna4's and cdna's entries shift it: "
            "this is their text")
@@ -106,17 +98,6 @@ for _t in ("FP8", "BF8"):
 _ADD_F64 = "the vendor entry assigns RETURN_DATA = tmp without a type, which reads as 32 bits: the pre-op value's high dword was lost"
 for _name in ("DS_ADD_F64", "DS_ADD_RTN_F64", "FLAT_ATOMIC_ADD_F64", "GLOBAL_ATOMIC_ADD_F64", "BUFFER_ATOMIC_ADD_F64"):
   CDNA_PCODE_FIXES[_name] = (_ADD_F64, "tmp = MEM[ADDR].f64;\nMEM[ADDR].f64 += DATA.f64;\nRETURN_DATA.f64 = tmp")
-
-_FREXP = ("the vendor text reads the biased exponent and fraction fields: mantissa() assigned to a float is the fraction field's bits "
-          "(V_FREXP_MANT_F32 of 1.5 gave 5.9e-39), and exponent() - bias + 1 is wrong for zeros and denormals. The ISA means C's frexp: the "
-          "significand in [0.5, 1) with the source's sign, the exponent of the normalised value (0 for a zero); inf and NaN give "
-          "themselves and 0, as the vendor text says (numerics.frexp_mant / frexp_exp)")
-for _e in ("_E32", "_E64"):
-  for _w in ("16", "32", "64"):
-    PCODE_FIXES[f"V_FREXP_MANT_F{_w}{_e}"] = (_FREXP, f"D0.f{_w} = frexp_mant(S0.f{_w})")
-  PCODE_FIXES[f"V_FREXP_EXP_I32_F32{_e}"] = (_FREXP, "D0.i32 = frexp_exp(S0.f32)")
-  PCODE_FIXES[f"V_FREXP_EXP_I32_F64{_e}"] = (_FREXP, "D0.i32 = frexp_exp(S0.f64)")
-  PCODE_FIXES[f"V_FREXP_EXP_I16_F16{_e}"] = (_FREXP, "D0.i16 = 16'I(frexp_exp(S0.f16))")
 
 _PERMUTE = ("the vendor text takes the lane as 32'I(addr + offset) / 4 % n, a signed division: an address >= 2**31 gives a negative lane; "
             "the lane is the unsigned byte address / 4 modulo n (\"high-order bits are ignored\"), as cdna's text has it")

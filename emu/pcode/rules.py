@@ -7,6 +7,10 @@ its literal reading would round differently. Each rule names the ISA meaning it 
   `sin_rev(x)`. The literal product rounds x * 2pi to the operand's format first (a 1e-7 relative error that grows with x).
 - `D = floor(x + 0.5)` followed by `if isEven(floor(x)) && fract(x) == 0.5 then D -= 1.0`: round half to even, `D = rint(x)`;
   the literal form rounds x + 0.5 first (0.49999997 + 0.5 is 1.0 in f32).
+- `D.fN = mantissa(x)` (a float destination) and `exponent(x) - bias + 1` (bias of x's format): C's frexp, the significand in
+  [0.5, 1) with x's sign and the exponent of the normalised value: `frexp_mant(x)`, `frexp_exp(x)`. Read literally they are the
+  stored fraction bits as a float (V_FREXP_MANT_F32 of 1.5 gave 5.9e-39) and the biased field, wrong for zeros and denormals.
+  mantissa() in an integer context (V_CVT_SR_FP8's rounding bits) keeps its field meaning.
 - `1.0 / sqrt(x)` for an f16/f32 x: the reciprocal square root rounded once: `rsq(x)` (computed in f64, rounded to x's format);
   the literal form rounds the square root to x's format first. An f64 x keeps the literal form, which computes in f64 already.
 """
@@ -39,7 +43,26 @@ def _rsq(e):
     return Call("rsq", e.b.args)
   return None
 
-RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq}
+EXPONENT_BIAS = {16: 15, 32: 127, 64: 1023}
+
+def _is_int(e, value) -> bool: return isinstance(e, Num) and e.value == value
+
+def _float_typed(e) -> bool: return (getattr(e, "typ", None) or ("",))[0] == "f"
+
+def _frexp_exp(e):
+  if isinstance(e, Binary) and e.op == "+" and _is_int(e.b, 1) and isinstance(d := e.a, Binary) and d.op == "-" and \
+     isinstance(c := d.a, Call) and c.name == "exponent" and len(c.args) == 1 and _float_typed(x := c.args[0]) and \
+     _is_int(d.b, EXPONENT_BIAS.get(x.typ[1])):
+    return Call("frexp_exp", c.args)
+  return None
+
+def _frexp_mant(e):
+  if isinstance(e, Assign) and e.op == "=" and _float_typed(e.target) and isinstance(c := e.value, Call) and c.name == "mantissa" and \
+     len(c.args) == 1:
+    return dataclasses.replace(e, value=Call("frexp_mant", c.args))
+  return None
+
+RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq, "frexp_exp": _frexp_exp, "frexp_mant": _frexp_mant}
 
 def _round_half_even(first, second):
   """The statement replacing the pair `first`, `second` when they are the vendor's round-half-to-even, else None."""

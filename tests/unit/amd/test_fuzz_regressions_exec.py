@@ -78,8 +78,14 @@ def test_ds_addtid_uses_offset_m0_and_lane():
   assert (st.lds[12:140].view(np.uint32) == LANES + 100).all() and (st.lds[:12] == 0).all()
   assert (st.vgpr[0, 1:, 2] == LANES[:-1] + 100).all() and int(st.vgpr[0, 0, 2]) == 0   # lane 0 reads 8 + 0: not written
 
+def test_ds_addtid_offset_is_offset1_then_offset0():
+  # the vendor text's { OFFSET1, OFFSET0 } (declared 8'U each): offset1=1, offset0=4 is byte 260; M0[15:0] = 0 (its high half ignored)
+  st = run_program([I.ds_store_addtid_b32(data0=I.v[1], offset0=4, offset1=1)], sgprs={M0["gfx1100"]: 0x10000}, vgprs={1: LANES + 7},
+                   lds_bytes=512)
+  assert (st.lds[260:388].view(np.uint32) == LANES + 7).all() and not st.lds[:260].any() and not st.lds[388:].any()
+
 def test_cdna_ds_addtid_uses_offset_m0_and_lane():
-  # gfx942's DS_WRITE_ADDTID_B32 / DS_READ_ADDTID_B32 (the same fix as RDNA's ds_store/load_addtid): OFFSET + M0[15:0] + lane * 4
+  # gfx942's DS_WRITE_ADDTID_B32 / DS_READ_ADDTID_B32 (the same vendor text as RDNA's ds_store/load_addtid): OFFSET + M0[15:0] + lane * 4
   from tinygrad.runtime.autogen.amd.cdna import ins as C
   lanes = np.arange(64, dtype=np.uint32)
   st = run_program([C.ds_write_addtid_b32(data0=C.v[1], offset0=8), C.ds_read_addtid_b32(vdst=C.v[2], offset0=4)], arch="gfx942", lanes=64,

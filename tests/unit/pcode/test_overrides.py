@@ -147,7 +147,7 @@ def test_cvt_off_f32_i4_table():
 
 @pytest.mark.parametrize("arch,data,addr", [("gfx1100", "data", "addr"), ("gfx1201", "vsrc", "vaddr")])
 def test_global_addtid_ops_address_sgpr_base_plus_offset_plus_lane_times_4(arch, data, addr):
-  # GLOBAL_STORE_ADDTID_B32 / GLOBAL_LOAD_ADDTID_B32 (PCODE_FIXES): the ISA's address is SGPR_ADDR + INST_OFFSET[11:0] + laneId * 4,
+  # GLOBAL_STORE_ADDTID_B32 / GLOBAL_LOAD_ADDTID_B32 (the vendor text): the address is SGPR_ADDR + INST_OFFSET[11:0] + laneId * 4,
   # no address VGPR (v255 here: reading it as an address pair would run past the file). Lane i stores 10*i + 7 at byte 16 + 4*i
   # of the buffer, worked by hand, and the load reads every lane's word back into v2 without GLC.
   spec = get_spec(arch)
