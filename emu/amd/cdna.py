@@ -28,6 +28,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.exec_vmem import alias_rounds
 from emu.amd.mem_access import InRange, footprint
+from emu.amd.mnemonic import parse
 from emu.amd.operands import Src, resolve_src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
@@ -41,9 +42,9 @@ class AccMoveStep(Step):
   """v_accvgpr_read_b32 (AGPR -> VGPR), v_accvgpr_write_b32 (VGPR/SGPR/constant -> AGPR), v_accvgpr_mov_b32 (AGPR -> AGPR)."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
-    inst, name = instr.inst, instr.op.name
+    inst, move = instr.inst, parse(instr.op.name).words[1]   # V_ACCVGPR_READ / _WRITE / _MOV
     code = inst.src0.offset
-    from_agpr, to_agpr = name.startswith(("V_ACCVGPR_READ", "V_ACCVGPR_MOV")), name.startswith(("V_ACCVGPR_WRITE", "V_ACCVGPR_MOV"))
+    from_agpr, to_agpr = move in ("READ", "MOV"), move in ("WRITE", "MOV")
     self.src = Src("vgpr", code - 256 + AGPR_BASE, 32) if from_agpr else resolve_src(code, 32, None, instr.literal, spec)
     self.dst = inst.vdst.offset - 256 + (AGPR_BASE if to_agpr else 0)
   def execute(self, m:Machine, ws:np.ndarray):

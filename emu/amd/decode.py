@@ -15,6 +15,7 @@ from tinygrad.renderer.amd import decode_inst
 from tinygrad.renderer.amd.dsl import FixedBitField, Inst
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
+from emu.amd.mnemonic import parse
 
 # rdna4 renamed the vector memory encodings; executors and the timing model see the rdna3 family names
 FMT_ALIASES = {"VGLOBAL": "GLOBAL", "VFLAT": "FLAT", "VSCRATCH": "SCRATCH"}
@@ -23,7 +24,7 @@ DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), 250: ("DPP16", None)}   #
 LITERAL = 255                         # source code of a literal dword after the instruction
 SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
-MATRIX_OPS = ("V_MFMA", "V_SMFMAC")   # gfx9: always the matrix (MAI) layout of VOP3P; the wheel decodes the XF32 ones as plain VOP3P
+MATRIX_OPS = ("MFMA", "SMFMAC")   # gfx9: always the matrix (MAI) layout of VOP3P; the wheel decodes the XF32 ones as plain VOP3P
 SGPR_DEST_TYPES = ("OPR_SREG", "OPR_SDST")   # operand-table types (and their _NOVCC... variants) of an SGPR destination
 
 def encode_fields(cls:type[Inst], fields:dict[str, int]) -> bytes:
@@ -103,7 +104,7 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
       inst, variant = lit.from_bytes(data), "LIT"
     if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
       inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
-    if variant == "" and spec.dpp == "gfx9" and base == "VOP3P" and inst.op.name.startswith(MATRIX_OPS):
+    if variant == "" and spec.dpp == "gfx9" and base == "VOP3P" and parse(inst.op.name).words[0] in MATRIX_OPS:
       inst, variant = spec.ins.VOP3P_MFMA.from_bytes(data), "MFMA"
     if not spec.vop3_literal and base in ("VOP3", "VOP3SD", "VOP3P") and LITERAL in _sources(inst._raw):
       raise ValueError(f"{base} source code {LITERAL} (a literal): {spec.name} VOP3 encodings take no literal dword")

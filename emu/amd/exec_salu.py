@@ -13,6 +13,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.operands import rawf
 from emu.amd.mem_access import footprint
+from emu.amd.mnemonic import parse
 from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
@@ -88,7 +89,7 @@ class MessageStep(Step):
     self.msg, self.sdst = rawf(instr.inst, "ssrc0"), rawf(instr.inst, "sdst")   # the message id is the raw SSRC0 field
     if self.msg == 255 and instr.literal is not None: self.msg = instr.literal      # (or a literal, as the wheel's DSL encodes it)
     if self.msg not in RTN_MESSAGES: raise GPUIllegalInstruction(0, instr.raw, f"s_sendmsg_rtn message {self.msg} does not exist")
-    self.bits = 64 if instr.op.name.endswith("B64") else 32
+    self.bits = parse(instr.op.name).type_bits()[0]   # B32 / B64
   def execute(self, m:Machine, ws:np.ndarray):
     value = m.stats.wave_instructions if RTN_MESSAGES[self.msg] == "GET_REALTIME" else 0
     write_sgpr(m.st, ws, self.sdst, self.bits, value)

@@ -17,6 +17,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.operands import rawf
 from emu.amd.mem_access import footprint
+from emu.amd.mnemonic import parse
 from emu.amd.operands import SADDR_OFF, Src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.wave import AGPR_BASE
@@ -31,7 +32,6 @@ DEFAULT_MEM_FIELDS = ("addr", "data", "offset", 13, lambda inst: inst.glc if has
 # FLAT-segment offsets are unsigned: gfx10/gfx11 use the low 12 bits of the 13-bit field (LLVM's assembler: "MSB is ignored and forced to
 # zero"), gfx9's field is 12 bits; gfx12's 24-bit offsets are signed for every segment
 FLAT_UNSIGNED_BITS = {"rdna3": 12, "cdna": 12}
-BLOCK_OPS = ("_LOAD_BLOCK", "_STORE_BLOCK")   # rdna4 global/scratch block moves of up to 32 VGPRs (M0 mask)
 
 def alias_rounds(key:np.ndarray) -> np.ndarray:
   """Round number of each lane: the k-th lane (in lane order) using an address goes in round k."""
@@ -53,14 +53,14 @@ class VmemStep(Step):
     acc = AGPR_BASE if getattr(inst, "acc", 0) else 0   # CDNA ACC bit: data and destination are AGPRs
     self.fmt, self.vdst = fmt, rawf(inst, "vdst") + acc
     w = lambda name, default=32: op.widths.get(name, default)
-    self.block = None   # block moves: the first VGPR of the block
+    m = parse(instr.op.name)
+    self.block, self.block_store = None, m.words[0] == "STORE"   # block moves: the first VGPR of the block; a store or a load
     self.addtid = False
     if fmt == "DS":
       self.addr = rawf(inst, "addr")
       self.fields = {"OFFSET": inst.offset0 | (inst.offset1 << 8), "OFFSET0": inst.offset0, "OFFSET1": inst.offset1}
       self.data = {"DATA": Src("vgpr", rawf(inst, "data0") + acc, w("DATA")), "DATA2": Src("vgpr", rawf(inst, "data1") + acc, w("DATA2"))}
-      name = instr.op.name
-      self.returns = not (name.startswith("DS_STORE_") or (op.mem_rmw and "RTN" not in name))   # non-RTN atomics return nothing
+      self.returns = not op.mem_rmw or m.has("RTN")   # DS atomics return their pre-op value only in their _RTN forms
     else:
       addr_f, data_f, off_f, off_bits, returns = MEM_FIELDS.get(spec.family, DEFAULT_MEM_FIELDS)
       off = getattr(inst, off_f)
@@ -74,7 +74,7 @@ class VmemStep(Step):
       self.addtid = "INST_OFFSET" in op.reads
       self.fields = {"OFFSET": self.offset, "INST_OFFSET": off}
       self.returns = bool(returns(inst)) if op.mem_rmw else True   # an atomic returns its pre-op value only when asked
-      if instr.op.name.endswith(BLOCK_OPS): self.block = data if instr.op.name.endswith("_STORE_BLOCK") else self.vdst
+      if m.has("BLOCK"): self.block = data if self.block_store else self.vdst   # rdna4 block moves of up to 32 VGPRs (M0 mask)
     self.fields = {k: v for k, v in self.fields.items() if k in op.reads}
     # stores that may fault after writing part of their data: the span [lo, hi) around ADDR every lane's accesses cover
     self.span = None
@@ -159,7 +159,7 @@ class VmemStep(Step):
     if len(li) == 0: return
     wv, ln = lanes.wv[li], lanes.ln[li]
     addr = self._addresses(st, lanes.wv, lanes.ln, lanes.dense)[li] + U64(4) * i.astype(U64)
-    store, reg = self.instr.op.name.endswith("_STORE_BLOCK"), self.block + i
+    store, reg = self.block_store, self.block + i
     for sel, mem, base, a in self._regions(m, wv, ln, addr):
       if base is not None: mem = mem.at(base)
       if store: mem.write(a, st.vgpr[wv[sel], ln[sel], reg[sel]].astype(U64), 4)
