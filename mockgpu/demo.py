@@ -35,9 +35,10 @@ REFERENCE = DemoDevice("reference", "PYTHON")
 
 def unavailable_reason(d:DemoDevice) -> str | None:
   """Why the bench cannot run this device yet, or None when it can (checked before starting a child process)."""
+  from mockgpu.pci.boards import BOARDS
   iface, _, rest = d.dev.partition("+")
-  if iface.startswith("MOCKPCI") and (arch := (rest.split(":") + ["", ""])[2] or "gfx1100") not in ("gfx1100", "gfx1201"):
-    return f"DEV=MOCKPCI+AMD emulates gfx1100 and gfx1201 only, not {arch} (CDNA over PCI is out of scope; use MOCKKFD)"
+  if iface.startswith("MOCKPCI") and (arch := (rest.split(":") + ["", ""])[2] or "gfx1100") not in BOARDS:
+    return f"DEV=MOCKPCI+AMD emulates {' and '.join(BOARDS)} only, not {arch} (CDNA over PCI is out of scope; use MOCKKFD)"
   if rest.startswith("AMD"):
     from emu.amd.arch import SPECS
     arch = (rest.split(":") + ["", ""])[2] or "gfx1100"

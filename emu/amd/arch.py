@@ -38,6 +38,8 @@ class ArchSpec:
   true16: bool = True     # VOP1/VOP2/VOPC 16-bit operands: v128+ name the high half of v0+ (RDNA); gfx9 has no such encoding
   n_agprs: int = 0        # accumulation VGPRs per lane (CDNA: 256, a separate file addressed by the acc bits and v_accvgpr_*)
   vop3_literal: bool = True   # VOP3/VOP3SD/VOP3P sources may be a literal dword (gfx10+); gfx9 has no such form (LLVM: FeatureVOP3Literal)
+  zeroes_high16: bool = False  # gfx9: VOP1/VOP2/VOPC 16-bit results zero bits 31:16 (LLVM: zeroesHigh16BitsOfDest; cdna_operands.legacy_16bit)
+  buffer_ops: bool = False     # MUBUF loads/stores/atomics are emulated (CDNA; RDNA3's MUBUF carries only cache invalidations here)
   # s_waitcnt simm16 layout: counter -> (bit offset, width) pieces, low bits first. gfx9 has no store counter of its own: its
   # vmcnt also counts stores, so the store counter 'vs' reads the same bits
   waitcnt: tuple = (("vm", ((10, 6),)), ("lgkm", ((4, 6),)), ("exp", ((0, 3),)))
@@ -66,7 +68,8 @@ _RDNA = dict(null_reg=124, m0_reg=125, vcc_lo=106, exec_lo=126, n_sgprs=106, wav
 # gfx9: M0 is 124 and there is no NULL register (125 is reserved; LLVM never encodes it, so it reads 0 here); s102/s103 are
 # FLAT_SCRATCH and s104/s105 XNACK_MASK. VGPRs are allocated in granules of 8 (wave64: RSRC1.VGPRS counts 8-register units).
 _CDNA = dict(null_reg=125, m0_reg=124, vcc_lo=106, exec_lo=126, n_sgprs=102, wave_sizes=(64,), lds_granule=512, vgpr_granule32=16,
-             wg_ids_in_ttmp=False, supported=True, simd_lanes=16, dpp="gfx9", true16=False, n_agprs=256, vop3_literal=False,
+             wg_ids_in_ttmp=False, supported=True, simd_lanes=16, dpp="gfx9", true16=False, n_agprs=256, vop3_literal=False, zeroes_high16=True,
+             buffer_ops=True,
              waitcnt=(("vm", ((0, 4), (14, 2))), ("vs", ((0, 4), (14, 2))), ("lgkm", ((8, 4),)), ("exp", ((4, 3),))))
 # boards: RX 7900 XTX (96 CUs, 2.5 GHz); Strix Halo (40, 2.9 GHz); RX 9070 XT (64, 2.97 GHz); one CPX partition of MI300X (38 CUs,
 # 2.1 GHz) and of MI355X (32 CUs, 2.4 GHz, 160 KiB of LDS per CU)

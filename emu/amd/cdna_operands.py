@@ -16,7 +16,7 @@ def legacy_16bit(spec:ArchSpec, op) -> bool:
   instructions maintain the legacy behavior of 0ing"; its gfx942 code ORs such results together unmasked). The 16-bit ops gfx9
   added to VOP3 (V_MAD_F16/U16/I16, V_FMA_F16, V_ADD/SUB_I16, V_MIN3/MAX3/MED3_*16 ...) take op_sel like RDNA's: they write the
   half op_sel[3] names and keep the other; the VOP3 legacy ops (V_MAD_LEGACY_F16 ...) spell their zeroing out in the pcode."""
-  if spec.family != "cdna": return False
+  if not spec.zeroes_high16: return False
   fmt = type(op).__name__
   if fmt in LEGACY_FORMATS: return True
   return fmt == "VOP3Op" and op.name.endswith("_E64") and any(op.name[:-4] + "_E32" in getattr(spec.enum, e).__members__

@@ -33,7 +33,7 @@ def _build(instr:Instr, spec:ArchSpec) -> Step:
   if fmt in SCALAR and name in MODE_OPS: return ModeStep(instr, spec)
   op = get_op(spec.name, instr.op, raw=instr.raw)
   if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)
-  if fmt == "MUBUF" and spec.family != "cdna":
+  if fmt == "MUBUF" and not spec.buffer_ops:
     raise GPUIllegalInstruction(0, instr.raw, f"{instr.name}: {spec.name} buffer instructions are not emulated")
   if fmt == "MUBUF": return MubufStep(instr, spec)
   if fmt in SCALAR: return SaluStep(instr, spec, op)

@@ -112,6 +112,8 @@ import numpy as np
 ARCH_ALIASES = {"rdna3": "rdna3", "gfx1100": "rdna3", "gfx1151": "rdna3", "rdna4": "rdna4", "gfx1200": "rdna4", "gfx1201": "rdna4",
                 "cdna": "cdna", "gfx942": "cdna", "gfx950": "cdna"}
 KINDS = ("vector", "scalar", "wave", "executor")
+# fp8/bf8 encodings per gfx target: gfx942 reads them as FNUZ (no infinities, one NaN, bias one higher), later targets as OCP
+FP8_FNUZ = {"gfx942": True, "gfx950": False}
 MODE_DEFAULTS = {"MODE_ROUND32": 0, "MODE_ROUND16": 0, "MODE_DENORM32": 3, "MODE_DENORM16": 3}   # IEEE: nearest even, denormals kept
 
 class Unsupported(Exception):

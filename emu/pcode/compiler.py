@@ -3,7 +3,7 @@ from __future__ import annotations
 import hashlib, importlib, pathlib, sys
 from dataclasses import replace
 from functools import cache
-from emu.pcode.abi import ARCH_ALIASES, MODE_DEFAULTS, CompiledOp, Unsupported
+from emu.pcode.abi import ARCH_ALIASES, FP8_FNUZ, MODE_DEFAULTS, CompiledOp, Unsupported
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
 from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
@@ -207,7 +207,7 @@ def compile_op(arch:str, op) -> CompiledOp:
     src, meta = generate(a, op, text)
     entry = disk.store(a, op, text, GENERATOR_VERSION, src, meta)
   src, meta = entry
-  ns = namespace(fnuz=arch == "gfx942")
+  ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
   try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 from emu.pcode import numerics as N
 from emu.pcode import runtime as R
-from emu.pcode.abi import CompiledOp, InvalidField
+from emu.pcode.abi import FP8_FNUZ, CompiledOp, InvalidField
 
 @dataclass(frozen=True)
 class _Fmt:
@@ -479,12 +479,14 @@ def _mfma_table(fnuz:bool) -> dict[str, Hand]:
     fn = mfma(srcs[0], srcs[-1], dst, _Geo(m, k, blocks), fnuz, sparse=sparse, scaled=scaled)
     t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (() if sparse else ("C_CONST",)) + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {})
   return t
-HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {t: _mfma_table(fnuz) for t, fnuz in (("gfx942", True), ("gfx950", False))}   # fp8/bf8: FNUZ / OCP
+HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {t: _mfma_table(fnuz) for t, fnuz in FP8_FNUZ.items()}   # fp8/bf8: FNUZ / OCP
 HANDWRITTEN_CDNA["cdna"] = HANDWRITTEN_CDNA["gfx950"]
+# per family (CDNA per target: the fp8 formats differ), the family's table when the target has none of its own
+_OWN = {"rdna3": HANDWRITTEN_RDNA3, "rdna4": HANDWRITTEN_RDNA4, **HANDWRITTEN_CDNA}
 
 def lookup(arch:str, op, target:str="") -> CompiledOp | None:
   """The hand-written op for an opcode of an arch (target: the name compile_op was called with, e.g. 'gfx942'), or None."""
-  own = HANDWRITTEN_CDNA.get(target, HANDWRITTEN_CDNA["cdna"]) if arch == "cdna" else {"rdna3": HANDWRITTEN_RDNA3, "rdna4": HANDWRITTEN_RDNA4}[arch]
+  own = _OWN.get(target) or _OWN[arch]
   h = own.get(op.name) or own.get(op.name.removesuffix("_E32").removesuffix("_E64")) or \
     HANDWRITTEN.get(op.name) or HANDWRITTEN.get(op.name.removesuffix("_E64"))  # cdna spells VOP3-only ops V_DIV_FMAS_F32_E64
   if h is None: return None

@@ -153,7 +153,11 @@ def lookup(arch:str, op, target:str="") -> CompiledOp | None:
 def extra_ops(arch:str) -> list:
   """Opcodes with an override but no pcode entry: cdna's V_ACCVGPR_* moves (executor-owned), gfx942's XF32 MFMAs and gfx950's
   V_MFMA_SCALE_* (VOP3PX2, hand-written)."""
-  if arch != "cdna": return []
+  return _EXTRA_OPS.get(arch, list)()
+
+def _cdna_extra_ops() -> list:
   from tinygrad.runtime.autogen.amd.cdna.enum import VOP1Op, VOP3Op, VOP3POp, VOP3PX2Op
   return [VOP3POp.V_ACCVGPR_READ, VOP3POp.V_ACCVGPR_WRITE, VOP1Op.V_ACCVGPR_MOV_B32_E32, VOP3Op.V_ACCVGPR_MOV_B32_E64,
           VOP3POp.V_MFMA_F32_16X16X8_XF32, VOP3POp.V_MFMA_F32_32X32X4_XF32, *VOP3PX2Op]
+
+_EXTRA_OPS = {"cdna": _cdna_extra_ops}   # per ISA family

@@ -14,6 +14,7 @@ from emu.amd.dispatcher import Dispatcher
 from emu.amd.watchdog import Watchdog
 from emu.amd.kernel import Buffers, load_kernel
 from emu.amd.timing import TimingModel
+from emu.timing.sqtt_layouts import LAYOUTS
 from emu.timing.traces import TracedKernel, cdna_reported, launch_dims
 
 BUF_BYTES = 1 << 20
@@ -61,8 +62,10 @@ def replay(k:TracedKernel) -> Replay:
   grid, wg = launch_of(k, 32 if lk.wave32 else 64)
   # the first traced PC is where hardware entered the code (robust against code objects whose descriptor offset assumes
   # another section layout than the loader's)
-  cdna = spec.family == "cdna"   # (its packets carry no PC: the loader follows the code from the entry)
-  entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues and not cdna else lk.code_addr
+  # packets without PCs (CDNA) locate instructions by order only: the loader follows the code from the entry, and the replay keeps
+  # the instructions the format reports
+  by_order = not LAYOUTS[spec.family].has_pc
+  entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues and not by_order else lk.code_addr
   d = Dispatch(code_addr=entry, grid=grid, workgroup=wg, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1, rsrc2=lk.rsrc2,
                rsrc3=lk.rsrc3, wave32=lk.wave32)
   tm = TimingModel(spec, timeline=True, driver=driver_of(k))
@@ -74,8 +77,8 @@ def replay(k:TracedKernel) -> Replay:
   for w, pc, cyc, cls, dram in tm.timeline:
     if pc < 0: starts[w] = cyc; continue
     off = pc - image
-    if cdna and off not in reported: reported[off] = cls == "end" or cdna_reported(decode(code[off:off + 16], spec, off), spec, off)
-    if cdna and not reported[off]:
+    if by_order and off not in reported: reported[off] = cls == "end" or cdna_reported(decode(code[off:off + 16], spec, off), spec, off)
+    if by_order and not reported[off]:
       carry[w] = carry.get(w, False) or dram; continue
     waves.setdefault(w, []).append((off, cyc, cls, dram or carry.pop(w, False)))
   traced = sorted((w for w in starts if tm.placement(w) == (0, 0)), key=lambda w: (starts[w], w))

@@ -122,6 +122,7 @@ class Layout:
   cus_per_wgp = 2          # model CUs (timing-model placement units) per WGP / CU field of the wave packets
   token_include = False    # the token register lists included packets (gfx9) instead of excluded ones (gfx11/12)
   tick = 1                 # cycles per timestamp unit
+  has_pc = True            # instruction packets locate their instruction (RDNA); CDNA's carry no PC
   token_bits: dict[type[sqtt.PacketType], int] = {}
 
   def writer(self) -> Writer: raise NotImplementedError
@@ -237,7 +238,7 @@ class CDNA(Layout):
   not reported; s_endpgm is the CDNA_WAVEEND. The wave packets' `count` is 0 (the timeline has no lane counts)."""
   name = "cdna"
   wave_start, wave_end = sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND
-  cus_per_wgp, token_include, tick = 1, True, CDNA_TICK
+  cus_per_wgp, token_include, tick, has_pc = 1, True, CDNA_TICK, False
   token_bits = {sqtt.CDNA_WAVESTART: INCLUDE_WAVE_START, sqtt.CDNA_WAVEEND: INCLUDE_WAVE_END, sqtt.CDNA_INST: INCLUDE_INST}
 
   def writer(self) -> Writer: return CDNAWriter()

@@ -193,6 +193,8 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   """Every traced dispatch in one pickle, in capture order. arch: the traced GPU's target; by default what the capture recorded
   (`traced_target`)."""
   from tinygrad.renderer.amd import sqtt
+  from emu.amd.arch import get_spec
+  from emu.timing.sqtt_layouts import LAYOUTS
   events = load_events(path)
   arch = arch or traced_target(events, path)
   kind = lambda e: type(e).__name__
@@ -219,7 +221,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
         elif isinstance(p, ends_t): ends.append((int(ev.se), p._time))
       if not ev.itrace: continue
       live: dict[int, WaveTrace] = {}
-      for p, info in (cdna_insts if arch.startswith("gfx9") else sqtt.map_insts)(ev.blob, prog.lib, arch):
+      for p, info in (sqtt.map_insts if LAYOUTS[get_spec(arch).family].has_pc else cdna_insts)(ev.blob, prog.lib, arch):
         if info is None: continue
         if info.wave not in live:
           live[info.wave] = WaveTrace(int(ev.se), info.wave, (slot_starts.get(info.wave) or [None]).pop(0))
