@@ -12,6 +12,7 @@ import os, struct, sys, threading, time, traceback
 from typing import Callable
 from emu.amd.api import GPUMemoryFault
 from emu.amd.memory import MemoryMap
+from mockgpu.gcguard import COLLECTOR
 from mockgpu.amd.clock import DeviceClock
 
 class PacketError(Exception):
@@ -165,6 +166,7 @@ class Scheduler:
   def kick(self, engine:Engine|None=None):
     """Something changed for `engine` (a doorbell) or for stalled engines (host memory): wake the worker. Never blocks."""
     if self._thread is None: self._start()
+    COLLECTOR.enforce()
     self._poll_s = self.STALL_POLL_S[0]
     self._wake.set()
 
@@ -173,6 +175,7 @@ class Scheduler:
     woken, wait (GIL released) until it reports progress or HOST_WAIT_S passes, so a polling host does not compete with the
     emulation for the GIL (a spinning host would hold the worker off for a whole switch interval at every hand-over)."""
     if self._worker_ident == threading.get_ident() or not self.engines: return
+    COLLECTOR.enforce()
     if self.has_stalled(): self.kick()
     # busy, or about to be (a doorbell the worker has not picked up yet): let it run now instead of after a GIL switch interval
     if self.busy or self._wake.is_set(): self.wait_progress(self.HOST_WAIT_S)
@@ -199,6 +202,7 @@ class Scheduler:
 
   # ---- worker side ----
   def _start(self):
+    COLLECTOR.start()   # no garbage collection (and so no tinygrad finalizer) on the worker: mockgpu/gcguard.py
     with self.lock:
       if self._thread is None:
         self._thread = threading.Thread(target=self._loop, name="mockgpu-engines", daemon=True)

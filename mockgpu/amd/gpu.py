@@ -7,6 +7,7 @@ from emu.amd.gpu import AMDGPU
 from emu.amd.memory import MemoryMap
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
+from mockgpu.gcguard import COLLECTOR
 from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.amd.registers import ComputeRegs
 from mockgpu.amd.sqtt import ThreadTrace
@@ -35,6 +36,7 @@ class EmulatedGPU(GPUContext):
 
   def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
     """Run one kernel on the emulator and advance the device clock by its emulated duration (`timing`: see AMDGPU.dispatch)."""
+    COLLECTOR.enforce()   # no garbage collection during the dispatch (mockgpu/gcguard.py)
     if self._emulator is None: self._emulator = AMDGPU(arch=self.arch, memory=self.memory)
     stats = self._emulator.dispatch(d, timing)
     record_dispatch(stats)

@@ -1,0 +1,109 @@
+"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json]`.
+
+Runs each tinygrad program, steady state (compiled and warmed up first), once on an emulated device (default
+`MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
+reference device (default `CPU:LLVM`, no emulation) in separate child processes started in the same run, and reports
+per program: seconds per step on each, their ratio (absolute times drift between machines, the ratio much less), the
+emulator's wave-instructions per second, and each child's peak RSS (from its own rusage).
+
+Programs:
+  matmul     fp32 256 x 256 @ 256 x 256
+  axpy       a * b + c over 2M floats
+  mlp_step   one SGD step of a 2-layer MLP (64 x 256 inputs, 512 hidden, 64 outputs, MSE loss)
+"""
+from __future__ import annotations
+import argparse, json, os, subprocess, sys, time
+import numpy as np
+
+def _matmul(T, rng):
+  a, b = (T(rng.standard_normal((256, 256), dtype=np.float32)).realize() for _ in range(2))
+  return lambda: (a @ b).realize()
+
+def _axpy(T, rng):
+  a, b, c = (T(rng.standard_normal(2 << 20, dtype=np.float32)).realize() for _ in range(3))
+  return lambda: (a * b + c).realize()
+
+def _mlp_step(T, rng):
+  x, y = T(rng.standard_normal((64, 256), dtype=np.float32)).realize(), T(rng.standard_normal((64, 64), dtype=np.float32)).realize()
+  w1 = T(rng.standard_normal((256, 512), dtype=np.float32) * 0.05).realize()
+  w2 = T(rng.standard_normal((512, 64), dtype=np.float32) * 0.05).realize()
+  def step():
+    loss = ((x @ w1).relu() @ w2 - y).square().mean()
+    g1, g2 = loss.gradient(w1, w2)
+    w1.assign(w1 - 0.01 * g1).realize(); w2.assign(w2 - 0.01 * g2).realize()
+  return step
+
+PROGRAMS = {"matmul": _matmul, "axpy": _axpy, "mlp_step": _mlp_step}
+
+def _child(name:str, repeat:int) -> int:
+  """Inside a process started with DEV set: warm the program up, then time `repeat` steps; one JSON line."""
+  from tinygrad import Device, Tensor
+  step = PROGRAMS[name](Tensor, np.random.default_rng(0))
+  dev = Device[Device.DEFAULT]
+  for _ in range(2): step()   # compile, and fill every cache
+  dev.synchronize()
+  counters = None
+  if os.environ.get("DEV", "").startswith("MOCK"):
+    from mockgpu import stats
+    counters = stats.totals
+  before, t = counters() if counters else {}, time.perf_counter()
+  for _ in range(repeat): step()
+  dev.synchronize()
+  secs = (time.perf_counter() - t) / repeat
+  winst = (counters()["wave_instructions"] - before["wave_instructions"]) / repeat if counters else None
+  print(json.dumps({"seconds": secs, "wave_instructions": winst}), flush=True)
+  return 0
+
+def measure(name:str, dev:str, repeat:int, timeout:float=1800) -> dict:
+  """One program on one device in a child process: its JSON result plus `peak_rss_mib` (the child's own maximum RSS)."""
+  proc = subprocess.Popen([sys.executable, "-m", "mockgpu.bench", "--child", name, "--repeat", str(repeat)], env={**os.environ, "DEV": dev},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  deadline = time.monotonic() + timeout
+  while (res := os.wait4(proc.pid, os.WNOHANG))[0] == 0:
+    if time.monotonic() > deadline:
+      proc.kill()
+      raise TimeoutError(f"{name} on {dev}: no result after {timeout:.0f}s")
+    time.sleep(0.05)
+  _, status, usage = res
+  proc.returncode = os.waitstatus_to_exitcode(status)
+  out, err = proc.communicate()
+  lines = [x for x in out.splitlines() if x.startswith("{")]
+  if proc.returncode != 0 or not lines:
+    raise RuntimeError(f"{name} on {dev} failed (exit {proc.returncode}): {err.strip().splitlines()[-1] if err.strip() else 'no output'}")
+  return {**json.loads(lines[-1]), "peak_rss_mib": usage.ru_maxrss / 1024}
+
+def run(programs:list[str], dev:str, ref:str, repeat:int, log=lambda msg: None) -> dict:
+  """Every program on `dev` and on `ref`: {program: {dev: ..., ref: ..., ratio, winst_per_s}}."""
+  out = {}
+  for name in programs:
+    log(f"{name}: {dev}")
+    emu = measure(name, dev, repeat)
+    log(f"{name}: {ref}")
+    base = measure(name, ref, repeat)
+    out[name] = {"emulated": emu, "reference": base, "ratio": emu["seconds"] / base["seconds"],
+                 "winst_per_s": emu["wave_instructions"] / emu["seconds"] if emu.get("wave_instructions") else None}
+  return out
+
+def main(argv=None) -> int:
+  p = argparse.ArgumentParser(prog="python -m mockgpu.bench", description=__doc__.split("\n\n")[0])
+  p.add_argument("--programs", default=",".join(PROGRAMS))
+  p.add_argument("--repeat", type=int, default=3, help="timed steps per program and device (default 3)")
+  p.add_argument("--dev", default="MOCKKFD+AMD", help="the emulated device (default MOCKKFD+AMD)")
+  p.add_argument("--ref", default="CPU:LLVM", help="the reference device (default CPU:LLVM)")
+  p.add_argument("--json", action="store_true")
+  p.add_argument("--child", help=argparse.SUPPRESS)
+  a = p.parse_args(argv)
+  if a.child: return _child(a.child, a.repeat)
+  names = a.programs.split(",")
+  if unknown := [n for n in names if n not in PROGRAMS]: p.error(f"unknown program(s) {', '.join(unknown)}; known: {', '.join(PROGRAMS)}")
+  res = run(names, a.dev, a.ref, a.repeat, lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
+  if a.json: print(json.dumps(res, indent=1))
+  else:
+    print(f"{'program':10s} {a.dev + ' s/step':>22s} {a.ref + ' s/step':>18s} {'ratio':>7s} {'M winst/s':>10s} {'peak RSS MiB (emu/ref)':>24s}")
+    for n, r in res.items():
+      w = f"{r['winst_per_s'] / 1e6:.3f}" if r["winst_per_s"] else "-"
+      print(f"{n:10s} {r['emulated']['seconds']:22.4f} {r['reference']['seconds']:18.4f} {r['ratio']:7.1f} {w:>10s} "
+            f"{r['emulated']['peak_rss_mib']:>11.0f} / {r['reference']['peak_rss_mib']:.0f}")
+  return 0
+
+if __name__ == "__main__": sys.exit(main())

@@ -1,0 +1,53 @@
+"""Keeps Python's cyclic garbage collector off the engine worker thread.
+
+An automatic collection runs on whichever thread happens to allocate when the counters cross their thresholds, and it runs
+the finalizers of everything it frees there. On the worker (mockgpu.amd.engine), which executes dispatches, that is fatal
+twice over: tinygrad's finalizers wait for the device (`AMDComputeQueue.__del__` frees its page with `nolru`, and the
+allocator synchronizes first), i.e. for the very thread they run on, which then hangs until tinygrad's timeout; and a
+collection that starts inside the emulator's `np.errstate` (a contextvar set) and runs a finalizer that sets a contextvar
+frees the context's HAMT under CPython's feet (python/cpython#148891; measured: tinygrad's 256x256 matmul repeated under
+MOCKKFD+AMD segfaulted in 3 of 4 runs).
+
+So once a worker exists, automatic collection stays off: `enforce()` turns it off again wherever someone turned it back on
+(tinygrad's `Tensor.realize` is wrapped in `disable_gc`, which re-enables collection on exit when it was on at entry: the
+first realize, during which the mock starts, does that once), and `HostCollector` runs the collections from its own daemon
+thread: every `INTERVAL_S` it collects the generations whose counters are over their thresholds (the interpreter's policy),
+so finalizers run on a thread that may block on the device. A process that turns automatic collection off on purpose gets
+these collections anyway: the collector cannot tell its `gc.disable()` from tinygrad's.
+"""
+from __future__ import annotations
+import gc, threading, time
+
+INTERVAL_S = 0.02   # the longest a collection that is due waits (cycles freed at most this much later than with automatic GC)
+
+def due_generation() -> int | None:
+  """The oldest generation whose collection is due, or None: CPython's rule (gcmodule.c, collect_generations): a generation's
+  counter over its threshold, counting net allocations for generation 0 and collections of the next younger one above."""
+  counts, thresholds = gc.get_count(), gc.get_threshold()
+  if thresholds[0] == 0 or counts[0] <= thresholds[0]: return None
+  return next((g for g in (2, 1) if counts[g] > thresholds[g]), 0)
+
+class HostCollector:
+  """Owns garbage collection while a worker exists (see the module docstring)."""
+  def __init__(self):
+    self._lock, self._thread = threading.Lock(), None
+
+  def start(self):
+    """Idempotent: the first call takes collection over."""
+    with self._lock:
+      if self._thread is None:
+        self._thread = threading.Thread(target=self._loop, name="mockgpu-gc", daemon=True)
+        self._thread.start()
+    self.enforce()
+
+  def enforce(self):
+    """Automatic collection off again if it was turned back on (cheap: called on every doorbell, host poll and dispatch)."""
+    if self._thread is not None and gc.isenabled(): gc.disable()
+
+  def _loop(self):
+    while True:
+      time.sleep(INTERVAL_S)
+      self.enforce()
+      if (gen := due_generation()) is not None: gc.collect(gen)
+
+COLLECTOR = HostCollector()
