@@ -3,24 +3,28 @@
 Measures, on emulated gfx1100, in CPU seconds of this process (time.process_time: steadier than wall time on a shared machine,
 and the emulator is single-threaded):
   valu      steady-state wave-instructions/s of a hand-built VALU-bound loop (8 x v_fma_f32 + s_add/s_cmp/s_cbranch per trip)
-  matmul    steady-state wave-instructions/s of tinygrad's fp32 matmul kernel (AMD LLVM renderer, loaded from its ELF)
-  memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c)
+  matmul    steady-state wave-instructions/s of tinygrad's fp32 --size^3 matmul kernel (AMD LLVM renderer, loaded from its ELF)
+  memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c over --floats floats)
   cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
   timing    extra wall time of the timing model (timing on vs off) on the valu and matmul workloads
   nv        the PTX emulator (emu/nv), timing model on (sm_89): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul
             (PTX renderer) and of an FMA loop (--waves warps x --iters trips of 8 dependent-free fma.rn.f32), the timing model's
             extra wall time on the matmul, and ms per new program (parse + validate)
+  e2e       tinygrad programs end to end (matmul, a*b+c, an MLP training step) under DEV=MOCKKFD+AMD against the same programs on
+            DEV=CPU:LLVM, each in its own child process: s/step, the ratio, wave-instructions/s, each child's peak RSS. It is
+            the harness's benchmark (`python -m mockgpu.bench`), run as a child process: nothing in emu imports mockgpu
 Each throughput figure runs the workload once to warm the caches, then times the best of --repeat runs.
 
   --workloads valu,matmul,...   only these (default: all)
-  --size N                      matmul is N x N x N (default 128); memory uses N*N*16 elements
+  --size N                      matmul is N x N x N (default 256: 128 waves); nv's matmul is --nv-size (default 256)
+  --floats N                    memory's a * b + c length (default 2M)
   --waves N                     waves in the valu loop (default 256)
   --iters N                     loop trips of the valu kernel (default 64)
   --repeat N                    timed runs per figure, best kept (default 2)
   --json                        print one JSON object at the end instead of the summary table
 """
 from __future__ import annotations
-import argparse, json, os, sys, tempfile, time
+import argparse, json, os, subprocess, sys, tempfile, time
 import numpy as np
 
 def _log(msg:str): print(f"[bench] {msg}", file=sys.stderr, flush=True)
@@ -65,7 +69,7 @@ def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True):
   return lambda: gpu.dispatch(d)
 
 def matmul(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b: a @ b, [(n, n), (n, n)], n * n, timing)
-def memory(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b, c: a * b + c, [(n * n * 16,)] * 3, n * n * 16, timing)
+def memory(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b, c: a * b + c, [(n,)] * 3, n, timing)
 
 def nv_matmul(n:int, timing:bool=True):
   """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt on an sm_89 board, with or without the
@@ -148,8 +152,10 @@ def cold_cost(make) -> dict:
 
 def main(argv=None):
   p = argparse.ArgumentParser(prog="python -m emu.bench", description=__doc__.split("\n")[0])
-  p.add_argument("--workloads", default="valu,matmul,memory,cold,timing,nv")
-  p.add_argument("--size", type=int, default=128)
+  p.add_argument("--workloads", default="valu,matmul,memory,cold,timing,nv,e2e")
+  p.add_argument("--size", type=int, default=256)
+  p.add_argument("--floats", type=int, default=2 << 20)
+  p.add_argument("--nv-size", type=int, default=256)
   p.add_argument("--waves", type=int, default=256)
   p.add_argument("--iters", type=int, default=64)
   p.add_argument("--repeat", type=int, default=2)
@@ -158,7 +164,7 @@ def main(argv=None):
   os.environ.setdefault("LLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM-19.so")
   wl, out = a.workloads.split(","), {}
   makers = {"valu": lambda t=True: valu_loop(a.waves, a.iters, t), "matmul": lambda t=True: matmul(a.size, t),
-            "memory": lambda t=True: memory(a.size, t)}
+            "memory": lambda t=True: memory(a.floats, t)}
   for name in ("valu", "matmul", "memory"):
     if name in wl:
       _log(f"{name}: running")
@@ -177,14 +183,26 @@ def main(argv=None):
       out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
       _log(f"timing: {name} +{(on / off - 1) * 100:.1f}%")
   if "nv" in wl:
-    _log(f"nv: tinygrad's fp32 {2 * a.size}^3 matmul on the PTX emulator")
-    out["nv"] = r = nv(2 * a.size, a.repeat, a.waves, a.iters)
+    _log(f"nv: tinygrad's fp32 {a.nv_size}^3 matmul on the PTX emulator")
+    out["nv"] = r = nv(a.nv_size, a.repeat, a.waves, a.iters)
     _log(f"nv: FMA loop {r['fma_warp_inst_per_s'] / 1e6:.3f} M warp-inst/s; "
          f"matmul {r['warp_instructions']} warp-instructions in {r['seconds']:.3f}s = {r['warp_inst_per_s'] / 1e6:.3f} M/s; "
          f"timing model +{r['timing_overhead'] * 100:.0f}% ({r['cycles']} cycles); parse {r['ms_per_parse']:.1f} ms for {r['ptx_lines']} lines")
+  if "e2e" in wl:
+    _log("e2e: tinygrad programs under MOCKKFD+AMD and CPU:LLVM (python -m mockgpu.bench)")
+    res = subprocess.run([sys.executable, "-m", "mockgpu.bench", "--json", "--repeat", str(max(2, a.repeat))], capture_output=True, text=True)
+    if res.returncode != 0: raise SystemExit(f"e2e: python -m mockgpu.bench failed: {res.stderr.strip()[-2000:]}")
+    out["e2e"] = {name: {"ratio": r["ratio"], "winst_per_s": r["winst_per_s"], "emu_s": r["emulated"]["seconds"], "cpu_s": r["reference"]["seconds"],
+                         "emu_rss_mib": r["emulated"]["peak_rss_mib"], "cpu_rss_mib": r["reference"]["peak_rss_mib"]}
+                  for name, r in json.loads(res.stdout).items()}
+    for name, r in out["e2e"].items():
+      _log(f"e2e: {name} {r['emu_s']:.4f} s/step vs {r['cpu_s']:.4f} on CPU:LLVM = {r['ratio']:.0f}x; {r['winst_per_s'] / 1e6:.3f} M winst/s; "
+           f"peak RSS {r['emu_rss_mib']:.0f} / {r['cpu_rss_mib']:.0f} MiB")
   if a.json: print(json.dumps(out, indent=1))
   else:
-    for name, r in out.items(): print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in
-                                                              (r.items() if name != "timing" else ((k, v["overhead"]) for k, v in r.items()))))
+    for name, r in out.items():
+      key = {"timing": "overhead", "e2e": "ratio"}.get(name)   # the figure of each sub-workload that the summary shows
+      items = ((k, v[key]) for k, v in r.items()) if key else r.items()
+      print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in items))
 
 if __name__ == "__main__": main()
