@@ -1,0 +1,19 @@
+"""`python -m mockgpu.bench` (the end-to-end benchmark) runs a program on the mock and on the reference device and reports what
+its README row shows; it asserts no speed (those are measured, never tested)."""
+import pytest
+from tinygrad_run import emulator_available
+from mockgpu import bench
+
+pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
+
+def test_one_program_on_both_devices():
+  r = bench.run(["axpy"], "MOCKKFD+AMD", "CPU:LLVM", repeat=1)["axpy"]
+  assert r["emulated"]["seconds"] > 0 and r["reference"]["seconds"] > 0 and r["ratio"] == r["emulated"]["seconds"] / r["reference"]["seconds"]
+  # a*b+c over 2M floats, at most 4 floats per lane (b128 accesses): at least 2M / (32 * 4) wave32 waves, each running at least
+  # three loads and a store; the reference device counts none
+  assert r["emulated"]["wave_instructions"] >= 4 * (2 << 20) // (32 * 4) and r["reference"]["wave_instructions"] is None
+  assert r["emulated"]["peak_rss_mib"] > 0 and r["reference"]["peak_rss_mib"] > 0
+
+def test_an_unknown_program_is_refused(capsys):
+  with pytest.raises(SystemExit): bench.main(["--programs", "nope"])
+  assert "unknown program(s) nope" in capsys.readouterr().err
