@@ -13,20 +13,11 @@ executor can `check` every lane's whole span before the first write.
 from __future__ import annotations
 import numpy as np
 from emu.amd.api import GPUMemoryFault, DispatchStats
-from emu.amd.memory import MemoryMap
+from emu.amd.memory import MemoryMap, rows_to_values, values_to_rows
 from emu.pcode.abi import CompiledOp, OpState
 
 U64 = np.uint64
 ORIGIN = 1 << 40   # the ADDR a footprint probe runs at (far from 0: offsets below ADDR stay positive)
-
-def _to_u64(rows:np.ndarray) -> np.ndarray:
-  """(n, nbytes<=8) little-endian uint8 rows -> uint64 (n,)."""
-  out = np.zeros((len(rows), 8), dtype=np.uint8)
-  out[:, :rows.shape[1]] = rows
-  return out.view("<u8").reshape(-1).astype(U64)
-
-def _to_rows(values:np.ndarray, nbytes:int) -> np.ndarray:
-  return np.ascontiguousarray(np.asarray(values, dtype=U64).astype("<u8")).view(np.uint8).reshape(-1, 8)[:, :nbytes]
 
 class GlobalMemory:
   """Vector access to mapped host memory, counting traffic into `stats`."""
@@ -34,10 +25,10 @@ class GlobalMemory:
     self.mem, self.stats = mem, stats
   def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
     self.stats.bytes_read += len(addrs) * nbytes
-    return _to_u64(self.mem.gather(np.asarray(addrs, dtype=U64), nbytes))
+    return self.mem.load(addrs, nbytes)
   def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
     self.stats.bytes_written += len(addrs) * nbytes
-    self.mem.scatter(np.asarray(addrs, dtype=U64), _to_rows(values, nbytes))
+    self.mem.store(addrs, values, nbytes)
   def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> None:
     """Fault now if an access of `nbytes` at any of `addrs` would (nothing moves)."""
     self.mem.check(np.asarray(addrs, dtype=U64), nbytes, write)
@@ -81,10 +72,10 @@ class LocalMemory:
     return ok, (self.base + np.where(ok, a, 0).astype(np.int64))[:, None] + np.arange(nbytes)
   def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
     ok, idx = self._index(addrs, nbytes, False)
-    return np.where(ok, _to_u64(self.store[idx]), U64(0)) if self.limit else np.zeros(len(ok), dtype=U64)
+    return np.where(ok, rows_to_values(self.store[idx]), U64(0)) if self.limit else np.zeros(len(ok), dtype=U64)
   def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
     ok, idx = self._index(addrs, nbytes, True)
-    self.store[idx[ok]] = _to_rows(values, nbytes)[ok]
+    self.store[idx[ok]] = values_to_rows(values, nbytes)[ok]
 
 class ScalarMemory:
   """SMEM access: one address, Python ints."""

@@ -10,13 +10,31 @@ from typing import Callable
 import numpy as np
 from emu.amd.api import GPUMemoryFault
 
+WORD_TYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+def rows_to_values(rows:np.ndarray) -> np.ndarray:
+  """(n, nbytes<=8) little-endian uint8 rows -> uint64 (n,)."""
+  out = np.zeros((len(rows), 8), dtype=np.uint8)
+  out[:, :rows.shape[1]] = rows
+  return out.view("<u8").reshape(-1).astype(np.uint64)
+
+def values_to_rows(values:np.ndarray, nbytes:int) -> np.ndarray:
+  """uint64 (n,) -> (n, nbytes) little-endian uint8 rows (the low bytes)."""
+  return np.ascontiguousarray(np.asarray(values, dtype=np.uint64).astype("<u8")).view(np.uint8).reshape(-1, 8)[:, :nbytes]
+
 class Mapping:
   """One mapped range [addr, addr+size), viewed as bytes in place. `present()`, when given, says whether the range can still be
   reached (host memory the process may unmap); every access to a range that is not faults."""
-  __slots__ = ("addr", "size", "name", "writable", "view", "present")
+  __slots__ = ("addr", "size", "name", "writable", "view", "present", "_words")
   def __init__(self, addr:int, size:int, name:str, writable:bool, backing:np.ndarray|None, present:Callable[[], bool]|None=None):
     self.addr, self.size, self.name, self.writable, self.present = addr, size, name, writable, present
     self.view = backing if backing is not None else np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(addr))
+    self._words: dict[int, np.ndarray] = {}
+  def words(self, nbytes:int) -> np.ndarray | None:
+    """The range as little-endian words of `nbytes` (1, 2, 4, 8) when it starts and ends on such a word, else None."""
+    if (w := self._words.get(nbytes)) is None and self.addr % nbytes == 0 and self.size % nbytes == 0:
+      w = self._words[nbytes] = self.view.view(WORD_TYPES[nbytes])
+    return w
   @property
   def end(self) -> int: return self.addr + self.size
   def gone(self) -> bool:
@@ -112,6 +130,26 @@ class MemoryMap:
     for m, sel in self._locate(addrs, nbytes, False):
       out[sel] = m.view[(addrs[sel].astype(np.int64) - m.addr)[:, None] + offs]
     return out
+
+  def _aligned(self, groups:list, addrs:np.ndarray, nbytes:int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(words of the one mapping every lane is in, each lane's word index) when every lane's access is one naturally aligned
+    word of it; None otherwise (several mappings, odd sizes, unaligned lanes: the byte path)."""
+    if nbytes not in WORD_TYPES or len(groups) != 1 or (w := groups[0][0].words(nbytes)) is None: return None
+    off = addrs.astype(np.int64) - groups[0][0].addr
+    return None if (off & (nbytes - 1)).any() else (w, off // nbytes)
+
+  def load(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    """Read one little-endian value of `nbytes` (1 to 8) at each lane address; uint64 (lanes,)."""
+    addrs = np.asarray(addrs, dtype=np.uint64)
+    if (hit := self._aligned(self._locate(addrs, nbytes, False), addrs, nbytes)) is not None: return hit[0][hit[1]].astype(np.uint64)
+    return rows_to_values(self.gather(addrs, nbytes))
+
+  def store(self, addrs:np.ndarray, values:np.ndarray, nbytes:int):
+    """Write the low `nbytes` (1 to 8) of each lane's value at its address, in lane order (the last lane wins)."""
+    addrs = np.asarray(addrs, dtype=np.uint64)
+    if (hit := self._aligned(self._locate(addrs, nbytes, True), addrs, nbytes)) is not None:
+      hit[0][hit[1]] = np.asarray(values, dtype=np.uint64).astype(WORD_TYPES[nbytes])
+    else: self.scatter(addrs, values_to_rows(values, nbytes))
 
   def scatter(self, addrs:np.ndarray, data:np.ndarray):
     """Write row i of `data` (a (lanes, nbytes) uint8 array) at addrs[i]. Lanes are written in order: the last lane wins."""

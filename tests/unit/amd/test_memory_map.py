@@ -1,0 +1,42 @@
+"""MemoryMap's per-lane loads and stores (emu/amd/memory.py): the word path (every lane one aligned word of one mapping) and the
+byte path give the same little-endian values, lanes are written in order, and faults move nothing. Expected bytes worked by
+hand from the little-endian layout."""
+import numpy as np
+import pytest
+from emu.amd.api import GPUMemoryFault
+from emu.amd.memory import MemoryMap
+
+def mapped(n=64, offset=0):
+  buf = np.arange(n, dtype=np.uint8)
+  mem = MemoryMap()
+  mem.map(0x1000 + offset, n, "buf", backing=buf)
+  return mem, buf
+
+@pytest.mark.parametrize("nbytes", [1, 2, 4, 8])
+@pytest.mark.parametrize("shift", [0, 1])   # 0: aligned lanes (word path); 1: every lane one byte further (byte path)
+def test_load_is_little_endian_either_way(nbytes, shift):
+  mem, _ = mapped()
+  addrs = np.array([0x1000 + shift + nbytes * i for i in range(4)], dtype=np.uint64)
+  want = [int.from_bytes(bytes(range(shift + nbytes * i, shift + nbytes * (i + 1))), "little") for i in range(4)]
+  assert mem.load(addrs, nbytes).tolist() == want
+
+def test_a_mapping_not_starting_on_a_word_takes_the_byte_path():
+  mem, _ = mapped(offset=2)   # 0x1002: 4-byte words of it are not naturally aligned
+  assert mem.load(np.array([0x1004], dtype=np.uint64), 4).tolist() == [int.from_bytes(bytes([2, 3, 4, 5]), "little")]
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_store_writes_in_lane_order(shift):
+  mem, buf = mapped()
+  a = 0x1000 + 8 + shift
+  mem.store(np.array([a, a + 4, a], dtype=np.uint64), np.array([0x11223344, 0x55667788, 0xaabbccdd], dtype=np.uint64), 4)
+  assert buf[8 + shift:16 + shift].tolist() == [0xdd, 0xcc, 0xbb, 0xaa, 0x88, 0x77, 0x66, 0x55]   # the third lane wins at a
+
+def test_lanes_in_two_mappings_and_a_faulting_store():
+  mem, buf = mapped()
+  other = np.zeros(16, dtype=np.uint8)
+  mem.map(0x2000, 16, "other", backing=other)
+  mem.store(np.array([0x1000, 0x2000], dtype=np.uint64), np.array([0x0102, 0x0304], dtype=np.uint64), 2)
+  assert buf[:2].tolist() == [2, 1] and other[:2].tolist() == [4, 3]
+  before = buf.copy()
+  with pytest.raises(GPUMemoryFault): mem.store(np.array([0x1000, 0x3000], dtype=np.uint64), np.array([7, 7], dtype=np.uint64), 4)
+  assert (buf == before).all()
