@@ -768,28 +768,34 @@ def flush_denorm_f16(x) -> np.ndarray:
 
 
 def is_nan(x) -> np.ndarray:
-  """NaN test on the bits (typed f16/f32/f64)."""
-  _, E, M, f = _fields(_typed(x))
-  return (E == (1 << f.ebits) - 1) & (M != 0)
+  """NaN test (typed f16/f32/f64): exponent all ones, mantissa not zero; numpy's isnan tests exactly that pattern."""
+  return np.isnan(_typed(x))
+
+
+def _quiet_bit(x:np.ndarray) -> np.ndarray:
+  """Whether the top mantissa bit (the quiet bit of a NaN) is set, per element of a typed float array."""
+  f = _fmt_of(x)
+  return (x.view(f.utype) & f.utype(1 << (f.mbits - 1))) != 0
 
 
 def is_signal_nan(x) -> np.ndarray:
   """Signalling NaN: NaN with the quiet bit (top mantissa bit) clear."""
-  _, E, M, f = _fields(_typed(x))
-  return is_nan(x) & ((M >> np.uint64(f.mbits - 1)) == 0)
+  x = _typed(x)
+  return np.isnan(x) & ~_quiet_bit(x)
 
 
 def is_quiet_nan(x) -> np.ndarray:
   """Quiet NaN: NaN with the quiet bit set."""
-  return is_nan(x) & ~is_signal_nan(x)
+  x = _typed(x)
+  return np.isnan(x) & _quiet_bit(x)
 
 
 def quiet_nan(x) -> np.ndarray:
   """cvtToQuietNAN: set the quiet bit of NaNs (payload and sign kept); other values unchanged."""
   x = _typed(x)
   f = _fmt_of(x)
-  b = _bits(x)
-  return np.where(is_nan(x), b | np.uint64(1 << (f.mbits - 1)), b).astype(f.utype).view(x.dtype)
+  b = x.view(f.utype)
+  return np.where(np.isnan(x), b | f.utype(1 << (f.mbits - 1)), b).astype(f.utype).view(x.dtype)
 
 
 def canonical_nan(dtype) -> np.ndarray:
