@@ -29,6 +29,7 @@ Conventions (read these before mapping pcode helpers onto this module):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,7 @@ class Fmt:
     top = (1 << (self.ebits + self.mbits)) - 1
     return {"ieee": top - (1 << self.mbits), "fn": top - 1}.get(self.kind, top)
 
-  @property
+  @functools.cached_property
   def utype(self): return {64: np.uint64, 32: np.uint32, 16: np.uint16}.get(self.width, np.uint8)
 
   @property
