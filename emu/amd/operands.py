@@ -13,6 +13,7 @@ import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import SGPR_DEST_TYPES
+from emu.amd.mnemonic import parse
 from emu.amd.wave import WaveState
 
 U64 = np.uint64
@@ -49,8 +50,7 @@ def modifier_float_kind(op_name:str, pcode:str, i:int, fmt:Fmt|None) -> int:
   """Float width (16/32/64) at which the neg/abs input modifiers apply to source `i` of VALU op `op_name`, or 0 for none.
   A float-format operand qualifies unless the pcode reads it only as an integer (V_LDEXP_F16's exponent, V_CMP_CLASS_F16's
   class mask: the wheel's operand table calls them F16); bit-typed operands only for the ops of FLOAT_MODIFIER_OPS."""
-  base = re.sub(r"_E(32|64)$", "", op_name)
-  if base in FLOAT_MODIFIER_OPS: return FLOAT_MODIFIER_OPS[base]
+  if (base := parse(op_name).name) in FLOAT_MODIFIER_OPS: return FLOAT_MODIFIER_OPS[base]
   if (kind := float_kind(fmt)) and re.search(rf"\bS{i}\.", pcode) and not re.search(rf"\bS{i}(\[[^\]]*\])?\.b?f\d", pcode): return 0
   return kind
 
@@ -182,35 +182,35 @@ def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool, packed:bool=
   return f.astype(ft).view(it).astype(U64)
 
 # integer clamp (CLMP on an integer op): the exact result of these ops, saturated to the destination type instead of wrapping.
-# name prefix -> exact result from the sources as Python-sized ints (int64 arrays, already sign-extended for signed types). RDNA
-# names, gfx9's (V_ADD_U32/U16 and V_ADD_I32/I16 are RDNA's V_ADD_NC_*; V_MAD_LEGACY_U16/I16 are VI's V_MAD_U16/I16), and VOP3P's
-# V_PK_ADD/SUB_{U,I}16, saturated per 16-bit half (LLVM selects them with clamp for v2i16 add/sub sat; the packed mads define none).
+# (operation, data types) of the mnemonic (emu.amd.mnemonic) -> exact result from the sources as Python-sized ints (int64 arrays,
+# already sign-extended for signed types). RDNA names, gfx9's (V_ADD_U32/U16 and V_ADD_I32/I16 are RDNA's V_ADD_NC_*;
+# V_MAD_LEGACY_U16/I16 are VI's V_MAD_U16/I16), and VOP3P's V_PK_ADD/SUB_{U,I}16, saturated per 16-bit half (LLVM selects them
+# with clamp for v2i16 add/sub sat; the packed mads define none). Carry-in ops get the lane's carry-in bit as the third value.
 _SEXT24 = lambda x: ((x & 0xffffff) ^ 0x800000) - 0x800000
 _ADD, _SUB, _SUBREV, _MAD = (lambda a, b, c: a + b), (lambda a, b, c: a - b), (lambda a, b, c: b - a), (lambda a, b, c: a * b + c)
 _ADD_CARRY, _SUB_CARRY, _SUBREV_CARRY = (lambda a, b, c: a + b + c), (lambda a, b, c: a - b - c), (lambda a, b, c: b - a - c)
-INT_CLAMP_OPS = {"V_ADD_NC_": _ADD, "V_ADD_CO_U32": _ADD, "V_ADD3_U32": lambda a, b, c: a + b + c, "V_SUB_NC_": _SUB, "V_SUB_CO_U32": _SUB,
-                 "V_SUBREV_NC_": _SUBREV, "V_SUBREV_CO_U32": _SUBREV, "V_MAD_U16": _MAD, "V_MAD_I16": _MAD, "V_MAD_LEGACY_U16": _MAD,
-                 "V_MAD_LEGACY_I16": _MAD, "V_MAD_U32_U24": lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c,
-                 "V_MAD_I32_I24": lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c,
-                 **{f"V_ADD_{t}": _ADD for t in ("U16", "U32", "I16", "I32")}, **{f"V_SUB_{t}": _SUB for t in ("U16", "U32", "I16", "I32")},
-                 "V_SUBREV_U16": _SUBREV, "V_SUBREV_U32": _SUBREV, **{f"V_PK_{o}_{t}": f for o, f in (("ADD", _ADD), ("SUB", _SUB))
-                                                                       for t in ("U16", "I16")},
-                 # carry-in ops: the third value is the lane's carry-in bit (RDNA names, then gfx9's)
-                 "V_ADD_CO_CI_U32": _ADD_CARRY, "V_SUB_CO_CI_U32": _SUB_CARRY, "V_SUBREV_CO_CI_U32": _SUBREV_CARRY,
-                 "V_ADDC_CO_U32": _ADD_CARRY, "V_SUBB_CO_U32": _SUB_CARRY, "V_SUBBREV_CO_U32": _SUBREV_CARRY}
+_NARROW = ("U16", "U32", "I16", "I32")
+INT_CLAMP_OPS: dict[tuple[str, tuple[str, ...]], Callable] = {
+  **{(op, (t,)): f for op, f in (("ADD_NC", _ADD), ("SUB_NC", _SUB), ("SUBREV_NC", _SUBREV), ("ADD", _ADD), ("SUB", _SUB)) for t in _NARROW},
+  ("SUBREV", ("U16",)): _SUBREV, ("SUBREV", ("U32",)): _SUBREV, ("ADD3", ("U32",)): lambda a, b, c: a + b + c,
+  ("ADD_CO", ("U32",)): _ADD, ("SUB_CO", ("U32",)): _SUB, ("SUBREV_CO", ("U32",)): _SUBREV,
+  **{(op, (t,)): _MAD for op in ("MAD", "MAD_LEGACY") for t in ("U16", "I16")},
+  ("MAD", ("U32", "U24")): lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c, ("MAD", ("I32", "I24")): lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c,
+  **{(f"PK_{o}", (t,)): f for o, f in (("ADD", _ADD), ("SUB", _SUB)) for t in ("U16", "I16")},
+  ("ADD_CO_CI", ("U32",)): _ADD_CARRY, ("SUB_CO_CI", ("U32",)): _SUB_CARRY, ("SUBREV_CO_CI", ("U32",)): _SUBREV_CARRY,
+  ("ADDC_CO", ("U32",)): _ADD_CARRY, ("SUBB_CO", ("U32",)): _SUB_CARRY, ("SUBBREV_CO", ("U32",)): _SUBREV_CARRY}
 
 def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] | None:
   """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64 (the carry-in bit instead of S2 for the
-  carry-in ops), the op's D0) -> D0 with the result bits
-  replaced by the saturated result (bits above the type's width, e.g. the high half of a 16-bit op, kept from D0). V_PK_* ops
-  saturate each 16-bit half from the same half of the (op_sel-selected) sources."""
-  fn = next((f for prefix, f in INT_CLAMP_OPS.items() if name.startswith(prefix)), None)
-  if fn is None: return None
-  typ = next(t for t in name.split("_")[2:] if t[:1] in "UI" and t[1:].isdigit())
+  carry-in ops), the op's D0) -> D0 with the result bits replaced by the saturated result (bits above the type's width, e.g. the
+  high half of a 16-bit op, kept from D0). V_PK_* ops saturate each 16-bit half from the same half of the (op_sel-selected) sources."""
+  m = parse(name)
+  if m.prefix != "V" or (fn := INT_CLAMP_OPS.get((m.operation, m.types))) is None: return None
+  typ = m.types[0]
   signed, bits = typ[0] == "I", int(typ[1:])
   lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
   mask = U64((1 << bits) - 1)
-  shifts = (0, 16) if name.startswith("V_PK_") else (0,)
+  shifts = (0, 16) if m.words[0] == "PK" else (0,)
   def clamp(srcs:list[np.ndarray], d0:np.ndarray) -> np.ndarray:
     d = np.asarray(d0, dtype=U64)
     for sh in shifts:
