@@ -633,6 +633,7 @@ class Gen:
     saved, rest = self.mask, None
     for i, (cond, body) in enumerate(s.arms):
       c = conds[0] if i == 0 else self.conv(self.expr(cond), ("bool", 1))
+      if c.vary and (i < len(s.arms) - 1 or s.orelse): c = self.bind(c, "_c")   # the arm's mask and the rest's both test it: once
       cc = f"np.broadcast_to({c.code}, (n,))" if not c.vary else c.code
       m = self.tmp("_m")
       parts = [p for p in (saved, rest, cc) if p]
