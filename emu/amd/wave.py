@@ -84,8 +84,10 @@ class WaveState:
 
   def mode_groups(self, ws:np.ndarray) -> list[np.ndarray]:
     """ws split into groups of waves with equal MODE registers (just [ws] when they agree, the common case)."""
-    modes = self.hwreg[ws, HWREG_MODE]
-    if len(ws) == 1 or (modes == modes[0]).all(): return [ws]
+    if len(ws) == 1: return [ws]
+    w0 = int(ws[0])   # ws is sorted and unique: consecutive waves read a slice of the column, not a gather
+    modes = self.hwreg[w0:w0 + len(ws), HWREG_MODE] if int(ws[-1]) - w0 + 1 == len(ws) else self.hwreg[ws, HWREG_MODE]
+    if (modes == modes[0]).all(): return [ws]
     return [ws[modes == v] for v in np.unique(modes)]
 
   def mode(self, w:int) -> dict:

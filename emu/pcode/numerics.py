@@ -842,8 +842,8 @@ def mantissa_field(x) -> np.ndarray:
 
 
 def sign_bit(x) -> np.ndarray:
-  """The pcode's sign(x): the sign bit as uint32 (also for -0 and NaN)."""
-  return _fields(_typed(x))[0].astype(np.uint32)
+  """The pcode's sign(x): the sign bit as uint32 (also for -0 and NaN; numpy's signbit reads exactly that bit)."""
+  return np.signbit(_typed(x)).astype(np.uint32)
 
 
 def frexp_exp(x) -> np.ndarray:
