@@ -10,15 +10,17 @@ MOCKKFD+AMD segfaulted in 3 of 4 runs).
 
 So once a worker exists, automatic collection stays off: `enforce()` turns it off again wherever someone turned it back on
 (tinygrad's `Tensor.realize` is wrapped in `disable_gc`, which re-enables collection on exit when it was on at entry: the
-first realize, during which the mock starts, does that once), and `HostCollector` runs the collections from its own daemon
-thread: every `INTERVAL_S` it collects the generations whose counters are over their thresholds (the interpreter's policy),
-so finalizers run on a thread that may block on the device. A process that turns automatic collection off on purpose gets
-these collections anyway: the collector cannot tell its `gc.disable()` from tinygrad's.
+first realize, during which the mock starts, does that once). The collections the interpreter would have made run instead at
+the host's polls of device memory (`collect_due`, from every tinygrad `to_mv`: the scheduler's touch hook), on the host's
+thread and holding none of the mock's locks, as an automatic collection at one of its allocations would: the same
+generations, by CPython's threshold rule, and finalizers never concurrent with the host's own code. A doorbell is no such
+point: some are rung inside the mock's ioctl handlers, where a finalizer waiting for the device would deadlock.
+
+Costs: cyclic garbage made while the host does not touch a device waits for its next device access, and a process that
+turned collection off on purpose gets these collections anyway (the guard cannot tell its `gc.disable()` from tinygrad's).
 """
 from __future__ import annotations
-import gc, threading, time
-
-INTERVAL_S = 0.02   # the longest a collection that is due waits (cycles freed at most this much later than with automatic GC)
+import gc
 
 def due_generation() -> int | None:
   """The oldest generation whose collection is due, or None: CPython's rule (gcmodule.c, collect_generations): a generation's
@@ -29,25 +31,21 @@ def due_generation() -> int | None:
 
 class HostCollector:
   """Owns garbage collection while a worker exists (see the module docstring)."""
-  def __init__(self):
-    self._lock, self._thread = threading.Lock(), None
+  def __init__(self): self.active = False
 
   def start(self):
     """Idempotent: the first call takes collection over."""
-    with self._lock:
-      if self._thread is None:
-        self._thread = threading.Thread(target=self._loop, name="mockgpu-gc", daemon=True)
-        self._thread.start()
+    self.active = True
     self.enforce()
 
   def enforce(self):
     """Automatic collection off again if it was turned back on (cheap: called on every doorbell, host poll and dispatch)."""
-    if self._thread is not None and gc.isenabled(): gc.disable()
+    if self.active and gc.isenabled(): gc.disable()
 
-  def _loop(self):
-    while True:
-      time.sleep(INTERVAL_S)
-      self.enforce()
-      if (gen := due_generation()) is not None: gc.collect(gen)
+  def collect_due(self):
+    """On a host thread: turn automatic collection off again and run the collection that is due, if any."""
+    if not self.active: return
+    self.enforce()
+    if (gen := due_generation()) is not None: gc.collect(gen)
 
 COLLECTOR = HostCollector()

@@ -8,7 +8,8 @@ transcendental, WMMA matrix unit, SALU, SMEM, VMEM, LDS), the ready instruction 
 instruction cache, the wave's own order (one instruction per cycle), `s_delay_alu` dependencies, VGPR results needed by
 memory instructions, wait counters (VMEM/LDS in order), barriers, `s_nop` / `s_sleep` and the store drain before a wave
 ends. Results are cached per identical CU workload, so uniform kernels simulate one CU per distinct load. Costs and
-latencies cite their trace evidence in docs/timing.md.
+latencies cite their trace evidence in docs/timing.md. This module holds the per-family costs, the classification of an
+instruction (from its mnemonic's grammar and its compiled semantics) and the observer; emu/amd/cu_model.py is the replay.
 """
 from __future__ import annotations
 import math

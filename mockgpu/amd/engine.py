@@ -175,10 +175,10 @@ class Scheduler:
     woken, wait (GIL released) until it reports progress or HOST_WAIT_S passes, so a polling host does not compete with the
     emulation for the GIL (a spinning host would hold the worker off for a whole switch interval at every hand-over)."""
     if self._worker_ident == threading.get_ident() or not self.engines: return
-    COLLECTOR.enforce()
     if self.has_stalled(): self.kick()
     # busy, or about to be (a doorbell the worker has not picked up yet): let it run now instead of after a GIL switch interval
     if self.busy or self._wake.is_set(): self.wait_progress(self.HOST_WAIT_S)
+    COLLECTOR.collect_due()   # the host's collections run here, on its thread, holding none of the mock's locks (mockgpu/gcguard.py)
 
   def wait_progress(self, timeout:float):
     """Block until the worker reports progress (a packet done, a pass over the engines) or `timeout` seconds pass.
