@@ -4,7 +4,7 @@ Runs each tinygrad program, steady state (compiled and warmed up first), once on
 `MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
 reference device (default `CPU:LLVM`, no emulation) in separate child processes started in the same run, and reports
 per program: seconds per step on each, their ratio (absolute times drift between machines, the ratio much less), the
-emulator's wave-instructions per second, and each child's peak RSS (from its own rusage).
+emulator's wave-instructions per second, and each child's peak RSS (its own rusage, which it reports with its result).
 
 Programs:
   matmul     fp32 256 x 256 @ 256 x 256
@@ -12,7 +12,7 @@ Programs:
   mlp_step   one SGD step of a 2-layer MLP (64 x 256 inputs, 512 hidden, 64 outputs, MSE loss)
 """
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, time
+import argparse, json, os, resource, subprocess, sys, time
 import numpy as np
 
 def _matmul(T, rng):
@@ -51,26 +51,21 @@ def _child(name:str, repeat:int) -> int:
   dev.synchronize()
   secs = (time.perf_counter() - t) / repeat
   winst = (counters()["wave_instructions"] - before["wave_instructions"]) / repeat if counters else None
-  print(json.dumps({"seconds": secs, "wave_instructions": winst}), flush=True)
+  print(json.dumps({"seconds": secs, "wave_instructions": winst, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}),
+        flush=True)
   return 0
 
 def measure(name:str, dev:str, repeat:int, timeout:float=1800) -> dict:
-  """One program on one device in a child process: its JSON result plus `peak_rss_mib` (the child's own maximum RSS)."""
-  proc = subprocess.Popen([sys.executable, "-m", "mockgpu.bench", "--child", name, "--repeat", str(repeat)], env={**os.environ, "DEV": dev},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  deadline = time.monotonic() + timeout
-  while (res := os.wait4(proc.pid, os.WNOHANG))[0] == 0:
-    if time.monotonic() > deadline:
-      proc.kill()
-      raise TimeoutError(f"{name} on {dev}: no result after {timeout:.0f}s")
-    time.sleep(0.05)
-  _, status, usage = res
-  proc.returncode = os.waitstatus_to_exitcode(status)
-  out, err = proc.communicate()
-  lines = [x for x in out.splitlines() if x.startswith("{")]
+  """One program on one device in a child process: its JSON result, with the child's own peak RSS (`peak_rss_mib`)."""
+  try:
+    proc = subprocess.run([sys.executable, "-m", "mockgpu.bench", "--child", name, "--repeat", str(repeat)], env={**os.environ, "DEV": dev},
+                          capture_output=True, text=True, timeout=timeout)
+  except subprocess.TimeoutExpired: raise TimeoutError(f"{name} on {dev}: no result after {timeout:.0f}s") from None
+  lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
   if proc.returncode != 0 or not lines:
-    raise RuntimeError(f"{name} on {dev} failed (exit {proc.returncode}): {err.strip().splitlines()[-1] if err.strip() else 'no output'}")
-  return {**json.loads(lines[-1]), "peak_rss_mib": usage.ru_maxrss / 1024}
+    err = proc.stderr.strip()
+    raise RuntimeError(f"{name} on {dev} failed (exit {proc.returncode}): {err.splitlines()[-1] if err else 'no output'}")
+  return json.loads(lines[-1])
 
 def run(programs:list[str], dev:str, ref:str, repeat:int, log=lambda msg: None) -> dict:
   """Every program on `dev` and on `ref`: {program: {dev: ..., ref: ..., ratio, winst_per_s}}."""

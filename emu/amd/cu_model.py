@@ -27,7 +27,7 @@ P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS = range(len(PORTS))
 COUNTERS = ("vm", "vs", "lgkm", "ds", "km")
 VM, VS = COUNTERS.index("vm"), COUNTERS.index("vs")
 
-class _Op(NamedTuple):
+class ReplayOp(NamedTuple):
   """An OpInfo as the replay loop reads it (built once per step): ints instead of strings, port flags resolved."""
   cls: int
   port: int                 # PORTS index, -1: none
@@ -44,19 +44,19 @@ class _Op(NamedTuple):
   via_trans: bool           # also needs the transcendental port
   gated: bool               # its readiness depends on more than the wave's s_delay_alu dependencies (`_CU.readiness`)
 
-def _op(info:OpInfo) -> _Op:
+def replay_op(info:OpInfo) -> ReplayOp:
   """The replay form of an OpInfo."""
   port, cls = PORTS.index(info.port) if info.port is not None else -1, CLS_CODE[info.cls]
-  return _Op(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
+  return ReplayOp(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
              tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
              info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END))
 
-def _lines(ops:list[_Op], pcs:list[int]) -> list[tuple[int, int, bool]]:
+def cache_spans(ops:list[ReplayOp], pcs:list[int]) -> list[tuple[int, int, bool]]:
   """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line."""
   offs = [pc - pcs[0] for pc in pcs]
   return [(off // ILINE, (off + op.size - 1) // ILINE, off % ILINE < op.size or k == 0) for k, (op, off) in enumerate(zip(ops, offs))]
 
-Stream = tuple[list[_Op], list[int], list[tuple[int, int, bool]]]   # (ops, pcs, cache-line spans) of one wave
+Stream = tuple[list[ReplayOp], list[int], list[tuple[int, int, bool]]]   # (ops, pcs, cache-line spans) of one wave
 
 class _Wave:
   """Replay state of one wave: position, issue history (VALU, trans, SALU), wait counters, pending s_delay_alu dependencies."""
@@ -119,7 +119,7 @@ class _Ports:
     self.free = [0] * ((n_simd + 1) * len(PORTS))
     self.shared_base = n_simd * len(PORTS)
 
-  def take(self, simd:int, op:_Op, ready:int, mult:int) -> int:
+  def take(self, simd:int, op:ReplayOp, ready:int, mult:int) -> int:
     """Issue `op` (a non-matrix port) from `simd` at `ready` if its ports are free, taking them for cost * mult cycles (a
     transcendental also the VALU for one pass, an op issued via the transcendental port that one for a pass); returns `ready`
     when issued, else the cycle they are free."""
@@ -133,6 +133,14 @@ class _Ports:
     free[key] = ready + op.cost * mult
     if port == P_TRANS: free[base + P_VALU] = ready + mult
     elif op.via_trans: free[base + P_TRANS] = ready + mult
+    return ready
+
+  def take_valu_pass(self, simd:int, ready:int, mult:int) -> int:
+    """A WMMA's issue: the SIMD's VALU port for one pass (`mult` cycles) at `ready` if free; returns `ready` when taken, else the
+    cycle it is free."""
+    key = simd * len(PORTS) + P_VALU
+    if (busy := self.free[key]) > ready: return busy
+    self.free[key] = ready + mult
     return ready
 
 class _Matrix:
@@ -205,7 +213,7 @@ class _Matrix:
       if (self.others_in_flight(wave, now) or self.held(wave)) and (rest := need if follow else need - 1) > 0: self.pend.append([wave, rest])
     self.undrained += need
 
-  def gate(self, wave:int, op:_Op, ready:int, passes:int, buffer:int) -> tuple[int, tuple | None]:
+  def gate(self, wave:int, op:ReplayOp, ready:int, passes:int, buffer:int) -> tuple[int, tuple | None]:
     """Whether a VALU/trans/WMMA instruction of `wave` may issue at `ready` with respect to this unit: (ready, what to record with
     `take` once the port is won, or None) when it may, else (the cycle to look again, None). While another wave's WMMAs are in
     flight, or pending passes hold the unit, WMMAs issue only at a completion; while the unit is idle, VALU work waits until the
@@ -246,24 +254,28 @@ class _Workgroups:
     self.launched, self.clock = 0, 0
     self.arrived: dict[int, list[int]] = {}
 
-  def next_launch(self, at:int) -> tuple[int, list[int]] | None:
-    """Start the next workgroup at `at` (or when the launcher is free): (its first wave's start, its waves); None when all have."""
-    if self.launched >= len(self.waves_of): return None
-    waves, t = self.waves_of[self.launched], max(at, self.clock)
+  def next_launch(self, at:int) -> tuple[int, int, list[int]] | None:
+    """Start the next workgroup at `at` (or when the launcher is free): (the workgroup, its first wave's start, its waves); None
+    when all have started."""
+    if (wg := self.launched) >= len(self.waves_of): return None
+    waves, t = self.waves_of[wg], max(at, self.clock)
     self.launched += 1
     self.clock = t + len(waves) * LAUNCH_GAP
-    return t, waves
+    return wg, t, waves
+
+  def _released(self, wg:int) -> list[int] | None:
+    """The barrier waiters of `wg` when every wave of it still running has arrived (they leave the barrier), else None."""
+    return self.arrived.pop(wg) if wg in self.arrived and len(self.arrived[wg]) == self.remaining[wg] else None
 
   def arrive(self, wg:int, wave:int) -> list[int] | None:
     """A wave reaches the barrier: the waves to release when it is the last of its workgroup's running waves, else None."""
     self.arrived.setdefault(wg, []).append(wave)
-    return self.arrived.pop(wg) if len(self.arrived[wg]) == self.remaining[wg] else None
+    return self._released(wg)
 
   def leave(self, wg:int) -> tuple[list[int] | None, bool]:
     """A wave ends: (the barrier waiters it releases, if it was the last wave they waited for; whether its workgroup is done)."""
     self.remaining[wg] -= 1
-    release = self.arrived.pop(wg) if wg in self.arrived and len(self.arrived[wg]) == self.remaining[wg] else None
-    return release, self.remaining[wg] == 0
+    return self._released(wg), self.remaining[wg] == 0
 
 class _CU:
   """One CU's replay: the units above and the issue loop (`run`)."""
@@ -280,9 +292,9 @@ class _CU:
 
   def launch(self, at:int):
     if (nxt := self.groups.next_launch(at)) is None: return
-    t, ids = nxt
+    wg, t, ids = nxt
     for k, i in enumerate(ids):
-      w = self.waves[i] = _Wave(self.streams[i], t + k * LAUNCH_GAP, k % self.p.simds_per_cu, self.groups.launched - 1, self.fetch)
+      w = self.waves[i] = _Wave(self.streams[i], t + k * LAUNCH_GAP, k % self.p.simds_per_cu, wg, self.fetch)
       self.icache.launch(w.ready)
       heapq.heappush(self.heap, (w.ready, i, False))   # heap ties: lower index = older
 
@@ -290,7 +302,7 @@ class _CU:
     """Barrier complete (its last arrival at `last`): the waiting waves continue."""
     for j in waiters: heapq.heappush(self.heap, (max(last + self.p.barrier_release, self.waves[j].parked), j, False))
 
-  def issue_port(self, w:_Wave, i:int, op:_Op, ready:int) -> int:
+  def issue_port(self, w:_Wave, i:int, op:ReplayOp, ready:int) -> int:
     """Win the instruction's port at `ready` (and the matrix unit's consent): `ready` when it issues, else the cycle to retry."""
     take, mult = None, (self.passes if op.vec else 1)
     if self.units is not None and op.vec:
@@ -298,16 +310,14 @@ class _CU:
       if (t := unit.gate(i, op, ready, self.passes, self.p.matrix_buffer))[0] > ready: return t[0]
       take = t[1]
       if op.port == P_MATRIX:   # the issue takes one VALU pass; the op queues in order behind the SIMD's WMMAs in flight
-        free, vk = self.ports.free, w.simd * len(PORTS) + P_VALU
-        if free[vk] > ready: return free[vk]
-        free[vk] = ready + mult
+        if (busy := self.ports.take_valu_pass(w.simd, ready, mult)) > ready: return busy
         w.mx_end = unit.queue(i, ready, op.cost * mult, self.p.matrix_start)
         return ready
     if (busy := self.ports.take(w.simd, op, ready, mult)) > ready: return busy
     if take: self.units[w.simd].take(i, ready, *take)
     return ready
 
-  def retire(self, w:_Wave, op:_Op, ready:int) -> int:
+  def retire(self, w:_Wave, op:ReplayOp, ready:int) -> int:
     """Record the issue at `ready` and its effects (counters, histories, LDS pipe); the cycle the wave's next instruction could
     issue at the earliest (before its own readiness)."""
     cls = op.cls
@@ -344,7 +354,7 @@ class _CU:
     if len(ends) >= q and len(out := [e for e in ends if e > ready]) >= q: nxt = max(nxt, out[len(out) - q])
     return nxt
 
-  def readiness(self, w:_Wave, nop:_Op, nxt:int) -> tuple[int, bool]:
+  def readiness(self, w:_Wave, nop:ReplayOp, nxt:int) -> tuple[int, bool]:
     """When the wave's next instruction `nop` may issue, from `nxt` on: its s_delay_alu dependencies, VGPR reads of memory
     instructions, the SALU result a conditional branch tests, wait counters, the store and WMMA drain before s_endpgm; and whether
     it then waited on global memory."""

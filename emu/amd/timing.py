@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.arch import ArchSpec
-from emu.amd.cu_model import Stream, _Op, _lines, _op, simulate_cu
+from emu.amd.cu_model import ReplayOp, Stream, cache_spans, replay_op, simulate_cu
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.semantics import get_op
@@ -188,12 +188,12 @@ class TimingModel(DispatchObserver):
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, self.spec.lds_per_cu // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
-    self.steps: dict[int, _Op] = {}
+    self.steps: dict[int, ReplayOp] = {}
 
   def issue(self, step:Step, ws:np.ndarray, pc:int=0):
     """Record that waves `ws` (dispatch-wide numbers) executed `step` at `pc`."""
     sid = id(step)
-    if sid not in self.steps: self.steps[sid] = _op(classify(step))
+    if sid not in self.steps: self.steps[sid] = replay_op(classify(step))
     self.batches.append((sid, pc, np.asarray(ws)))
 
   def placement(self, wave:int) -> tuple[int, int]:
@@ -219,7 +219,7 @@ class TimingModel(DispatchObserver):
       if (hit := memo.get(key := s.tobytes())) is None:
         sp = [pairs[c] for c in s.tolist()]
         ops, pcl = [self.steps[sid] for sid, _ in sp], [pc for _, pc in sp]
-        hit = memo[key] = (ops, pcl, _lines(ops, pcl))
+        hit = memo[key] = (ops, pcl, cache_spans(ops, pcl))
       out.append(hit)
     return out
 

@@ -76,16 +76,16 @@ def test_timing_is_deterministic_and_does_not_change_results():
 
 # --- replay rules on synthetic streams (simulate_cu): expected cycles worked by hand from the rules docs/timing.md states ---
 from emu.amd.timing import PARAMS, OpInfo  # noqa: E402
-from emu.amd.cu_model import ILINE, _op, _lines, simulate_cu  # noqa: E402
+from emu.amd.cu_model import ILINE, replay_op, cache_spans, simulate_cu  # noqa: E402
 
 RDNA4 = PARAMS["rdna4"]
-F16_WMMA = _op(OpInfo("valu", "matrix", 16))   # v_wmma_f32_16x16x16_f16 on RDNA4: 4096 MACs / 256 per cycle
-IU8_WMMA = _op(OpInfo("valu", "matrix", 8))    # v_wmma_i32_16x16x16_iu8: 4096 / 512
-VALU, SALU, END = _op(OpInfo("valu", "valu")), _op(OpInfo("salu", "salu")), _op(OpInfo("end", None))
+F16_WMMA = replay_op(OpInfo("valu", "matrix", 16))   # v_wmma_f32_16x16x16_f16 on RDNA4: 4096 MACs / 256 per cycle
+IU8_WMMA = replay_op(OpInfo("valu", "matrix", 8))    # v_wmma_i32_16x16x16_iu8: 4096 / 512
+VALU, SALU, END = replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("salu", "salu")), replay_op(OpInfo("end", None))
 
 def stream(ops, pcs=None):
   pcs = pcs if pcs is not None else [4 * k for k in range(len(ops))]
-  return ops, pcs, _lines(ops, pcs)
+  return ops, pcs, cache_spans(ops, pcs)
 
 def issue_times(streams, p=RDNA4, wg_of=None):
   """Issue cycles per wave, relative to the first wave's first issue."""
@@ -132,7 +132,7 @@ def test_the_owner_runs_ahead_into_the_valu_buffer_which_each_completion_drains(
 
 def test_another_waves_pending_passes_take_free_completions_and_hold_the_owner():
   p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
-  wide = _op(OpInfo("valu", "valu", 2))                           # a 2-pass op (64-bit shift)
+  wide = replay_op(OpInfo("valu", "valu", 2))                           # a 2-pass op (64-bit shift)
   a = stream([F16_WMMA] * 4 + [SALU] * 30 + [VALU, END])
   b = stream([wide, VALU, END])
   wa, wb = issue_times([a, b], p)
@@ -146,7 +146,7 @@ def test_another_waves_pending_passes_take_free_completions_and_hold_the_owner()
 
 def test_a_held_owner_issues_its_wmmas_at_completions_too():
   p = PARAMS["rdna4"].__class__(**{**vars(RDNA4), "simds_per_cu": 1})
-  wide = _op(OpInfo("valu", "valu", 2))
+  wide = replay_op(OpInfo("valu", "valu", 2))
   wa, wb = issue_times([stream([F16_WMMA] * 2 + [SALU] * 30 + [F16_WMMA, END]), stream([wide, END])], p)
   e1, e2 = p.matrix_start + 16, p.matrix_start + 32
   # b's 2-pass op takes e1 and leaves a pass pending; a's third WMMA, ready at 32, waits for e2 instead of issuing at once
@@ -154,14 +154,14 @@ def test_a_held_owner_issues_its_wmmas_at_completions_too():
   assert wa[2 + 30] == e2
 
 def test_a_64_bit_integer_op_waits_for_the_transcendental_port():
-  trans = _op(OpInfo("trans", "trans", 4))                        # v_rcp_f32: the transcendental port is busy 4 cycles
-  wide = _op(OpInfo("valu", "valu", 2, via_trans=True))           # v_lshlrev_b64 on RDNA4
+  trans = replay_op(OpInfo("trans", "trans", 4))                        # v_rcp_f32: the transcendental port is busy 4 cycles
+  wide = replay_op(OpInfo("valu", "valu", 2, via_trans=True))           # v_lshlrev_b64 on RDNA4
   (times,) = issue_times([stream([trans, VALU, wide, END])])
   assert times[1] == 1                                            # a plain VALU op issues while the transcendental runs
   assert times[2] == 4                                            # the 64-bit shift waits for the transcendental port
 
 def test_conditional_branch_waits_for_the_salu_and_a_taken_branch_refetches():
-  cbr = _op(OpInfo("branch", "salu", cond=True))
+  cbr = replay_op(OpInfo("branch", "salu", cond=True))
   # s_cmp; s_cbranch (taken: the next PC is back at 0x10); target instruction
   ops, pcs = [SALU, cbr, SALU, END], [0, 4, 0x10, 0x14]
   (times,) = issue_times([stream(ops, pcs)])
