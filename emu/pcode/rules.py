@@ -17,6 +17,7 @@ its literal reading would round differently. Each rule names the ISA meaning it 
 from __future__ import annotations
 import dataclasses
 from emu.pcode.nodes import Assign, Binary, Call, Cast, If, Name, Num
+from emu.pcode.numerics import F16, F32, F64
 
 def _is_num(e, value) -> bool: return isinstance(e, Num) and e.typ is not None and e.value == value
 
@@ -43,7 +44,7 @@ def _rsq(e):
     return Call("rsq", e.b.args)
   return None
 
-EXPONENT_BIAS = {16: 15, 32: 127, 64: 1023}
+EXPONENT_BIAS = {f.width: f.bias for f in (F16, F32, F64)}   # by the pcode type's width
 
 def _is_int(e, value) -> bool: return isinstance(e, Num) and e.value == value
 
