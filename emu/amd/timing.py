@@ -100,11 +100,12 @@ class OpInfo:
   size: int = 4
   cond: bool = False        # a conditional branch (waits for the SALU result it tests)
   via_trans: bool = False   # a VALU op that also needs the transcendental port for its issue (Params.wide_via_trans)
-  width: str = ""           # VALU data width class (`valu_width`): '', 'f64', 'b64', 'mad64'
+  width: str = ""           # ALU data width class (`width_class`): '', 'f64', 'b64', 'mad64'
   dwords: int = 0           # memory ops: dwords of data per lane it sends to memory (stores, atomics)
+  writes: bool = False      # memory ops: it writes memory (stores, atomics)
 
-def valu_width(m:Mnemonic) -> str:
-  """A VALU op's data-width class: 'f64' (double precision), 'mad64' (64-bit integer multiply-add), 'b64' (other 64-bit integer
+def width_class(m:Mnemonic) -> str:
+  """An ALU op's data-width class: 'f64' (double precision), 'mad64' (64-bit integer multiply-add), 'b64' (other 64-bit integer
   ops: shifts, adds, moves, compares) or '' (32 bits or less)."""
   if "F64" in m.types: return "f64"
   if not {"B64", "U64", "I64"} & set(m.types): return ""
@@ -126,18 +127,18 @@ def classify(step:Step) -> OpInfo:
   mnemonic's grammar and its compiled semantics."""
   instr, spec = step.instr, step.spec
   fmt, size, p, m = instr.fmt, instr.size, PARAMS[spec.family], parse(instr.op.name)
-  if fmt in VMEM_FORMATS or fmt == "DS":
+  if fmt in VMEM_FORMATS or fmt in ("DS", "SMEM"):
     op = get_op(spec.name, instr.op, raw=instr.raw)
-    data = data_bytes(op)
+    data, writes = data_bytes(op), "w" in op.mem
+    if fmt == "SMEM": return OpInfo("smem", "smem", counter="km" if p.split_counters else "lgkm", size=size, writes=writes)
     if fmt == "DS":
       return OpInfo("lds", "lds", lds_cycles=max(1, math.ceil(32 * (4 + data) / LDS_BYTES_PER_CYCLE)), counter="ds" if p.split_counters else "lgkm",
-                    size=size, dwords=math.ceil(data / 4))
+                    size=size, dwords=math.ceil(data / 4), writes=writes)
     # a store, or an atomic whose pre-op value is not returned, counts on the store counter (ISA: "vscnt: stores and atomics without return")
-    store = "w" in op.mem and not (op.mem_rmw and step.returns)
+    store = writes and not (op.mem_rmw and step.returns)
     dwords = max(1, data // 4)
     return OpInfo("vmem_store" if store else "vmem_load", "vmem", p.store_port[0] + p.store_port[1] * dwords if store else 1, size=size,
-                  dwords=dwords if data else 0)
-  if fmt == "SMEM": return OpInfo("smem", "smem", counter="km" if p.split_counters else "lgkm", size=size)
+                  dwords=dwords if data else 0, writes=writes)
   name = m.name
   if name in BARRIERS: return OpInfo("barrier", None, size=size)
   if fmt in ("SOPP", "SOPK") and (name == "S_WAITCNT" or name in COUNTER_WAITS):
@@ -152,9 +153,9 @@ def classify(step:Step) -> OpInfo:
     if name in PAUSES: return OpInfo("nop", None, delay=PAUSES[name](simm), size=size)
     if m.words[0] in ("BRANCH", "CBRANCH"): return OpInfo("branch", "salu", size=size, cond=m.words[0] == "CBRANCH")
     return OpInfo("other", None, size=size)
-  if fmt.startswith("SOP"): return OpInfo("salu", "salu", size=size)
+  width = width_class(m)
+  if fmt.startswith("SOP"): return OpInfo("salu", "salu", size=size, width=width)
   if m.words[:1] and m.words[0] in MATRIX_OPS: return OpInfo("valu", "matrix", matrix_cycles(m, p), size=size)
-  width = valu_width(m)
   if m.words[:1] and m.words[0] in TRANSCENDENTAL and width != "f64":
     return OpInfo("trans", "trans", ISSUE_COST["trans_scalar" if m.prefix == "V_S" else "trans"], size=size)
   if width == "f64": return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size, width=width)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 from tinygrad.renderer.amd import sqtt
+from emu.amd.step import Step
+from emu.amd.timing import OpInfo, classify
 from emu.timing.sqtt_layouts import RDNA3_LAYOUT, Layout, Writer
 
 WAVE_SLOTS = 16            # wave slots per SIMD
@@ -69,15 +71,20 @@ class EngineTrace:
     if (u.se, u.sa, u.wgp) != (t.se, t.sa, t.wgp): return False
     return u.simd == t.simd if self.simd_mask is None else bool(self.simd_mask >> u.simd & 1)
 
-def encode(engines:dict[int, EngineTrace], waves:list[Wave], base:int, instr_at:Callable[[int], object]):
+def encode(engines:dict[int, EngineTrace], waves:list[Wave], base:int, step_at:Callable[[int], Step]):
   """Append the packets of one dispatch's `waves` (cycles relative to `base`, rounded up to the layout's timestamp tick) to the
   streams of their shader engines.
 
   Waves of engines not in `engines` are not traced. Each wave takes the lowest wave slot of its SIMD that is free at its start.
-  `instr_at(pc)` decodes the instruction at a PC (packet classes depend on memory sizes, address modes and branch outcomes).
+  `step_at(pc)` is the compiled instruction at a PC (packet classes depend on its timing view, emu.amd.timing.classify, its address
+  mode and branch outcomes).
   Same-cycle packets go in the order: wave ends, wave starts, then issues by wave."""
   events: dict[int, list[tuple[int, int, int, type[sqtt.PacketType], dict]]] = {se: [] for se in engines}
   busy: dict[tuple[Unit, int], int] = {}
+  infos: dict[int, tuple[Step, OpInfo]] = {}
+  def at(pc:int) -> tuple[Step, OpInfo]:
+    if pc not in infos: infos[pc] = (step := step_at(pc)), classify(step)
+    return infos[pc]
   for k, w in sorted(enumerate(waves), key=lambda kw: (kw[1].start, kw[0])):
     if (eng := engines.get(w.unit.se)) is None: continue
     slot = next((s for s in range(WAVE_SLOTS) if busy.get((w.unit, s), -1) <= w.start), None)
@@ -89,10 +96,10 @@ def encode(engines:dict[int, EngineTrace], waves:list[Wave], base:int, instr_at:
     if lay.emits(lay.wave_start, eng.tokens): ev.append((b + w.start, 1, k, lay.wave_start, where))
     if lay.emits(lay.wave_end, eng.tokens): ev.append((b + w.end, 0, k, lay.wave_end, where))
     if not eng.itraced(w.unit): continue
-    for i, (cyc, pc, cls) in enumerate(w.issues):
-      instr = instr_at(pc)
-      taken = i + 1 < len(w.issues) and w.issues[i + 1][1] != pc + instr.size
-      if (pk := lay.issue(cls, instr, taken)) is None or not lay.emits(pk[0], eng.tokens): continue
+    for i, (cyc, pc, _) in enumerate(w.issues):
+      step, info = at(pc)
+      taken = i + 1 < len(w.issues) and w.issues[i + 1][1] != pc + step.instr.size
+      if (pk := lay.issue(info, step.instr, taken)) is None or not lay.emits(pk[0], eng.tokens): continue
       pcls, op = pk
       ev.append((b + cyc, 2, k, pcls, {**lay.inst_fields(w.unit.simd, slot), **({"op": op.value} if op is not None else {})}))
   for se, ev in events.items():

@@ -13,11 +13,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Protocol
 from tinygrad.renderer.amd import sqtt
-from emu.amd.api import ARCHS
-from emu.amd.arch import SPECS
 from emu.amd.mnemonic import parse
-from emu.amd.semantics import get_op
-from emu.amd.timing import MATRIX_OPS, data_bytes, valu_width
+from emu.amd.timing import MATRIX_OPS, OpInfo
 
 TAIL_BYTES = 8             # the decoder reads a 16-nibble window: 8 bytes must follow the last packet's start
 WPTR_UNIT = 32             # the trace write pointer counts 32-byte units
@@ -132,10 +129,11 @@ class Layout:
   def inst_fields(self, simd:int, slot:int) -> dict[str, int]:
     """Fields (besides the op) of the instruction packets of a wave in `slot` of `simd`."""
     return {"wave": slot}
-  def issue(self, cls:str, instr, taken:bool) -> Issue | None:
-    """(packet class, op) hardware reports for an instruction of timing class `cls` (emu.amd.timing.OpInfo.cls), None: no packet.
+  def issue(self, info:OpInfo, instr, taken:bool) -> Issue | None:
+    """(packet class, op) hardware reports for an instruction, None: no packet.
 
-    `instr` is the decoded instruction (emu.amd.decode.Instr), `taken` whether a branch was taken."""
+    `info` is its timing view (emu.amd.timing.classify: class, data width, dwords sent, whether it writes memory), `instr` the
+    decoded instruction (emu.amd.decode.Instr), `taken` whether a branch was taken."""
     raise NotImplementedError
   def emits(self, pcls:type[sqtt.PacketType], tokens:int) -> bool:
     """Whether packets of class `pcls` go into a stream whose token register field reads `tokens`."""
@@ -145,14 +143,9 @@ def _saddr_null(instr) -> bool:
   saddr = getattr(instr.inst, "saddr", None)
   return saddr is None or saddr.offset >= 124
 
-def _op(instr, family:str):
-  """The compiled semantics of `instr` on the family's first emulated arch (what the packets depend on, memory widths, is the same
-  on every arch of a family)."""
-  return get_op(next(a for a in ARCHS if SPECS[a].family == family), instr.op)
-
-def _dwords(instr, family:str) -> int:
+def _dwords(info:OpInfo) -> int:
   """Dwords of data per lane a memory instruction sends (at least 1)."""
-  return max(1, data_bytes(_op(instr, family)) // 4)
+  return max(1, info.dwords)
 
 def _message(instr) -> bool: return parse(instr.op.name).words[0] in ("SENDMSG", "SENDMSGHALT")   # s_sendmsg, s_sendmsg_rtn_*, s_sendmsghalt
 
@@ -169,28 +162,28 @@ class RDNA3(Layout):
   def writer(self) -> Writer:
     return StreamWriter(pack(sqtt.LAYOUT_HEADER, layout=self.layout, **self.header_fields), self.long_delta)
 
-  def valu(self, cls:str, instr) -> Issue:
+  def valu(self, info:OpInfo, instr) -> Issue:
     if parse(instr.op.name).words[0] == "CMPX": return self.inst, self.ops.VALU1_WR_EXEC
-    return (self.inst, self.ops.VALUT_4) if cls == "trans" else (sqtt.VALUINST, None)
+    return (self.inst, self.ops.VALUT_4) if info.cls == "trans" else (sqtt.VALUINST, None)
 
   def salu(self, instr) -> Enum: return self.ops.SALU_WR_EXEC if parse(instr.op.name).has("SAVEEXEC") else self.ops.SALU
 
-  def memory(self, instr, store:bool, saddr_null:bool) -> Enum:
-    if instr.fmt == "FLAT": return self.ops[f"FLAT_WR_{min(6, 2 + _dwords(instr, self.name))}"] if store else self.ops.FLAT_RD_2
-    if store: return self.ops[f"SGMEM_WR_{min(6, 1 + _dwords(instr, self.name) + saddr_null)}"]
+  def memory(self, info:OpInfo, instr, saddr_null:bool) -> Enum:
+    store = info.cls == "vmem_store"
+    if instr.fmt == "FLAT": return self.ops[f"FLAT_WR_{min(6, 2 + _dwords(info))}"] if store else self.ops.FLAT_RD_2
+    if store: return self.ops[f"SGMEM_WR_{min(6, 1 + _dwords(info) + saddr_null)}"]
     return self.ops.SGMEM_RD_2 if saddr_null else self.ops.SGMEM_RD_1
 
-  def issue(self, cls:str, instr, taken:bool) -> Issue | None:
-    op = self.ops
-    if cls in ("valu", "trans"): return self.valu(cls, instr)
+  def issue(self, info:OpInfo, instr, taken:bool) -> Issue | None:
+    op, cls = self.ops, info.cls
+    if cls in ("valu", "trans"): return self.valu(info, instr)
     if cls == "salu": return self.inst, self.salu(instr)
     if cls == "branch": return self.inst, (op.JUMP if taken else op.JUMP_NO)
     if cls == "smem": return self.inst, op[self.smem_op]
     if cls == "barrier": return self.inst, op[self.barrier_op]
-    if cls in ("vmem_load", "vmem_store"): return self.inst, self.memory(instr, cls == "vmem_store", _saddr_null(instr))
+    if cls in ("vmem_load", "vmem_store"): return self.inst, self.memory(info, instr, _saddr_null(instr))
     if cls == "lds":   # an instruction that writes LDS (stores, atomics) reports its data size; the rest read
-      if "w" not in _op(instr, self.name).mem: return self.inst, op.LDS_RD
-      return self.inst, op[f"LDS_WR_{min(5, 1 + _dwords(instr, self.name))}"]
+      return self.inst, op[f"LDS_WR_{min(5, 1 + _dwords(info))}"] if info.writes else op.LDS_RD
     if cls == "other" and _message(instr): return self.inst, op.MESSAGE
     if cls in ("waitcnt", "nop", "other"): return sqtt.IMMEDIATE, None
     return None  # 'end' is the WAVEEND, 'delay' (s_delay_alu, s_wait_alu, s_barrier_wait) is never issued
@@ -210,14 +203,13 @@ class RDNA4(RDNA3):
   token_bits = {sqtt.WAVESTART_RDNA4: EXCLUDE_WAVESTARTEND, sqtt.WAVEEND_RDNA4: EXCLUDE_WAVESTARTEND, sqtt.VALUINST: EXCLUDE_VALUINST,
                 sqtt.IMMEDIATE: EXCLUDE_IMMEDIATE, sqtt.INST_RDNA4: EXCLUDE_INST}
 
-  def valu(self, cls:str, instr) -> Issue:
+  def valu(self, info:OpInfo, instr) -> Issue:
     op, m = self.ops, parse(instr.op.name)
-    if m.words[0] == "CMPX": return super().valu(cls, instr)
-    if cls == "trans": return self.inst, (op.VALU_SCL_TRANS if m.prefix == "V_S" else op.VALUT_4)
+    if m.words[0] == "CMPX": return super().valu(info, instr)
+    if info.cls == "trans": return self.inst, (op.VALU_SCL_TRANS if m.prefix == "V_S" else op.VALUT_4)
     if m.words[0] in MATRIX_OPS: return self.inst, (op.WMMA_16 if m.type_bits()[1] == 16 else op.WMMA_8)   # by the input type
-    width = valu_width(m)
-    if width: return self.inst, {"f64": op.VALU_DPFP, "mad64": op.VALUB_4, "b64": op.VALUB_2}[width]
-    return super().valu(cls, instr)
+    if info.width: return self.inst, {"f64": op.VALU_DPFP, "mad64": op.VALUB_4, "b64": op.VALUB_2}[info.width]
+    return super().valu(info, instr)
 
   def salu(self, instr) -> Enum:
     m = parse(instr.op.name)
@@ -225,9 +217,9 @@ class RDNA4(RDNA3):
     if m.words[0] == "MUL": return self.ops.SALU_2
     return super().salu(instr)
 
-  def memory(self, instr, store:bool, saddr_null:bool) -> Enum:
-    if instr.fmt == "FLAT": return super().memory(instr, store, saddr_null)
-    if store: return self.ops[f"VMEM_WR_{min(6, 1 + _dwords(instr, self.name) + saddr_null)}"]
+  def memory(self, info:OpInfo, instr, saddr_null:bool) -> Enum:
+    if instr.fmt == "FLAT": return super().memory(info, instr, saddr_null)
+    if info.cls == "vmem_store": return self.ops[f"VMEM_WR_{min(6, 1 + _dwords(info) + saddr_null)}"]
     return self.ops.VMEM_RD_2 if saddr_null else self.ops.VMEM_RD_1
 
 class CDNA(Layout):
@@ -245,14 +237,13 @@ class CDNA(Layout):
   def wave_fields(self, sa:int, wgp:int, simd:int, slot:int) -> dict[str, int]: return {"sh": sa, "cu": wgp, "simd": simd, "wave": slot}
   def inst_fields(self, simd:int, slot:int) -> dict[str, int]: return {"simd": simd, "wave": slot}
 
-  def issue(self, cls:str, instr, taken:bool) -> Issue | None:
-    op, m = sqtt.InstOpCDNA, parse(instr.op.name)
-    wide = valu_width(m) != ""
+  def issue(self, info:OpInfo, instr, taken:bool) -> Issue | None:
+    op, m, cls, wide = sqtt.InstOpCDNA, parse(instr.op.name), info.cls, info.width != ""
     if cls in ("valu", "trans"):
       return sqtt.CDNA_INST, op.VALU_MAI if m.words[0] in ("MFMA", "SMFMAC") else op.VALU_64 if wide else op.VALU_32
     if cls == "salu": return sqtt.CDNA_INST, op.SALU_64 if wide else op.SALU_32
     if cls == "branch": return sqtt.CDNA_INST, op.JUMP if taken else op.NEXT
-    if cls == "smem": return sqtt.CDNA_INST, op.SMEM_WR if "w" in _op(instr, self.name).mem else op.SMEM_RD
+    if cls == "smem": return sqtt.CDNA_INST, op.SMEM_WR if info.writes else op.SMEM_RD
     if cls in ("vmem_load", "vmem_store"):
       store = cls == "vmem_store"
       return sqtt.CDNA_INST, (op.FLAT_WR if store else op.FLAT_RD) if instr.fmt == "FLAT" else (op.VMEM_WR if store else op.VMEM_RD)

@@ -129,7 +129,7 @@ def cdna_reported(instr, spec, pc:int) -> bool:
   from emu.amd.steps import compile_step
   from emu.amd.timing import classify
   from emu.timing.sqtt_layouts import CDNA_LAYOUT
-  return CDNA_LAYOUT.issue(classify(compile_step(instr, spec, pc)).cls, instr, False) is not None
+  return CDNA_LAYOUT.issue(classify(compile_step(instr, spec, pc)), instr, False) is not None
 
 def packets(blob:bytes):
   """The wheel's `sqtt.decode` of one stream, with CDNA times resynchronised after a saturated gap.

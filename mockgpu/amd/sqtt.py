@@ -130,6 +130,6 @@ class ThreadTrace:
     program, waves = Program(tm.spec, self.memory), waves_of(tm.timeline, tm.placement, self.shape)
     for se, eng in engines.items():
       base = max(eng.writer.time, round((now - self.start_ticks[se]) * stats.clock_mhz * 1e6 / TICKS_PER_SECOND))
-      encode({se: eng}, waves, base, lambda pc: program.at(pc).instr)
+      encode({se: eng}, waves, base, program.at)
       self._flush(se)
     return stats

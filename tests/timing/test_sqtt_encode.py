@@ -79,6 +79,10 @@ def test_out_of_order_and_oversized_fields_are_errors(lay):
 # instruction -> (timing class, packet) as the gfx1100 captures report it (plus/sync kernels), or as the decoder's InstOp
 # documentation lists it (store sizes / address modes, transcendental, branches)
 def _i(inst, lay=RDNA3_LAYOUT): return decode(inst.to_bytes(), SPECS[lay])
+def _info(inst, lay=RDNA3_LAYOUT):
+  """(timing view, decoded instruction) of `inst` on the layout's arch."""
+  instr = _i(inst, lay)
+  return classify(compile_step(instr, SPECS[lay], 0)), instr
 HW_CLASSES = [
   (ins.s_load_b64(sdata=s[0:1], sbase=s[0:1], offset=16), "smem", False, (sqtt.INST, sqtt.InstOp.SMEM_RD)),
   (ins.global_load_b32(vdst=v[1], addr=v[0], saddr=s[6:7]), "vmem_load", False, (sqtt.INST, sqtt.InstOp.SGMEM_RD_1)),
@@ -101,7 +105,8 @@ HW_CLASSES = [
 
 @pytest.mark.parametrize("inst,cls,taken,want", HW_CLASSES, ids=lambda x: repr(x).split("(")[0] if not isinstance(x, (str, bool, tuple)) else None)
 def test_rdna3_issue_packets_match_hardware(inst, cls, taken, want):
-  assert RDNA3_LAYOUT.issue(cls, _i(inst), taken) == want
+  info, instr = _info(inst)
+  assert info.cls == cls and RDNA3_LAYOUT.issue(info, instr, taken) == want
 
 # CDNA: no capture traces instructions; the types are the decoder's InstOpCDNA names for each kind of instruction
 C = sqtt.InstOpCDNA
@@ -121,7 +126,8 @@ CDNA_CLASSES = [
 
 @pytest.mark.parametrize("inst,cls,taken,op", CDNA_CLASSES, ids=lambda x: repr(x).split("(")[0] if not isinstance(x, (str, bool, C)) else None)
 def test_cdna_issue_packets_follow_the_decoders_instruction_types(inst, cls, taken, op):
-  assert CDNA_LAYOUT.issue(cls, _i(inst, CDNA_LAYOUT), taken) == (sqtt.CDNA_INST, op)
+  info, instr = _info(inst, CDNA_LAYOUT)
+  assert info.cls == cls and CDNA_LAYOUT.issue(info, instr, taken) == (sqtt.CDNA_INST, op)
 
 @pytest.mark.parametrize("lay,code", [(RDNA3_LAYOUT, [ins.s_delay_alu(simm16=1), ins.s_endpgm()]),
                                       (RDNA4_LAYOUT, [rdna4.s_delay_alu(simm16=1), rdna4.s_wait_alu(simm16=0), rdna4.s_barrier_wait(simm16=0xffff),
@@ -130,12 +136,12 @@ def test_cdna_issue_packets_follow_the_decoders_instruction_types(inst, cls, tak
                          ids=lambda x: getattr(x, "name", ""))
 def test_unreported_instructions_have_no_instruction_packet(lay, code):
   for inst in code:
-    instr = _i(inst, lay)
-    assert lay.issue(classify(compile_step(instr, SPECS[lay], 0)).cls, instr, False) is None, instr.name
+    info, instr = _info(inst, lay)
+    assert lay.issue(info, instr, False) is None, instr.name
 
 def _program(lay, code):
   pcs, addr = {}, 0x1000
-  for c in code: pcs[addr], addr = _i(c, lay), addr + _i(c, lay).size
+  for c in code: pcs[addr], addr = compile_step(_i(c, lay), SPECS[lay], addr), addr + _i(c, lay).size
   return pcs
 
 def test_encode_waves_slots_units_and_exclusions():
@@ -227,11 +233,12 @@ def test_hardware_issue_streams_reencode_to_the_same_instructions_cycles_and_pac
       starts: dict[int, list[int]] = {}
       for p in sqtt.decode(ev.blob):
         if isinstance(p, lay.wave_start) and p.cu == 0 and p.simd == 0: starts.setdefault(p.wave, []).append(p._time)
-      instr_at = {pc: decode(i.to_bytes(), spec) for pc, i in amd_decode(lib, arch).items()}.__getitem__
-      waves = [Wave(Unit(0, 0, 0, 0), starts[slot].pop(0), [(t, pc, classify(compile_step(instr_at(pc), spec, pc)).cls) for pc, t, _ in seq])
+      code = amd_decode(lib, arch)
+      step_at = lambda pc: compile_step(decode(code[pc].to_bytes(), spec), spec, pc)   # only issued instructions (not s_code_end)
+      waves = [Wave(Unit(0, 0, 0, 0), starts[slot].pop(0), [(t, pc, classify(step_at(pc)).cls) for pc, t, _ in seq])
                for slot, seq in hw.items()]
       eng = {0: EngineTrace(Unit(0, 0, 0, 0), layout=lay)}
-      encode(eng, waves, 0, instr_at)
+      encode(eng, waves, 0, step_at)
       assert _issue_streams(eng[0].writer.data(), lib, arch) == hw, (fname, ev.se)
       seen += sum(len(s) for s in hw.values())
   assert seen
@@ -252,7 +259,7 @@ def test_gfx950_wave_starts_and_ends_reencode_to_the_same_packets():
         if name == "CDNA_WAVESTART": live[(sh, cu, simd, slot)] = Wave(Unit(ev.se, sh, cu, simd), t)
         else: (w := live.pop((sh, cu, simd, slot))).issues.append((t, endpgm, "end")); waves.append(w)
       eng = {ev.se: EngineTrace(Unit(ev.se, 0, 0, 0), INCLUDE_WAVE_START | INCLUDE_WAVE_END | INCLUDE_INST, CDNA_LAYOUT, 0xf)}
-      encode(eng, waves, 0, code.__getitem__)
+      encode(eng, waves, 0, lambda pc: compile_step(code[pc], spec, pc))
       got = [(type(p).__name__, p._time, p.sh, p.cu, p.simd, p.wave) for p in sqtt.decode(CDNA_PREFIX + eng[ev.se].writer.data())
              if isinstance(p, (sqtt.CDNA_WAVESTART, sqtt.CDNA_WAVEEND))]
       assert got == hw, (fname, ev.se)
