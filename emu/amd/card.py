@@ -1,7 +1,7 @@
 """`python -m emu.amd.card ARCH MNEMONIC`: one instruction's card: every encoding of the mnemonic on the arch, with its
 bytes (all fields zero), LLVM's disassembly, the executor step that runs it and the timing model's class, port and cost; then
 where its semantics come from (the vendor pcode, a corrected text with the reason, a replacement, or the executor) and the
-generated code's operands. Everything is read from the tables the emulator itself runs on."""
+generated code's operands (how it reads each source, the integer clamp rule). Everything is read from the tables the emulator itself runs on."""
 from __future__ import annotations
 import argparse, sys
 from tinygrad.renderer.amd.dsl import EnumBitField, Inst
@@ -9,6 +9,7 @@ from emu.amd.arch import get_spec
 from emu.amd.decode import decode, encode_fields
 from emu.amd.disasm import instruction_text
 from emu.amd.mnemonic import parse
+from emu.amd.operands import int_clamp_formula
 from emu.amd.steps import compile_step
 from emu.amd.timing import classify
 
@@ -52,6 +53,10 @@ def card(arch:str, mnemonic:str) -> str:
     c = compile_op(arch, op)
     lines.append(f"--- semantics of {name}: {semantics(arch, op, c)}")
     lines.append(f"    {c.kind} op; reads {sorted(c.reads)}; writes {sorted(c.writes)}; widths {c.widths}")
+    if c.views: lines.append("    sources read as " + ", ".join(f"{n} {'/'.join(sorted(k))}" for n, k in sorted(c.views.items()))
+                             + " (a float-format source read only as an integer takes no neg/abs)")
+    if (formula := int_clamp_formula(name)) is not None:
+      lines.append(f"    integer clamp (CLMP): the exact {formula} saturated to {parse(name).types[0]} (emu.amd.operands.INT_CLAMP_OPS)")
   return "\n".join(lines)
 
 def main(argv=None) -> int:

@@ -130,7 +130,7 @@ class ValuStep(Step):
       if fmt == "VOP3P" and pk and own_mods:
         ohi = (inst.opsel_hi >> i) & 1 if i < 2 else inst.opsel_hi2
         packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
-      srcs[name] = SrcSpec(src, modifier_float_kind(instr.op.name, op.pcode, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
+      srcs[name] = SrcSpec(src, modifier_float_kind(op, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
                            bool((abs_ >> i) & 1) and own_mods, packed)
     for name in SOURCE_WRITES & op.writes:   # a source the op writes back must be a plain VGPR of this lane (no SDWA select, no DPP)
       if not (isinstance(srcs[name].src, Src) and srcs[name].src.kind == "vgpr") or instr.variant in ("DPP16", "DPP8", "SDWA"):

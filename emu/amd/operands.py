@@ -6,7 +6,7 @@ zero-extended, as LLVM's disassembler models it), NULL/M0/VCC/EXEC/SCC/VCCZ/EXEC
 on float operands, and clamp/omod on float results.
 """
 from __future__ import annotations
-import re, struct
+import struct
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
@@ -46,12 +46,13 @@ def float_kind(fmt:Fmt|None) -> int:
 # gives V_CNDMASK FP32/FP16 input modifiers and uses them for sign selects (`v_cndmask_b32_e64 v0, -s8, s9, s4` in tinygrad's sin).
 FLOAT_MODIFIER_OPS = {"V_CNDMASK_B32": 32, "V_CNDMASK_B16": 16}
 
-def modifier_float_kind(op_name:str, pcode:str, i:int, fmt:Fmt|None) -> int:
-  """Float width (16/32/64) at which the neg/abs input modifiers apply to source `i` of VALU op `op_name`, or 0 for none.
-  A float-format operand qualifies unless the pcode reads it only as an integer (V_LDEXP_F16's exponent, V_CMP_CLASS_F16's
-  class mask: the wheel's operand table calls them F16); bit-typed operands only for the ops of FLOAT_MODIFIER_OPS."""
-  if (base := parse(op_name).name) in FLOAT_MODIFIER_OPS: return FLOAT_MODIFIER_OPS[base]
-  if (kind := float_kind(fmt)) and re.search(rf"\bS{i}\.", pcode) and not re.search(rf"\bS{i}(\[[^\]]*\])?\.b?f\d", pcode): return 0
+def modifier_float_kind(op, i:int, fmt:Fmt|None) -> int:
+  """Float width (16/32/64) at which the neg/abs input modifiers apply to source `i` of the VALU op `op` (its CompiledOp), or 0
+  for none. A float-format operand qualifies unless the compiled pcode reads it only as an integer (`op.views`: V_LDEXP_F16's
+  exponent, V_CMP_CLASS_F16's class mask; the wheel's operand table calls them F16); bit-typed operands only for the ops of
+  FLOAT_MODIFIER_OPS."""
+  if (base := parse(op.name).name) in FLOAT_MODIFIER_OPS: return FLOAT_MODIFIER_OPS[base]
+  if (kind := float_kind(fmt)) and (views := op.views.get(f"S{i}")) and not views & {"f", "bf"}: return 0
   return kind
 
 def float_bits(x:float, width:int) -> int:
@@ -182,30 +183,36 @@ def apply_omod_clamp(v:np.ndarray, width:int, omod:int, clamp:bool, packed:bool=
   return f.astype(ft).view(it).astype(U64)
 
 # integer clamp (CLMP on an integer op): the exact result of these ops, saturated to the destination type instead of wrapping.
-# (operation, data types) of the mnemonic (emu.amd.mnemonic) -> exact result from the sources as Python-sized ints (int64 arrays,
-# already sign-extended for signed types). RDNA names, gfx9's (V_ADD_U32/U16 and V_ADD_I32/I16 are RDNA's V_ADD_NC_*;
-# V_MAD_LEGACY_U16/I16 are VI's V_MAD_U16/I16), and VOP3P's V_PK_ADD/SUB_{U,I}16, saturated per 16-bit half (LLVM selects them
-# with clamp for v2i16 add/sub sat; the packed mads define none). Carry-in ops get the lane's carry-in bit as the third value.
-_SEXT24 = lambda x: ((x & 0xffffff) ^ 0x800000) - 0x800000
-_ADD, _SUB, _SUBREV, _MAD = (lambda a, b, c: a + b), (lambda a, b, c: a - b), (lambda a, b, c: b - a), (lambda a, b, c: a * b + c)
-_ADD_CARRY, _SUB_CARRY, _SUBREV_CARRY = (lambda a, b, c: a + b + c), (lambda a, b, c: a - b - c), (lambda a, b, c: b - a - c)
+# (operation, data types) of the mnemonic (emu.amd.mnemonic) -> the exact result as a formula over the sources a, b, c as
+# Python-sized ints (int64 arrays, already sign-extended for signed types). RDNA names, gfx9's (V_ADD_U32/U16 and V_ADD_I32/I16
+# are RDNA's V_ADD_NC_*; V_MAD_LEGACY_U16/I16 are VI's V_MAD_U16/I16), and VOP3P's V_PK_ADD/SUB_{U,I}16, saturated per 16-bit
+# half (LLVM selects them with clamp for v2i16 add/sub sat; the packed mads define none). Carry-in ops get the lane's carry-in bit
+# as c. `python -m emu.amd.card` prints an op's formula.
 _NARROW = ("U16", "U32", "I16", "I32")
-INT_CLAMP_OPS: dict[tuple[str, tuple[str, ...]], Callable] = {
-  **{(op, (t,)): f for op, f in (("ADD_NC", _ADD), ("SUB_NC", _SUB), ("SUBREV_NC", _SUBREV), ("ADD", _ADD), ("SUB", _SUB)) for t in _NARROW},
-  ("SUBREV", ("U16",)): _SUBREV, ("SUBREV", ("U32",)): _SUBREV, ("ADD3", ("U32",)): lambda a, b, c: a + b + c,
-  ("ADD_CO", ("U32",)): _ADD, ("SUB_CO", ("U32",)): _SUB, ("SUBREV_CO", ("U32",)): _SUBREV,
-  **{(op, (t,)): _MAD for op in ("MAD", "MAD_LEGACY") for t in ("U16", "I16")},
-  ("MAD", ("U32", "U24")): lambda a, b, c: (a & 0xffffff) * (b & 0xffffff) + c, ("MAD", ("I32", "I24")): lambda a, b, c: _SEXT24(a) * _SEXT24(b) + c,
-  **{(f"PK_{o}", (t,)): f for o, f in (("ADD", _ADD), ("SUB", _SUB)) for t in ("U16", "I16")},
-  ("ADD_CO_CI", ("U32",)): _ADD_CARRY, ("SUB_CO_CI", ("U32",)): _SUB_CARRY, ("SUBREV_CO_CI", ("U32",)): _SUBREV_CARRY,
-  ("ADDC_CO", ("U32",)): _ADD_CARRY, ("SUBB_CO", ("U32",)): _SUB_CARRY, ("SUBBREV_CO", ("U32",)): _SUBREV_CARRY}
+INT_CLAMP_OPS: dict[tuple[str, tuple[str, ...]], str] = {
+  **{(op, (t,)): f for op, f in (("ADD_NC", "a + b"), ("SUB_NC", "a - b"), ("SUBREV_NC", "b - a"), ("ADD", "a + b"), ("SUB", "a - b"))
+     for t in _NARROW},
+  ("SUBREV", ("U16",)): "b - a", ("SUBREV", ("U32",)): "b - a", ("ADD3", ("U32",)): "a + b + c",
+  ("ADD_CO", ("U32",)): "a + b", ("SUB_CO", ("U32",)): "a - b", ("SUBREV_CO", ("U32",)): "b - a",
+  **{(op, (t,)): "a * b + c" for op in ("MAD", "MAD_LEGACY") for t in ("U16", "I16")},
+  ("MAD", ("U32", "U24")): "u24(a) * u24(b) + c", ("MAD", ("I32", "I24")): "i24(a) * i24(b) + c",
+  **{(f"PK_{o}", (t,)): f for o, f in (("ADD", "a + b"), ("SUB", "a - b")) for t in ("U16", "I16")},
+  ("ADD_CO_CI", ("U32",)): "a + b + c", ("SUB_CO_CI", ("U32",)): "a - b - c", ("SUBREV_CO_CI", ("U32",)): "b - a - c",
+  ("ADDC_CO", ("U32",)): "a + b + c", ("SUBB_CO", ("U32",)): "a - b - c", ("SUBBREV_CO", ("U32",)): "b - a - c"}
+_FORMULA_NAMES = {"u24": lambda x: x & 0xffffff, "i24": lambda x: ((x & 0xffffff) ^ 0x800000) - 0x800000}
+
+def int_clamp_formula(name:str) -> str | None:
+  """The exact result INT_CLAMP_OPS gives the integer op `name` before saturation (over sources a, b, c), None if none."""
+  m = parse(name)
+  return INT_CLAMP_OPS.get((m.operation, m.types)) if m.prefix == "V" else None
 
 def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] | None:
   """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64 (the carry-in bit instead of S2 for the
   carry-in ops), the op's D0) -> D0 with the result bits replaced by the saturated result (bits above the type's width, e.g. the
   high half of a 16-bit op, kept from D0). V_PK_* ops saturate each 16-bit half from the same half of the (op_sel-selected) sources."""
+  if (formula := int_clamp_formula(name)) is None: return None
   m = parse(name)
-  if m.prefix != "V" or (fn := INT_CLAMP_OPS.get((m.operation, m.types))) is None: return None
+  fn = eval(f"lambda a, b, c: {formula}", dict(_FORMULA_NAMES))   # the table's own text: one source for the card and the executor
   typ = m.types[0]
   signed, bits = typ[0] == "I", int(typ[1:])
   lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)

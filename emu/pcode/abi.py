@@ -153,7 +153,8 @@ class CompiledOp:
   fn(st) runs the op on an `OpState` (None for kind 'executor'). `reads`/`writes` name the OpState attributes it uses;
   `widths` gives the bit width of each operand it touches (S0/S1/S2/D0/D1/DATA/DATA2/ADDR/VDATA/SDATA/RETURN_DATA ...);
   `lane_masks` names the lane-mask registers a vector op accesses as one bit per lane. `source` is the generated Python,
-  `pcode` the vendor text it came from, `override` the reason when the semantics come from the override table."""
+  `pcode` the vendor text it came from, `override` the reason when the semantics come from the override table; `views` the type
+  kinds ('u' 'i' 'b' 'f' 'bf') the pcode reads each source operand S0/S1/S2 as (empty for ops it does not compile)."""
   arch: str
   name: str
   kind: str
@@ -167,3 +168,4 @@ class CompiledOp:
   source: str = ""
   pcode: str = ""
   override: str = ""
+  views: dict[str, frozenset[str]] = field(default_factory=dict)

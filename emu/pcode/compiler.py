@@ -84,11 +84,19 @@ def operand_base(e) -> Name | None:
   """The Name an operand expression `S0` or `S0.u32` reads, else None."""
   return e if isinstance(e, Name) else e.expr if isinstance(e, View) and isinstance(e.expr, Name) and e.typ else None
 
+SOURCES = ("S0", "S1", "S2")
+
+def _under_bits(e):
+  """The expression a chain of bit slices / indices selects from (`S0[15 : 0]` -> S0)."""
+  while isinstance(e, (Slice, Index)): e = e.expr
+  return e
+
 def scan(stmts, mode:str) -> dict:
   """Operand widths, lane-mask registers and declared variables of an entry. An operand's width is the most bits the pcode reaches:
   its widest typed view (`D0.f16 = S0.f16 + S1.f16`: 16 bits each), bounded slice or bit index (V_CMP_CLASS_F16's mask
   `S1.u32[sign(S0.f16) ? 2 : 9]`: 10 bits; S_CVT_HI_F32_F16's `S0[31 : 16]`: 32), or 32 bits where it is used bare."""
   widths: dict[str, int] = {}
+  views: dict[str, set[str]] = {}   # source operand -> the type kinds the pcode reads it as (S0.f32, S1[15 : 0].u16: 'f', 'u')
   maxima = loop_maxima(stmts)
   lanemask, operands = set(), set()
   def note(n, w):
@@ -102,6 +110,9 @@ def scan(stmts, mode:str) -> dict:
        (top := max_eval(node.hi if isinstance(node, Slice) else node.index, maxima)) is not None:
       note(base.id, top + 1)
       sized.update((id(node.expr), id(base)))
+    if isinstance(node, View) and node.typ and isinstance(base := _under_bits(node.expr), Name) and \
+       (src := ALIASES.get(base.id, base.id)) in SOURCES:
+      views.setdefault(src, set()).add(node.typ[0])
     if isinstance(node, View) and isinstance(node.expr, Name) and node.typ and id(node) not in sized:
       note(node.expr.id, node.typ[1])
       sized.add(id(node.expr))
@@ -117,7 +128,8 @@ def scan(stmts, mode:str) -> dict:
     if widths[k] > 64: widths[k] = -(-widths[k] // 32) * 32
     elif widths[k] > 32: widths[k] = 64
     elif widths[k] > 16 or k == "ADDR": widths[k] = 32 if k != "ADDR" else max(widths[k], 64 if mode == "np" else 64)
-  return {"widths": widths, "lanemask": lanemask, "operands": operands, "vars": {}, "mem": set(), "dst": "VDST" if mode == "np" else "SDST"}
+  return {"widths": widths, "lanemask": lanemask, "operands": operands, "vars": {}, "mem": set(), "dst": "VDST" if mode == "np" else "SDST",
+          "views": {n: sorted(k) for n, k in sorted(views.items())}}
 
 def kind_of(fmt:str, stmts) -> str:
   """'scalar' for SALU/SMEM formats; 'wave' for vector ops that index VGPR by a lane number that is not per-lane data or
@@ -183,7 +195,7 @@ def generate(arch:str, op, text:str) -> tuple[str, dict]:
     src = src.replace("def op(st):\n", f"def op(st):\n  if {cond}: return op_mode(st)\n", 1)
     src += "def op_mode(st):\n" + "\n".join(body(gm, mode, widths)) + "\n"
   meta = {"kind": kind, "reads": reads, "writes": writes, "widths": widths, "lane_masks": sorted(info["lanemask"] & (g.reads | g.writes)),
-          "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}}
+          "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}, "views": info["views"]}
   return src, meta
 
 def vop1_twin(op):
@@ -211,4 +223,5 @@ def compile_op(arch:str, op) -> CompiledOp:
   try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
-                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""))
+                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""),
+                    {n: frozenset(k) for n, k in meta["views"].items()})

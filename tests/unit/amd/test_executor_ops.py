@@ -23,10 +23,12 @@ def test_v_cndmask_b32_e64_applies_neg_and_abs():
   assert (st.vgpr[0, :16, 0] == f32(2.0)).all() and (st.vgpr[0, 16:, 0] == f32(-0.5)).all()
 
 def test_modifier_float_kind_rule():
-  kind = lambda op, i: modifier_float_kind(op.name, get_op("rdna3", op).pcode, i, None if op is VOP3Op.V_CNDMASK_B32_E64 else Fmt.FMT_NUM_F16)
-  assert kind(VOP3Op.V_CNDMASK_B32_E64, 0) == 32                 # bit-typed select: float modifiers anyway (ISA, LLVM FP32InputMods)
+  kind = lambda op, i, fm=Fmt.FMT_NUM_F16: modifier_float_kind(get_op("rdna3", op), i, fm)
+  assert kind(VOP3Op.V_CNDMASK_B32_E64, 0, None) == 32           # bit-typed select: float modifiers anyway (ISA, LLVM FP32InputMods)
   assert kind(VOP3Op.V_LDEXP_F16_E64, 0) == 16 and kind(VOP3Op.V_LDEXP_F16_E64, 1) == 0   # the exponent is read as i16
-  assert modifier_float_kind("V_AND_B32_E64", "D0.u32 = (S0.u32 & S1.u32)", 0, Fmt.FMT_NUM_B32) == 0
+  assert kind(VOP3Op.V_CMP_CLASS_F16_E64, 0) == 16 and kind(VOP3Op.V_CMP_CLASS_F16_E64, 1) == 0   # the class mask: S1.u32[...]
+  assert kind(VOP3Op.V_AND_B32_E64, 0, Fmt.FMT_NUM_B32) == 0
+  assert get_op("rdna3", VOP3Op.V_LDEXP_F16_E64).views == {"S0": {"f"}, "S1": {"i"}}   # what the compiler saw the pcode read
 
 @pytest.mark.parametrize("offset,src", [
   (0x8000 | 0b00_01_10_11, [3, 2, 1, 0]),         # quad permute: lane i reads (i & ~3) + offset[2*(i&3)+1:2*(i&3)]
