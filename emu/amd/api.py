@@ -86,6 +86,10 @@ class DispatchStats:
   bytes_written: int = 0
   lds_bytes: int = 0
   timeline: list = field(default_factory=list)   # optional per-wave (wave, pc, issue_cycle) records when requested
+  # host (wall) seconds the emulator spent: 'total', of which 'decode' (fetching, decoding and building the steps of
+  # instructions this dispatch saw first; the pcode compile of a first-seen op included) and 'observe' (the observers' end of
+  # dispatch work: the timing model's replay); the rest is execution
+  host: dict[str, float] = field(default_factory=dict)
 
   @property
   def seconds(self) -> float: return self.cycles / (self.clock_mhz * 1e6) if self.clock_mhz else 0.0

@@ -6,7 +6,7 @@ lowest PC and executes that instruction for all of them at once; waves split onl
 `s_barrier` parks a wave until every unfinished wave of its workgroup has reached the barrier.
 """
 from __future__ import annotations
-import math
+import math, time
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats, GPUEmulatorError, GPUFault, GPUIllegalInstruction, GPUInvalidDispatch, IllegalOperand
 from emu.amd.arch import ArchSpec
@@ -105,6 +105,7 @@ class Dispatcher:
     self.spec, self.mem, self.watchdog, self.observers = spec, mem, watchdog, list(observers)
 
   def run(self, d:Dispatch) -> DispatchStats:
+    t0 = time.perf_counter()
     cfg = LaunchConfig(self.spec, d)
     cfg.validate(self.spec, d)
     stats = DispatchStats(workgroups=d.grid[0] * d.grid[1] * d.grid[2], lds_bytes=cfg.lds_bytes)
@@ -120,7 +121,10 @@ class Dispatcher:
       st = _init_waves(self.spec, d, cfg, wgs)
       m = Machine(self.spec, st, self.mem, stats, cfg.lds_bytes, len(wgs))
       self.schedule(m, prog, cfg.waves_per_wg, stats, c * cfg.waves_per_wg)
+    t1 = time.perf_counter()
     for o in self.observers: o.done(stats)
+    t2 = time.perf_counter()
+    stats.host = {"total": t2 - t0, "decode": prog.load_s, "observe": t2 - t1}
     return stats
 
   def schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int=0):

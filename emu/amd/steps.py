@@ -1,5 +1,6 @@
 """Instruction fetch and compilation: PC -> `Step`, decoded once per PC per dispatch and compiled once per instruction bytes."""
 from __future__ import annotations
+import time
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, decode
@@ -59,9 +60,13 @@ class Program:
   """The code one dispatch runs: steps by PC, fetched from mapped memory on first use."""
   def __init__(self, spec:ArchSpec, mem:MemoryMap):
     self.spec, self.mem, self.steps = spec, mem, {}
+    self.load_s = 0.0   # host seconds spent fetching, decoding and building steps
 
   def at(self, pc:int) -> Step:
-    if (s := self.steps.get(pc)) is None: s = self.steps[pc] = self._load(pc)
+    if (s := self.steps.get(pc)) is None:
+      t = time.perf_counter()
+      try: s = self.steps[pc] = self._load(pc)
+      finally: self.load_s += time.perf_counter() - t
     return s
 
   def _load(self, pc:int) -> Step:

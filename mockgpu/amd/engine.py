@@ -14,6 +14,7 @@ from emu.amd.api import GPUMemoryFault
 from emu.amd.memory import MemoryMap
 from mockgpu.gcguard import COLLECTOR
 from mockgpu.amd.clock import DeviceClock
+from mockgpu.profile import PROFILE
 
 class PacketError(Exception):
   """A malformed or unsupported packet; the message names the engine, packet and ring (or indirect-buffer) offset."""
@@ -96,8 +97,12 @@ class Engine:
       if self.packet_since is None: self.packet_since = time.monotonic()
       try:
         if self._abort is not None: raise PacketError(f"{self.name} queue reset: {self._abort}")
-        self.step()
-        self.publish()
+        t = time.perf_counter()
+        try:
+          self.step()
+          self.publish()
+        finally:
+          if PROFILE.enabled: PROFILE.add(self.name, time.perf_counter() - t)
       except Stall as e:
         self.stalled, self.stall_reason = True, str(e)
         return progress
@@ -177,7 +182,10 @@ class Scheduler:
     if self._worker_ident == threading.get_ident() or not self.engines: return
     if self.has_stalled(): self.kick()
     # busy, or about to be (a doorbell the worker has not picked up yet): let it run now instead of after a GIL switch interval
-    if self.busy or self._wake.is_set(): self.wait_progress(self.HOST_WAIT_S)
+    if self.busy or self._wake.is_set():
+      t = time.perf_counter()
+      self.wait_progress(self.HOST_WAIT_S)
+      if PROFILE.enabled: PROFILE.add("host waits", time.perf_counter() - t)
     COLLECTOR.collect_due()   # the host's collections run here, on its thread, holding none of the mock's locks (mockgpu/gcguard.py)
 
   def wait_progress(self, timeout:float):

@@ -12,6 +12,7 @@ from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.amd.registers import ComputeRegs
 from mockgpu.amd.sqtt import ThreadTrace
 from mockgpu.kfd.boards import GC_HWID, Board
+from mockgpu.profile import PROFILE
 from mockgpu.stats import record_dispatch
 
 class EmulatedGPU(GPUContext):
@@ -40,6 +41,7 @@ class EmulatedGPU(GPUContext):
     if self._emulator is None: self._emulator = AMDGPU(arch=self.arch, memory=self.memory)
     stats = self._emulator.dispatch(d, timing)
     record_dispatch(stats)
+    if PROFILE.enabled: PROFILE.dispatch(self.memory, d, stats)
     clock_mhz = stats.clock_mhz or self.board.engine_clock_mhz
     self.clock.advance_seconds(stats.cycles / (clock_mhz * 1e6))
     return stats

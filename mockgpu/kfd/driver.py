@@ -19,6 +19,7 @@ from mockgpu.kfd.events import EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL, E
 from mockgpu.kfd.gpu import DOORBELL_PAGE, KFDGPU
 from mockgpu.kfd.memory import BO, FLAG_DOORBELL, FLAG_GTT, FLAG_MMIO_REMAP, FLAG_USERPTR, FLAG_VRAM, FLAG_WRITABLE
 from mockgpu.kfd import sysfs
+from mockgpu.profile import PROFILE
 from mockgpu.vfs import VFS, OpenDevice
 
 KFD_VERSION = (1, 17)
@@ -77,9 +78,15 @@ class KFDProcess:
     buf = bytearray(max(size, ctypes.sizeof(st_t)))
     buf[:size] = ctypes.string_at(ctypes.addressof(arg), size)
     st = st_t.from_buffer(buf)
+    t0 = time.perf_counter()
     if name == "WAIT_EVENTS": handler(st)   # waits for the engines: must not hold them off
     else:
-      with SCHEDULER.lock: handler(st)      # between packets, never inside one (see mockgpu.amd.engine.Scheduler)
+      with SCHEDULER.lock:                  # between packets, never inside one (see mockgpu.amd.engine.Scheduler)
+        t1 = time.perf_counter()
+        handler(st)
+    if PROFILE.enabled:   # a wait for events, or for the worker to finish its pass, is the host waiting for the GPU
+      PROFILE.add("host waits", (time.perf_counter() if name == "WAIT_EVENTS" else t1) - t0)
+      if name != "WAIT_EVENTS": PROFILE.add("ioctl", time.perf_counter() - t1)
     ctypes.memmove(ctypes.addressof(arg), bytes(buf[:size]), size)
     return 0
 

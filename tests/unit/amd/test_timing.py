@@ -247,3 +247,11 @@ def test_unmodelled_wait_counters_do_not_wait():
 def test_valu_classes(make, cls, port, cost):
   t = _info(make(rdna3_ins.ins))
   assert (t.cls, t.port, t.cost) == (cls, port, cost)
+
+def test_dispatch_stats_split_the_host_time_into_decode_observe_and_the_rest():
+  from emu.bench import valu_loop
+  run = valu_loop(waves=8, iters=4)
+  first, again = run(), run()
+  for s in (first, again):
+    assert set(s.host) == {"total", "decode", "observe"} and s.host["total"] >= s.host["decode"] + s.host["observe"]
+    assert s.host["decode"] > 0 and s.host["observe"] > 0   # every dispatch fetches its code; the timing model replays at the end

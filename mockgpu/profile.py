@@ -1,0 +1,107 @@
+"""`MOCKGPU_PROFILE=1`: where the mock's host time goes, per kernel and per part of the mock, printed to stderr at exit.
+
+Per kernel (by its code: the bytes at its entry, and its launch shape): dispatches, wave-instructions, and the emulator's host
+seconds split as `DispatchStats.host` reports them (instruction decode and step build, execution, the timing replay). Per part
+of the mock: PM4 packets other than the kernels they launch, SDMA packets, ioctls, and the host's waits for the GPU (tinygrad
+polling a signal while the worker emulates: time the host would also spend waiting for a real GPU). Every figure is wall time
+measured with `time.perf_counter` around the work itself; the process's own total is printed beside them, so what is left is
+tinygrad's (its scheduler, codegen, AMDGPU compile). Kernels are named after the tinygrad programs still alive at exit
+(`AMDProgram.name`, matched by their code bytes); others by a hash of their code. `MOCKGPU_PROFILE=PATH` also writes the
+figures as JSON to PATH.
+"""
+from __future__ import annotations
+import atexit, gc, hashlib, json, os, sys, threading, time, weakref
+from dataclasses import dataclass, field
+
+CODE_BYTES = 256   # bytes at a kernel's entry that identify it (tinygrad kernels differ well within their first instructions)
+
+@dataclass
+class KernelRow:
+  """What the dispatches of one kernel cost the host."""
+  label: str
+  dispatches: int = 0
+  waves: int = 0
+  wave_instructions: int = 0
+  device_s: float = 0.0
+  host: dict[str, float] = field(default_factory=dict)
+
+class Profile:
+  """The process's profile; `enabled` is False unless MOCKGPU_PROFILE is set (then every hook is one attribute test)."""
+  def __init__(self, setting:str|None):
+    self.enabled, self.path = bool(setting), (setting if setting and setting != "1" else None)
+    self.kernels: dict[tuple, KernelRow] = {}
+    self.parts: dict[str, float] = {}
+    self.codes: dict[bytes, str] = {}    # code hash -> its label
+    self.memories: weakref.WeakSet = weakref.WeakSet()   # the GPU memories kernels ran from (to read live programs' code at exit)
+    self.started = time.perf_counter()
+    self._lock = threading.Lock()
+    self._registered = False
+
+  def add(self, part:str, seconds:float):
+    """Charge `seconds` of host time to a part of the mock ('PM4', 'SDMA', 'ioctl', 'host waits')."""
+    with self._lock: self.parts[part] = self.parts.get(part, 0.0) + seconds
+
+  def dispatch(self, memory, d, stats):
+    """One finished dispatch (an emu.amd.api.Dispatch and its DispatchStats) of a kernel in `memory` (an emu MemoryMap)."""
+    digest = code_digest(memory, d.code_addr)
+    key = (digest, tuple(d.grid), tuple(d.workgroup))
+    with self._lock:
+      if not self._registered:   # registered after tinygrad's own exit handlers, so it runs before they free its programs
+        self._registered = True
+        atexit.register(self.report)
+      self.memories.add(memory)
+      label = self.codes.setdefault(digest, f"code {digest.hex()}")
+      row = self.kernels.setdefault(key, KernelRow(label))
+      row.dispatches += 1
+      row.waves += stats.waves
+      row.wave_instructions += stats.wave_instructions
+      row.device_s += stats.seconds
+      for k, v in stats.host.items(): row.host[k] = row.host.get(k, 0.0) + v
+
+  def name_kernels(self):
+    """Label kernels with the names of the live tinygrad programs whose entry holds the same code."""
+    amd = sys.modules.get("tinygrad.runtime.ops_amd")
+    if amd is None or not self.kernels: return
+    programs = [o for o in gc.get_objects() if isinstance(o, amd.AMDProgram) and isinstance(getattr(o, "prog_addr", None), int)]
+    for p in programs:
+      for mem in list(self.memories):
+        if (digest := code_digest(mem, p.prog_addr)) in self.codes: self.codes[digest] = p.name
+    for (digest, _, _), row in self.kernels.items(): row.label = self.codes[digest]
+
+  def table(self) -> str:
+    """The report's text."""
+    wall = time.perf_counter() - self.started
+    rows = sorted(self.kernels.items(), key=lambda kv: -kv[1].host.get("total", 0.0))
+    emu = sum(r.host.get("total", 0.0) for _, r in rows)
+    out = [f"mockgpu profile: {wall:.2f} s of process wall time since the mock started; kernels emulated {emu:.2f} s",
+           f"{'kernel':<28} {'grid':>14} {'wg':>11} {'n':>5} {'Mwinst':>8} {'host s':>8} {'decode':>7} {'execute':>8} {'timing':>7} {'winst/s':>9}"]
+    for (_, grid, wg), r in rows[:40]:
+      h = r.host
+      tot, dec, obs = h.get("total", 0.0), h.get("decode", 0.0), h.get("observe", 0.0)
+      rate = f"{r.wave_instructions / (tot - dec - obs) / 1e6:.2f}M" if tot - dec - obs > 0 else "-"
+      out.append(f"{r.label[:28]:<28} {'x'.join(map(str, grid)):>14} {'x'.join(map(str, wg)):>11} {r.dispatches:>5} "
+                 f"{r.wave_instructions / 1e6:>8.3f} {tot:>8.3f} {dec:>7.3f} {tot - dec - obs:>8.3f} {obs:>7.3f} {rate:>9}")
+    if len(rows) > 40: out.append(f"... {len(rows) - 40} more kernels ({sum(r.host.get('total', 0.0) for _, r in rows[40:]):.3f} s)")
+    parts = dict(self.parts)
+    if "PM4" in parts: parts["PM4"] = max(0.0, parts["PM4"] - emu)   # the PM4 engines' time less the kernels they launched
+    out.append("mock parts (host s): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(parts.items())) +
+               " (PM4 excludes the kernels; host waits overlap the emulation they wait for)")
+    return "\n".join(out)
+
+  def report(self):
+    """Print the table (and write the JSON) at exit."""
+    self.name_kernels()
+    print(self.table(), file=sys.stderr)
+    if self.path:
+      data = {"wall_s": time.perf_counter() - self.started, "parts": self.parts,
+              "kernels": [{"label": r.label, "grid": g, "workgroup": w, "dispatches": r.dispatches, "waves": r.waves,
+                           "wave_instructions": r.wave_instructions, "device_s": r.device_s, "host": r.host}
+                          for (_, g, w), r in self.kernels.items()]}
+      with open(self.path, "w") as f: json.dump(data, f, indent=1)
+
+def code_digest(memory, addr:int) -> bytes | None:
+  """A short hash of the CODE_BYTES at `addr` (fewer where the mapping ends sooner), None if nothing is mapped there."""
+  if (m := memory.find(addr, 1)) is None: return None
+  return hashlib.sha1(memory.read(addr, min(CODE_BYTES, m.end - addr))).digest()[:6]
+
+PROFILE = Profile(os.environ.get("MOCKGPU_PROFILE"))
