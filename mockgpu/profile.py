@@ -26,8 +26,9 @@ class KernelRow:
   host: dict[str, float] = field(default_factory=dict)
 
 class Profile:
-  """The process's profile; `enabled` is False unless MOCKGPU_PROFILE is set (then every hook is one attribute test)."""
-  def __init__(self, setting:str|None):
+  """A profile; `enabled` is False unless `setting` (MOCKGPU_PROFILE's value) is set (then every hook is one attribute test).
+  `at_exit`: print the report when the process exits (the process-wide PROFILE)."""
+  def __init__(self, setting:str|None, at_exit:bool=False):
     self.enabled, self.path = bool(setting), (setting if setting and setting != "1" else None)
     self.kernels: dict[tuple, KernelRow] = {}
     self.parts: dict[str, float] = {}
@@ -35,7 +36,7 @@ class Profile:
     self.memories: weakref.WeakSet = weakref.WeakSet()   # the GPU memories kernels ran from (to read live programs' code at exit)
     self.started = time.perf_counter()
     self._lock = threading.Lock()
-    self._registered = False
+    self._registered = not at_exit
 
   def add(self, part:str, seconds:float):
     """Charge `seconds` of host time to a part of the mock ('PM4', 'SDMA', 'ioctl', 'host waits')."""
@@ -104,4 +105,4 @@ def code_digest(memory, addr:int) -> bytes | None:
   if (m := memory.find(addr, 1)) is None: return None
   return hashlib.sha1(memory.read(addr, min(CODE_BYTES, m.end - addr))).digest()[:6]
 
-PROFILE = Profile(os.environ.get("MOCKGPU_PROFILE"))
+PROFILE = Profile(os.environ.get("MOCKGPU_PROFILE"), at_exit=True)
