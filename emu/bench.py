@@ -5,8 +5,13 @@ and the emulator is single-threaded):
   valu      steady-state wave-instructions/s of a hand-built VALU-bound loop (8 x v_fma_f32 + s_add/s_cmp/s_cbranch per trip)
   matmul    steady-state wave-instructions/s of tinygrad's fp32 --size^3 matmul kernel (AMD LLVM renderer, loaded from its ELF)
   memory    steady-state wave-instructions/s of a memory-bound elementwise kernel (a * b + c over --floats floats)
+  boxmuller steady-state wave-instructions/s of tinygrad's Box-Muller kernel (cos(2 pi u) * sqrt(-2 log(1 - w)), the body of
+            Tensor.randn) over 64K uniform floats: its waves take different branches (cos's range reduction), so its CUs run
+            different instruction streams
   cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
-  timing    extra wall time of the timing model (timing on vs off) on the valu and matmul workloads
+  timing    extra wall time of the timing model (timing on vs off) on the valu, matmul and boxmuller workloads: repeated
+            (a dispatch whose CU workloads an earlier one replayed takes their cycles from the replay memo) and `_new` (the
+            memo emptied before each run: every CU workload replayed)
   nv        the PTX emulator (emu/nv), timing model on (sm_89): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul
             (PTX renderer) and of an FMA loop (--waves warps x --iters trips of 8 dependent-free fma.rn.f32), the timing model's
             extra wall time on the matmul, and ms per new program (parse + validate)
@@ -24,15 +29,16 @@ Each throughput figure runs the workload once to warm the caches, then times the
   --json                        print one JSON object at the end instead of the summary table
 """
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, math, os, subprocess, sys, tempfile, time
 import numpy as np
 
 def _log(msg:str): print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
-def _timed(fn, repeat:int):
-  """(best CPU seconds, last result) over `repeat` calls."""
+def _timed(fn, repeat:int, before=None):
+  """(best CPU seconds, last result) over `repeat` calls, each after an untimed call of `before` (if given)."""
   best, res = float("inf"), None
   for _ in range(repeat):
+    if before is not None: before()
     t = time.process_time()
     res = fn()
     best = min(best, time.process_time() - t)
@@ -55,13 +61,13 @@ def valu_loop(waves:int, iters:int, timing:bool=True):
   gpu = AMDGPU("gfx1100", bufs.mem, timing=timing)
   return lambda: gpu.dispatch(d)
 
-def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True):
-  """A tinygrad-rendered kernel on random inputs (the output buffer is reused between runs)."""
+def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True, uniform:bool=False):
+  """A tinygrad-rendered kernel on random inputs, standard normal or (`uniform`) in [0, 1); the output buffer is reused between runs."""
   from emu.amd.gpu import AMDGPU
   from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
   k = compile_kernel(fn, *shapes)
   rng = np.random.default_rng(0)
-  inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+  inputs = [(rng.random(s) if uniform else rng.standard_normal(s)).astype(np.float32) for s in shapes]
   out = np.zeros(out_numel, dtype=np.float32)
   bufs = Buffers()
   d = kernel_dispatch(k, inputs, out, bufs)
@@ -70,6 +76,8 @@ def tinygrad_kernel(fn, shapes:list[tuple], out_numel:int, timing:bool=True):
 
 def matmul(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b: a @ b, [(n, n), (n, n)], n * n, timing)
 def memory(n:int, timing:bool=True): return tinygrad_kernel(lambda a, b, c: a * b + c, [(n,)] * 3, n, timing)
+def boxmuller(n:int, timing:bool=True):
+  return tinygrad_kernel(lambda u, w: (u * (2 * math.pi)).cos() * ((1 - w).log() * -2).sqrt(), [(n,)] * 2, n, timing, uniform=True)
 
 def nv_matmul(n:int, timing:bool=True):
   """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt on an sm_89 board, with or without the
@@ -117,10 +125,11 @@ def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
           "fma_warp_inst_per_s": fma_stats.warp_instructions / fma_s,
           "ptx_lines": text.count("\n")}
 
-def throughput(make, repeat:int) -> dict:
+def throughput(make, repeat:int, before=None) -> dict:
+  """Steady state of the dispatch `make()` returns: one untimed warm-up run, then the best of `repeat` (each after `before`)."""
   run = make()
   run()
-  secs, stats = _timed(run, repeat)
+  secs, stats = _timed(run, repeat, before)
   return {"wave_instructions": stats.wave_instructions, "waves": stats.waves, "seconds": secs, "winst_per_s": stats.wave_instructions / secs}
 
 def _clear_caches():
@@ -152,7 +161,7 @@ def cold_cost(make) -> dict:
 
 def main(argv=None):
   p = argparse.ArgumentParser(prog="python -m emu.bench", description=__doc__.split("\n")[0])
-  p.add_argument("--workloads", default="valu,matmul,memory,cold,timing,nv,e2e")
+  p.add_argument("--workloads", default="valu,matmul,memory,boxmuller,cold,timing,nv,e2e")
   p.add_argument("--size", type=int, default=256)
   p.add_argument("--floats", type=int, default=2 << 20)
   p.add_argument("--nv-size", type=int, default=256)
@@ -164,8 +173,8 @@ def main(argv=None):
   os.environ.setdefault("LLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM-19.so")
   wl, out = a.workloads.split(","), {}
   makers = {"valu": lambda t=True: valu_loop(a.waves, a.iters, t), "matmul": lambda t=True: matmul(a.size, t),
-            "memory": lambda t=True: memory(a.floats, t)}
-  for name in ("valu", "matmul", "memory"):
+            "memory": lambda t=True: memory(a.floats, t), "boxmuller": lambda t=True: boxmuller(1 << 16, t)}
+  for name in ("valu", "matmul", "memory", "boxmuller"):
     if name in wl:
       _log(f"{name}: running")
       out[name] = r = throughput(makers[name], a.repeat)
@@ -177,11 +186,15 @@ def main(argv=None):
          f"{r['ms_per_inst_cold_disk']:.3f} ms (cold)")
   if "timing" in wl:
     out["timing"] = {}
-    for name in ("valu", "matmul"):
+    from emu.amd.timing import REPLAY_MEMO
+    for name in ("valu", "matmul", "boxmuller"):
       _log(f"timing: {name} with and without the timing model")
-      on, off = throughput(lambda: makers[name](True), a.repeat)["seconds"], throughput(lambda: makers[name](False), a.repeat)["seconds"]
+      off = throughput(lambda: makers[name](False), a.repeat)["seconds"]
+      on = throughput(lambda: makers[name](True), a.repeat)["seconds"]
+      new = throughput(lambda: makers[name](True), a.repeat, before=REPLAY_MEMO.ends.clear)["seconds"]
       out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
-      _log(f"timing: {name} +{(on / off - 1) * 100:.1f}%")
+      out["timing"][f"{name}_new"] = {"on_s": new, "off_s": off, "overhead": new / off - 1}
+      _log(f"timing: {name} +{(on / off - 1) * 100:.1f}% repeated, +{(new / off - 1) * 100:.1f}% replaying every CU workload")
   if "nv" in wl:
     _log(f"nv: tinygrad's fp32 {a.nv_size}^3 matmul on the PTX emulator")
     out["nv"] = r = nv(a.nv_size, a.repeat, a.waves, a.iters)

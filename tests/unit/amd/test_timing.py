@@ -190,7 +190,8 @@ def test_unknown_driver_is_rejected():
   with pytest.raises(ValueError, match="unknown driver"): TimingModel(get_spec("gfx1100"), driver="amdgpu")
 
 # --- classification from the mnemonic grammar and the compiled semantics (emu.amd.timing.classify) ---
-from tinygrad.runtime.autogen.amd import cdna as cdna_ins, rdna3 as rdna3_ins  # noqa: E402
+from tinygrad.runtime.autogen.amd.cdna import ins as cdna_ins  # noqa: E402
+from tinygrad.runtime.autogen.amd.rdna3 import ins as rdna3_ins  # noqa: E402
 from emu.amd.decode import decode  # noqa: E402
 from emu.amd.steps import compile_step  # noqa: E402
 from emu.amd.timing import classify  # noqa: E402
@@ -204,7 +205,7 @@ def _store_cost(p, dwords): return p.store_port[0] + p.store_port[1] * dwords
 def test_atomic_with_return_counts_as_a_load():
   # vscnt counts stores and atomics without return; an atomic that returns its pre-op value (GLC) is waited for with vmcnt
   # (LLVM SIInsertWaitcnts, D153279: "global_atomic_csub_u32 ... glc is an atomic-with-return which uses VMcnt")
-  i = rdna3_ins.ins
+  i = rdna3_ins
   plain = _info(i.global_atomic_add_u32(addr=v[0:1], data=v[2], saddr=NULL))
   ret = _info(i.global_atomic_add_u32(vdst=v[3], addr=v[0:1], data=v[2], saddr=NULL, glc=1))
   assert (plain.cls, ret.cls) == ("vmem_store", "vmem_load")
@@ -216,24 +217,24 @@ def test_atomic_with_return_counts_as_a_load():
   (lambda i: i.global_store_b8(addr=v[0:1], data=v[2], saddr=NULL), 1),
 ])
 def test_store_cost_follows_the_data_it_sends(make, dwords):
-  assert _info(make(rdna3_ins.ins)).cost == _store_cost(PARAMS["rdna3"], dwords)
+  assert _info(make(rdna3_ins)).cost == _store_cost(PARAMS["rdna3"], dwords)
 
 def test_cdna_memory_sizes_and_buffer_ops():
-  c = cdna_ins.ins
+  c = cdna_ins
   assert _info(c.global_store_dwordx4(addr=v[0:1], data=v[4:7], saddr=NULL), "gfx942").cost == _store_cost(PARAMS["cdna"], 4)
   load = _info(c.buffer_load_dword(vdata=v[1], vaddr=v[0], srsrc=c.s[0:3], soffset=c.s[4], offen=1), "gfx942")
   store = _info(c.buffer_store_dwordx2(vdata=v[2:3], vaddr=v[0], srsrc=c.s[0:3], soffset=c.s[4], offen=1), "gfx942")
   assert (load.cls, load.port, store.cls, store.cost) == ("vmem_load", "vmem", "vmem_store", _store_cost(PARAMS["cdna"], 2))
 
 def test_lds_cycles_count_the_data_written():
-  i = rdna3_ins.ins
+  i = rdna3_ins
   cyc = lambda data: -(-32 * (4 + data) // 128)   # a wave32's address + data bytes over the LDS pipe's 128 bytes/cycle
   assert _info(i.ds_load_b128(vdst=v[4:7], addr=v[0])).lds_cycles == cyc(0)
   assert _info(i.ds_max_u32(addr=v[0], data0=v[1])).lds_cycles == cyc(4)                      # an atomic writes its data
   assert _info(i.ds_store_2addr_b64(addr=v[0], data0=v[2:3], data1=v[4:5])).lds_cycles == cyc(16)
 
 def test_unmodelled_wait_counters_do_not_wait():
-  i = rdna3_ins.ins
+  i = rdna3_ins
   assert _info(i.s_waitcnt_depctr(simm16=0xfff)).waits == () and _info(i.s_waitcnt_expcnt(sdst=NULL, simm16=0)).waits == ()
   assert _info(i.s_waitcnt_vscnt(sdst=NULL, simm16=2)).waits == (("vs", 2),)
 
@@ -245,7 +246,7 @@ def test_unmodelled_wait_counters_do_not_wait():
   (lambda i: i.v_sub_nc_u32_e32(v[1], v[0], v[2]), "valu", "valu", 1),
 ])
 def test_valu_classes(make, cls, port, cost):
-  t = _info(make(rdna3_ins.ins))
+  t = _info(make(rdna3_ins))
   assert (t.cls, t.port, t.cost) == (cls, port, cost)
 
 def test_dispatch_stats_split_the_host_time_into_decode_observe_and_the_rest():
@@ -255,3 +256,15 @@ def test_dispatch_stats_split_the_host_time_into_decode_observe_and_the_rest():
   for s in (first, again):
     assert set(s.host) == {"total", "decode", "observe"} and s.host["total"] >= s.host["decode"] + s.host["observe"]
     assert s.host["decode"] > 0 and s.host["observe"] > 0   # every dispatch fetches its code; the timing model replays at the end
+
+def test_a_repeated_dispatch_takes_its_cycles_from_the_replay_memo_and_they_equal_a_fresh_replay():
+  from emu.bench import valu_loop
+  from emu.amd.timing import REPLAY_MEMO
+  run = valu_loop(waves=64, iters=8)
+  REPLAY_MEMO.ends.clear()
+  fresh = run().cycles
+  workloads = len(REPLAY_MEMO.ends)
+  assert workloads > 0 and run().cycles == fresh and len(REPLAY_MEMO.ends) == workloads   # nothing new replayed
+  REPLAY_MEMO.ends.clear()
+  assert run().cycles == fresh                                                            # and a fresh replay agrees
+  assert valu_loop(waves=64, iters=9)().cycles > fresh   # one more loop trip: other streams, a longer kernel (not a memo hit)
