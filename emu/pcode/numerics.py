@@ -236,7 +236,9 @@ def to_f64(x) -> np.ndarray:
   """Exact float64 value of a typed f16/f32/f64 array (NaN payload kept and quieted)."""
   x = _typed(x)
   with np.errstate(all="ignore"):             # casting a signalling NaN raises the invalid flag
-    return x.astype(np.float64) if x.dtype != np.float16 else decode(x.view(np.uint16), F16)
+    v = x.astype(np.float64)
+  # numpy's f16 cast is exact but keeps a signalling NaN signalling: arrays holding NaNs take the bit-level decode
+  return decode(x.view(np.uint16), F16) if x.dtype == np.float16 and np.isnan(v).any() else v
 
 
 def _is_rne(rm) -> bool:

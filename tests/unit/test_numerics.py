@@ -609,3 +609,13 @@ def test_fma_f64_of_an_overflowing_product_and_an_infinity_is_that_infinity():
   from emu.pcode.numerics import fma_f64
   got = fma_f64(np.array([1e200, -1e200, 1e200]), np.array([1e200, 1e200, 1e200]), np.array([-np.inf, np.inf, 1.0]))
   assert got.tolist() == [-np.inf, np.inf, np.inf]   # the last: an overflow of the rounded sum
+
+
+def test_f16_to_f64_is_exact_on_every_bit_pattern_and_quiets_nans_with_their_payload():
+  bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+  x = bits.view(np.float16)
+  assert (N.to_f64(x).view(np.uint64) == N.decode(bits, N.F16).view(np.uint64)).all()         # an array holding NaNs: bit-level path
+  num = bits[~np.isnan(x)]
+  assert (N.to_f64(num.view(np.float16)).view(np.uint64) == N.decode(num, N.F16).view(np.uint64)).all()   # numpy's cast path
+  assert N.to_f64(np.array([0x3C00, 0x7C01], np.uint16).view(np.float16)).view(np.uint64)[1] \
+    == 0x7FF8040000000000   # sNaN payload 1 << 42, quiet bit set
