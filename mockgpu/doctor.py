@@ -128,6 +128,12 @@ def doctor(out=print) -> int:
         ok, why = True, f"compiles with {newer}, which the mock selects for this arch"
       line(ok, f"  target {arch}", f"{why} (needs LLVM >= {need})", None if ok else _target_fix(need, newer))
 
+  r = _child("from emu import native; print(native.available(), native.NATIVE.why)")
+  avail, _, why = r.stdout.strip().partition(" ")
+  line(True if avail == "True" else None, "native kernels",
+       "the CPU's fused multiply-add, compiled through libLLVM (emu/native.py)" if avail == "True"
+       else f"not used, numpy paths instead (slower, same results): {why or r.stderr.strip()[-120:]}")
+
   from mockgpu.nvrtc_path import pypi_cuda_headers, pypi_nvrtc
   nvrtc = os.environ.get("NVRTC_PATH") or pypi_nvrtc()
   if nvrtc is None:

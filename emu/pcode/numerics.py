@@ -33,6 +33,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+from emu import native
 
 RM_NE, RM_UP, RM_DOWN, RM_ZERO = 0, 1, 2, 3
 
@@ -494,10 +495,20 @@ def _fma_rne(a, b, c, f: Fmt, dtype):
     return s.astype(dtype), (np.nonzero(odd.ravel())[0] if odd.any() else None)
 
 
+def _native_fma(a, b, c, exact):
+  """The CPU's fused multiply-add (emu.native) with its NaN lanes recomputed by `exact` on those lanes (the payload rules are
+  ours, the CPU's NaNs are not the GPU's); None when the native kernels do not run here."""
+  if (r := native.fma(a, b, c)) is None: return None
+  if (nan := np.isnan(r)).any(): r[nan] = exact(*(np.broadcast_to(v, r.shape)[nan] for v in (a, b, c)))
+  return r
+
+
 def _fma_narrow(a, b, c, rm, daz, ftz, dtype):
   a, b, c = (np.asarray(v, dtype) for v in (a, b, c))
   if daz: a, b, c = flush_denorm(a), flush_denorm(b), flush_denorm(c)
   f = _TYPED[np.dtype(dtype)]
+  if dtype is np.float32 and not ftz and _is_rne(rm) and \
+     (r := _native_fma(a, b, c, lambda x, y, z: _fma_exact(x, y, z, rm, ftz, f))) is not None: return r
   if not ftz and _is_rne(rm) and (fast := _fma_rne(a, b, c, f, dtype)) is not None:
     r, odd = fast
     if odd is None: return r
@@ -648,6 +659,12 @@ def fma_f64(a, b, c, rm=RM_NE, daz: bool = False, ftz: bool = False) -> np.ndarr
   integer path."""
   a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
   if daz: a, b, c = flush_denorm(a), flush_denorm(b), flush_denorm(c)
+  if not ftz and _is_rne(rm) and (r := _native_fma(a, b, c, lambda x, y, z: _fma_f64_numpy(x, y, z, rm, ftz))) is not None: return r
+  return _fma_f64_numpy(a, b, c, rm, ftz)
+
+
+def _fma_f64_numpy(a, b, c, rm, ftz: bool) -> np.ndarray:
+  """fma_f64 on broadcast float64 operands, in numpy (see fma_f64)."""
   shape, rmb = a.shape, np.broadcast_to(np.asarray(rm), a.shape)
   a, b, c, rmf = a.ravel(), b.ravel(), c.ravel(), rmb.ravel()
   with np.errstate(all="ignore"):

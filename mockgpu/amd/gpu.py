@@ -4,6 +4,7 @@ wake its queue engines."""
 from __future__ import annotations
 from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
 from emu.amd.gpu import AMDGPU
+from emu import native
 from emu.amd.memory import MemoryMap
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
@@ -28,6 +29,9 @@ class EmulatedGPU(GPUContext):
     self.compute_regs = ComputeRegs(self.gc_version)   # resolved once per GPU, shared by its compute queues and its trace unit
     self.thread_trace = ThreadTrace(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, self.memory, self.clock,
                                     regs=self.compute_regs)
+    # load (on first use: compile) the native kernels here, on the host's thread inside the driver call that creates the GPU, not
+    # later on the engine worker while tinygrad may be compiling with the same libLLVM
+    native.available()
 
   @property
   def gc_version(self) -> tuple[int, int, int]: return self.board.ip_versions[GC_HWID]

@@ -1,0 +1,125 @@
+"""Native loops for the numeric primitives numpy lacks, compiled at run time from LLVM IR (this file) with the libLLVM tinygrad
+loads (`tinygrad.runtime.support.compiler_llvm`, tinygrad's own ELF loader): today the fused multiply-add with one rounding,
+`fma(a, b, c)`, which numpy can only emulate with a dozen passes over the lanes. The instruction semantics stay in the pcode:
+`emu.pcode.numerics` calls these for the arithmetic of its round-to-nearest-even fast paths and keeps its numpy paths for every
+other case (rounding modes, flushing, NaN payloads), which its tests compare against these loops.
+
+A kernel returns nonzero (its results then unused) when the calling thread's SSE control register is not IEEE's default: a
+library in the process that turned on flush-to-zero or another rounding mode would otherwise change results silently. The
+compiled object is kept on disk next to the pcode cache, keyed by the IR, the CPU's feature flags and tinygrad's version
+(compiling costs about 0.2 s, loading a kept one about 1 ms). x86-64 Linux only; elsewhere, without a loadable libLLVM, or with
+EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
+"""
+from __future__ import annotations
+import ctypes, hashlib, mmap, os, platform, sys, tempfile, threading
+from importlib.metadata import version
+import numpy as np
+
+MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
+
+def _fma_ir(name:str, t:str, suffix:str) -> str:
+  """`i32 name(t* a, t* b, t* c, t* out, i64 n)`: out[i] = fma(a[i], b[i], c[i]); returns the MXCSR bits that are not IEEE's default."""
+  return f"""
+declare {t} @llvm.fma.{suffix}({t}, {t}, {t})
+declare void @llvm.x86.sse.stmxcsr(ptr)
+define i32 @{name}(ptr noalias %a, ptr noalias %b, ptr noalias %c, ptr noalias %o, i64 %n) {{
+entry:
+  %csr = alloca i32
+  call void @llvm.x86.sse.stmxcsr(ptr %csr)
+  %mx = load i32, ptr %csr
+  %bad = and i32 %mx, {MXCSR_NON_DEFAULT}
+  %empty = icmp eq i64 %n, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %pa = getelementptr inbounds {t}, ptr %a, i64 %i
+  %pb = getelementptr inbounds {t}, ptr %b, i64 %i
+  %pc = getelementptr inbounds {t}, ptr %c, i64 %i
+  %po = getelementptr inbounds {t}, ptr %o, i64 %i
+  %x = load {t}, ptr %pa
+  %y = load {t}, ptr %pb
+  %z = load {t}, ptr %pc
+  %r = call {t} @llvm.fma.{suffix}({t} %x, {t} %y, {t} %z)
+  store {t} %r, ptr %po
+  %next = add nuw i64 %i, 1
+  %end = icmp eq i64 %next, %n
+  br i1 %end, label %done, label %loop
+done:
+  ret i32 %bad
+}}
+"""
+
+KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64")}
+_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+def _cpu_flags() -> str:
+  """The CPU's feature flags (/proc/cpuinfo): the compiled code uses this CPU's instructions, so the disk cache is keyed by them."""
+  try:
+    with open("/proc/cpuinfo") as f: return next((ln for ln in f if ln.startswith("flags")), "")
+  except OSError: return ""
+
+class _Native:
+  """The loaded kernels (compiled or read from disk on first use; None when this machine cannot have them)."""
+  def __init__(self):
+    self._lock, self._fns, self._mems, self.why = threading.Lock(), None, [], ""
+
+  def fns(self) -> dict | None:
+    if self._fns is None:
+      with self._lock:
+        if self._fns is None: self._fns = self._load()
+    return self._fns or None
+
+  def _load(self) -> dict:
+    if os.environ.get("EMU_NATIVE", "1") == "0": self.why = "EMU_NATIVE=0"; return {}
+    if platform.machine() != "x86_64" or not sys.platform.startswith("linux"): self.why = "x86-64 Linux only"; return {}
+    try:
+      from tinygrad.runtime.support.elf import jit_loader
+      libm = ctypes.CDLL("libm.so.6")
+      out = {}
+      for name, ir in KERNELS.items():
+        obj = self._object(ir)
+        mem = mmap.mmap(-1, max(len(obj), mmap.PAGESIZE), mmap.MAP_ANON | mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+        mem.write(jit_loader(obj, addr, link_libs=[libm]))
+        self._mems.append(mem)   # the code lives as long as the process
+        out[name] = _SIGNATURE(addr)
+      return out
+    except Exception as e:   # no libLLVM, no executable mappings, an LLVM that rejects the IR: the numpy paths run
+      self.why = f"{type(e).__name__}: {e}"
+      return {}
+
+  def _object(self, ir:str) -> bytes:
+    from emu.pcode.cache import cache_dir
+    key = hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{version('tinygrad')}".encode()).hexdigest()[:24]
+    path = os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
+    try:
+      with open(path, "rb") as f: return f.read()
+    except OSError: pass
+    from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
+    obj = CPULLVMCompiler(["x86_64", "native"]).compile(ir)
+    try:
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+      with os.fdopen(fd, "wb") as f: f.write(obj)
+      os.replace(tmp, path)
+    except OSError: pass
+    return obj
+
+NATIVE = _Native()
+
+def available() -> bool:
+  """Whether the native kernels run here (see the module docstring; `NATIVE.why` says why not)."""
+  return NATIVE.fns() is not None
+
+def fma(a, b, c) -> np.ndarray | None:
+  """a*b+c rounded once to nearest-even, elementwise over float32 or float64 operands (broadcast); None when the native kernels
+  are unavailable or the thread's floating-point mode is not IEEE's default. NaN results carry whatever payload the CPU gives."""
+  if (fns := NATIVE.fns()) is None: return None
+  same = type(a) is type(b) is type(c) is np.ndarray and a.dtype == b.dtype == c.dtype and a.shape == b.shape == c.shape and \
+    a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous   # the common case: lanes of one wave batch
+  dt = a.dtype if same else np.result_type(a, b, c)
+  if dt != np.float32 and dt != np.float64: return None
+  if not same: a, b, c = (np.array(x, dtype=dt, order="C") for x in np.broadcast_arrays(a, b, c))   # (0-d stays 0-d)
+  out = np.empty(a.shape, dt)
+  if fns["fma_f32" if dt == np.float32 else "fma_f64"](a.ctypes.data, b.ctypes.data, c.ctypes.data, out.ctypes.data, out.size): return None
+  return out

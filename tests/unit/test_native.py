@@ -1,0 +1,47 @@
+"""emu.native: the CPU's fused multiply-add (compiled at run time through libLLVM) agrees bit for bit with numerics' numpy paths
+(TwoSum and round-to-odd, themselves checked against exact rational arithmetic in test_numerics) on random values of every
+magnitude, constructed rounding ties, overflow, signed zeros, infinities and NaNs (whose payloads the numpy path decides)."""
+import os, subprocess, sys
+import numpy as np
+import pytest
+from emu import native
+from emu.pcode import numerics as N
+
+pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native kernels on this machine: {native.NATIVE.why}")
+
+def _operands(dt, n=200_000, seed=0):
+  rng = np.random.default_rng(seed)
+  it, bits = (np.uint32, 32) if dt == np.float32 else (np.uint64, 64)
+  raw = [rng.integers(0, 1 << bits, n, dtype=np.uint64).astype(it).view(dt) for _ in range(3)]   # every exponent, NaNs included
+  normal = [rng.standard_normal(n).astype(dt) for _ in range(3)]
+  # ties: a*b exact, c chosen so that a*b + c lies halfway between two neighbours of the format (and just off it)
+  mant = 24 if dt == np.float32 else 53
+  a = (1 + rng.integers(1, 1 << 10, n) * 2.0 ** -11).astype(dt)
+  b = (1 + rng.integers(1, 1 << 10, n) * 2.0 ** -11).astype(dt)
+  c = (-(a.astype(np.float64) * b) + 2.0 ** (1 - mant) * rng.integers(-3, 4, n)).astype(dt)
+  special = np.array([0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, np.finfo(dt).max, np.finfo(dt).tiny, np.finfo(dt).smallest_subnormal], dt)
+  grid = np.stack(np.meshgrid(special, special, special), axis=0).reshape(3, -1)
+  return [np.concatenate([r, m, t, g]) for r, m, t, g in zip(raw, normal, (a, b, c), grid)]
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_native_fma_equals_the_numpy_path(dt, monkeypatch):
+  a, b, c = _operands(dt)
+  fma = N.fma_f32 if dt == np.float32 else N.fma_f64
+  got = fma(a, b, c)
+  monkeypatch.setattr(native, "fma", lambda *x: None)   # numerics' own path
+  want = fma(a, b, c)
+  it = np.uint32 if dt == np.float32 else np.uint64
+  assert got.dtype == want.dtype and got.shape == want.shape
+  bad = np.nonzero(got.view(it) != want.view(it))[0]
+  assert len(bad) == 0, [(a[i], b[i], c[i], got[i], want[i]) for i in bad[:5]]
+
+def test_scalars_broadcast_and_keep_their_shape():
+  assert native.fma(np.float32(2), np.float32(3), np.float32(1)).shape == ()
+  r = native.fma(np.float64(2), np.arange(4.0), 1.0)
+  assert r.tolist() == [1.0, 3.0, 5.0, 7.0]
+  assert native.fma(np.arange(3, dtype=np.int64), 1, 1) is None   # integers: not a float fma
+
+def test_emu_native_0_turns_the_kernels_off():
+  code = "from emu import native; print(native.available(), native.NATIVE.why)"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "EMU_NATIVE": "0"}, check=True).stdout
+  assert out.strip() == "False EMU_NATIVE=0"
