@@ -16,6 +16,7 @@ from emu.amd.mem_access import footprint
 from emu.amd.mnemonic import parse
 from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_op
+from emu.pcode.compiler import compile_across_waves
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
 from emu.pcode.abi import OpState
@@ -23,6 +24,8 @@ from emu.pcode.overrides import CACHE, EXECUTOR_OWNED, PREFETCH
 
 U64 = np.uint64
 MASK64 = (1 << 64) - 1
+# what a pure SALU op may read or write to run as one numpy call over waves whose inputs differ (besides its encoding fields)
+ACROSS_INPUTS = {"S0", "S1", "D0", "SCC", "VCC", "EXEC", "M0", "PC", "VCCZ", "EXECZ", "WAVE32", "WAVE64"}
 
 SRC_FIELDS = {"SOP1": {"S0": "ssrc0"}, "SOP2": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPC": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPK": {}, "SOPP": {},
               "SMEM": {}}
@@ -119,17 +122,20 @@ class SaluStep(Step):
     self.mode_dep = bool(op.reads & MODE_INPUTS)
     self.pure = (type(self) is SaluStep and not op.mem and not touched & {"SGPR", "HW_REGISTERS"} and
                  all(op.widths.get(n, 32) <= 64 for n in touched & {"S0", "S1", "D0"}))
+    # the same op as numpy code over waves (one lane per wave), for batches whose waves' inputs differ
+    self.across = compile_across_waves(spec.name, instr.op) if self.pure and touched <= ACROSS_INPUTS | set(self.fields) else None
 
   def execute(self, m:Machine, ws:np.ndarray):
     if self.pure: self._grouped(m, ws)
     else:
       for w in (int(x) for x in ws): self._one(m, w)
 
-  def _state(self, st, w:int, vals:dict) -> OpState:
-    """The op's inputs for wave w (its PC and MODE) and `vals`."""
-    o = OpState(PC=int(st.pc[w]), WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(w), **self.fields, **vals)
-    if "VCCZ" in self.op.reads: o.VCCZ = int(vals.get("VCC", 0) == 0)
-    if "EXECZ" in self.op.reads: o.EXECZ = int(vals.get("EXEC", 0) == 0)
+  def _state(self, st, w:int, vals:dict, pc=None) -> OpState:
+    """The op's inputs for wave w (its PC unless `pc` is given, and its MODE) and `vals` (ints, or arrays over waves)."""
+    o = OpState(PC=int(st.pc[w]) if pc is None else pc, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(w), **self.fields, **vals)
+    zero = lambda v: (v == 0).astype(U64) if isinstance(v, np.ndarray) else int(v == 0)
+    if "VCCZ" in self.op.reads: o.VCCZ = zero(vals.get("VCC", 0))
+    if "EXECZ" in self.op.reads: o.EXECZ = zero(vals.get("EXEC", 0))
     return o
 
   def _grouped(self, m:Machine, ws:np.ndarray):
@@ -143,14 +149,20 @@ class SaluStep(Step):
     if "D0" in op.reads: cols["D0"] = self.d0.read_waves(st, ws)
     names, pc = list(cols), int(st.pc[ws[0]])
     rows = np.stack([cols[n] for n in names], axis=1) if names else np.zeros((len(ws), 0), dtype=U64)
-    if len(ws) == 1 or (rows == rows[0]).all(): uniq, inv = rows[:1], None
-    else: uniq, inv = np.unique(rows, axis=0, return_inverse=True)
-    outs: dict[str, list[int]] = {name: [] for name in self.outputs}
-    for row in uniq.tolist():
-      o = self._state(st, int(ws[0]), dict(zip(names, row)))
-      op.fn(o)
-      for name in self.outputs: outs[name].append(int(getattr(o, name)) & MASK64)
-    res = {name: (np.array(v, dtype=U64) if inv is None else np.array(v, dtype=U64)[inv.reshape(-1)]) for name, v in outs.items()}
+    same = len(ws) == 1 or bool((rows == rows[0]).all())
+    if not same and self.across is not None:   # one numpy call over the waves
+      o = self._state(st, int(ws[0]), cols, st.pc[ws].astype(U64) if "PC" in op.reads else None)
+      o.n = len(ws)
+      self.across.fn(o)
+      res = {name: np.broadcast_to(np.asarray(getattr(o, name)).astype(U64), (len(ws),)) for name in self.outputs}
+    else:   # one Python call per distinct input row
+      uniq, inv = (rows[:1], None) if same else np.unique(rows, axis=0, return_inverse=True)
+      outs: dict[str, list[int]] = {name: [] for name in self.outputs}
+      for row in uniq.tolist():
+        o = self._state(st, int(ws[0]), dict(zip(names, row)))
+        op.fn(o)
+        for name in self.outputs: outs[name].append(int(getattr(o, name)) & MASK64)
+      res = {name: (np.array(v, dtype=U64) if inv is None else np.array(v, dtype=U64)[inv.reshape(-1)]) for name, v in outs.items()}
     if "D0" in res: write_sgpr(st, ws, self.sdst, self.d_bits, res["D0"])
     if "SCC" in res: st.scc[ws] = (res["SCC"] & U64(1)).astype(np.uint32)
     if "VCC" in res: st.set_mask(ws, spec.vcc_lo, res["VCC"])

@@ -233,7 +233,7 @@ class Gen:
       if self.mode == "np" and n in MASK_REGS | {"D0", "D1"} and n in self.info["lanemask"]:
         raise CodegenError(f"whole-register use of lane mask {n} in a vector op")
       vary = self.mode == "np" and n in self.info["operands"]
-      if n in MASK_REGS: return Val(n, ("b", 64))
+      if n in MASK_REGS: return Val(n, ("b", 64), vary)   # (per lane only in a scalar op compiled across waves)
       w = self.opnd_width(n) if n in self.info["operands"] else 64 if n in ("PC",) else self.field_widths.get(n, 32)
       if n == "SCC": w = 1
       if self.is_wide(n): return Val(f"wide({n})", ("b", w), True)

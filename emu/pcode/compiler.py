@@ -91,7 +91,11 @@ def _under_bits(e):
   while isinstance(e, (Slice, Index)): e = e.expr
   return e
 
-def scan(stmts, mode:str) -> dict:
+# per-wave registers (and their widths): with a scalar op compiled across waves (`compile_across_waves`) they are per-lane values
+# like S0, at least this wide however the pcode spells them
+WAVE_REGS = {"SCC": 1, "M0": 32, "EXEC": 64, "VCC": 64, "PC": 64, "EXECZ": 1, "VCCZ": 1}
+
+def scan(stmts, mode:str, waves:bool=False) -> dict:
   """Operand widths, lane-mask registers and declared variables of an entry. An operand's width is the most bits the pcode reaches:
   its widest typed view (`D0.f16 = S0.f16 + S1.f16`: 16 bits each), bounded slice or bit index (V_CMP_CLASS_F16's mask
   `S1.u32[sign(S0.f16) ? 2 : 9]`: 10 bits; S_CVT_HI_F32_F16's `S0[31 : 16]`: 32), or 32 bits where it is used bare."""
@@ -101,8 +105,8 @@ def scan(stmts, mode:str) -> dict:
   lanemask, operands = set(), set()
   def note(n, w):
     n = ALIASES.get(n, n)
-    if n in LANE_OPERANDS or n.startswith(("VDATA", "SDATA", "RETURN_DATA", "DATA")):
-      operands.add(n); widths[n] = max(widths.get(n, 0), w)
+    if n in LANE_OPERANDS or n.startswith(("VDATA", "SDATA", "RETURN_DATA", "DATA")) or waves and n in WAVE_REGS:
+      operands.add(n); widths[n] = max(widths.get(n, 0), w, WAVE_REGS.get(n, 0) if waves else 0)
   sized = set()   # the views and Names below a bounded slice, bit index or typed view: counted there, not as whole or bare uses
   for node in walk(stmts):
     if isinstance(node, Call) and node.name in ADDR_HELPERS: note("ADDR", 64)
@@ -158,14 +162,16 @@ def body(g:Gen, mode:str, widths:dict) -> list[str]:
   if not gl: lines.append("  pass")
   return lines
 
-def generate(arch:str, op, text:str) -> tuple[str, dict]:
-  """The Python source of one op and its metadata (kind, reads, writes, widths, lane_masks, mem)."""
+def generate(arch:str, op, text:str, waves:bool=False) -> tuple[str, dict]:
+  """The Python source of one op and its metadata (kind, reads, writes, widths, lane_masks, mem). `waves`: a scalar op as numpy
+  code whose lanes are waves (its registers, SCC and EXEC included, one value per lane)."""
   fmt = type(op).__name__
   try: stmts = rules.apply(parse(text))
   except PcodeSyntaxError as e: raise Unsupported("parse error", str(e), op.name) from None
   kind = kind_of(fmt, stmts)
-  mode = "np" if kind == "vector" else "py"
-  info = scan(stmts, mode)
+  if waves and kind != "scalar": raise Unsupported("codegen", "only scalar ops compile across waves", op.name)
+  mode = "np" if kind == "vector" or waves else "py"
+  info = scan(stmts, mode, waves)
   # the operand table is a floor under the widths the pcode's views show: a slice the scan cannot bound (V_PK_MOV_B32's
   # S0.u32[OPSEL[0].i32 * 32 + 31 : ...]) must not shrink a 64-bit operand to 32 bits, nor a shift count's slice (S0[3 : 0] of
   # V_LSHLREV_B16) a 16-bit operand to 4 bits
@@ -204,6 +210,32 @@ def vop1_twin(op):
   vop1 = getattr(sys.modules[type(op).__module__], "VOP1Op", None)
   return vop1.__members__.get(op.name[:-4] + "_E32") if vop1 is not None and op.name.endswith("_E64") else None
 
+def _load(a:str, arch:str, op, text:str, reason:str, waves:bool=False) -> CompiledOp:
+  """The CompiledOp of `text` (generated, or read from the disk cache; `waves`: across waves, see generate)."""
+  gen = GENERATOR_VERSION + ("-waves" if waves else "")
+  entry = disk.load(a, op, text, gen)
+  if entry is None:
+    src, meta = generate(a, op, text, waves)
+    entry = disk.store(a, op, text, gen, src, meta)
+  src, meta = entry
+  ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
+  try: exec(compile(src, f"<pcode {a} {op.name}{' waves' if waves else ''}>", "exec"), ns)
+  except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
+  return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
+                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""),
+                    {n: frozenset(k) for n, k in meta["views"].items()})
+
+@cache
+def compile_across_waves(arch:str, op) -> CompiledOp | None:
+  """A scalar op's pcode as numpy code over many waves at once (each lane one wave: S0, D0, SCC, EXEC... per lane), for
+  executors running one instruction on waves whose scalar inputs differ; None for ops it does not cover (overridden ones,
+  and those the vector generator cannot express). Memoised like compile_op."""
+  a = arch_name(arch)
+  if overrides.lookup(a, op, arch) is not None or overrides.fixed_pcode(op, a) is not None or (text := pcode_table(a).get(op)) is None:
+    return None
+  try: return _load(a, arch, op, text, "", waves=True)
+  except Unsupported: return None
+
 @cache
 def compile_op(arch:str, op) -> CompiledOp:
   """Compile one opcode of an arch into a `CompiledOp` (memoised; generated source cached on disk). Raises Unsupported."""
@@ -215,14 +247,4 @@ def compile_op(arch:str, op) -> CompiledOp:
     note = f"runs {twin.name} (the wheel has pseudocode only for the VOP1 form)"
     return replace(twin_op, name=op.name, override=f"{note}; {twin_op.override}" if twin_op.override else note)
   if text is None: raise Unsupported("no pcode", "the wheel has no pseudocode for this opcode", op.name)
-  entry = disk.load(a, op, text, GENERATOR_VERSION)
-  if entry is None:
-    src, meta = generate(a, op, text)
-    entry = disk.store(a, op, text, GENERATOR_VERSION, src, meta)
-  src, meta = entry
-  ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
-  try: exec(compile(src, f"<pcode {a} {op.name}>", "exec"), ns)
-  except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
-  return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
-                    frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""),
-                    {n: frozenset(k) for n, k in meta["views"].items()})
+  return _load(a, arch, op, text, reason)

@@ -121,7 +121,7 @@ def saturate(kind:str):
 def signext(x): return x
 def signext_from_bit(x, n):
   if isinstance(x, np.ndarray) or isinstance(n, np.ndarray):
-    n = np.asarray(n, dtype=np.uint64)
+    n = np.minimum(np.asarray(n, dtype=np.uint64), np.uint64(64))   # from bit 63 or above: the 64-bit value as it is
     sh = np.where(n == 0, np.uint64(0), np.uint64(64) - n)
     r = ((np.asarray(x, dtype=np.uint64) << sh).view(np.int64) >> sh.astype(np.int64)).view(np.uint64)
     return np.where(n == 0, np.uint64(0), r)
