@@ -102,7 +102,7 @@ class Engine:
           self.step()
           self.publish()
         finally:
-          if PROFILE.enabled: PROFILE.add(self.name, time.perf_counter() - t)
+          if PROFILE.enabled: PROFILE.add(self.name.split(" ")[0], time.perf_counter() - t)   # PM4 / SDMA (PCI names carry the queue)
       except Stall as e:
         self.stalled, self.stall_reason = True, str(e)
         return progress
