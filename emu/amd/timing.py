@@ -169,25 +169,39 @@ class ReplayMemo:
   reused), one number per (step, pc) so a wave's instruction stream is the same byte string in every dispatch, and the end cycle
   of every CU workload replayed so far, keyed by a 128-bit digest of everything the replay reads (the parameters, the waves'
   streams and workgroups); beyond `limit` workloads the least recently used is dropped. A dispatch whose CUs run what an
-  earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing."""
-  def __init__(self, limit:int=65536):
+  earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing.
+
+  The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
+  beyond `max_codes` it starts over as a new generation, dropping the end cycles too, since their digests are of the old numbers;
+  a dispatch numbered in the old generation keeps its own table and puts the generation into its digests."""
+  def __init__(self, limit:int=65536, max_codes:int=1 << 20):
     self.ops: dict[int, tuple[Step, ReplayOp]] = {}
+    self.limit, self.max_codes, self._lock = limit, max_codes, threading.Lock()
+    self.generation = -1
+    self._new_generation()
+
+  def _new_generation(self):
+    # fresh objects rather than clearing in place: a dispatch still reading the old table keeps a consistent one
     self.codes: dict[tuple[int, int], int] = {}
     self.pairs: list[tuple[int, int]] = []
     self.ends: OrderedDict[bytes, int] = OrderedDict()
-    self.limit, self._lock = limit, threading.Lock()
+    self.generation += 1
 
   def op(self, step:Step) -> ReplayOp:
     """The replay form of `step` (classified once per process)."""
     if (hit := self.ops.get(sid := id(step))) is None: hit = self.ops[sid] = (step, replay_op(classify(step)))
     return hit[1]
 
-  def code(self, sid:int, pc:int) -> int:
-    """The number of the instruction `sid` (a step's id) at `pc`."""
-    if (c := self.codes.get(key := (sid, pc))) is None:
-      c = self.codes[key] = len(self.pairs)
-      self.pairs.append(key)
-    return c
+  def number(self, keys:list[tuple[int, int]]) -> tuple[int, list[tuple[int, int]], np.ndarray]:
+    """Number each (step id, pc) of `keys`: (the generation, its code -> (step id, pc) table, the codes as int32)."""
+    with self._lock:
+      if len(self.codes) + len(keys) > self.max_codes: self._new_generation()
+      codes, pairs = self.codes, self.pairs
+      for key in keys:
+        if key not in codes:
+          codes[key] = len(pairs)
+          pairs.append(key)
+      return self.generation, pairs, np.array([codes[k] for k in keys], dtype=np.int32)
 
   def end(self, key:bytes) -> int | None:
     with self._lock:
@@ -238,19 +252,19 @@ class TimingModel(DispatchObserver):
     """(CU, SIMD within the CU) the model runs a wave on."""
     return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % self.params.simds_per_cu
 
-  def _streams(self) -> tuple[list[Stream], list[bytes]]:
-    """Each wave's (ops, pcs, cache-line spans) in issue order, and a digest of it; waves with the same sequence share one Stream
-    object."""
-    if not self.batches: return [([], [], []) for _ in range(self.n_waves)], [b""] * self.n_waves
-    memo_ = REPLAY_MEMO   # (step id, pc) -> an int: one array to sort and compare instead of two
-    per_batch = np.array([memo_.code(sid, pc) for sid, pc, _ in self.batches], dtype=np.int32)
+  def _streams(self) -> tuple[list[Stream], list[bytes], int]:
+    """Each wave's (ops, pcs, cache-line spans) in issue order, a digest of it (waves with the same sequence share one Stream
+    object), and the replay memo's generation that numbered them."""
+    if not self.batches: return [([], [], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
+    # (step id, pc) -> an int: one array to sort and compare instead of two
+    generation, pairs, per_batch = REPLAY_MEMO.number([(sid, pc) for sid, pc, _ in self.batches])
     waves = np.concatenate([b[2] for b in self.batches])
     seq = np.repeat(per_batch, [len(b[2]) for b in self.batches])
     # a stable sort by wave keeps each wave's issue order; 16-bit keys make numpy's stable sort a radix sort
     order = np.argsort(waves.astype(np.uint16) if self.n_waves <= 0xffff else waves, kind="stable")
     waves, seq = waves[order], seq[order]
     bounds = np.searchsorted(waves, np.arange(self.n_waves + 1)).tolist()
-    pairs, replay_ops = memo_.pairs, memo_.ops
+    replay_ops = REPLAY_MEMO.ops
     memo: dict[bytes, tuple[Stream, bytes]] = {}
     out, digests = [], []
     for w in range(self.n_waves):
@@ -260,13 +274,13 @@ class TimingModel(DispatchObserver):
         ops, pcl = [replay_ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
         hit = memo[key] = (ops, pcl, cache_spans(ops, pcl)), hashlib.blake2b(key, digest_size=16).digest()
       out.append(hit[0]); digests.append(hit[1])
-    return out, digests
+    return out, digests, generation
 
   def finish(self) -> tuple[int, float]:
     """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""
-    streams, digests = self._streams()
+    streams, digests, generation = self._streams()
     n_wg = max(1, math.ceil(self.n_waves / self.wpg))
-    inputs = repr((self.params, self.passes, self.wg_slots, self.fetch, self.wpg)).encode()   # the rest of what the replay reads
+    inputs = repr((generation, self.params, self.passes, self.wg_slots, self.fetch, self.wpg)).encode()   # the rest of what the replay reads
     per_dispatch: dict[tuple, list] = {}   # with a timeline: each distinct CU workload's full result
     end = 0
     for cu in range(min(self.n_cus, n_wg)):

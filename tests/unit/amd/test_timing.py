@@ -268,3 +268,17 @@ def test_a_repeated_dispatch_takes_its_cycles_from_the_replay_memo_and_they_equa
   REPLAY_MEMO.ends.clear()
   assert run().cycles == fresh                                                            # and a fresh replay agrees
   assert valu_loop(waves=64, iters=9)().cycles > fresh   # one more loop trip: other streams, a longer kernel (not a memo hit)
+
+def test_the_replay_memo_numbering_starts_over_beyond_its_bound_and_cycles_stay_those_of_a_fresh_replay():
+  from emu.bench import valu_loop
+  from emu.amd import timing
+  run = valu_loop(waves=64, iters=8)
+  fresh = run().cycles
+  saved, timing.REPLAY_MEMO = timing.REPLAY_MEMO, timing.ReplayMemo(max_codes=8)   # the loop has more than 8 (step, pc) pairs
+  try:
+    memo = timing.REPLAY_MEMO
+    assert run().cycles == fresh and memo.generation == 1
+    assert run().cycles == fresh and memo.generation == 2   # each dispatch overflows the bound: numbered afresh, replayed afresh
+    tables = memo.number([(1, 0)])
+    assert tables[0] == 3 and len(memo.codes) == 1 and list(tables[2]) == [0]
+  finally: timing.REPLAY_MEMO = saved
