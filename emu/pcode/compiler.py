@@ -7,7 +7,7 @@ from emu.pcode.abi import ARCH_ALIASES, FP8_FNUZ, MODE_DEFAULTS, CompiledOp, Uns
 from emu.pcode.codegen import ALIASES, LANE_OPERANDS, MASK_REGS, CodegenError, Gen
 from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
-from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Ternary, View
+from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Ternary, View, walk
 from emu.pcode.parser import parse
 from emu.pcode import cache as disk, cse, overrides, rules
 
@@ -32,16 +32,6 @@ def ops_for(arch:str) -> list:
   a = arch_name(arch)
   ops = list(pcode_table(a))
   return ops + [op for op in overrides.extra_ops(a) if op not in pcode_table(a)]
-
-def walk(node):
-  """Yield every AST node below (and including) node."""
-  yield node
-  if isinstance(node, list):
-    for x in node: yield from walk(x)
-  elif isinstance(node, tuple):
-    for x in node: yield from walk(x)
-  elif hasattr(node, "__dataclass_fields__"):
-    for f in node.__dataclass_fields__: yield from walk(getattr(node, f))
 
 def loop_maxima(stmts, env:dict | None=None) -> dict:
   """Upper bounds of the loop variables (constant `for` bounds) and of the integer variables assigned from them by `+` and `*`

@@ -119,3 +119,11 @@ class Declare:
 @dataclass
 class ExprStmt:
   expr: object
+
+def walk(node):
+  """Yield every AST node below (and including) node."""
+  yield node
+  if isinstance(node, (list, tuple)):
+    for x in node: yield from walk(x)
+  elif hasattr(node, "__dataclass_fields__"):
+    for f in node.__dataclass_fields__: yield from walk(getattr(node, f))

@@ -13,10 +13,15 @@ its literal reading would round differently. Each rule names the ISA meaning it 
   mantissa() in an integer context (V_CVT_SR_FP8's rounding bits) keeps its field meaning.
 - `1.0 / sqrt(x)` for an f16/f32 x: the reciprocal square root rounded once: `rsq(x)` (computed in f64, rounded to x's format);
   the literal form rounds the square root to x's format first. An f64 x keeps the literal form, which computes in f64 already.
+
+One rule changes no result, only the cost of computing it:
+- `for i in lo : hi do T += X[i] endfor`, also written `T += X[i] == 1 ? 1 : 0` (or `== 0` to count zeros), with X independent of
+  i and T: the set (clear) bits of X[hi : lo] counted at once, `T += countbits(X[hi : lo])`. Read literally it is hi - lo + 1
+  passes over every lane (V_BCNT, V_MBCNT, S_BCNT0/1).
 """
 from __future__ import annotations
 import dataclasses
-from emu.pcode.nodes import Assign, Binary, Call, Cast, If, Name, Num
+from emu.pcode.nodes import Assign, Binary, Call, Cast, For, If, Index, Name, Num, Slice, Ternary, View, walk
 from emu.pcode.numerics import F16, F32, F64
 
 def _is_num(e, value) -> bool: return isinstance(e, Num) and e.typ is not None and e.value == value
@@ -63,7 +68,26 @@ def _frexp_mant(e):
     return dataclasses.replace(e, value=Call("frexp_mant", c.args))
   return None
 
-RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq, "frexp_exp": _frexp_exp, "frexp_mant": _frexp_mant}
+def _loop_bit(e, var:str):
+  """(X, counted bit value) when `e` is bit `var` of X as a loop body counts it: X[i], X[i] == 1 ? 1 : 0, X[i] == 0 ? 1 : 0."""
+  if isinstance(e, View) and e.typ is not None and e.typ[0] == "u": e = e.expr
+  if isinstance(e, Index) and e.index == Name(var): return e.expr, 1
+  if isinstance(e, Ternary) and _is_int(e.a, 1) and _is_int(e.b, 0) and isinstance(c := e.cond, Binary) and c.op == "==" and \
+     isinstance(c.a, Index) and c.a.index == Name(var) and isinstance(c.b, Num) and c.b.value in (0, 1):
+    return c.a.expr, c.b.value
+  return None
+
+def _bit_count(e):
+  if not (isinstance(e, For) and isinstance(e.start, Num) and isinstance(e.end, Num) and len(e.body) == 1 and
+          isinstance(s := e.body[0], Assign) and s.op == "+=" and isinstance(s.target, Name)): return None
+  if (found := _loop_bit(s.value, e.var)) is None: return None
+  x, bit = found
+  if any(isinstance(n, Name) and n.id in (e.var, s.target.id) for n in walk(x)): return None
+  ones = Call("countbits", (Slice(x, e.end, e.start),))
+  return Assign(s.target, "+=", ones if bit else Binary("-", Num(e.end.value - e.start.value + 1, None), ones))
+
+RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq, "frexp_exp": _frexp_exp, "frexp_mant": _frexp_mant,
+         "bit-count": _bit_count}
 
 def _round_half_even(first, second):
   """The statement replacing the pair `first`, `second` when they are the vendor's round-half-to-even, else None."""

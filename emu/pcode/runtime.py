@@ -156,8 +156,14 @@ def pick(arr:list, idx):
   such lanes are masked off by the caller's control flow)."""
   return np.choose(np.minimum(np.asarray(idx, dtype=np.uint64), len(arr) - 1).astype(np.intp), arr)
 
+_BYTE_REVERSED = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], dtype=np.uint8)
+
 def reverse_bits(x, w:int):
   """The low w bits of x in reverse order."""
+  if isinstance(x, np.ndarray) and x.dtype == np.uint64 and w <= 64:
+    # all 64 bits reversed (each byte through a table, the byte order swapped), then shifted down to the low w
+    r = _BYTE_REVERSED[np.ascontiguousarray(x).view(np.uint8)].view(np.uint64).byteswap()
+    return (r >> np.uint64(64 - w)) & np.uint64((1 << w) - 1) if w < 64 else r
   if isinstance(x, np.ndarray):
     r = np.zeros_like(x, dtype=np.uint64)
     for i in range(w): r |= ((x >> np.uint64(i)) & np.uint64(1)) << np.uint64(w - 1 - i)

@@ -86,3 +86,37 @@ def test_v_three_operand_int_random(a, b, c):
     [(((x << (y & 31)) & M32) + z) & M32 for x, y, z in zip(a, b, c)]
   assert [int(d) for d in run(VOP3Op.V_AND_OR_B32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [(x & y) | z for x, y, z in zip(a, b, c)]
   assert [int(d) for d in run(VOP3Op.V_XAD_U32, S0=u32(*a), S1=u32(*b), S2=u32(*c)).D0] == [((x ^ y) + z) & M32 for x, y, z in zip(a, b, c)]
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_bit_counts_match_python_popcount_on_random_operands_every_isa(arch):
+  # the bit-count loops are rewritten to one countbits (emu.pcode.rules); the expected counts come from int.bit_count
+  import importlib, numpy as np
+  enum = importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.enum")
+  rng = np.random.default_rng(7)
+  s0, s1 = (rng.integers(0, 1 << 32, 64, dtype=np.uint64) for _ in range(2))
+  lanes = np.arange(64, dtype=np.uint64)
+  st_ = OpState(n=64, S0=s0.copy(), S1=s1.copy(), laneId=lanes, WAVE32=False, WAVE64=True)
+  compile_op(arch, enum.VOP3Op.V_BCNT_U32_B32).fn(st_)
+  assert [int(d) for d in st_.D0] == [(int(a).bit_count() + int(b)) & M32 for a, b in zip(s0, s1)]
+  below = [(1 << int(ln)) - 1 for ln in lanes]
+  for name, part in (("V_MBCNT_LO_U32_B32", lambda m: m & M32), ("V_MBCNT_HI_U32_B32", lambda m: m >> 32)):
+    st_ = OpState(n=64, S0=s0.copy(), S1=s1.copy(), laneId=lanes, WAVE32=False, WAVE64=True)
+    compile_op(arch, getattr(enum.VOP3Op, name)).fn(st_)
+    assert [int(d) for d in st_.D0] == [((int(a) & part(m)).bit_count() + int(b)) & M32 for a, b, m in zip(s0, s1, below)], name
+  for x in [0, 1, M32, 0x8000000000000001, (1 << 64) - 1] + [int(v) << 32 | int(w) for v, w in zip(s0[:8], s1[:8])]:
+    for bits, one, zero in ((32, "S_BCNT1_I32_B32", "S_BCNT0_I32_B32"), (64, "S_BCNT1_I32_B64", "S_BCNT0_I32_B64")):
+      ones = (x & ((1 << bits) - 1)).bit_count()
+      for name, want in ((one, ones), (zero, bits - ones)):
+        st_ = OpState(S0=x & ((1 << bits) - 1))
+        compile_op(arch, getattr(enum.SOP1Op, name)).fn(st_)
+        assert (st_.D0, st_.SCC) == (want, int(want != 0)), (name, hex(x))
+
+@HYP
+@given(xs=st.lists(st.integers(0, (1 << 64) - 1), min_size=1, max_size=16), w=st.sampled_from([1, 7, 8, 16, 31, 32, 33, 63, 64]))
+def test_reverse_bits_on_arrays_matches_reversing_the_binary_text(xs, w):
+  import numpy as np
+  from emu.pcode.runtime import reverse_bits
+  a = np.repeat(np.array(xs, dtype=np.uint64), 2)[::2]   # a strided view as well as contiguous data
+  want = [int(f"{x & ((1 << w) - 1):0{w}b}"[::-1], 2) for x in xs]
+  assert [int(v) for v in reverse_bits(a, w)] == want and [int(v) for v in reverse_bits(a.copy(), w)] == want
+  assert [int(v) for v in run(VOP1Op.V_BFREV_B32_E32, S0=u32(*[x & M32 for x in xs])).D0] == [int(f"{x & M32:032b}"[::-1], 2) for x in xs]
