@@ -14,3 +14,28 @@ def test_a_zero_threshold_means_collection_is_off(monkeypatch):
   monkeypatch.setattr(gc, "get_threshold", lambda: (0, 10, 10))
   monkeypatch.setattr(gc, "get_count", lambda: (10**6, 99, 99))
   assert gcguard.due_generation() is None
+
+def test_the_collector_turns_automatic_collection_off_by_the_threshold_and_keeps_the_old_rule():
+  # tinygrad's disable_gc re-enables collection behind the guard's back: with generation 0's threshold at 0 no automatic
+  # collection runs anyway, and the host's collections still follow the thresholds found at start, or set later
+  saved, was_enabled = gc.get_threshold(), gc.isenabled()
+  try:
+    gc.set_threshold(500, 9, 8)
+    c = gcguard.HostCollector()
+    c.start()
+    assert gc.get_threshold() == (0, 9, 8) and not gc.isenabled() and c.thresholds == (500, 9, 8)
+    gc.enable()                                   # what disable_gc's __exit__ does
+    c.enforce()
+    assert not gc.isenabled() and gc.get_threshold()[0] == 0
+    gc.set_threshold(300, 4, 4)                   # someone's own thresholds become the rule
+    c.enforce()
+    assert c.thresholds == (300, 4, 4) and gc.get_threshold() == (0, 4, 4)
+    gc.collect()
+    junk = [[] for _ in range(400)]               # 400 tracked allocations: over 300, so generation 0 is due
+    assert gcguard.due_generation(c.thresholds) == 0 and gcguard.due_generation() is None
+    c.collect_due()
+    assert gc.get_count()[0] < 300
+    del junk
+  finally:
+    gc.set_threshold(*saved)
+    if was_enabled: gc.enable()
