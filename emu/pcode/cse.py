@@ -10,16 +10,24 @@ import ast
 
 # helpers (emu/pcode/runtime.py, helpers.py) whose value depends only on their arguments, none of which they change
 PURE = frozenset({"bits2f", "f2bits", "sign", "exponent", "mantissa", "is_snan", "is_qnan", "isnan", "is_denorm", "fabs", "i64", "u64",
-                  "sext"})
+                  "sext", "reverse_bits", "popcount"})
 
 def _invariant(node:ast.AST, assigned:set[str]) -> bool:
   """Whether `node` is a pure call whose every name is one the function never assigns (its value is the same everywhere)."""
   if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PURE and not node.keywords): return False
   for sub in ast.walk(node):
     if isinstance(sub, ast.Name) and sub is not node.func and sub.id in assigned: return False
-    if isinstance(sub, ast.Call) and not (isinstance(sub.func, ast.Name) and sub.func.id in PURE): return False
-    if isinstance(sub, (ast.Attribute, ast.Subscript, ast.Lambda, ast.NamedExpr)): return False
+    if isinstance(sub, ast.Call) and not (isinstance(sub.func, ast.Name) and sub.func.id in PURE or _numpy_scalar(sub)): return False
+    if isinstance(sub, ast.Attribute) and not _numpy_name(sub) or isinstance(sub, (ast.Subscript, ast.Lambda, ast.NamedExpr)): return False
   return True
+
+def _numpy_name(node:ast.AST) -> bool:
+  """`np.uint64` and the like: a name in numpy's namespace (a constant the generated code never rebinds)."""
+  return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "np"
+
+def _numpy_scalar(node:ast.Call) -> bool:
+  """`np.uint64(16)`: a numpy scalar type applied to a literal (the shift counts and masks of bit-field reads)."""
+  return _numpy_name(node.func) and not node.keywords and all(isinstance(a, ast.Constant) for a in node.args)
 
 class _Replace(ast.NodeTransformer):
   def __init__(self, names:dict[str, str]): self.names = names

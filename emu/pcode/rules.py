@@ -14,14 +14,17 @@ its literal reading would round differently. Each rule names the ISA meaning it 
 - `1.0 / sqrt(x)` for an f16/f32 x: the reciprocal square root rounded once: `rsq(x)` (computed in f64, rounded to x's format);
   the literal form rounds the square root to x's format first. An f64 x keeps the literal form, which computes in f64 already.
 
-One rule changes no result, only the cost of computing it:
+Two rules change no result, only the cost of computing it (read literally, each is hi - lo + 1 passes over every lane):
 - `for i in lo : hi do T += X[i] endfor`, also written `T += X[i] == 1 ? 1 : 0` (or `== 0` to count zeros), with X independent of
-  i and T: the set (clear) bits of X[hi : lo] counted at once, `T += countbits(X[hi : lo])`. Read literally it is hi - lo + 1
-  passes over every lane (V_BCNT, V_MBCNT, S_BCNT0/1).
+  i and T: the set (clear) bits of X[hi : lo] counted at once, `T += countbits(X[hi : lo])` (V_BCNT, V_MBCNT, S_BCNT0/1).
+- `for i in lo : hi do if X[i] == 1 then T = i; break endif endfor` (or X[c - i], searching from the top): with Y the bits
+  searched, lowest first (X[hi : lo], or the reversed slice X[c - hi : c - lo]), `if Y != 0 then T = countbits(Y ^ (Y - 1)) - 1 + lo`,
+  since Y ^ (Y - 1) sets the bits up to Y's lowest set one (V_CTZ/V_CLZ, S_CTZ/S_CLZ). `X[c - i] != X[k]` (V_CLS/S_CLS: the
+  first bit unlike the sign) searches X ^ (X[k] ? ones : 0) the same way.
 """
 from __future__ import annotations
 import dataclasses
-from emu.pcode.nodes import Assign, Binary, Call, Cast, For, If, Index, Name, Num, Slice, Ternary, View, walk
+from emu.pcode.nodes import Assign, Binary, Break, Call, Cast, For, If, Index, Name, Num, Slice, Ternary, View, walk
 from emu.pcode.numerics import F16, F32, F64
 
 def _is_num(e, value) -> bool: return isinstance(e, Num) and e.typ is not None and e.value == value
@@ -86,8 +89,35 @@ def _bit_count(e):
   ones = Call("countbits", (Slice(x, e.end, e.start),))
   return Assign(s.target, "+=", ones if bit else Binary("-", Num(e.end.value - e.start.value + 1, None), ones))
 
+def _searched_bits(x, index, loop:For):
+  """The bits a find-first loop tests, the first tested as bit 0: X[hi : lo] for X[i], the reversed X[c - hi : c - lo] for X[c - i]."""
+  a, b = loop.start.value, loop.end.value
+  if index == Name(loop.var): return Slice(x, Num(b, None), Num(a, None))
+  if isinstance(index, Binary) and index.op == "-" and isinstance(index.a, Num) and index.a.typ is None and index.b == Name(loop.var) \
+     and index.a.value - b >= 0:
+    return Slice(x, Num(index.a.value - b, None), Num(index.a.value - a, None))
+  return None
+
+def _find_first(e):
+  if not (isinstance(e, For) and isinstance(e.start, Num) and isinstance(e.end, Num) and len(e.body) == 1 and isinstance(s := e.body[0], If)
+          and len(s.arms) == 1 and not s.orelse): return None
+  cond, body = s.arms[0]
+  if not (len(body) == 2 and isinstance(body[0], Assign) and body[0].op == "=" and body[0].value == Name(e.var) and isinstance(body[1], Break)
+          and isinstance(cond, Binary) and isinstance(cond.a, Index)): return None
+  x, target = cond.a.expr, body[0].target
+  if cond.op == "!=" and isinstance(k := cond.b, Index) and k.expr == x and isinstance(k.index, Num) and k.index.typ is None:
+    # X[c - i] != X[k] (V_CLS: bits unlike the sign bit) searches the set bits of X ^ (X[k] replicated); k is above every bit searched
+    if not (isinstance(cond.a.index, Binary) and isinstance(cond.a.index.a, Num) and cond.a.index.a.value - e.start.value < k.index.value):
+      return None
+    x = Binary("^", x, Ternary(Binary("==", k, Num(1, ("u", 1))), Num((1 << (k.index.value + 1)) - 1, None), Num(0, None)))
+  elif not (cond.op == "==" and _is_int(cond.b, 1)): return None
+  if (y := _searched_bits(x, cond.a.index, e)) is None or \
+     any(isinstance(n, Name) and n.id in {e.var} | {m.id for m in walk(target) if isinstance(m, Name)} for n in walk(y)): return None
+  first = Binary("+", Binary("-", Call("countbits", (Binary("^", y, Binary("-", y, Num(1, None))),)), Num(1, None)), Num(e.start.value, None))
+  return If([(Binary("!=", y, Num(0, None)), [Assign(target, "=", first)])])
+
 RULES = {"ldexp": _ldexp, "revolutions": _revolutions, "rsq": _rsq, "frexp_exp": _frexp_exp, "frexp_mant": _frexp_mant,
-         "bit-count": _bit_count}
+         "bit-count": _bit_count, "find-first": _find_first}
 
 def _round_half_even(first, second):
   """The statement replacing the pair `first`, `second` when they are the vendor's round-half-to-even, else None."""

@@ -28,3 +28,11 @@ def test_hoisted_values_go_inside_the_errstate_block_after_the_mode_dispatch():
   lines = [ln.strip() for ln in eliminate(src).splitlines()]
   at = lines.index("_cse1 = bits2f(S0, 16)")
   assert lines.index("return None") < lines.index("S0 = st.S0") < lines.index("with np.errstate(all='ignore'):") == at - 1
+
+def test_numpy_scalar_literals_inside_a_call_are_constants_but_other_attributes_are_not():
+  src = "def op(st):\n  S0 = st.S0\n  a = bits2f(S0 >> np.uint64(16), 16)\n  b = bits2f(S0 >> np.uint64(16), 16)\n  st.D0 = (a, b)\n"
+  out = eliminate(src)
+  assert out.count("bits2f(") == 1 and "_cse1 = bits2f(S0 >> np.uint64(16), 16)" in out
+  for blocked in ("st.S1", "np.uint64(S0)", "S0[0]"):   # another state field, a numpy call on a variable, a subscript: never hoisted
+    src = f"def op(st):\n  S0 = st.S0\n  a = bits2f({blocked}, 16)\n  b = bits2f({blocked}, 16)\n  st.D0 = (a, b)\n"
+    assert eliminate(src) == src, blocked

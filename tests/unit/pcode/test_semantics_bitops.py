@@ -120,3 +120,34 @@ def test_reverse_bits_on_arrays_matches_reversing_the_binary_text(xs, w):
   want = [int(f"{x & ((1 << w) - 1):0{w}b}"[::-1], 2) for x in xs]
   assert [int(v) for v in reverse_bits(a, w)] == want and [int(v) for v in reverse_bits(a.copy(), w)] == want
   assert [int(v) for v in run(VOP1Op.V_BFREV_B32_E32, S0=u32(*[x & M32 for x in xs])).D0] == [int(f"{x & M32:032b}"[::-1], 2) for x in xs]
+
+FIND_FIRST = {"rdna3": ("V_CTZ_I32_B32_E32", "V_CLZ_I32_U32_E32", "S_CTZ_I32_B32", "S_CTZ_I32_B64", "S_CLZ_I32_U32", "S_CLZ_I32_U64",
+                        "V_CLS_I32_E32", "S_CLS_I32", "S_CLS_I32_I64"),
+              "cdna": ("V_FFBL_B32_E32", "V_FFBH_U32_E32", "S_FF1_I32_B32", "S_FF1_I32_B64", "S_FLBIT_I32_B32", "S_FLBIT_I32_B64",
+                       "V_FFBH_I32_E32", "S_FLBIT_I32", "S_FLBIT_I32_I64")}
+FIND_FIRST["rdna4"] = FIND_FIRST["rdna3"]
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_find_first_bit_ops_match_python_bit_length_every_isa(arch):
+  # the search loops are rewritten to one popcount over Y ^ (Y - 1) (emu.pcode.rules); expected values from int.bit_length
+  import importlib, numpy as np
+  enum = importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.enum")
+  v_low, v_high, s_low32, s_low64, s_high32, s_high64, v_sign, s_sign32, s_sign64 = FIND_FIRST[arch]
+  low = lambda x: ((x & -x).bit_length() - 1) & M32 if x else M32       # index of the lowest set bit, -1 when none
+  high = lambda x, w: (w - x.bit_length()) & M32 if x else M32          # leading zeros, -1 when none
+  sign = lambda x, w: high(x ^ ((1 << w) - 1) if x >> (w - 1) else x, w)   # leading bits equal to the sign bit, -1 when all are
+  rng = np.random.default_rng(3)
+  shifts = rng.integers(0, 32, 40)
+  randoms = [int(v) >> int(s) for v, s in zip(rng.integers(0, 1 << 32, 40, dtype=np.uint64), shifts)]
+  xs = [0, 1, 1 << 31, M32, 6, 0x00010000, 0xfffe0000, 0x80000001, 0xc0000000] + randoms + [M32 ^ x for x in randoms[:10]]
+  for name, want in ((v_low, low), (v_high, lambda x: high(x, 32)), (v_sign, lambda x: sign(x, 32))):
+    st_ = OpState(n=len(xs), S0=np.array(xs, dtype=np.uint64))
+    compile_op(arch, getattr(enum.VOP1Op, name)).fn(st_)
+    assert [int(d) for d in st_.D0] == [want(x) for x in xs], name
+  wide = xs + [x << 32 | y for x, y in zip(xs[:20], xs[20:40])] + [1 << 63, (1 << 64) - 1, 0xffffffff00000000, (1 << 63) | 1]
+  for name, bits, want in ((s_low32, 32, low), (s_low64, 64, low), (s_high32, 32, lambda x: high(x, 32)), (s_high64, 64, lambda x: high(x, 64)),
+                           (s_sign32, 32, lambda x: sign(x, 32)), (s_sign64, 64, lambda x: sign(x, 64))):
+    for x in wide:
+      st_ = OpState(S0=x & ((1 << bits) - 1))
+      compile_op(arch, getattr(enum.SOP1Op, name)).fn(st_)
+      assert st_.D0 == want(x & ((1 << bits) - 1)), (name, hex(x))
