@@ -75,7 +75,9 @@ def div_scale(f:_Fmt):
       q_den = ~zero & ~far & ~d_den & (np.abs(q64) < tiny_min) & np.isfinite(q64)
       n_tiny = ~zero & ~far & ~d_den & ~d_huge & ~q_den & (en <= f.tiny)
       is_d, is_n = s0.view(f.utype) == d.view(f.utype), s0.view(f.utype) == n.view(f.utype)
-      up, down = N.ldexp(s0, f.scale), N.ldexp(s0, -f.scale)
+      # (each scaling only when some lane takes it: in most divisions none does)
+      up = N.ldexp(s0, f.scale) if (far | d_den | q_den | n_tiny).any() else s0
+      down = N.ldexp(s0, -f.scale) if d_huge.any() else s0
       out = np.where(zero, np.asarray(np.nan, f.ftype), s0)
       out = np.where(far & is_d, up, out)                    # quotient near overflow: scale only the denominator up
       out = np.where(d_den, up, out)                         # both up: ratio unchanged
@@ -97,11 +99,8 @@ def div_fmas(f:_Fmt):
     k = np.where(vcc, np.where(near_overflow, f.scale, -f.scale), 0)
     with np.errstate(all="ignore"):
       if f is _F32:
-        # round to odd at 53 bits (RZ with the inexact bit as sticky), scale exactly in f64, then one rounding to f32
-        A, B, C = (x.astype(np.float64) for x in (a, b, c))
-        rz, ru = N.fma_f64(A, B, C, N.RM_ZERO), N.fma_f64(A, B, C, N.RM_UP)
-        odd = np.where(np.isfinite(rz) & (rz != ru), rz.view(np.uint64) | np.uint64(1), rz.view(np.uint64)).view(np.float64)
-        r = N.f64_to_f32(np.where(np.isfinite(rz), odd, N.fma_f64(A, B, C)) * np.float64(2.0) ** k)
+        # round to odd at 53 bits, scale exactly in f64, then one rounding to f32
+        r = N.f64_to_f32(N.fma_to_odd(a, b, c) * np.float64(2.0) ** k)
       else:
         fm = N.fma_f64(a, b, c)
         r = N.ldexp(fm, k)

@@ -518,13 +518,30 @@ def _fma_narrow(a, b, c, rm, daz, ftz, dtype):
   return _fma_exact(a, b, c, rm, ftz, f)
 
 
+def _sum_to_odd(A, B, C):
+  """(A*B + C rounded to odd at 53 bits, the product A*B) for float64 values of f32 or narrower operands: the product is exact
+  (2*24 significant bits, exponents far inside f64's range), TwoSum gives the exact sum as s + err (no overflow or underflow is
+  possible), round-to-odd folds err into s's last bit. A zero sum has nearest-even's sign."""
+  p = A * B
+  return _to_odd(*_two_sum(p, C)), p
+
+
+def fma_to_odd(a, b, c) -> np.ndarray:
+  """a*b + c for f32 (or narrower) arrays as float64 rounded to odd: one later rounding of it (or of it times a power of two
+  that stays in range) to 24 bits or fewer, in any mode, equals rounding the exact value once. Lanes with an infinite or NaN
+  result take fma_f64's."""
+  with np.errstate(all="ignore"):
+    A, B, C = np.broadcast_arrays(to_f64(a), to_f64(b), to_f64(c))
+    r, _ = _sum_to_odd(A, B, C)
+    if not (finite := np.isfinite(r)).all(): r[~finite] = fma_f64(A[~finite], B[~finite], C[~finite])
+  return r
+
+
 def _fma_exact(a, b, c, rm, ftz, f: Fmt):
   """a*b+c rounded once to f in mode rm: TwoSum plus round-to-odd over float64, then the narrowing."""
   with np.errstate(all="ignore"):
     A, B, C = to_f64(a), to_f64(b), to_f64(c)
-    p = A * B                     # exact: 2*24 (2*11) significant bits, exponent range far inside f64
-    s, err = _two_sum(p, C)       # exact sum s + err, no overflow/underflow possible for f32/f16 operands
-    s = _to_odd(s, err)
+    s, p = _sum_to_odd(A, B, C)
     if not (np.ndim(rm) == 0 and int(rm) != RM_DOWN): s = _zero_sign(s, p, C, rm)  # numpy's sum has the right sign otherwise
   return _narrow(s, f, rm, ftz)
 

@@ -283,3 +283,17 @@ def test_wmma_hand_worked_identity_and_i8():
   regs = wmma_regs(a8, b8, np.zeros((16, 16), np.int32), 8, np.int32)
   assert run_wmma(VOP3POp.V_WMMA_I32_16X16X16_IU8, regs.copy(), neg=1).view(np.int32)[0, 7] == -32
   assert run_wmma(VOP3POp.V_WMMA_I32_16X16X16_IU8, regs.copy(), neg=0).view(np.int32)[0, 7] == 16 * 510
+
+def test_div_fmas_f32_rounds_a_negative_sum_just_past_a_tie_once():
+  # a*b + c = -(1 + 2**-24 + 4688 * 2**-70): just beyond the f32 tie 1 + 2**-24, by less than a float64 ulp. Its float64 value
+  # truncated is the tie itself; rounding that again picks the even -1.0, the single rounding gives -(1 + 2**-23). (The sticky
+  # bit was once taken from RZ != RU, which are equal for every negative sum.) Expected value: Fraction arithmetic.
+  from fractions import Fraction
+  a, b, c = np.float32(-(2.0 ** -24) * (1 + 2896 * 2.0 ** -23)), np.float32(1 - 2895 * 2.0 ** -23), np.float32(-1.0)
+  exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+  assert exact == -(1 + Fraction(1, 2 ** 24) + Fraction(4688, 2 ** 70))
+  want = np.float32(-(1 + 2.0 ** -23))   # the nearest f32 to `exact` (above the tie in magnitude)
+  for sign in (1, -1):                     # and the positive mirror image
+    args = [b32(np.array([v * s])) for v, s in ((a, sign), (b, 1), (c, sign))]
+    got = call(VOP3Op.V_DIV_FMAS_F32, S0=args[0], S1=args[1], S2=args[2], VCC=np.zeros(1, np.uint64)).D0
+    assert int(got[0]) == int(b32(np.array([want * sign]))[0])
