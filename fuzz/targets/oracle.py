@@ -210,7 +210,8 @@ def compare(case:dict, st) -> tuple[str, int, int, int|None, list[int]]|None:
     if not exec0 >> lane & 1: continue
     v = vals(lane)
     old = wide(vgpr0[lane], dreg, ref.width) >> (16 if dhi else 0) if d is not None else 0
-    out = oracle.evaluate(ref, v, **mods, mask=mask0 >> lane & 1, d0=old & ((1 << ref.width) - 1), k=fields.get("literal", 0), lane=lane)
+    out = oracle.evaluate(ref, v, **mods, mask=mask0 >> lane & 1, vcc=vcc0 >> lane & 1, d0=old & ((1 << ref.width) - 1), k=fields.get("literal", 0),
+                          lane=lane)
     if ref.kind == "cmp":
       if bits_out is not None and bits_out >> lane & 1 != out["D0"]: return f"compare bit of s{reg}", out["D0"], bits_out >> lane & 1, lane, v
       continue

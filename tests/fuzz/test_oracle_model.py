@@ -167,3 +167,17 @@ def test_carry_case_passes_and_carry_out_is_compared(monkeypatch):
 def test_coverage_table_lists_every_op_once():
   listed = [n for ops in oracle.ORACLE_COVERAGE.values() for n in ops]
   assert sorted(listed) == sorted(ORACLE) and len(set(listed)) == len(listed)
+
+def test_div_fmas_is_one_rounding_without_vcc_and_unchecked_with_it(monkeypatch):
+  # a*b + c = -(1 + 2**-24 + 4688 * 2**-70), just past the f32 tie: nearest f32 is -(1 + 2**-23) = 0xbf800001 (worked by hand)
+  a, b, c = f32_bits(-(2.0 ** -24) * (1 + 2896 * 2.0 ** -23)), f32_bits(1 - 2895 * 2.0 ** -23), f32_bits(-1.0)
+  assert d0("V_DIV_FMAS_F32", a, b, c, vcc=0) == 0xbf800001 and d0("V_DIV_FMAS_F64", f64(2.0), f64(3.0), f64(1.0), vcc=0) == f64(7.0)
+  assert ok("V_DIV_FMAS_F32", (a, b, c), 0x12345678, vcc=1)   # the scaling direction is not in the ISA text: anything passes
+  # the target reads VCC itself (not a source operand): lanes 0-15 with VCC clear are checked, lanes 16-31 are not
+  case = _case("VOP3", "V_DIV_FMAS_F32", {"op": 567, "vdst": 1, "src0": 258, "src1": 259, "src2": 260, "omod": 0, "neg": 0, "abs": 0,
+                                               "clmp": 0, "opsel": 0}, {"2": [a] * 32, "3": [b] * 32, "4": [c] * 32}, {"106": 0xffff0000})
+  assert [s[0] for s in target.value_sources(case)] == ["src0", "src1", "src2"]
+  target.check(case)
+  monkeypatch.setitem(ORACLE, "V_DIV_FMAS_F32", oracle.Op("valu", 32, lambda a, b, c, vcc: {"D0": 0xbf800000}, fsrc=(32,) * 3, fout=32,
+                                                            reads=("vcc",)))
+  with pytest.raises(Exception, match="v1"): target.check(case)   # the rounded-to-even answer is rejected
