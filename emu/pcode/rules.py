@@ -80,12 +80,19 @@ def _loop_bit(e, var:str):
     return c.a.expr, c.b.value
   return None
 
+def _loop_statement(e):
+  """The one statement of `e` when it is a loop with constant bounds and a single-statement body (what both loop rules rewrite)."""
+  return e.body[0] if isinstance(e, For) and isinstance(e.start, Num) and isinstance(e.end, Num) and len(e.body) == 1 else None
+
+def _mentions(x, names:set[str]) -> bool:
+  """Whether expression `x` reads any of `names` (a rewritten loop's bits must not depend on its variable or its result)."""
+  return any(isinstance(n, Name) and n.id in names for n in walk(x))
+
 def _bit_count(e):
-  if not (isinstance(e, For) and isinstance(e.start, Num) and isinstance(e.end, Num) and len(e.body) == 1 and
-          isinstance(s := e.body[0], Assign) and s.op == "+=" and isinstance(s.target, Name)): return None
+  if not (isinstance(s := _loop_statement(e), Assign) and s.op == "+=" and isinstance(s.target, Name)): return None
   if (found := _loop_bit(s.value, e.var)) is None: return None
   x, bit = found
-  if any(isinstance(n, Name) and n.id in (e.var, s.target.id) for n in walk(x)): return None
+  if _mentions(x, {e.var, s.target.id}): return None
   ones = Call("countbits", (Slice(x, e.end, e.start),))
   return Assign(s.target, "+=", ones if bit else Binary("-", Num(e.end.value - e.start.value + 1, None), ones))
 
@@ -99,8 +106,7 @@ def _searched_bits(x, index, loop:For):
   return None
 
 def _find_first(e):
-  if not (isinstance(e, For) and isinstance(e.start, Num) and isinstance(e.end, Num) and len(e.body) == 1 and isinstance(s := e.body[0], If)
-          and len(s.arms) == 1 and not s.orelse): return None
+  if not (isinstance(s := _loop_statement(e), If) and len(s.arms) == 1 and not s.orelse): return None
   cond, body = s.arms[0]
   if not (len(body) == 2 and isinstance(body[0], Assign) and body[0].op == "=" and body[0].value == Name(e.var) and isinstance(body[1], Break)
           and isinstance(cond, Binary) and isinstance(cond.a, Index)): return None
@@ -111,8 +117,8 @@ def _find_first(e):
       return None
     x = Binary("^", x, Ternary(Binary("==", k, Num(1, ("u", 1))), Num((1 << (k.index.value + 1)) - 1, None), Num(0, None)))
   elif not (cond.op == "==" and _is_int(cond.b, 1)): return None
-  if (y := _searched_bits(x, cond.a.index, e)) is None or \
-     any(isinstance(n, Name) and n.id in {e.var} | {m.id for m in walk(target) if isinstance(m, Name)} for n in walk(y)): return None
+  if (y := _searched_bits(x, cond.a.index, e)) is None or _mentions(y, {e.var} | {m.id for m in walk(target) if isinstance(m, Name)}):
+    return None
   first = Binary("+", Binary("-", Call("countbits", (Binary("^", y, Binary("-", y, Num(1, None))),)), Num(1, None)), Num(e.start.value, None))
   return If([(Binary("!=", y, Num(0, None)), [Assign(target, "=", first)])])
 
