@@ -42,7 +42,8 @@ class HostCollector:
     self.thresholds: tuple[int, ...] = gc.get_threshold()   # the rule for when a collection is due (generation 0's may be 0: never)
 
   def start(self):
-    """Idempotent: the first call takes collection over."""
+    """Idempotent: the first call takes collection over (with the thresholds in force then as the rule)."""
+    if not self.active: self.thresholds = gc.get_threshold()
     self.active = True
     self.enforce()
 

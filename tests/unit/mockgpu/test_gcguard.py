@@ -39,3 +39,19 @@ def test_the_collector_turns_automatic_collection_off_by_the_threshold_and_keeps
   finally:
     gc.set_threshold(*saved)
     if was_enabled: gc.enable()
+
+def test_a_process_that_turned_collection_off_by_threshold_before_the_mock_gets_no_collections():
+  saved, was_enabled = gc.get_threshold(), gc.isenabled()
+  try:
+    gc.set_threshold(700, 9, 8)
+    c = gcguard.HostCollector()   # made at import, like COLLECTOR
+    gc.set_threshold(0, 9, 8)     # the process turns collection off, then the mock starts
+    c.start()
+    junk = [[] for _ in range(2000)]
+    before = gc.get_count()[0]
+    c.collect_due()
+    assert c.thresholds == (0, 9, 8) and gc.get_count()[0] >= before   # nothing collected: its own rule says never
+    del junk
+  finally:
+    gc.set_threshold(*saved)
+    if was_enabled: gc.enable()
