@@ -16,7 +16,7 @@ import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.operands import rawf
-from emu.amd.mem_access import footprint
+from emu.amd.mem_access import footprint, locate
 from emu.amd.mnemonic import parse
 from emu.amd.operands import SADDR_OFF, Src, write_vgpr_lanes
 from emu.amd.semantics import get_op
@@ -77,10 +77,12 @@ class VmemStep(Step):
       if m.has("BLOCK"): self.block = data if self.block_store else self.vdst   # rdna4 block moves of up to 32 VGPRs (M0 mask)
     self.fields = {k: v for k, v in self.fields.items() if k in op.reads}
     # stores that may fault after writing part of their data: the span [lo, hi) around ADDR every lane's accesses cover
-    self.span = None
-    if fmt != "DS" and "w" in op.mem and self.block is None:
+    self.span = self.window = None
+    if fmt != "DS" and self.block is None and op.kind != "wave":
       fp = footprint(op, False, **self.fields)
-      self.span, self.multi_write = (fp.lo, fp.size), fp.writes > 1
+      if "w" in op.mem: self.span, self.multi_write = (fp.lo, fp.size), fp.writes > 1
+      # global loads of several dwords (B64/B96/B128): each lane's span is located once for all of the op's reads (mem_access.Located)
+      elif op.mem == "r" and fmt in ("GLOBAL", "FLAT") and fp.reads > 1: self.window = (fp.lo, fp.size)
 
   def _addresses(self, st, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
     null = self.spec.null_reg
@@ -127,9 +129,26 @@ class VmemStep(Step):
       if name in op.reads: inputs[name] = src.read_lanes(st, wv, ln, dense)
     if "M0" in op.reads: inputs["M0"] = st.sgpr[wv, self.spec.m0_reg].astype(U64)   # DS_*_ADDTID: M0[15:0] is part of the address
     if "RETURN_DATA" in op.reads: inputs["RETURN_DATA"] = Src("vgpr", self.vdst, op.widths.get("RETURN_DATA", 32)).read_lanes(st, wv, ln)
-    outs: dict[str, np.ndarray] = {}
     regions = self._regions(m, wv, ln, inputs["ADDR"])
     if self.span is not None and (self.multi_write or len(regions) > 1): self._check(regions)
+    if len(regions) == 1 and isinstance(regions[0][0], slice) and not op.mem_rmw: outs = self._whole(m, regions[0], inputs, len(wv))
+    else: outs = self._by_region(m, regions, inputs, len(wv))
+    if "VDATA" in outs: write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("VDATA", 32), outs["VDATA"], dense=dense)
+    if "RETURN_DATA" in outs and self.returns:
+      write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("RETURN_DATA", 32), outs["RETURN_DATA"], dense=dense)
+
+  def _whole(self, m:Machine, region:tuple, inputs:dict, n:int) -> dict[str, np.ndarray]:
+    """The common case, every lane in one memory and no atomic: one call over all lanes (a multi-dword global load `locate`d once)."""
+    _, mem, base, addr = region
+    if base is not None: mem = mem.at(base)
+    elif self.window is not None and mem is m.gmem: mem = locate(mem, addr, *self.window)
+    o = OpState(n=n, MEM=mem, WAVE32=m.st.lanes == 32, WAVE64=m.st.lanes == 64, **self.fields, **inputs | {"ADDR": addr})
+    self.op.fn(o)
+    return {name: np.asarray(getattr(o, name)) for name in self.op.writes & {"VDATA", "RETURN_DATA"}}
+
+  def _by_region(self, m:Machine, regions:list[tuple], inputs:dict, n:int) -> dict[str, np.ndarray]:
+    """One call per memory the lanes reach; atomics in rounds of lanes with distinct addresses (lane order kept per address)."""
+    op, st, outs = self.op, m.st, {}
     for sel, mem, base, addr in regions:
       sub = {k: v[sel] for k, v in inputs.items()} | {"ADDR": addr}
       key = addr.astype(np.int64) + (base if base is not None else 0)
@@ -141,11 +160,9 @@ class VmemStep(Step):
         op.fn(o)
         for name in op.writes & {"VDATA", "RETURN_DATA"}:
           val = np.asarray(getattr(o, name))
-          if name not in outs: outs[name] = np.zeros((len(wv),) + val.shape[1:], dtype=val.dtype)
-          outs[name][np.arange(len(wv))[sel][rs]] = val
-    if "VDATA" in outs: write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("VDATA", 32), outs["VDATA"], dense=dense)
-    if "RETURN_DATA" in outs and self.returns:
-      write_vgpr_lanes(st, wv, ln, self.vdst, op.widths.get("RETURN_DATA", 32), outs["RETURN_DATA"], dense=dense)
+          if name not in outs: outs[name] = np.zeros((n,) + val.shape[1:], dtype=val.dtype)
+          outs[name][np.arange(n)[sel][rs]] = val
+    return outs
 
   def _block(self, m:Machine, ws:np.ndarray):
     """*_LOAD_BLOCK / *_STORE_BLOCK: every (lane, set bit i of its wave's M0) pair is one 4-byte access at the lane's address + 4*i, all

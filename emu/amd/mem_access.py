@@ -33,6 +33,29 @@ class GlobalMemory:
     """Fault now if an access of `nbytes` at any of `addrs` would (nothing moves)."""
     self.mem.check(np.asarray(addrs, dtype=U64), nbytes, write)
 
+class Located:
+  """Global memory for a load whose pcode reads several dwords at fixed offsets from each lane's address (B64/B96/B128): every lane's
+  whole span is found (one mapping, dword aligned, else a fault) once, and each of the op's reads at one offset for all lanes then
+  indexes that mapping's dwords directly. Traffic is counted per read, as GlobalMemory counts it; any other read goes to the memory."""
+  def __init__(self, mem:GlobalMemory, start:np.ndarray, size:int, words:np.ndarray, index:np.ndarray):
+    self.mem, self.start, self.size, self.words, self.index = mem, start, size, words, index
+  def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    d = np.asarray(addrs, dtype=U64) - self.start
+    off = int(d[0]) if len(d) else 0
+    if nbytes not in (4, 8) or off % 4 or off + nbytes > self.size or not (d == d[0]).all(): return self.mem.read(addrs, nbytes)
+    self.mem.stats.bytes_read += len(d) * nbytes
+    at = self.index + off // 4
+    lo = self.words[at].astype(U64)
+    return lo | (self.words[at + 1].astype(U64) << U64(32)) if nbytes == 8 else lo
+
+def locate(mem:GlobalMemory, addrs:np.ndarray, lo:int, size:int) -> GlobalMemory | Located:
+  """A Located view of the bytes [addr + lo, addr + lo + size) of each lane; `mem` itself when some lane's span faults (the op's own
+  reads then raise the fault they would), reaches several mappings or is not dword aligned."""
+  start = np.asarray(addrs, dtype=U64) + U64(lo & 0xffffffffffffffff)
+  try: hit = mem.mem.dword_index(start, size)
+  except GPUMemoryFault: return mem
+  return mem if hit is None else Located(mem, start, size, *hit)
+
 class InRange:
   """Global memory for lanes of which only those `ok` selects passed a buffer's range check: the others read 0 and write nothing."""
   def __init__(self, mem:GlobalMemory, ok:np.ndarray):
@@ -92,16 +115,17 @@ class ScalarMemory:
     if (m := self.mem.find(addr, nbytes)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{nbytes} bytes")
 
 class Footprint:
-  """A stand-in memory that records what an op touches: the bytes [lo, hi) relative to ADDR (= ORIGIN) and the number of write
-  calls. Reads return 0, writes go nowhere. Scalar ops call it with Python ints, vector ops with one-lane arrays."""
+  """A stand-in memory that records what an op touches: the bytes [lo, hi) relative to ADDR (= ORIGIN) and the number of read and
+  write calls. Reads return 0, writes go nowhere. Scalar ops call it with Python ints, vector ops with one-lane arrays."""
   def __init__(self):
-    self.lo, self.hi, self.writes = None, None, 0
+    self.lo, self.hi, self.reads, self.writes = None, None, 0, 0
   @property
   def size(self) -> int: return 0 if self.lo is None else self.hi - self.lo
   def _note(self, addr, nbytes:int):
     a = int(np.asarray(addr).reshape(-1)[0]) - ORIGIN
     self.lo, self.hi = (a, a + nbytes) if self.lo is None else (min(self.lo, a), max(self.hi, a + nbytes))
   def read(self, addr, nbytes:int):
+    self.reads += 1
     self._note(addr, nbytes)
     return np.zeros(len(addr), dtype=U64) if isinstance(addr, np.ndarray) else 0
   def write(self, addr, value, nbytes:int) -> None:

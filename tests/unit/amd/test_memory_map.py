@@ -40,3 +40,30 @@ def test_lanes_in_two_mappings_and_a_faulting_store():
   before = buf.copy()
   with pytest.raises(GPUMemoryFault): mem.store(np.array([0x1000, 0x3000], dtype=np.uint64), np.array([7, 7], dtype=np.uint64), 4)
   assert (buf == before).all()
+
+def test_located_span_reads_equal_the_memory_reads():
+  # a span located once (emu/amd/mem_access.py Located) answers reads at one offset for all lanes from the mapping's dwords, and
+  # hands any other read (lane-dependent offsets, outside the span, unaligned) to the memory: the same values and traffic either way
+  from emu.amd.api import DispatchStats
+  from emu.amd.mem_access import GlobalMemory, Located, locate
+  mem, _ = mapped()
+  gm = GlobalMemory(mem, DispatchStats())
+  addrs = np.array([0x1000, 0x1010, 0x1008, 0x1020], dtype=np.uint64)
+  view = locate(gm, addrs, 0, 16)
+  assert isinstance(view, Located)
+  word = lambda o: int.from_bytes(bytes(range(o, o + 4)), "little")
+  for delta, nbytes in ((0, 4), (4, 4), (8, 8), (12, 4)):
+    want = [word(a - 0x1000 + delta) | (word(a - 0x1000 + delta + 4) << 32 if nbytes == 8 else 0) for a in addrs.tolist()]
+    assert view.read(addrs + np.uint64(delta), nbytes).tolist() == want
+  assert gm.stats.bytes_read == 4 * (4 + 4 + 8 + 4)
+  for other in (addrs + np.array([0, 4, 0, 4], dtype=np.uint64), addrs + np.uint64(2), addrs + np.uint64(16)):
+    assert view.read(other, 4).tolist() == mem.load(other, 4).tolist()
+
+def test_locate_leaves_faulting_unaligned_or_split_spans_to_the_memory():
+  from emu.amd.api import DispatchStats
+  from emu.amd.mem_access import GlobalMemory, locate
+  mem, _ = mapped()
+  mem.map(0x2000, 16, "other", backing=np.zeros(16, dtype=np.uint8))
+  gm = GlobalMemory(mem, DispatchStats())
+  for addrs in ([0x1000, 0x1038], [0x1000, 0x1002], [0x1000, 0x2000]):   # past the end, unaligned, two mappings
+    assert locate(gm, np.array(addrs, dtype=np.uint64), 0, 16) is gm

@@ -33,6 +33,38 @@ def test_global_load_b128_saddr_form():
   st = run_program([global_load_b128(vdst=v[4:7], addr=v[0], saddr=s[2:3])], sgprs={2: src.ctypes.data}, vgprs={0: LANES * 16}, memory=mapped(src))
   assert (st.vgpr[0, :, 4:8] == src.reshape(32, 4)).all()
 
+def _bytes_at(buf:np.ndarray, offs, n:int) -> np.ndarray:
+  """n bytes of buf at each byte offset, as little-endian dwords (the expected VDATA of a load)."""
+  b = buf.view(np.uint8)
+  return np.stack([b[o:o + n] for o in offs]).view("<u4")
+
+@pytest.mark.parametrize("offs", [LANES * 16 + 2, (31 - LANES) * 12 + 4, LANES * 4 + 1],
+                         ids=["unaligned", "reversed-overlapping", "unaligned-overlapping"])
+def test_global_load_b128_any_lane_addresses(offs):
+  # each lane reads its 16 bytes whatever the alignment or overlap of the lanes' spans (the located-span path takes only
+  # dword-aligned lanes, the others read byte by byte): expected from the buffer's bytes
+  src = np.random.default_rng(1).integers(0, 2**32, 160, dtype=np.uint32)
+  st = run_program([global_load_b128(vdst=v[4:7], addr=v[0], saddr=s[2:3])], sgprs={2: src.ctypes.data}, vgprs={0: offs}, memory=mapped(src))
+  assert (st.vgpr[0, :, 4:8] == _bytes_at(src, offs, 16)).all() and st.stats.bytes_read == 32 * 16
+
+def test_global_load_b128_lanes_in_two_mappings():
+  a, b = np.arange(64, dtype=np.uint32), np.arange(1000, 1064, dtype=np.uint32)
+  addr = np.where(LANES % 2 == 0, a.ctypes.data + (LANES // 2) * 16, b.ctypes.data + (LANES // 2) * 16).astype(np.uint64)
+  st = run_program([global_load_b128(vdst=v[4:7], addr=v[0:1], saddr=NULL)], vgprs={0: addr_lo(addr), 1: addr_hi(addr)}, memory=mapped(a, b))
+  want = np.where((LANES % 2 == 0)[:, None], a.reshape(16, 4)[LANES // 2], b.reshape(16, 4)[LANES // 2])
+  assert (st.vgpr[0, :, 4:8] == want).all()
+
+def test_global_load_b128_straddling_the_mapping_faults_at_the_first_dword_outside():
+  # lane 3's load covers bytes 120..135 of a 128-byte mapping: its third dword (byte 128) is the first access outside
+  src = np.arange(32, dtype=np.uint32)
+  offs = np.where(LANES == 3, 120, 0)
+  with pytest.raises(GPUMemoryFault) as e:
+    run_program([global_load_b128(vdst=v[4:7], addr=v[0], saddr=s[2:3])], sgprs={2: src.ctypes.data}, vgprs={0: offs}, memory=mapped(src))
+  assert e.value.addr == src.ctypes.data + 128 and not e.value.write
+
+def addr_lo(a): return (np.asarray(a, dtype=np.uint64) & np.uint64(0xffffffff)).astype(np.uint32)
+def addr_hi(a): return (np.asarray(a, dtype=np.uint64) >> np.uint64(32)).astype(np.uint32)
+
 def test_global_atomic_add_u32_same_address_all_lanes_return_pre_values():
   cnt = np.zeros(4, dtype=np.uint32)
   st = run_program([global_atomic_add_u32(vdst=v[3], addr=v[0], data=v[2], saddr=s[2:3], glc=1)], sgprs={2: cnt.ctypes.data}, vgprs={0: 0, 2: 1},
