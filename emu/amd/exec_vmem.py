@@ -81,8 +81,8 @@ class VmemStep(Step):
     if fmt != "DS" and self.block is None and op.kind != "wave":
       fp = footprint(op, False, **self.fields)
       if "w" in op.mem: self.span, self.multi_write = (fp.lo, fp.size), fp.writes > 1
-      # global loads of several dwords (B64/B96/B128): each lane's span is located once for all of the op's reads (mem_access.Located)
-      elif op.mem == "r" and fmt in ("GLOBAL", "FLAT") and fp.reads > 1: self.window = (fp.lo, fp.size)
+      # global loads and stores of several dwords (B64/B96/B128): each lane's span is located once for all of the op's accesses
+      if op.mem in ("r", "w") and fmt in ("GLOBAL", "FLAT") and fp.reads + fp.writes > 1: self.window = (fp.lo, fp.size, op.mem == "w")
 
   def _addresses(self, st, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
     null = self.spec.null_reg

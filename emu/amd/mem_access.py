@@ -34,25 +34,38 @@ class GlobalMemory:
     self.mem.check(np.asarray(addrs, dtype=U64), nbytes, write)
 
 class Located:
-  """Global memory for a load whose pcode reads several dwords at fixed offsets from each lane's address (B64/B96/B128): every lane's
-  whole span is found (one mapping, dword aligned, else a fault) once, and each of the op's reads at one offset for all lanes then
-  indexes that mapping's dwords directly. Traffic is counted per read, as GlobalMemory counts it; any other read goes to the memory."""
+  """Global memory for a load or store whose pcode moves several dwords at fixed offsets from each lane's address (B64/B96/B128):
+  every lane's whole span is found (one mapping, dword aligned, else a fault) once, and each of the op's accesses at one offset for
+  all lanes then indexes that mapping's dwords directly (a write in lane order, the last lane winning, as MemoryMap.store writes).
+  Traffic is counted per access, as GlobalMemory counts it; any other access goes to the memory itself."""
   def __init__(self, mem:GlobalMemory, start:np.ndarray, size:int, words:np.ndarray, index:np.ndarray):
     self.mem, self.start, self.size, self.words, self.index = mem, start, size, words, index
-  def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+  def _at(self, addrs:np.ndarray, nbytes:int) -> np.ndarray | None:
+    """Each lane's dword index for an access of `nbytes` at `addrs`, when they are one dword offset into every lane's span."""
     d = np.asarray(addrs, dtype=U64) - self.start
     off = int(d[0]) if len(d) else 0
-    if nbytes not in (4, 8) or off % 4 or off + nbytes > self.size or not (d == d[0]).all(): return self.mem.read(addrs, nbytes)
-    self.mem.stats.bytes_read += len(d) * nbytes
-    at = self.index + off // 4
+    if nbytes not in (4, 8) or off % 4 or off + nbytes > self.size or not (d == d[0]).all(): return None
+    return self.index + off // 4
+  def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    if (at := self._at(addrs, nbytes)) is None: return self.mem.read(addrs, nbytes)
+    self.mem.stats.bytes_read += len(at) * nbytes
     lo = self.words[at].astype(U64)
     return lo | (self.words[at + 1].astype(U64) << U64(32)) if nbytes == 8 else lo
+  def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
+    if (at := self._at(addrs, nbytes)) is None: return self.mem.write(addrs, values, nbytes)
+    self.mem.stats.bytes_written += len(at) * nbytes
+    v = np.asarray(values, dtype=U64)
+    if nbytes == 8: self.words[np.stack([at, at + 1], axis=1).reshape(-1)] = np.stack([v, v >> U64(32)], axis=1).reshape(-1).astype(np.uint32)
+    else: self.words[at] = v.astype(np.uint32)
+  def select(self, mask:np.ndarray) -> Located:
+    """The lanes `mask` selects (pcode's conditional accesses pass only their addresses)."""
+    return Located(self.mem, self.start[mask], self.size, self.words, self.index[mask])
 
-def locate(mem:GlobalMemory, addrs:np.ndarray, lo:int, size:int) -> GlobalMemory | Located:
-  """A Located view of the bytes [addr + lo, addr + lo + size) of each lane; `mem` itself when some lane's span faults (the op's own
-  reads then raise the fault they would), reaches several mappings or is not dword aligned."""
+def locate(mem:GlobalMemory, addrs:np.ndarray, lo:int, size:int, write:bool) -> GlobalMemory | Located:
+  """A Located view of the bytes [addr + lo, addr + lo + size) of each lane (for writing when `write`); `mem` itself when some lane's
+  span faults (the op's own accesses then raise the fault they would), reaches several mappings or is not dword aligned."""
   start = np.asarray(addrs, dtype=U64) + U64(lo & 0xffffffffffffffff)
-  try: hit = mem.mem.dword_index(start, size)
+  try: hit = mem.mem.dword_index(start, size, write)
   except GPUMemoryFault: return mem
   return mem if hit is None else Located(mem, start, size, *hit)
 

@@ -131,11 +131,12 @@ class MemoryMap:
       out[sel] = m.view[(addrs[sel].astype(np.int64) - m.addr)[:, None] + offs]
     return out
 
-  def dword_index(self, addrs:np.ndarray, nbytes:int) -> tuple[np.ndarray, np.ndarray] | None:
+  def dword_index(self, addrs:np.ndarray, nbytes:int, write:bool) -> tuple[np.ndarray, np.ndarray] | None:
     """(dwords of the one mapping that holds every lane's [addr, addr + nbytes), each lane's dword index) when every address is
-    dword aligned; None when the lanes span several mappings or some address is unaligned. Faults as `gather` does."""
+    dword aligned; None when the lanes span several mappings or some address is unaligned. Faults as `gather` (`scatter` when
+    `write`) does."""
     addrs = np.asarray(addrs, dtype=np.uint64)
-    return self._aligned(self._locate(addrs, nbytes, False), addrs, 4)
+    return self._aligned(self._locate(addrs, nbytes, write), addrs, 4)
 
   def _aligned(self, groups:list, addrs:np.ndarray, nbytes:int) -> tuple[np.ndarray, np.ndarray] | None:
     """(words of the one mapping every lane is in, each lane's word index) when every lane's access is one naturally aligned

@@ -49,7 +49,7 @@ def test_located_span_reads_equal_the_memory_reads():
   mem, _ = mapped()
   gm = GlobalMemory(mem, DispatchStats())
   addrs = np.array([0x1000, 0x1010, 0x1008, 0x1020], dtype=np.uint64)
-  view = locate(gm, addrs, 0, 16)
+  view = locate(gm, addrs, 0, 16, False)
   assert isinstance(view, Located)
   word = lambda o: int.from_bytes(bytes(range(o, o + 4)), "little")
   for delta, nbytes in ((0, 4), (4, 4), (8, 8), (12, 4)):
@@ -66,4 +66,19 @@ def test_locate_leaves_faulting_unaligned_or_split_spans_to_the_memory():
   mem.map(0x2000, 16, "other", backing=np.zeros(16, dtype=np.uint8))
   gm = GlobalMemory(mem, DispatchStats())
   for addrs in ([0x1000, 0x1038], [0x1000, 0x1002], [0x1000, 0x2000]):   # past the end, unaligned, two mappings
-    assert locate(gm, np.array(addrs, dtype=np.uint64), 0, 16) is gm
+    assert locate(gm, np.array(addrs, dtype=np.uint64), 0, 16, False) is gm
+
+def test_located_span_writes_in_lane_order_and_count_traffic():
+  from emu.amd.api import DispatchStats
+  from emu.amd.mem_access import GlobalMemory, Located, locate
+  mem, buf = mapped()
+  gm = GlobalMemory(mem, DispatchStats())
+  addrs = np.array([0x1000, 0x1004], dtype=np.uint64)   # overlapping 16-byte spans
+  view = locate(gm, addrs, 0, 16, True)
+  assert isinstance(view, Located)
+  view.write(addrs + np.uint64(4), np.array([0x1111111122222222, 0x3333333344444444], dtype=np.uint64), 8)
+  # lane 0 writes dwords at 0x1004 (lo) and 0x1008 (hi), then lane 1 at 0x1008 and 0x100c: lane 1's low dword wins at 0x1008
+  assert buf[4:16].view("<u4").tolist() == [0x22222222, 0x44444444, 0x33333333] and gm.stats.bytes_written == 16
+  ro = MemoryMap()
+  ro.map(0x1000, 64, "ro", writable=False, backing=np.zeros(64, dtype=np.uint8))
+  assert not isinstance(locate(GlobalMemory(ro, DispatchStats()), addrs, 0, 16, True), Located)   # read-only: the memory's own store faults

@@ -1,9 +1,9 @@
 """GLOBAL/SCRATCH/DS/SMEM: addressing forms, LDS and global atomics with aliasing lanes, barrier across waves, scratch."""
 import numpy as np
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, global_load_b32, global_store_b32, global_load_b128, global_atomic_add_u32,
-  ds_store_b32, ds_load_b32, ds_add_u32, ds_add_rtn_u32, ds_store_2addr_b32, ds_load_2addr_b32, scratch_store_b32, scratch_load_b32,
-  s_load_b64, s_barrier, s_waitcnt, v_lshlrev_b32_e32, v_mov_b32_e32, s_endpgm, s_cmp_eq_u32, s_cbranch_scc1)
+from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, global_load_b32, global_store_b32, global_load_b128, global_store_b128,
+  global_atomic_add_u32, ds_store_b32, ds_load_b32, ds_add_u32, ds_add_rtn_u32, ds_store_2addr_b32, ds_load_2addr_b32,
+  scratch_store_b32, scratch_load_b32, s_load_b64, s_barrier, s_waitcnt, v_lshlrev_b32_e32, v_mov_b32_e32, s_endpgm, s_cmp_eq_u32, s_cbranch_scc1)
 from tinygrad.renderer.amd.dsl import NULL
 from emu.amd import run_program
 from emu.amd.api import GPUMemoryFault, GPUHangFault, GPUIllegalInstruction
@@ -61,6 +61,18 @@ def test_global_load_b128_straddling_the_mapping_faults_at_the_first_dword_outsi
   with pytest.raises(GPUMemoryFault) as e:
     run_program([global_load_b128(vdst=v[4:7], addr=v[0], saddr=s[2:3])], sgprs={2: src.ctypes.data}, vgprs={0: offs}, memory=mapped(src))
   assert e.value.addr == src.ctypes.data + 128 and not e.value.write
+
+@pytest.mark.parametrize("offs", [LANES * 16, (LANES // 2) * 8, LANES * 4 + 2], ids=["disjoint", "overlapping", "unaligned-overlapping"])
+def test_global_store_b128_writes_dword_by_dword_in_lane_order(offs):
+  # the pcode stores dword k of every lane (in lane order) before dword k + 1: where lanes' spans overlap, the later write wins
+  dst = np.zeros(160, dtype=np.uint32)
+  data = np.arange(32 * 4, dtype=np.uint32).reshape(32, 4) + 1
+  want = dst.view(np.uint8).copy()
+  for k in range(4):
+    for lane in range(32): want[offs[lane] + 4 * k: offs[lane] + 4 * k + 4] = data[lane, k:k + 1].view(np.uint8)
+  st = run_program([global_store_b128(addr=v[0], data=v[4:7], saddr=s[2:3])], sgprs={2: dst.ctypes.data},
+                   vgprs={0: offs, 4: data[:, 0], 5: data[:, 1], 6: data[:, 2], 7: data[:, 3]}, memory=mapped(dst))
+  assert (dst.view(np.uint8) == want).all() and st.stats.bytes_written == 32 * 16
 
 def addr_lo(a): return (np.asarray(a, dtype=np.uint64) & np.uint64(0xffffffff)).astype(np.uint32)
 def addr_hi(a): return (np.asarray(a, dtype=np.uint64) >> np.uint64(32)).astype(np.uint32)
