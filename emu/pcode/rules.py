@@ -14,17 +14,22 @@ its literal reading would round differently. Each rule names the ISA meaning it 
 - `1.0 / sqrt(x)` for an f16/f32 x: the reciprocal square root rounded once: `rsq(x)` (computed in f64, rounded to x's format);
   the literal form rounds the square root to x's format first. An f64 x keeps the literal form, which computes in f64 already.
 
-Two rules change no result, only the cost of computing it (read literally, each is hi - lo + 1 passes over every lane):
+Three rules change no result, only the cost of computing it. The first two (read literally, each is hi - lo + 1 passes over every lane):
 - `for i in lo : hi do T += X[i] endfor`, also written `T += X[i] == 1 ? 1 : 0` (or `== 0` to count zeros), with X independent of
   i and T: the set (clear) bits of X[hi : lo] counted at once, `T += countbits(X[hi : lo])` (V_BCNT, V_MBCNT, S_BCNT0/1).
 - `for i in lo : hi do if X[i] == 1 then T = i; break endif endfor` (or X[c - i], searching from the top): with Y the bits
   searched, lowest first (X[hi : lo], or the reversed slice X[c - hi : c - lo]), `if Y != 0 then T = countbits(Y ^ (Y - 1)) - 1 + lo`,
   since Y ^ (Y - 1) sets the bits up to Y's lowest set one (V_CTZ/V_CLZ, S_CTZ/S_CLZ). `X[c - i] != X[k]` (V_CLS/S_CLS: the
   first bit unlike the sign) searches X ^ (X[k] ? ones : 0) the same way.
+- `{ D1.k1, D0.k64 } = 65'B(65'K(a.k32) * 65'K(b.k32) + 65'K(c.k64))` (V_MAD_U64_U32, V_MAD_I64_I32; K unsigned or signed): read
+  literally it is 65-bit arithmetic, which numpy has only as Python-int object arrays (~9 ms for 16K lanes). The product of two
+  32-bit operands fits 64 bits, so D0 is the 64-bit sum, wrapping, and D1 bit 64 of the exact sum: unsigned, the carry `D0 < c`;
+  signed, the sign of the exact sum, which is c's where the product and c have one sign (the 64-bit sum may have overflowed) and
+  D0's where they differ (it cannot have).
 """
 from __future__ import annotations
 import dataclasses
-from emu.pcode.nodes import Assign, Binary, Break, Call, Cast, For, If, Index, Name, Num, Slice, Ternary, View, walk
+from emu.pcode.nodes import Assign, Binary, Break, Call, Cast, Concat, For, If, Index, Name, Num, Slice, Ternary, View, walk
 from emu.pcode.numerics import F16, F32, F64
 
 def _is_num(e, value) -> bool: return isinstance(e, Num) and e.typ is not None and e.value == value
@@ -137,12 +142,38 @@ def _round_half_even(first, second):
     _uncast(c.args[0]) == Call("floor", (x,)) and cond.b == Binary("==", Call("fract", (x,)), Num(0.5, getattr(x, "typ", None)))
   return Assign(d, "=", Call("rint", (x,))) if even and body == fix else None
 
+def _widened(e, kind:str, width:int):
+  """x when `e` is 65'K(x) with x a `kind` view of `width` bits (the widened operands of a 65-bit multiply-add), else None."""
+  if isinstance(e, Cast) and e.typ == (kind, 65) and getattr(e.expr, "typ", None) == (kind, width): return e.expr
+  return None
+
+def _carry_out_mad(st) -> list | None:
+  """`{ D1.k1, D0.k64 } = 65'B(65'K(a.k32) * 65'K(b.k32) + 65'K(c.k64))` as 64-bit statements, else None."""
+  if not (isinstance(st, Assign) and st.op == "=" and isinstance(st.target, Concat) and len(st.target.items) == 2): return None
+  hi, lo = st.target.items
+  kind = getattr(lo, "typ", (None,))[0]
+  if not (kind in ("u", "i") and getattr(lo, "typ", None) == (kind, 64) and getattr(hi, "typ", None) == (kind, 1)): return None
+  v = st.value
+  if not (isinstance(v, Cast) and v.typ == ("b", 65) and isinstance(s := v.expr, Binary) and s.op == "+" and isinstance(m := s.a, Binary)
+          and m.op == "*"): return None
+  a, b, c = _widened(m.a, kind, 32), _widened(m.b, kind, 32), _widened(s.b, kind, 64)
+  if a is None or b is None or c is None: return None
+  product, bit = Name("mad_product"), lambda cond: Ternary(cond, Num(1, ("u", 1)), Num(0, ("u", 1)))
+  negative = lambda x: Binary("<", x, Num(0, None))
+  carry = bit(Binary("<", lo, c)) if kind == "u" else \
+    Ternary(Binary("==", negative(product), negative(c)), bit(negative(c)), bit(negative(lo)))
+  return [Assign(product, "=", Binary("*", Cast((kind, 64), a), Cast((kind, 64), b))), Assign(lo, "=", Binary("+", product, c)),
+          Assign(Index(View(hi.expr, "u64", ("u", 64)), Name("laneId")), "=", carry)]
+
 def _statements(stmts:list, used:set|None) -> list:
   out: list = []
   for st in stmts:
     if out and (merged := _round_half_even(out[-1], st)) is not None:
       out[-1] = merged
       if used is not None: used.add("round-half-even")
+    elif (split := _carry_out_mad(st)) is not None:
+      out.extend(split)
+      if used is not None: used.add("carry-out-mad")
     else: out.append(st)
   return out
 

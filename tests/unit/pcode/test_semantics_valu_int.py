@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad.runtime.autogen.amd.rdna3.enum import VOP2Op, VOP3Op, VOP3SDOp
+from emu.pcode import OpState, compile_op
 from test_ops import run, u32
 from test_semantics_helpers import bits, lanes, sx
 
@@ -82,6 +83,27 @@ def test_v_mad_i64_i32_signed_and_overflow_bit():
   st_ = run(VOP3SDOp.V_MAD_I64_I32, S0=u32(*[a for a, _, _ in cases]), S1=u32(*[b for _, b, _ in cases]), S2=bits(*[c for _, _, c in cases]))
   want = [(a * b + c) & (2**65 - 1) for a, b, c in cases]
   assert [int(d) for d in st_.D0] == [w & M64 for w in want] and [int(d) for d in st_.D1] == [w >> 64 for w in want]
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_mad_64_32_with_carry_out_match_exact_integers_every_isa(arch):
+  # { D1, D0 } is the 65-bit a * b + c (sign-extended operands for the I64_I32 form); the generator computes it in 64-bit arithmetic
+  # and a carry (emu.pcode.rules carry-out-mad): expected from Python's unbounded integers
+  import importlib
+  ops = importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.enum").VOP3SDOp
+  rng = np.random.default_rng(11)
+  edge32, edge64 = [0, 1, 2, 0x7fffffff, 0x80000000, 0xfffffffe, M32], [0, 1, 2**63 - 1, 2**63, M64 - 1, M64, 2**62, 2**32]
+  a = edge32 * len(edge32) * len(edge64) + rng.integers(0, 1 << 32, 200).tolist()
+  b = [y for y in edge32 for _ in edge32 for _ in edge64] + rng.integers(0, 1 << 32, 200).tolist()
+  c = [z for _ in edge32 for _ in edge32 for z in edge64][:len(a) - 200] + [int(x) for x in rng.integers(0, 1 << 63, 200, dtype=np.uint64) * 2 + 1]
+  a = (a * 2)[:len(c)]
+  sx = lambda v, w: v - (1 << w) if v >> (w - 1) else v
+  for name, signed in (("V_MAD_U64_U32", False), ("V_MAD_I64_I32", True), ("V_MAD_CO_U64_U32", False), ("V_MAD_CO_I64_I32", True)):
+    if not hasattr(ops, name): continue
+    st_ = OpState(n=len(a), laneId=np.arange(len(a), dtype=np.uint64), S0=u32(*a), S1=u32(*b), S2=bits(*c))
+    compile_op(arch, getattr(ops, name)).fn(st_)
+    full = [(sx(x, 32) * sx(y, 32) + sx(z, 64) if signed else x * y + z) & ((1 << 65) - 1) for x, y, z in zip(a, b, c)]
+    assert [int(d) for d in st_.D0] == [v & M64 for v in full], (arch, name)
+    assert [int(d) for d in st_.D1] == [v >> 64 for v in full], (arch, name)
 
 def test_v_add_co_ci_u32_64bit_chain():
   xs = [0xffffffffffffffff, 0x00000001ffffffff, 0x123456789abcdef0, 0x8000000000000000]
