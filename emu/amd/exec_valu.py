@@ -27,11 +27,13 @@ OWN_MODIFIER_FIELDS = {"OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS"}
 # modifier fields an op may read that some of its encodings lack (VOP1/VOP2/VOPC have no OPSEL ...): there the ISA value is 0
 ABSENT_FIELD_VALUES = dict.fromkeys(("OPSEL", "OPSEL_HI", "NEG", "NEG_HI", "ABS", "OMOD"), 0)
 
-def mask_lane_bits(st, wv:np.ndarray, ln:np.ndarray, reg:int, literal:int|None=None) -> np.ndarray:
-  """Bit `ln` of the lane-mask operand `reg` of each wave wv, as uint64 0/1: an SGPR (reg+1 for lanes 32-63), or any other source
-  code (an inline constant or literal carry-in/select mask, NULL ...) as a constant mask as wide as the wave."""
-  if reg < 128 and reg != st.spec.null_reg: return ((st.sgpr[wv, reg + (ln >> 5)] >> (ln & 31).astype(np.uint32)) & 1).astype(U64)
-  return (resolve_src(reg, st.lanes, None, literal, st.spec).read_waves(st, wv) >> ln.astype(U64)) & U64(1)
+def mask_lane_bits(st, ws:np.ndarray, lanes:Lanes, reg:int, literal:int|None=None) -> np.ndarray:
+  """The lane-mask operand `reg` of waves ws, one bit per pair of `lanes`, as uint64 0/1: an SGPR (reg+1 for lanes 32-63), or any
+  other source code (an inline constant or literal carry-in/select mask, NULL ...) as a constant mask as wide as the wave."""
+  if reg < 128 and reg != st.spec.null_reg:
+    bits = st.mask_bits(ws, reg)
+    return (bits.reshape(-1) if lanes.dense is not None else bits[lanes.wi, lanes.ln]).astype(U64)
+  return (resolve_src(reg, st.lanes, None, literal, st.spec).read_waves(st, lanes.wv) >> lanes.ln.astype(U64)) & U64(1)
 
 class VgprFile:
   """VGPR[lanes, reg] of one wave for pcode that picks registers by value (V_MOVREL*, V_SWAPREL_B32, V_INTERP_*: M0-relative or
@@ -233,11 +235,11 @@ class ValuStep(Step):
         v = s.read(st, wv, src_lane[ln])
         o.S0 = np.where(zero[wi, ln], U64(0), v)
       else: setattr(o, name, s.read(st, wv, ln, dense))
-    for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, wv, ln, self.mask_read[name], self.instr.literal))
+    for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, ws, lanes, self.mask_read[name], self.instr.literal))
     if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = read_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, self.d_hi, dense)
     if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
-    if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, wv, ln, self.spec.exec_lo)
+    if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, ws, lanes, self.spec.exec_lo)
     if self.per_wave: o.VGPR = VgprFile(st.vgpr[int(ws[0]), :, :AGPR_BASE])
     carry_in = np.array(o.VCC, copy=True) if self.int_clamp is not None and "VCC" in op.lane_masks & op.reads else None
     op.fn(o)
@@ -301,7 +303,7 @@ class VopdStep(Step):
                   SIMM32=self.instr.literal or 0)
       for name, s in srcs.items(): setattr(o, name, s.read_lanes(st, wv, ln, dense))
       if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32, dense=dense)
-      if "VCC" in op.reads: o.VCC = mask_lane_bits(st, wv, ln, self.spec.vcc_lo)
+      if "VCC" in op.reads: o.VCC = mask_lane_bits(st, ws, lanes, self.spec.vcc_lo)
       states.append(o)
     for (op, _, _), o in zip(self.halves, states): op.fn(o)
     for (op, _, vdst), o in zip(self.halves, states): write_vgpr_lanes(st, wv, ln, vdst, 32, np.asarray(o.D0, dtype=U64), dense=dense)

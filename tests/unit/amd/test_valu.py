@@ -1,5 +1,6 @@
 """VOP1/VOP2/VOP3/VOP3SD/VOPC/VOP3P/VOPD and DPP: partial EXEC, VCC side effects, inline constants, literals, modifiers."""
 import numpy as np
+import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, VCC_LO, v_add_f32_e32, v_mul_f32_e32, v_fma_f32, v_add_co_u32, v_add_co_ci_u32_e32,
   v_cmp_gt_f32_e32, v_cmp_gt_u32_e64, v_cndmask_b32_e32, v_cndmask_b32_e64, v_mov_b32_e32, v_add_f64, v_fma_f64, v_lshlrev_b64,
   v_add_f16_e32, v_dot2_f32_f16, v_cvt_f32_i32_e32, v_sqrt_f32_e32, v_add_nc_u32_e32, v_cmpx_gt_u32_e32, v_readlane_b32,
@@ -51,6 +52,15 @@ def test_v_cmp_gt_u32_e64_to_sgpr_and_cndmask_e64():
   st = run_program([v_cmp_gt_u32_e64(s[8], v[1], 20), v_cndmask_b32_e64(v[2], 1, 2, s[8])], vgprs={1: LANES})
   assert int(st.sgpr[0, 8]) == sum(1 << i for i in range(21, 32))
   assert (st.vgpr[0, :, 2] == np.where(LANES > 20, 2, 1)).all()
+
+@pytest.mark.parametrize("exec_mask", [None, 0xf0f0_0000_0000_ff0f], ids=["every-lane", "partial"])
+def test_v_cndmask_e64_wave64_reads_each_lanes_bit_of_the_sgpr_pair(exec_mask):
+  # lane i selects S1 where bit i of s[8:9] is set (lanes 32-63 from s9); lanes outside EXEC keep their old value
+  mask = 0x8000_0001_dead_beef
+  st = run_program([v_cndmask_b32_e64(v[2], 1, 2, s[8])], lanes=64, waves=2, sgprs={8: mask}, vgprs={2: 99}, exec_mask=exec_mask)
+  bit = lambda m, i: (m >> i) & 1 == 1
+  on, pick = np.array([exec_mask is None or bit(exec_mask, i) for i in range(64)]), np.array([bit(mask, i) for i in range(64)])
+  for w in range(2): assert (st.vgpr[w, :, 2] == np.where(on, np.where(pick, 2, 1), 99)).all()
 
 def test_v_cmpx_writes_exec():
   st = run_program([v_cmpx_gt_u32_e32(10, v[1]), v_mov_b32_e32(v[2], 1)], vgprs={1: LANES, 2: 0})
