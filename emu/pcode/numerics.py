@@ -412,8 +412,8 @@ def float_to_int(x, kind: str, rm=RM_ZERO) -> np.ndarray:
   """Float (typed f16/f32/f64) -> integer kind ('i8','u8','i16','u16','i32','u32','i64','u64') as the ISA does it:
   round per rm (default toward zero, as f32_to_i32 etc.), NaN -> 0, out-of-range values and +-inf clamp to the range."""
   v = to_f64(_typed(x))
-  rm = np.asarray(rm)
-  r = np.where(rm == RM_NE, np.rint(v), np.where(rm == RM_UP, np.ceil(v), np.where(rm == RM_DOWN, np.floor(v), np.trunc(v))))
+  if np.ndim(rm) == 0: r = {RM_NE: np.rint, RM_UP: np.ceil, RM_DOWN: np.floor}.get(int(rm), np.trunc)(v)   # one mode: one rounding pass
+  else: r = np.where(rm == RM_NE, np.rint(v), np.where(rm == RM_UP, np.ceil(v), np.where(rm == RM_DOWN, np.floor(v), np.trunc(v))))
   lo, hi = _INT_RANGE[kind]
   dt = np.dtype({"i": "int", "u": "uint"}[kind[0]] + kind[1:])
   low, high = r <= float(lo), r >= float(hi + 1)   # both bounds are powers of two (or 0): exact in float64
@@ -426,6 +426,8 @@ def int_to_float(x, f: Fmt, rm=RM_NE) -> np.ndarray:
   f16/f32/f64 arrays for those formats, raw bits otherwise."""
   x = np.asarray(x)
   if x.dtype.kind not in "iu": x = x.astype(np.int64)
+  if _is_rne(rm) and f in (F16, F32, F64):   # numpy's cast rounds once, to nearest even (f16: exactly through f32, or overflows)
+    with np.errstate(all="ignore"): return x.astype(_FLOAT_OF[f.width])
   neg = x < 0
   xu = x.astype(np.uint64)                         # two's complement wrap for negative values
   mag = np.where(neg, ~xu + np.uint64(1), xu)
@@ -903,8 +905,13 @@ def ldexp(x, n, rm=RM_NE, ftz: bool = False) -> np.ndarray:
   per mode to inf or max). NaN/inf/zero pass through."""
   x = _typed(x)
   f = _fmt_of(x)
+  n = np.clip(np.asarray(n, np.int64), -4000, 4000)
+  if f is not F64 and _is_rne(rm) and not ftz and not np.isnan(x).any():
+    # an f16/f32 value times 2**n is exact in float64 down to 2**-1022 (24 significant bits); below that f16/f32 round it to zero
+    # however float64 rounded it, and above 2**1024 it is inf in both: the cast back is the one rounding
+    with np.errstate(all="ignore"): return np.asarray(np.ldexp(x.astype(np.float64), n.astype(np.int32)).astype(x.dtype))
   neg, sig, e2, nan, inf, payload = _split_f64(to_f64(x))
-  e2 = e2 + np.clip(np.asarray(n, np.int64), -4000, 4000)
+  e2 = e2 + n
   enc = _round_core(neg, sig, e2, f.mbits, f.emin, rm)
   return _pack(neg, enc, f, rm, False, ftz, nan, inf, payload).view(x.dtype)
 

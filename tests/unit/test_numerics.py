@@ -432,9 +432,10 @@ def test_int_to_float(rm):
   vals = [0, 1, -1, 2 ** 24 + 1, -(2 ** 24 + 3), 2 ** 31 - 1, -(2 ** 31), 123456789, 2 ** 62 + 2 ** 9 + 1, -(2 ** 63), 2 ** 63 - 1]
   got = N.int_to_float(np.array(vals, np.int64), N.F32, rm)
   assert got.dtype == np.float32 and [float(v) for v in got] == [ref_round(Fraction(v), F32P, rm) for v in vals]
-  uv = [2 ** 64 - 1, 2 ** 53 + 1, 2 ** 63 + 2 ** 11 + 1, 7]
+  uv = [2 ** 64 - 1, 2 ** 53 + 1, 2 ** 63 + 2 ** 11 + 1, 7, 2 ** 63 + 2 ** 39, 2 ** 63 + 2 ** 39 + 1, 2 ** 32 - 1, 2 ** 24 + 1]
   assert [float(v) for v in N.int_to_float(np.array(uv, np.uint64), N.F64, rm)] == [ref_round(Fraction(v), F64P, rm) for v in uv]
-  hv = [65504, 65519, 65520, 70000, -2049, 2049]
+  assert [float(v) for v in N.int_to_float(np.array(uv, np.uint64), N.F32, rm)] == [ref_round(Fraction(v), F32P, rm) for v in uv]
+  hv = [65504, 65519, 65520, 70000, -2049, 2049, 2 ** 31 - 1, -(2 ** 31), 4097, -4099]
   assert [float(v) for v in N.int_to_float(np.array(hv, np.int32), N.F16, rm)] == [ref_round(Fraction(v), F16P, rm) for v in hv]
   assert N.int_to_float(np.array([3], np.int32), N.BF16, rm).dtype == np.uint16
 
@@ -501,6 +502,15 @@ def test_ldexp(rm):
   d = rng.standard_normal(200)
   k = rng.integers(-1100, -1000, 200)
   assert [float(v) for v in N.ldexp(d, k, rm)] == [ref_round(Fraction(a) * Fraction(2) ** int(e), F64P, rm) for a, e in zip(d, k)]
+  h = (rng.standard_normal(300) * 8).astype(np.float16)
+  hk = rng.integers(-30, 20, 300)
+  assert [float(v) for v in N.ldexp(h, hk, rm)] == [ref_round(Fraction(float(a)) * Fraction(2) ** int(e), F16P, rm) for a, e in zip(h, hk)]
+  # exponents far outside any format (a shift count as the ISA passes it): zero, inf or max per mode, the sign kept
+  big = np.array([1.5, -1.5, 3.0, -0.75], np.float32)
+  for e in (-(2 ** 31), -2000, -1100, 2000, 2 ** 31 - 1):
+    want = [ref_round(Fraction(float(a)) * Fraction(2) ** max(-4000, min(4000, e)), F32P, rm) for a in big]
+    got = N.ldexp(big, np.full(4, e), rm)
+    assert [float(v) for v in got] == want and list(np.signbit(got)) == [a < 0 for a in big], e
   assert np.isnan(N.ldexp(np.float32(np.nan), 3, rm)) and N.ldexp(np.float16(-np.inf), -3, rm) == -np.inf
   assert N.ldexp(np.float16(1.0), 15, rm) == 32768 and N.ldexp(np.float16(1), 16, 3) == 65504
 
