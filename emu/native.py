@@ -17,21 +17,34 @@ import numpy as np
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
 
+NAN_RESULT = 1   # a kernel's return bit: some result is NaN (the MXCSR bits it reports never include bit 0)
+
 def _fma_ir(name:str, t:str, suffix:str) -> str:
-  """`i32 name(t* a, t* b, t* c, t* out, i64 n)`: out[i] = fma(a[i], b[i], c[i]); returns the MXCSR bits that are not IEEE's default."""
+  """`i32 name(a, b, c, o, i64 n, i64 off)`: out[i] = fma(a[i], b[i], c[i]) over the numpy arrays a, b, c, o (object addresses:
+  each one's data pointer is the word at byte `off` of the object, which costs nothing to pass, where numpy's `.ctypes.data` costs
+  about a microsecond per array); returns the MXCSR bits that are not IEEE's default, or'ed with NAN_RESULT if a result is NaN."""
   return f"""
 declare {t} @llvm.fma.{suffix}({t}, {t}, {t})
 declare void @llvm.x86.sse.stmxcsr(ptr)
-define i32 @{name}(ptr noalias %a, ptr noalias %b, ptr noalias %c, ptr noalias %o, i64 %n) {{
+define i32 @{name}(ptr %ao, ptr %bo, ptr %co, ptr %oo, i64 %n, i64 %off) {{
 entry:
   %csr = alloca i32
   call void @llvm.x86.sse.stmxcsr(ptr %csr)
   %mx = load i32, ptr %csr
   %bad = and i32 %mx, {MXCSR_NON_DEFAULT}
+  %aa = getelementptr i8, ptr %ao, i64 %off
+  %ba = getelementptr i8, ptr %bo, i64 %off
+  %ca = getelementptr i8, ptr %co, i64 %off
+  %oa = getelementptr i8, ptr %oo, i64 %off
+  %a = load ptr, ptr %aa
+  %b = load ptr, ptr %ba
+  %c = load ptr, ptr %ca
+  %o = load ptr, ptr %oa
   %empty = icmp eq i64 %n, 0
   br i1 %empty, label %done, label %loop
 loop:
   %i = phi i64 [0, %entry], [%next, %loop]
+  %seen = phi i1 [false, %entry], [%seen.next, %loop]
   %pa = getelementptr inbounds {t}, ptr %a, i64 %i
   %pb = getelementptr inbounds {t}, ptr %b, i64 %i
   %pc = getelementptr inbounds {t}, ptr %c, i64 %i
@@ -41,16 +54,21 @@ loop:
   %z = load {t}, ptr %pc
   %r = call {t} @llvm.fma.{suffix}({t} %x, {t} %y, {t} %z)
   store {t} %r, ptr %po
+  %isnan = fcmp uno {t} %r, %r
+  %seen.next = or i1 %seen, %isnan
   %next = add nuw i64 %i, 1
   %end = icmp eq i64 %next, %n
   br i1 %end, label %done, label %loop
 done:
-  ret i32 %bad
+  %any = phi i1 [false, %entry], [%seen.next, %loop]
+  %flag = zext i1 %any to i32
+  %ret = or i32 %bad, %flag
+  ret i32 %ret
 }}
 """
 
 KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64")}
-_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 def _cpu_flags() -> str:
   """The CPU's feature flags (/proc/cpuinfo): the compiled code uses this CPU's instructions, so the disk cache is keyed by them."""
@@ -58,10 +76,19 @@ def _cpu_flags() -> str:
     with open("/proc/cpuinfo") as f: return next((ln for ln in f if ln.startswith("flags")), "")
   except OSError: return ""
 
+def _data_offset() -> int | None:
+  """The byte offset of the data pointer in a numpy array object (CPython's id() is the object's address): the one offset where
+  every probe array, of several sizes and dtypes, holds its own data address; None if there is none (then no kernels load)."""
+  probes = [np.empty(n, dt) for n, dt in ((1, np.float32), (7, np.float64), (4096, np.uint8))]
+  for off in range(8, 64, 8):
+    if all(ctypes.c_void_p.from_address(id(p) + off).value == p.ctypes.data for p in probes): return off
+  return None
+
 class _Native:
   """The loaded kernels (compiled or read from disk on first use; None when this machine cannot have them)."""
   def __init__(self):
     self._lock, self._fns, self._mems, self.why = threading.Lock(), None, [], ""
+    self.data_offset = 0   # where a numpy array object holds its data pointer (found when the kernels load)
 
   def fns(self) -> dict | None:
     if self._fns is None:
@@ -72,6 +99,8 @@ class _Native:
   def _load(self) -> dict:
     if os.environ.get("EMU_NATIVE", "1") == "0": self.why = "EMU_NATIVE=0"; return {}
     if platform.machine() != "x86_64" or not sys.platform.startswith("linux"): self.why = "x86-64 Linux only"; return {}
+    if (off := _data_offset()) is None: self.why = "no data pointer found in numpy's array objects"; return {}
+    self.data_offset = off
     try:
       from tinygrad.runtime.support.elf import jit_loader
       libm = ctypes.CDLL("libm.so.6")
@@ -111,9 +140,10 @@ def available() -> bool:
   """Whether the native kernels run here (see the module docstring; `NATIVE.why` says why not)."""
   return NATIVE.fns() is not None
 
-def fma(a, b, c) -> np.ndarray | None:
-  """a*b+c rounded once to nearest-even, elementwise over float32 or float64 operands (broadcast); None when the native kernels
-  are unavailable or the thread's floating-point mode is not IEEE's default. NaN results carry whatever payload the CPU gives."""
+def fma(a, b, c) -> tuple[np.ndarray, bool] | None:
+  """(a*b+c rounded once to nearest-even, whether some result is NaN), elementwise over float32 or float64 operands (broadcast);
+  None when the native kernels are unavailable or the thread's floating-point mode is not IEEE's default. NaN results carry
+  whatever payload the CPU gives."""
   if (fns := NATIVE.fns()) is None: return None
   same = type(a) is type(b) is type(c) is np.ndarray and a.dtype == b.dtype == c.dtype and a.shape == b.shape == c.shape and \
     a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous   # the common case: lanes of one wave batch
@@ -121,5 +151,5 @@ def fma(a, b, c) -> np.ndarray | None:
   if dt != np.float32 and dt != np.float64: return None
   if not same: a, b, c = (np.array(x, dtype=dt, order="C") for x in np.broadcast_arrays(a, b, c))   # (0-d stays 0-d)
   out = np.empty(a.shape, dt)
-  if fns["fma_f32" if dt == np.float32 else "fma_f64"](a.ctypes.data, b.ctypes.data, c.ctypes.data, out.ctypes.data, out.size): return None
-  return out
+  r = fns["fma_f32" if dt == np.float32 else "fma_f64"](id(a), id(b), id(c), id(out), out.size, NATIVE.data_offset)
+  return None if r & ~NAN_RESULT else (out, bool(r & NAN_RESULT))

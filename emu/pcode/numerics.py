@@ -500,8 +500,11 @@ def _fma_rne(a, b, c, f: Fmt, dtype):
 def _native_fma(a, b, c, exact):
   """The CPU's fused multiply-add (emu.native) with its NaN lanes recomputed by `exact` on those lanes (the payload rules are
   ours, the CPU's NaNs are not the GPU's); None when the native kernels do not run here."""
-  if (r := native.fma(a, b, c)) is None: return None
-  if (nan := np.isnan(r)).any(): r[nan] = exact(*(np.broadcast_to(v, r.shape)[nan] for v in (a, b, c)))
+  if (got := native.fma(a, b, c)) is None: return None
+  r, some_nan = got
+  if some_nan:
+    nan = np.isnan(r)
+    r[nan] = exact(*(np.broadcast_to(v, r.shape)[nan] for v in (a, b, c)))
   return r
 
 

@@ -36,10 +36,21 @@ def test_native_fma_equals_the_numpy_path(dt, monkeypatch):
   assert len(bad) == 0, [(a[i], b[i], c[i], got[i], want[i]) for i in bad[:5]]
 
 def test_scalars_broadcast_and_keep_their_shape():
-  assert native.fma(np.float32(2), np.float32(3), np.float32(1)).shape == ()
-  r = native.fma(np.float64(2), np.arange(4.0), 1.0)
-  assert r.tolist() == [1.0, 3.0, 5.0, 7.0]
+  assert native.fma(np.float32(2), np.float32(3), np.float32(1))[0].shape == ()
+  r, some_nan = native.fma(np.float64(2), np.arange(4.0), 1.0)
+  assert r.tolist() == [1.0, 3.0, 5.0, 7.0] and not some_nan
   assert native.fma(np.arange(3, dtype=np.int64), 1, 1) is None   # integers: not a float fma
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_the_nan_flag_says_whether_any_result_is_nan(dt):
+  # each NaN source (an operand NaN, inf * 0, inf - inf) in one lane of many, and in none
+  x = np.ones(1000, dt)
+  assert native.fma(x, x, x)[1] is False
+  for lane, (a, b, c) in enumerate([(np.nan, 1, 1), (np.inf, 0, 1), (np.inf, 1, -np.inf), (1, 1, np.nan)]):
+    av, bv, cv = x.copy(), x.copy(), x.copy()
+    av[lane * 250 + 3], bv[lane * 250 + 3], cv[lane * 250 + 3] = a, b, c
+    r, some_nan = native.fma(av, bv, cv)
+    assert some_nan is True and np.isnan(r).sum() == 1
 
 def test_emu_native_0_turns_the_kernels_off():
   code = "from emu import native; print(native.available(), native.NATIVE.why)"
