@@ -133,17 +133,23 @@ class Dispatcher:
     with np.errstate(all="ignore"): self._schedule(m, prog, wpg, stats, first_wave)
 
   def _schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int):
-    st = m.st
+    st, ws, every = m.st, None, False
     while True:
-      run = np.nonzero(st.status == RUNNING)[0]
-      if len(run) == 0: break
-      pcs = st.pc[run]
-      pc = int(pcs.min())
-      ws = run[pcs == pc]
+      if ws is None:   # the next batch: every running wave at the lowest PC
+        run = np.nonzero(st.status == RUNNING)[0]
+        if len(run) == 0: break
+        pcs = st.pc[run]
+        pc = int(pcs.min())
+        ws = run[pcs == pc]
+        every = len(ws) == len(run)
       step = self._execute(m, prog, pc, ws, first_wave)
       stats.wave_instructions += len(ws)
       self.watchdog.check(stats.wave_instructions, pc, st.wave_id[int(ws[0])])
-      if isinstance(step, ControlStep) and step.effect is not None: release_barriers(st.status.reshape(-1, wpg), np.unique(st.wg[ws]))
+      effect = isinstance(step, ControlStep) and step.effect is not None
+      if effect: release_barriers(st.status.reshape(-1, wpg), np.unique(st.wg[ws]))
+      # a batch of every running wave that the step moved on to its next instruction (no branch, no end or barrier) is the next batch
+      if every and not effect and not step.writes_pc: pc += step.size
+      else: ws = None
 
   def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int):
     """Decode (once per PC) and run the instruction at `pc` for waves `ws`. Any failure that is not a modelled GPU fault
