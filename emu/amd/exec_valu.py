@@ -60,11 +60,17 @@ def store_lane_bits(st, ws:np.ndarray, lanes:Lanes, reg:int, bits:np.ndarray):
 
 SOURCE_WRITES = frozenset({"S0", "S1", "S2"})   # pcode results that go back to a source operand's register
 
+def float_only(op, name:str, src:Src) -> bool:
+  """Whether source `name` of `op` is a plain 32-bit VGPR the pcode reads only as a float: it may be passed as uint32 bits (abi.py)."""
+  return src.kind == "vgpr" and src.bits == 32 and not src.hi and op.views.get(name) == {"f"}
+
 class SrcSpec:
-  """A source operand plus the per-operand modifiers of its encoding."""
-  def __init__(self, src:Src, fkind:int, neg:bool=False, abs_:bool=False, packed:tuple|None=None):
+  """A source operand plus the per-operand modifiers of its encoding; `narrow`: read as uint32 bits (`float_only`)."""
+  def __init__(self, src:Src, fkind:int, neg:bool=False, abs_:bool=False, packed:tuple|None=None, narrow:bool=False):
     self.src, self.fkind, self.neg, self.abs, self.packed = src, fkind, neg, abs_, packed
+    self.narrow = narrow and not (neg or abs_ or packed)
   def read(self, st, wv, ln, dense:slice|None=None) -> np.ndarray:
+    if self.narrow: return self.src.read_lanes32(st, wv, ln, dense)
     v = self.src.read_lanes(st, wv, ln, dense)
     if self.packed is not None:   # two halves (16-bit in a dword; 32-bit in a register pair for CDNA's packed f32 ops)
       (lo_sel, hi_sel, neg_lo, neg_hi), h = self.packed, self.src.bits // 2
@@ -133,7 +139,7 @@ class ValuStep(Step):
         ohi = (inst.opsel_hi >> i) & 1 if i < 2 else inst.opsel_hi2
         packed = ((opsel >> i) & 1, ohi, (inst.neg >> i) & 1, (inst.neg_hi >> i) & 1)
       srcs[name] = SrcSpec(src, modifier_float_kind(op, i, fm), bool((neg >> i) & 1) and own_mods and packed is None,
-                           bool((abs_ >> i) & 1) and own_mods, packed)
+                           bool((abs_ >> i) & 1) and own_mods, packed, instr.variant in ("", "LIT") and float_only(op, name, src))
     for name in SOURCE_WRITES & op.writes:   # a source the op writes back must be a plain VGPR of this lane (no SDWA select, no DPP)
       if not (isinstance(srcs[name].src, Src) and srcs[name].src.kind == "vgpr") or instr.variant in ("DPP16", "DPP8", "SDWA"):
         raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name}: {name} is written back, so it must be a VGPR without DPP or SDWA")
@@ -290,20 +296,21 @@ class VopdStep(Step):
       op = get_op(spec.name, _vopd_op(spec, getattr(inst, opf)), raw=instr.raw)
       srcs = {"S0": resolve_src(getattr(inst, s0f).offset, 32, Fmt.FMT_NUM_F32, lit, spec),
               "S1": Src("vgpr", getattr(inst, s1f).offset - 256, 32)}
-      self.halves.append((op, {k: v for k, v in srcs.items() if k in op.reads}, getattr(inst, df).offset - 256))
-    self.mode_dep = any(op.reads & MODE_INPUTS for op, _, _ in self.halves)
+      srcs = {k: v for k, v in srcs.items() if k in op.reads}
+      self.halves.append((op, srcs, getattr(inst, df).offset - 256, {k for k, v in srcs.items() if float_only(op, k, v)}))
+    self.mode_dep = any(op.reads & MODE_INPUTS for op, _, _, _ in self.halves)
 
   def execute(self, m:Machine, ws:np.ndarray):
     st, lanes = m.st, m.active(ws)
     wv, ln, dense = lanes.wv, lanes.ln, lanes.dense
     if len(wv) == 0: return
     states = []
-    for op, srcs, vdst in self.halves:
+    for op, srcs, vdst, narrow in self.halves:
       o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(int(ws[0])),
                   SIMM32=self.instr.literal or 0)
-      for name, s in srcs.items(): setattr(o, name, s.read_lanes(st, wv, ln, dense))
+      for name, s in srcs.items(): setattr(o, name, s.read_lanes32(st, wv, ln, dense) if name in narrow else s.read_lanes(st, wv, ln, dense))
       if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32, dense=dense)
       if "VCC" in op.reads: o.VCC = mask_lane_bits(st, ws, lanes, self.spec.vcc_lo)
       states.append(o)
-    for (op, _, _), o in zip(self.halves, states): op.fn(o)
-    for (op, _, vdst), o in zip(self.halves, states): write_vgpr_lanes(st, wv, ln, vdst, 32, np.asarray(o.D0, dtype=U64), dense=dense)
+    for (op, _, _, _), o in zip(self.halves, states): op.fn(o)
+    for (op, _, vdst, _), o in zip(self.halves, states): write_vgpr_lanes(st, wv, ln, vdst, 32, np.asarray(o.D0, dtype=U64), dense=dense)

@@ -93,6 +93,13 @@ class Src:
     if self.bits == 64: v |= at(self.reg + 1) << U64(32)
     return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
 
+  def read_lanes32(self, st:WaveState, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
+    """A 32-bit VGPR's bits for each (wave, lane) pair as uint32 (n,): what an op that reads the operand only as a float takes
+    (abi.py), without widening to uint64. Read-only: it may be a view of the register file."""
+    v = st.vgpr[dense, :, self.reg].reshape(-1) if dense is not None else st.vgpr[wv, ln, self.reg]
+    v.flags.writeable = False
+    return v
+
   def _sgpr_lanes(self, st:WaveState, wv:np.ndarray) -> np.ndarray:
     if self.bits > 64: return st.sgpr[wv[:, None], self.reg + np.arange(self.nregs)]
     v = st.sgpr[wv, self.reg].astype(U64)

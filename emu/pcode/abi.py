@@ -26,6 +26,8 @@ There are three kinds of op:
           - operands <= 64 bits (S0 S1 S2 D0 DATA DATA2 ADDR RETURN_DATA VDATA ...): numpy uint64 (n,) raw bits,
             zero-extended. Operands wider than 64 bits (`op.widths[name] > 64`, e.g. VDATA of *_B96/B128 loads,
             DATA of B128 stores): numpy uint32 (n, width/32), dword 0 first. Writes follow the same layout.
+            A 32-bit source the pcode reads only as a float (`op.views[name] == {'f'}`) may instead be uint32 (n,), possibly
+            read-only (a view of the register file): the results are the same bit for bit, and the executor skips a widening.
           - D0 (and any other written operand listed in `op.reads`) must be preloaded with the destination's old
             value: partial writes (`D0[31:16] = ...`, `D0.f16 = ...` keeps bits 63:16) merge into it.
             The op writes D0 zero-extended to `op.widths['D0']` bits; the executor stores that many bits.

@@ -79,8 +79,8 @@ def f2bits(x, w:int):
 
 def bits2f(x, w:int):
   """Raw bits (the low w bits of x) as a float of width w."""
-  if isinstance(x, np.ndarray):   # (casts between unsigned types wrap: no mask needed)
-    return (x if x.dtype.kind == "u" else x & np.uint64((1 << w) - 1)).astype(_UDT[w]).view(_FDT[w])
+  if isinstance(x, np.ndarray):   # (casts between unsigned types wrap: no mask needed; bits already of width w are only viewed)
+    return (x if x.dtype.kind == "u" else x & np.uint64((1 << w) - 1)).astype(_UDT[w], copy=False).view(_FDT[w])
   return np.asarray(int(x) & ((1 << w) - 1), dtype=_UDT[w]).view(_FDT[w])[()]
 
 def bf16_from_bits(x):

@@ -57,3 +57,33 @@ def test_reads_exclude_operands_written_before_use():
   assert "VDATA" not in compile_op("rdna3", GLOBALOp.GLOBAL_LOAD_B64).reads
   assert "RETURN_DATA" not in compile_op("rdna3", DSOp.DS_LOAD_B64).reads
   assert "D0" in compile_op("rdna3", SOP2Op.S_CSELECT_B32).writes and "SCC" in compile_op("rdna3", SOP2Op.S_CSELECT_B32).reads
+
+F32_SPECIAL = np.array([0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fa00000, 0xffc00001, 1, 0x807fffff, 0x00800000, 0x3f800000,
+                        0xbf800000, 0x7f7fffff, 0xffffffff, 0x4b800000, 0x3effffff], np.uint64)
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_float_only_sources_may_come_as_uint32(arch):
+  # abi.py: a 32-bit source the pcode reads only as a float (views == {'f'}) may be passed as uint32 bits (the executor does so);
+  # every such op must compute bit for bit what it computes from the canonical uint64 form, in every float mode
+  rng, checked, bad = np.random.default_rng(5), 0, []
+  n = 64
+  for opc in ops_for(arch):
+    try: c = compile_op(arch, opc)
+    except Unsupported: continue
+    narrow = [s for s in ("S0", "S1", "S2") if c.kind == "vector" and s in c.reads and c.views.get(s) == {"f"} and c.widths.get(s) == 32]
+    if not narrow: continue
+    checked += 1
+    for trial in range(4):
+      st = _state(c, n, rng)
+      for s in narrow:
+        pick = rng.integers(0, 3, n)
+        normal = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 7)).astype(np.float32).view(np.uint32).astype(np.uint64)
+        setattr(st, s, np.where(pick == 0, rng.integers(0, 2**32, n, dtype=np.uint64), np.where(pick == 1, normal, rng.choice(F32_SPECIAL, n))))
+      modes = dict(MODE_IEEE=bool(trial % 2), MODE_DENORM32=(3, 0, 1, 3)[trial], MODE_ROUND32=(0, 1, 2, 3)[trial], MODE_DENORM16=3, MODE_ROUND16=0)
+      wide, thin = (OpState(**{**st.__dict__, **modes}) for _ in range(2))
+      for s in narrow: setattr(thin, s, np.asarray(getattr(st, s)).astype(np.uint32))
+      c.fn(wide); c.fn(thin)
+      for w in c.writes:
+        a, b = np.asarray(getattr(wide, w)), np.asarray(getattr(thin, w))
+        if a.dtype != b.dtype or not np.array_equal(a, b): bad.append((opc.name, trial, w))
+  assert checked > 100 and not bad, bad[:10]
