@@ -2,8 +2,9 @@
 
 Scalar registers are kept at their operand numbers (s0..s105, VCC 106/107, TTMP 108-123, NULL 124, M0 125, EXEC 126/127 on
 RDNA), so operand decoding is a plain index. VGPRs are indexed [wave, lane, reg]: `vgpr[w]` is the VGPR[lane][reg] view
-the pcode's whole-wave ops use. They are stored [wave, reg, lane] (`vgpr` is a transposed view), so that one register of
-many waves -- what a lockstep VALU op reads and writes -- is contiguous runs of lanes rather than one word per cache line.
+the pcode's whole-wave ops use. They are stored [reg, wave, lane] (`vgpr` is a transposed view), so that one register of
+consecutive waves -- what a lockstep VALU op reads and writes -- is one contiguous run: a float operand is passed as a view of
+it, and results are stored with one copy.
 """
 from __future__ import annotations
 from functools import cache
@@ -39,7 +40,7 @@ class WaveState:
   def __init__(self, spec:ArchSpec, n:int, lanes:int, n_vgprs:int, scratch_bytes:int=0):
     self.spec, self.n, self.lanes, self.n_vgprs = spec, n, lanes, n_vgprs
     self.sgpr = np.zeros((n, N_SREGS), dtype=np.uint32)
-    self.vgpr = np.zeros((n, n_vgprs, lanes), dtype=np.uint32).transpose(0, 2, 1)
+    self.vgpr = np.zeros((n_vgprs, n, lanes), dtype=np.uint32).transpose(1, 2, 0)
     self.scc = np.zeros(n, dtype=np.uint32)
     self.pc = np.zeros(n, dtype=np.int64)
     self.status = np.full(n, RUNNING, dtype=np.int8)
