@@ -263,8 +263,8 @@ def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:i
     old, v16 = get(reg), (val & U64(0xffff)).astype(np.uint32)
     put(reg, (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16)
   else:
-    wraps = isinstance(val, np.ndarray) and val.dtype == U64   # uint64 -> uint32 casts keep the low bits: no mask needed
-    put(reg, (val if wraps else val & U64(0xffffffff)).astype(np.uint32))
+    # a uint64 array stored into the uint32 registers keeps its low bits (numpy's assignment casts): no mask, no converted copy
+    put(reg, val if isinstance(val, np.ndarray) and val.dtype == U64 else (val & U64(0xffffffff)).astype(np.uint32))
     if bits == 64: put(reg + 1, (val >> U64(32)).astype(np.uint32))
 
 def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, hi:bool=False, dense:slice|None=None) -> np.ndarray:
