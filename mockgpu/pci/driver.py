@@ -4,14 +4,15 @@ driver reads.
 Per device: vendor, device, class, enable (written 1), config (ConfigSpace), resource (one `start end flags` line per BAR),
 resource0 (VRAM), resource2 (64-bit doorbells), resource5 (MMIO registers), resource0_resize. No `driver` link: no kernel
 driver is bound. Bus names are `<domain>:<bus>:00.0` with a domain derived from the process id (always >= 0x1000), so they
-never name a real device and two test processes never contend for tinygrad's per-device lock file in /tmp.
+never name a real device and two test processes never contend for tinygrad's per-device lock file in /tmp; the lock files of this
+process's bus names are deleted when it exits.
 
 /proc/self/pagemap answers the bus frame of each host page (mockgpu.pci.bus; bit 63 present); compact_unevictable_allowed reads
 0, the value tinygrad would otherwise set through sudo. With VFIO=1 tinygrad looks for the vfio module (present here, so it
 never runs `sudo modprobe`) and then /dev/vfio/vfio, which does not exist: it falls back to the sysfs path above.
 """
 from __future__ import annotations
-import errno, mmap, os, struct
+import atexit, errno, glob, mmap, os, struct, tempfile
 from mockgpu.hostmem import host_mmap
 from mockgpu.pci.boards import board as pci_board
 from mockgpu.pci.bus import BUS
@@ -48,12 +49,21 @@ def _pagemap(pos:int, size:int) -> bytes:
 
 GPUS: list[PCIGPU] = []   # the GPUs `install` created in this process (tests and tools inspect them)
 
+def remove_lock_files(names:list[str], folder:str|None=None):
+  """Delete the per-device lock files tinygrad's AM driver leaves in the temporary folder (`<prefix>_<bus>.lock`) for the bus names
+  `names`, which only this process uses: without this every test process would leave one per GPU behind."""
+  for name in names:
+    for path in glob.glob(os.path.join(glob.escape(folder or tempfile.gettempdir()), f"*_{glob.escape(name.lower())}.lock")):
+      try: os.unlink(path)
+      except OSError: pass
+
 def install(vfs:VFS, gpu_count:int, arch:str, vram_bytes:int|None=None) -> list[PCIGPU]:
   """Create `gpu_count` PCI GPUs of `arch` and mount their files; `vram_bytes` defaults to the board's VRAM."""
   from mockgpu.pci import firmware
   b = pci_board(arch)
   gpus = [PCIGPU(i, bus_name(i), b, vram_bytes or b.kfd.vram_bytes, BUS) for i in range(gpu_count)]
   GPUS.extend(gpus)
+  atexit.register(remove_lock_files, [g.name for g in gpus])
   firmware.install()
   vfs.mkdirs("/sys/bus/pci/devices")
   for g in gpus:
