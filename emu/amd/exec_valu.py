@@ -163,6 +163,7 @@ class ValuStep(Step):
     self.sdwa_dst = (cdna_operands.check_sel(inst.dst_sel, "destination"), inst.dst_unused) \
       if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
     self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
+    self.d0 = Src("vgpr", self.vdst, self.d_bits, hi=self.d_hi)   # the destination's old value, for ops that merge into it
     if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD", "VOP3P"): self.int_clamp = None
 
   def _lane_masks(self, instr:Instr, spec:ArchSpec):
@@ -242,7 +243,7 @@ class ValuStep(Step):
         o.S0 = np.where(zero[wi, ln], U64(0), v)
       else: setattr(o, name, s.read(st, wv, ln, dense))
     for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, ws, lanes, self.mask_read[name], self.instr.literal))
-    if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = read_vgpr_lanes(st, wv, ln, self.vdst, self.d_bits, self.d_hi, dense)
+    if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = self.d0.read_lanes(st, wv, ln, dense)
     if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
     if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, ws, lanes, self.spec.exec_lo)
@@ -255,7 +256,8 @@ class ValuStep(Step):
       write_vgpr_lanes(st, wv, ln, src.reg, src.bits, np.asarray(getattr(o, name), dtype=U64), src.hi, dense)
     if "D0" in op.writes and "D0" not in op.lane_masks:
       omod = self.omod if self.omod and omod_applies(st.mode(int(ws[0])), self.d_bits, self.spec.ieee_mode) else 0
-      d = apply_omod_clamp(np.asarray(o.D0, dtype=U64), self.d_bits, omod, self.clamp, self.d_packed) if self.d_float else o.D0
+      d = o.D0
+      if self.d_float and (omod or self.clamp): d = apply_omod_clamp(np.asarray(d, dtype=U64), self.d_bits, omod, self.clamp, self.d_packed)
       if self.int_clamp is not None:
         d = self.int_clamp([getattr(o, n) for n in ("S0", "S1", "S2") if n in self.srcs] + ([carry_in] if carry_in is not None else []), d)
       if self.sdwa_dst is not None:   # SDWA: the result lands in a byte/word of the 32-bit destination
