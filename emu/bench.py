@@ -142,6 +142,7 @@ def cold_cost(make) -> dict:
   from emu.amd import steps
   from emu.amd.arch import get_spec
   from emu.amd.decode import decode
+  _clear_caches()   # only this kernel's instructions (not those of workloads that ran before in this process)
   make()()
   spec, raws = get_spec("gfx1100"), [raw for (_, raw) in steps._steps]
   res = {"distinct_instructions": len(raws)}
