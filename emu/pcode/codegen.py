@@ -9,11 +9,12 @@ the wave's MODE is not the IEEE default (abi.MODE_DEFAULTS): float operands pass
 float arithmetic, fma, sqrt and rounding conversions round in the mode of their result's format.
 """
 from __future__ import annotations
+import ast, re
 from dataclasses import dataclass
 import math
 from emu.pcode.nodes import (Assign, Binary, Break, Call, Cast, Concat, Declare, ExprStmt, For, If, Index, Lambda, Name, Num, Return, Slice,
                              Ternary, Unary, View, While)
-from emu.pcode import helpers
+from emu.pcode import cse, helpers
 
 class CodegenError(Exception):
   """A construct the generator does not handle (reported as 'codegen' unsupported)."""
@@ -60,6 +61,23 @@ def _offset(e) -> tuple:
   if isinstance(e, Binary) and e.op == "+" and isinstance(e.b, Num): return e.a, e.b.value
   return e, 0
 
+_SELECT = re.compile(r"(\w+) = where\(\w+, (.*), \1\)")   # `x = where(mask, value, x)`
+
+def _cheap(code:str) -> bool:
+  """A value made of names, constants and the pure conversions the generated code hoists (cse.PURE: an operand's float view or bits)."""
+  try: tree = ast.parse(code, mode="eval")
+  except SyntaxError: return False
+  return all(isinstance(n, (ast.Expression, ast.Name, ast.Constant, ast.Load)) or
+             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in cse.PURE and not n.keywords for n in ast.walk(tree))
+
+def guard_arm(lines:list[str], indent:str) -> bool:
+  """Whether a masked arm's generated `lines` (each starting with `indent`) are worth a `mask.any()` test and safe to skip: more
+  than one cheap select, and at its own level only assignments, memory / VGPR writes and nested guarded arms (inner levels are
+  those arms' bodies)."""
+  own = [ln[len(indent):] for ln in lines if ln.startswith(indent) and not ln.startswith(indent + " ")]
+  if len(lines) == 1 and (sel := _SELECT.fullmatch(own[0])) and _cheap(sel.group(2)): return False
+  return all(re.match(r"\w+ = |(mwrite|vgpr_write)\(|if _m\d+\.any\(\):$", ln) and not ln.startswith("ROUND_MODE") for ln in own)
+
 class Gen:
   """Generate one op body. `mode` 'np' or 'py'; `info` is the pre-scan (see `scan`)."""
   def __init__(self, mode:str, info:dict, vt:dict|None=None, vary:set|None=None, fpmode:bool=False):
@@ -83,6 +101,7 @@ class Gen:
     self.field_widths: dict[str, int] = {}   # encoding fields the entry declares (DECLARED_FIELDS): their width
     self.full: set = set()   # operands already written whole, unconditionally: later uses read the op's own value, not st's
     self.depth = 0           # nesting in conditional / loop bodies (a write there may not happen)
+    self.top_inserts = 0     # lines put at the top of the body (zero starts of variables first assigned under a lane mask)
 
   # ---- plumbing ----
   def emit(self, line:str): self.lines.append("  " * self.ind + line)
@@ -643,14 +662,27 @@ class Gen:
         self.emit(f"{r2} = {rest + ' & ' if rest else ''}~{cc}")
         rest = r2
       self.mask = m
-      self.block(body)
+      self.masked_arm(m, body)
       self.mask = saved
     if s.orelse:
       m = self.tmp("_m")
       self.emit(f"{m} = {' & '.join(p for p in (saved, rest) if p)}")
       self.mask = m
-      self.block(s.orelse)
+      self.masked_arm(m, s.orelse)
       self.mask = saved
+
+  def masked_arm(self, mask:str, body:list):
+    """The statements of a per-lane if/else arm under lane mask `mask`: skipped when no lane takes the arm (`mask.any()`), unless
+    the arm is one select of an operand's bits (cheaper than the test) or holds a statement whose effect is not confined to its
+    lanes (a loop, whose variable outlives it; a uniform branch; ROUND_MODE)."""
+    top, start = self.top_inserts, len(self.lines)
+    self.ind += 1
+    self.block(body)
+    self.ind -= 1
+    start += self.top_inserts - top   # (zero starts inserted at the top moved the arm down)
+    arm = self.lines[start:]
+    if arm and guard_arm(arm, "  " * (self.ind + 1)): self.lines.insert(start, "  " * self.ind + f"if {mask}.any():")
+    else: self.lines[start:] = [ln[2:] for ln in arm]
 
   def plain_if(self, c:Val, arms:list, orelse:list, kw:str="if"):
     """if/elif/else as Python control flow (uniform condition). An elsif whose condition needs statements of its own (a lambda
@@ -730,6 +762,7 @@ class Gen:
     new = self.conv(v, t, numeric=isinstance(v.code, str) and v.code.lstrip("(-").replace(".", "").replace(")", "").isdigit())
     if self.mask and self.mode == "np" and name not in self.defined:  # first assigned under a lane mask: the other lanes start at 0
       self.lines.insert(0, f"  {name} = {self.zero(t, True)}")        # (at the top, so a loop does not reset it)
+      self.top_inserts += 1
       self.reads.add("n")
     self.defined.add(name)
     if self.mask and self.mode == "np":

@@ -3,8 +3,9 @@ constants, or names the function never assigns, has the same value wherever it a
 is computed once, right after the op loads its operands. V_CMP_CLASS_F32's vendor text reads `S0.f32` ten times and its sign
 four: each read was a numpy conversion of every lane.
 
-Vector ops only: their generated code has no Python branches (per-lane conditions are masks), so a hoisted call runs exactly
-when one of its uses would have. Scalar ops branch in Python and are left alone."""
+Vector ops only: their per-lane conditions are masks, and their only Python branches are uniform ones (MODE_IEEE) and the
+skipping of arms no lane takes (codegen.Gen.masked_arm), so a hoisted call runs whenever one of its uses would have, and being
+pure changes nothing when it runs for an arm that is skipped. Scalar ops branch in Python and are left alone."""
 from __future__ import annotations
 import ast
 
