@@ -4,7 +4,8 @@ Global memory goes through the checked `MemoryMap` (faults before any byte moves
 byte arrays; each accessor carries a per-lane base so one flat array serves every workgroup (LDS) or lane (scratch).
 LDS follows the hardware: out-of-range reads return 0 and out-of-range writes are dropped. Scratch out of the lane's
 private size is a `GPUMemoryFault` (the address reported is the lane's private offset). `InRange` is global memory behind a
-buffer's range check (MUBUF: lanes out of range read 0, their writes are dropped).
+buffer's range check (MUBUF: lanes out of range read 0, their writes are dropped). `Located` is global memory for a multi-dword
+load or store whose lanes' spans were found once (`locate`).
 
 A faulting instruction must not write anything, but the pcode moves a multi-dword store one dword per call: `footprint` finds
 the bytes an op touches around its ADDR (and how many writes it makes) by running it once against a recording stand-in, so an
