@@ -53,8 +53,9 @@ def card(arch:str, mnemonic:str) -> str:
     c = compile_op(arch, op)
     lines.append(f"--- semantics of {name}: {semantics(arch, op, c)}")
     lines.append(f"    {c.kind} op; reads {sorted(c.reads)}; writes {sorted(c.writes)}; widths {c.widths}")
-    if c.views: lines.append("    sources read as " + ", ".join(f"{n} {'/'.join(sorted(k))}" for n, k in sorted(c.views.items()))
-                             + " (a float-format source read only as an integer takes no neg/abs)")
+    if c.views: lines.append("    operands viewed as " + ", ".join(f"{n} {'/'.join(sorted(k))}" for n, k in sorted(c.views.items()))
+                             + " (a float-format source read only as an integer takes no neg/abs; one read only as a float is passed as"
+                             " 32-bit bits)")
     if (formula := int_clamp_formula(name)) is not None:
       lines.append(f"    integer clamp (CLMP): the exact {formula} saturated to {parse(name).types[0]} (emu.amd.operands.INT_CLAMP_OPS)")
   return "\n".join(lines)

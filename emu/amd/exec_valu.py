@@ -163,7 +163,8 @@ class ValuStep(Step):
     self.sdwa_dst = (cdna_operands.check_sel(inst.dst_sel, "destination"), inst.dst_unused) \
       if instr.variant == "SDWA" and hasattr(inst, "dst_sel") else None
     self.int_clamp = int_clamp(instr.op.name) if self.clamp and not self.d_float else None
-    self.d0 = Src("vgpr", self.vdst, self.d_bits, hi=self.d_hi)   # the destination's old value, for ops that merge into it
+    self.d0 = Src("vgpr", self.vdst, self.d_bits, hi=self.d_hi)   # the destination's old value (an accumulator, or merged into)
+    self.d0_narrow = instr.variant in ("", "LIT") and float_only(self.op, "D0", self.d0)
     if self.int_clamp is not None and fmt not in ("VOP3", "VOP3SD", "VOP3P"): self.int_clamp = None
 
   def _lane_masks(self, instr:Instr, spec:ArchSpec):
@@ -243,7 +244,8 @@ class ValuStep(Step):
         o.S0 = np.where(zero[wi, ln], U64(0), v)
       else: setattr(o, name, s.read(st, wv, ln, dense))
     for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, ws, lanes, self.mask_read[name], self.instr.literal))
-    if "D0" in op.reads and "D0" not in op.lane_masks: o.D0 = self.d0.read_lanes(st, wv, ln, dense)
+    if "D0" in op.reads and "D0" not in op.lane_masks:
+      o.D0 = self.d0.read_lanes32(st, wv, ln, dense) if self.d0_narrow else self.d0.read_lanes(st, wv, ln, dense)
     if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
     if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, ws, lanes, self.spec.exec_lo)
@@ -299,6 +301,7 @@ class VopdStep(Step):
       srcs = {"S0": resolve_src(getattr(inst, s0f).offset, 32, Fmt.FMT_NUM_F32, lit, spec),
               "S1": Src("vgpr", getattr(inst, s1f).offset - 256, 32)}
       srcs = {k: v for k, v in srcs.items() if k in op.reads}
+      if "D0" in op.reads: srcs["D0"] = Src("vgpr", getattr(inst, df).offset - 256, 32)   # V_DUAL_FMAC's accumulator
       self.halves.append((op, srcs, getattr(inst, df).offset - 256, {k for k, v in srcs.items() if float_only(op, k, v)}))
     self.mode_dep = any(op.reads & MODE_INPUTS for op, _, _, _ in self.halves)
 
@@ -311,7 +314,6 @@ class VopdStep(Step):
       o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(int(ws[0])),
                   SIMM32=self.instr.literal or 0)
       for name, s in srcs.items(): setattr(o, name, s.read_lanes32(st, wv, ln, dense) if name in narrow else s.read_lanes(st, wv, ln, dense))
-      if "D0" in op.reads: o.D0 = read_vgpr_lanes(st, wv, ln, vdst, 32, dense=dense)
       if "VCC" in op.reads: o.VCC = mask_lane_bits(st, ws, lanes, self.spec.vcc_lo)
       states.append(o)
     for (op, _, _, _), o in zip(self.halves, states): op.fn(o)

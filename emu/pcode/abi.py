@@ -26,8 +26,9 @@ There are three kinds of op:
           - operands <= 64 bits (S0 S1 S2 D0 DATA DATA2 ADDR RETURN_DATA VDATA ...): numpy uint64 (n,) raw bits,
             zero-extended. Operands wider than 64 bits (`op.widths[name] > 64`, e.g. VDATA of *_B96/B128 loads,
             DATA of B128 stores): numpy uint32 (n, width/32), dword 0 first. Writes follow the same layout.
-            A 32-bit source the pcode reads only as a float (`op.views[name] == {'f'}`) may instead be uint32 (n,), possibly
-            read-only (a view of the register file): the results are the same bit for bit, and the executor skips a widening.
+            A 32-bit source, or a 32-bit D0 the op reads (V_FMAC's accumulator), that the pcode reads only as a float
+            (`op.views[name] == {'f'}`) may instead be uint32 (n,), possibly read-only (a view of the register file): the results
+            are the same bit for bit, and the executor skips a widening.
           - D0 (and any other written operand listed in `op.reads`) must be preloaded with the destination's old
             value: partial writes (`D0[31:16] = ...`, `D0.f16 = ...` keeps bits 63:16) merge into it.
             The op writes D0 zero-extended to `op.widths['D0']` bits; the executor stores that many bits.
@@ -156,7 +157,7 @@ class CompiledOp:
   `widths` gives the bit width of each operand it touches (S0/S1/S2/D0/D1/DATA/DATA2/ADDR/VDATA/SDATA/RETURN_DATA ...);
   `lane_masks` names the lane-mask registers a vector op accesses as one bit per lane. `source` is the generated Python,
   `pcode` the vendor text it came from, `override` the reason when the semantics come from the override table; `views` the type
-  kinds ('u' 'i' 'b' 'f' 'bf') the pcode reads each source operand S0/S1/S2 as (empty for ops it does not compile)."""
+  kinds ('u' 'i' 'b' 'f' 'bf') the pcode reads or writes each of S0/S1/S2/D0 as (empty for ops it does not compile)."""
   arch: str
   name: str
   kind: str

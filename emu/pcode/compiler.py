@@ -74,7 +74,7 @@ def operand_base(e) -> Name | None:
   """The Name an operand expression `S0` or `S0.u32` reads, else None."""
   return e if isinstance(e, Name) else e.expr if isinstance(e, View) and isinstance(e.expr, Name) and e.typ else None
 
-SOURCES = ("S0", "S1", "S2")
+SOURCES = ("S0", "S1", "S2", "D0")   # operands whose views the scan records (D0: an accumulator or merge target the op reads)
 
 def _under_bits(e):
   """The expression a chain of bit slices / indices selects from (`S0[15 : 0]` -> S0)."""

@@ -23,8 +23,8 @@ def test_the_card_shows_the_grammar_and_the_data_a_store_sends():
   assert text.startswith("=== gfx1100 (rdna3) GLOBAL_ATOMIC_CMPSWAP_B64: prefix GLOBAL, operation ATOMIC_CMPSWAP, types B64\n")
   assert "timing: class vmem_store, port vmem, cost 19, dwords 4" in text   # compare and swap value: 2 x 64 bits; 3 + 4 * 4 cycles
 
-def test_the_card_shows_how_sources_are_read_and_the_integer_clamp_rule():
+def test_the_card_shows_how_operands_are_viewed_and_the_integer_clamp_rule():
   mad = card("gfx1100", "v_mad_u32_u24")   # ISA: D0.u32 = 32'U(S0.u24) * 32'U(S1.u24) + S2.u32; clamp saturates the exact result
-  assert "sources read as S0 u, S1 u, S2 u" in mad and "integer clamp (CLMP): the exact u24(a) * u24(b) + c saturated to U32" in mad
-  assert "sources read as S0 f, S1 i" in card("gfx1100", "v_ldexp_f16")   # the exponent is an i16: no float neg/abs on it
+  assert "operands viewed as D0 u, S0 u, S1 u, S2 u" in mad and "integer clamp (CLMP): the exact u24(a) * u24(b) + c saturated to U32" in mad
+  assert "operands viewed as D0 f, S0 f, S1 i" in card("gfx1100", "v_ldexp_f16")   # the exponent is an i16: no float neg/abs on it
   assert "integer clamp" not in card("gfx1100", "v_add_f32")

@@ -28,7 +28,7 @@ def test_modifier_float_kind_rule():
   assert kind(VOP3Op.V_LDEXP_F16_E64, 0) == 16 and kind(VOP3Op.V_LDEXP_F16_E64, 1) == 0   # the exponent is read as i16
   assert kind(VOP3Op.V_CMP_CLASS_F16_E64, 0) == 16 and kind(VOP3Op.V_CMP_CLASS_F16_E64, 1) == 0   # the class mask: S1.u32[...]
   assert kind(VOP3Op.V_AND_B32_E64, 0, Fmt.FMT_NUM_B32) == 0
-  assert get_op("rdna3", VOP3Op.V_LDEXP_F16_E64).views == {"S0": {"f"}, "S1": {"i"}}   # what the compiler saw the pcode read
+  assert get_op("rdna3", VOP3Op.V_LDEXP_F16_E64).views == {"S0": {"f"}, "S1": {"i"}, "D0": {"f"}}   # what the compiler saw the pcode view
 
 @pytest.mark.parametrize("offset,src", [
   (0x8000 | 0b00_01_10_11, [3, 2, 1, 0]),         # quad permute: lane i reads (i & ~3) + offset[2*(i&3)+1:2*(i&3)]

@@ -63,14 +63,14 @@ F32_SPECIAL = np.array([0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fa
 
 @pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
 def test_float_only_sources_may_come_as_uint32(arch):
-  # abi.py: a 32-bit source the pcode reads only as a float (views == {'f'}) may be passed as uint32 bits (the executor does so);
+  # abi.py: a 32-bit source (or read D0) the pcode reads only as a float (views == {'f'}) may be passed as uint32 bits (the executor does so);
   # every such op must compute bit for bit what it computes from the canonical uint64 form, in every float mode
   rng, checked, bad = np.random.default_rng(5), 0, []
   n = 64
   for opc in ops_for(arch):
     try: c = compile_op(arch, opc)
     except Unsupported: continue
-    narrow = [s for s in ("S0", "S1", "S2") if c.kind == "vector" and s in c.reads and c.views.get(s) == {"f"} and c.widths.get(s) == 32]
+    narrow = [s for s in ("S0", "S1", "S2", "D0") if c.kind == "vector" and s in c.reads and c.views.get(s) == {"f"} and c.widths.get(s) == 32]
     if not narrow: continue
     checked += 1
     for trial in range(4):
