@@ -943,6 +943,9 @@ class Gen:
       k = lo // 32
       cols = [(k, f"{b.code}")] if w == 32 else [(k, f"{b.code}"), (k + 1, f"({b.code} >> np.uint64(32))")]
       for col, code in cols:
+        if b.vary and not self.mask and b.typ[1] <= 64:   # a uint64 lane array: the uint32 column's assignment keeps its low bits
+          self.emit(f"{n}[:, {col}] = {code}")
+          continue
         val = f"np.asarray({self.lane(Val(code, b.typ, b.vary))}, dtype=np.uint64).astype(np.uint32)"
         if self.mask: val = f"where({self.mask}, {val}, {n}[:, {col}])"
         self.emit(f"{n}[:, {col}] = {val}")
