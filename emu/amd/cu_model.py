@@ -9,6 +9,7 @@ and per port, the ready instruction of the oldest wave (a heap of (cycle, wave) 
 """
 from __future__ import annotations
 import heapq
+import numpy as np
 from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING: from emu.amd.timing import OpInfo, Params
 
@@ -52,9 +53,14 @@ def replay_op(info:OpInfo) -> ReplayOp:
              info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END))
 
 def cache_spans(ops:list[ReplayOp], pcs:list[int]) -> list[tuple[int, int, bool]]:
-  """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line."""
-  offs = [pc - pcs[0] for pc in pcs]
-  return [(off // ILINE, (off + op.size - 1) // ILINE, off % ILINE < op.size or k == 0) for k, (op, off) in enumerate(zip(ops, offs))]
+  """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line (the
+  stream's first instruction always does). Computed over arrays: a stream is thousands of instructions, built once per dispatch."""
+  if not pcs: return []
+  off = np.asarray(pcs, dtype=np.int64) - pcs[0]
+  size = np.fromiter((op.size for op in ops), np.int64, len(ops))
+  enter = off % ILINE < size
+  enter[0] = True
+  return list(zip((off // ILINE).tolist(), ((off + size - 1) // ILINE).tolist(), enter.tolist()))
 
 Stream = tuple[list[ReplayOp], list[int], list[tuple[int, int, bool]]]   # (ops, pcs, cache-line spans) of one wave
 
