@@ -2,7 +2,7 @@
 with its test). Expected data come from arithmetic worked by hand (ones plus two increments are threes)."""
 import json, os, subprocess, sys, textwrap, time
 import pytest
-from tinygrad_run import ARCH, HANG_FAULT, IFACE, PRELUDE, ROOT, SPIN, emulator_available, run, run_json
+from tinygrad_run import ARCH, HANG_FAULT, IFACE, PRELUDE, ROOT, SIGINT_AS_AT_A_TERMINAL, SPIN, emulator_available, run, run_json
 
 pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
 
@@ -18,7 +18,7 @@ def launch_spin(waves:int) -> str:
   """
 
 def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once():
-  out = json.loads(run("""
+  out = json.loads(run(SIGINT_AS_AT_A_TERMINAL + textwrap.dedent("""
     import json, os, signal, threading, time
     import numpy as np
     from tinygrad import Tensor, Device
@@ -33,14 +33,14 @@ def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once():
     busy = any(e.pending() for e in __import__("mockgpu.amd.engine", fromlist=["SCHEDULER"]).SCHEDULER.engines)
     v = p.numpy()                                       # waits for the interrupted kernel, which the GPU kept running
     print(json.dumps([caught, busy, {str(k): int((v == k).sum()) for k in (1.0, 2.0, 3.0, 4.0)}]))
-  """).stdout.strip().splitlines()[-1])
+  """)).stdout.strip().splitlines()[-1])
   caught, busy, counts = out
   assert caught is not None and caught < 1.0, out   # KeyboardInterrupt within a second of SIGINT
   assert busy, "the kernel finished before the interrupt: the test did not interrupt anything"
   assert counts == {"1.0": 0, "2.0": 0, "3.0": 16 << 20, "4.0": 0}, counts   # applied once: not re-run, not half-applied
 
 def test_exit_after_ctrl_c_in_a_runaway_kernel_is_prompt():
-  code = PRELUDE + textwrap.dedent(launch_spin(1)) + textwrap.dedent("""
+  code = PRELUDE + SIGINT_AS_AT_A_TERMINAL + textwrap.dedent(launch_spin(1)) + textwrap.dedent("""
     import os, signal, threading, time
     threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     dev.synchronize()                                   # interrupted; the KeyboardInterrupt ends the script

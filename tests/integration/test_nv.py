@@ -4,7 +4,7 @@ copies, a tensor sharded over two GPUs, profiler timestamps, and the fault and h
 (rand: from tinygrad's PYTHON reference backend); each test is one child process reporting a verdict per check."""
 import json, time
 import pytest
-from tinygrad_run import failed_checks, run, run_json
+from tinygrad_run import SIGINT_AS_AT_A_TERMINAL, failed_checks, run, run_json
 from mockgpu.nvrtc_path import pypi_nvrtc
 
 NV2 = "MOCK:0,1+NV:PTX"
@@ -198,7 +198,7 @@ def test_runaway_kernel_is_a_hang_error_after_the_watchdog():
 @pytest.mark.parametrize("renderer", RENDERERS)
 def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once(renderer):
   # the channel runs on the engine thread: the interrupt lands in tinygrad's wait, the kernel completes once (ones + 2 = threes)
-  out = run_json("""
+  out = run_json(SIGINT_AS_AT_A_TERMINAL + """
 import json, os, signal, threading, time
 from tinygrad import Tensor, Device
 from mockgpu.amd.engine import SCHEDULER

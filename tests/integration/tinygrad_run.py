@@ -19,6 +19,9 @@ KNOWN_BUGS: dict[str, dict[str, str]] = {}
 SQTT_ENV = {"PROFILE": "1", "SQTT": "1", "VIZ": "0", "SQTT_BUFFER_SIZE": "1"}   # tinygrad's thread-trace profiling, 1 MB buffers
 USER_LLVM_PATH = os.environ.get("LLVM_PATH")   # the user's choice, passed on to the children unchanged
 PRELUDE = "import sys; sys.path.insert(0, %r)\nfrom mockgpu import hook; hook.install()\n" % str(ROOT)
+# child code for Ctrl-C tests, before any device is used: SIGINT raises KeyboardInterrupt as at a terminal, whatever the parent's
+# disposition (a test run started as a background job ignores SIGINT, and its children inherit that)
+SIGINT_AS_AT_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
 
 def emulator_available() -> bool:
   """Whether the AMD emulator's dispatch entry point exists (kernels need it; copies do not)."""
