@@ -121,9 +121,11 @@ class ExprStmt:
   expr: object
 
 def walk(node):
-  """Yield every AST node below (and including) node."""
-  yield node
-  if isinstance(node, (list, tuple)):
-    for x in node: yield from walk(x)
-  elif hasattr(node, "__dataclass_fields__"):
-    for f in node.__dataclass_fields__: yield from walk(getattr(node, f))
+  """Yield every AST node below (and including) node, parents before children, children in order. (An explicit stack: nested
+  `yield from` passes each node up through one generator per level.)"""
+  stack = [node]
+  while stack:
+    n = stack.pop()
+    yield n
+    if isinstance(n, (list, tuple)): stack.extend(reversed(n))
+    elif hasattr(n, "__dataclass_fields__"): stack.extend([getattr(n, f) for f in reversed(n.__dataclass_fields__)])
