@@ -264,8 +264,9 @@ def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:i
     put(reg, (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16)
   else:
     # a uint64 array stored into the uint32 registers keeps its low bits (numpy's assignment casts): no mask, no converted copy
-    put(reg, val if isinstance(val, np.ndarray) and val.dtype == U64 else (val & U64(0xffffffff)).astype(np.uint32))
-    if bits == 64: put(reg + 1, (val >> U64(32)).astype(np.uint32))
+    lanes64 = isinstance(val, np.ndarray) and val.dtype == U64
+    put(reg, val if lanes64 else (val & U64(0xffffffff)).astype(np.uint32))
+    if bits == 64: put(reg + 1, val >> U64(32) if lanes64 else (val >> U64(32)).astype(np.uint32))
 
 def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:int, hi:bool=False, dense:slice|None=None) -> np.ndarray:
   """The current value of a VGPR destination (for merging partial writes)."""
