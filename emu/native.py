@@ -12,7 +12,6 @@ EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 """
 from __future__ import annotations
 import ctypes, hashlib, mmap, os, platform, sys, tempfile, threading
-from importlib.metadata import version
 import numpy as np
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
@@ -118,8 +117,8 @@ class _Native:
       return {}
 
   def _object(self, ir:str) -> bytes:
-    from emu.pcode.cache import cache_dir
-    key = hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{version('tinygrad')}".encode()).hexdigest()[:24]
+    from emu.pcode.cache import cache_dir, tinygrad_version
+    key = hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{tinygrad_version()}".encode()).hexdigest()[:24]
     path = os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
     try:
       with open(path, "rb") as f: return f.read()
