@@ -11,11 +11,12 @@ compiled object is kept on disk next to the pcode cache, keyed by the IR, the CP
 EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 """
 from __future__ import annotations
-import ctypes, hashlib, mmap, os, platform, sys, tempfile, threading
+import ctypes, hashlib, mmap, os, platform, queue, sys, tempfile, threading
 import numpy as np
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
 
+ARENA_BYTES = 4 << 20   # executable memory mapped at a time (see _Native._place)
 NAN_RESULT = 1   # a kernel's return bit: some result is NaN (the MXCSR bits it reports never include bit 0)
 
 def _fma_ir(name:str, t:str, suffix:str) -> str:
@@ -86,7 +87,10 @@ def _data_offset() -> int | None:
 class _Native:
   """The loaded kernels (compiled or read from disk on first use; None when this machine cannot have them)."""
   def __init__(self):
-    self._lock, self._fns, self._mems, self.why = threading.Lock(), None, [], ""
+    self._lock, self._fns, self._mems, self.why = threading.RLock(), None, [], ""
+    self._compiler, self._libm, self._used, self._jobs = None, None, 0, None
+    self.generation = 0   # +1 in each forked child: work queued before the fork (function_later) is lost there
+    if self._allowed() is None: self._arena()   # mapped now, at import, not later over a hole the program may have just unmapped
     self.data_offset = 0   # where a numpy array object holds its data pointer (found when the kernels load)
 
   def fns(self) -> dict | None:
@@ -95,36 +99,90 @@ class _Native:
         if self._fns is None: self._fns = self._load()
     return self._fns or None
 
+  @staticmethod
+  def _allowed() -> str | None:
+    """Why native code cannot run in this process, None when it may."""
+    if os.environ.get("EMU_NATIVE", "1") == "0": return "EMU_NATIVE=0"
+    if platform.machine() != "x86_64" or not sys.platform.startswith("linux"): return "x86-64 Linux only"
+    return None
+
+  def _arena(self, need:int=0):
+    self._mems.append(mmap.mmap(-1, max(ARENA_BYTES, need), mmap.MAP_ANON | mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC))
+    self._used = 0
+
   def _load(self) -> dict:
-    if os.environ.get("EMU_NATIVE", "1") == "0": self.why = "EMU_NATIVE=0"; return {}
-    if platform.machine() != "x86_64" or not sys.platform.startswith("linux"): self.why = "x86-64 Linux only"; return {}
+    if (why := self._allowed()) is not None: self.why = why; return {}
     if (off := _data_offset()) is None: self.why = "no data pointer found in numpy's array objects"; return {}
     self.data_offset = off
-    try:
-      from tinygrad.runtime.support.elf import jit_loader
-      libm = ctypes.CDLL("libm.so.6")
-      out = {}
-      for name, ir in KERNELS.items():
-        obj = self._object(ir)
-        mem = mmap.mmap(-1, max(len(obj), mmap.PAGESIZE), mmap.MAP_ANON | mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-        addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
-        mem.write(jit_loader(obj, addr, link_libs=[libm]))
-        self._mems.append(mem)   # the code lives as long as the process
-        out[name] = _SIGNATURE(addr)
-      return out
+    try: return {name: _SIGNATURE(self._place(self._object(ir))) for name, ir in KERNELS.items()}
     except Exception as e:   # no libLLVM, no executable mappings, an LLVM that rejects the IR: the numpy paths run
       self.why = f"{type(e).__name__}: {e}"
       return {}
 
-  def _object(self, ir:str) -> bytes:
+  def function(self, ir:str, signature, compile:bool=True):
+    """The one function of module `ir` as a ctypes function of `signature`: from the disk cache, else compiled when `compile`;
+    None when it is not cached (and not `compile`), the kernels are unavailable here, or LLVM fails on it."""
+    if self.fns() is None: return None
+    try:
+      obj = self._cached(ir) if not compile else self._object(ir)
+      return None if obj is None else signature(self._place(obj))
+    except Exception: return None
+
+  def function_later(self, ir:str, signature, done):
+    """Compile `ir` on the background compile thread (one per process, started on first use; LLVM runs without the GIL, so the
+    emulation goes on meanwhile) and call `done(function or None)` there when it is ready."""
+    with self._lock:
+      if self._jobs is None:
+        self._jobs = queue.SimpleQueue()
+        threading.Thread(target=self._compile_jobs, args=(self._jobs,), name="emu-native-compile", daemon=True).start()
+      self._jobs.put((ir, signature, done))
+
+  def _compile_jobs(self, jobs:queue.SimpleQueue):
+    while True:
+      ir, signature, done = jobs.get()
+      done(self.function(ir, signature))
+
+  def _after_fork(self):
+    """In a forked child: the parent's compile thread and its queue are not there, and a lock it held would stay held."""
+    self._lock, self._jobs = threading.RLock(), None
+    self.generation += 1
+
+  def _place(self, obj:bytes) -> int:
+    """Load an object's code into executable memory kept for the life of the process; its address. Code goes into arenas of
+    ARENA_BYTES, the first mapped at import: a mapping made later could cover a range the program just unmapped, making a stale
+    address that the emulated GPU must fault on readable again."""
+    from tinygrad.runtime.support.elf import jit_loader
+    with self._lock:
+      if self._libm is None: self._libm = ctypes.CDLL("libm.so.6")
+      need = -(-len(obj) // 64) * 64   # the loaded image is no larger than the object; 64-byte aligned starts
+      if not self._mems or self._used + need > len(self._mems[-1]): self._arena(need)
+      mem, start = self._mems[-1], self._used
+      addr = ctypes.addressof(ctypes.c_char.from_buffer(mem)) + start
+      image = jit_loader(obj, addr, link_libs=[self._libm])
+      assert len(image) <= need, "loaded image larger than its object"
+      mem[start:start + len(image)] = image
+      self._used = start + need
+      return addr
+
+  @staticmethod
+  def _path(ir:str) -> str:
     from emu.pcode.cache import cache_dir, tinygrad_version
     key = hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{tinygrad_version()}".encode()).hexdigest()[:24]
-    path = os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
+    return os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
+
+  def _cached(self, ir:str) -> bytes | None:
     try:
-      with open(path, "rb") as f: return f.read()
-    except OSError: pass
-    from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
-    obj = CPULLVMCompiler(["x86_64", "native"]).compile(ir)
+      with open(self._path(ir), "rb") as f: return f.read()
+    except OSError: return None
+
+  def _object(self, ir:str) -> bytes:
+    if (obj := self._cached(ir)) is not None: return obj
+    with self._lock:
+      if self._compiler is None:
+        from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
+        self._compiler = CPULLVMCompiler(["x86_64", "native"])
+      obj = self._compiler.compile(ir)
+    path = self._path(ir)
     try:
       os.makedirs(os.path.dirname(path), exist_ok=True)
       fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
@@ -134,6 +192,7 @@ class _Native:
     return obj
 
 NATIVE = _Native()
+os.register_at_fork(after_in_child=NATIVE._after_fork)
 
 def available() -> bool:
   """Whether the native kernels run here (see the module docstring; `NATIVE.why` says why not)."""

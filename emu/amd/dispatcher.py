@@ -9,6 +9,7 @@ from __future__ import annotations
 import math, time
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats, GPUEmulatorError, GPUFault, GPUIllegalInstruction, GPUInvalidDispatch, IllegalOperand
+from emu.amd import regions
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import describe
 from emu.amd.memory import MemoryMap
@@ -134,6 +135,7 @@ class Dispatcher:
 
   def _schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int):
     st, ws, every = m.st, None, False
+    use_regions = regions.enabled() and not any(o.reads_registers for o in self.observers)
     while True:
       if ws is None:   # the next batch: every running wave at the lowest PC
         run = np.nonzero(st.status == RUNNING)[0]
@@ -142,6 +144,11 @@ class Dispatcher:
         pc = int(pcs.min())
         ws = run[pcs == pc]
         every = len(ws) == len(run)
+      if use_regions and (region := prog.region(pc, st.lanes, int(st.hwreg[ws[0], HWREG_MODE]))) is not None:
+        self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line VALU: every wave of the batch runs all of it
+        if every: pc += region.size
+        else: ws = None
+        continue
       step = self._execute(m, prog, pc, ws, first_wave)
       stats.wave_instructions += len(ws)
       self.watchdog.check(stats.wave_instructions, pc, st.wave_id[int(ws[0])])
@@ -150,6 +157,27 @@ class Dispatcher:
       # a batch of every running wave that the step moved on to its next instruction (no branch, no end or barrier) is the next batch
       if every and not effect and not step.writes_pc: pc += step.size
       else: ws = None
+
+  def _region(self, m:Machine, prog:Program, region:regions.Region, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
+    """Run the native region at `pc` for the batch ws, or its steps one by one on the numpy path when it is not compiled (yet) or
+    cannot run for these waves; observers see every instruction either way."""
+    st = m.st
+    if region.ready():
+      try: done = region.run(m, ws)
+      except GPUFault: raise
+      except Exception as e:   # as _execute: never anything but a GPUFault out of the emulator
+        raise GPUEmulatorError(pc, describe(region.steps[0][1].instr), st.wave_id[int(ws[0])], e) from e
+      if done:
+        for off, step in region.steps:
+          for o in self.observers: o.before(st, ws, step, pc + off, first_wave)
+          for o in self.observers: o.after(st, ws, step)
+        stats.wave_instructions += len(ws) * region.count
+        self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id[int(ws[0])])
+        return
+    for off, _ in region.steps:
+      self._execute(m, prog, pc + off, ws, first_wave)
+      stats.wave_instructions += len(ws)
+      self.watchdog.check(stats.wave_instructions, pc + off, st.wave_id[int(ws[0])])
 
   def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int):
     """Decode (once per PC) and run the instruction at `pc` for waves `ws`. Any failure that is not a modelled GPU fault

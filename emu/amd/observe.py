@@ -18,7 +18,10 @@ class Launch:
 
 class DispatchObserver:
   """Hooks of one dispatch (each a no-op here): `launch` once, `before`/`after` around every batch of waves `ws` executing `step` at
-  `pc` (`first_wave`: the dispatch-wide number of the chunk's wave 0), `done` once with the dispatch's statistics."""
+  `pc` (`first_wave`: the dispatch-wide number of the chunk's wave 0), `done` once with the dispatch's statistics.
+  `reads_registers`: whether before/after look at the wave state; when no observer does, a native region (emu.amd.regions) may
+  run a whole straight-line run of instructions at once and call before/after for each of them afterwards."""
+  reads_registers = True
   def launch(self, launch:Launch) -> None: pass
   def before(self, st:WaveState, ws:np.ndarray, step:Step, pc:int, first_wave:int) -> None: pass
   def after(self, st:WaveState, ws:np.ndarray, step:Step) -> None: pass

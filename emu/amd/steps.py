@@ -1,7 +1,8 @@
 """Instruction fetch and compilation: PC -> `Step`, decoded once per PC per dispatch and compiled once per instruction bytes."""
 from __future__ import annotations
 import time
-from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
+from emu.amd import regions
+from emu.amd.api import GPUFault, GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, decode
 from emu.amd.exec_salu import ControlStep, MessageStep, ModeStep, SaluStep, SmemStep, BARRIERS, ENDS, NO_EFFECT
@@ -56,11 +57,30 @@ def compile_step(instr:Instr, spec:ArchSpec, pc:int) -> Step:
   _steps[key] = s
   return s
 
+MAX_REGION = 256   # instructions in one native region (bounds its IR and compile time)
+
 class Program:
-  """The code one dispatch runs: steps by PC, fetched from mapped memory on first use."""
+  """The code one dispatch runs: steps by PC, fetched from mapped memory on first use; native regions by their first PC."""
   def __init__(self, spec:ArchSpec, mem:MemoryMap):
     self.spec, self.mem, self.steps = spec, mem, {}
+    self.regions: dict[int, regions.Region | None] = {}
     self.load_s = 0.0   # host seconds spent fetching, decoding and building steps
+
+  def region(self, pc:int, lanes:int, mode:int) -> regions.Region | None:
+    """The native region (emu.amd.regions) of the straight-line VALU run starting at pc, None when there is none; found once per
+    dispatch (the first batch's lanes and MODE), built once per code bytes."""
+    if pc in self.regions: return self.regions[pc]
+    t, before, run, at = time.perf_counter(), self.load_s, [], pc
+    try:
+      while len(run) < MAX_REGION:
+        try: s = self.at(at)
+        except GPUFault: break   # past the end of the code, or an instruction that faults when (if ever) a wave reaches it
+        if not (isinstance(s, ControlStep) and s.effect is None or regions.plain_valu(s)): break
+        run.append(s)
+        at += s.size
+      r = self.regions[pc] = regions.build(run, lanes, self.spec, mode) if run else None
+    finally: self.load_s = before + time.perf_counter() - t   # (the steps' own loading, inside, is part of it once)
+    return r
 
   def at(self, pc:int) -> Step:
     if (s := self.steps.get(pc)) is None:

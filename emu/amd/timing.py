@@ -231,6 +231,7 @@ class TimingModel(DispatchObserver):
 
   # ---- DispatchObserver ----
   def launch(self, launch:Launch): self.start(launch.waves, launch.lanes, launch.waves_per_wg, launch.vgprs, launch.lds_bytes)
+  reads_registers = False   # it records which waves issued which step, nothing of their state
   def before(self, st, ws:np.ndarray, step:Step, pc:int, first_wave:int): self.issue(step, ws + first_wave if first_wave else ws, pc)
   def done(self, stats): stats.cycles, stats.clock_mhz = self.finish()
 

@@ -40,7 +40,8 @@ class WaveState:
   def __init__(self, spec:ArchSpec, n:int, lanes:int, n_vgprs:int, scratch_bytes:int=0):
     self.spec, self.n, self.lanes, self.n_vgprs = spec, n, lanes, n_vgprs
     self.sgpr = np.zeros((n, N_SREGS), dtype=np.uint32)
-    self.vgpr = np.zeros((n_vgprs, n, lanes), dtype=np.uint32).transpose(1, 2, 0)
+    self.vgpr_store = np.zeros((n_vgprs, n, lanes), dtype=np.uint32)   # the storage, [reg, wave, lane] (native regions index it)
+    self.vgpr = self.vgpr_store.transpose(1, 2, 0)
     self.scc = np.zeros(n, dtype=np.uint32)
     self.pc = np.zeros(n, dtype=np.int64)
     self.status = np.full(n, RUNNING, dtype=np.int8)

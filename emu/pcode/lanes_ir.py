@@ -1,0 +1,369 @@
+"""One lane of an op as LLVM IR, read off the op's generated default-mode code (the front end of the native VALU regions,
+emu/amd/regions.py).
+
+The generated Python (emu.pcode.codegen) stays the one implementation of an op's semantics: this module re-reads it statement by
+statement as code over a single lane. Each numpy array becomes one SSA value of the array's dtype, numpy's own type promotion
+(`np.result_type`, with Python scalars weak as in NEP 50) decides every result type, and each runtime helper the generated code
+calls maps to the LLVM instructions that compute its per-element result (the table below; each entry is checked against the
+helper by tests/unit/pcode/test_lanes_ir.py over every op it lowers). Mode and field inputs are constants: branches on them are
+taken at lowering time, as the Python would take them. Anything that cannot be read exactly this way (loops, Python ints past 64
+bits, per-lane Python control flow, float -> int casts whose out-of-range result numpy leaves to the C compiler, a helper
+without an entry) raises NotLowerable and the op keeps running on the numpy path.
+
+Float results whose bits the CPU chooses (a NaN out of arithmetic: which operand's payload survives depends on operand order,
+which LLVM may commute) are reported, not trusted: every value made by float arithmetic is tested for NaN and `Lane.nan` ORs those
+tests, so that the caller can run such lanes through the numpy path instead.
+"""
+from __future__ import annotations
+import ast, struct
+from dataclasses import dataclass
+import numpy as np
+
+class NotLowerable(Exception):
+  """The op's generated code uses something this module does not lower; the message says what."""
+
+U64, I64, F16, F32, F64, BOOL = (np.dtype(t) for t in ("uint64", "int64", "float16", "float32", "float64", "bool"))
+LLVM_TYPE = {U64: "i64", I64: "i64", F32: "float", F64: "double", BOOL: "i1"}
+FLOAT_BITS = {F32: 32, F64: 64}
+INT_OF_BITS = {32: "i32", 64: "i64"}
+NP_TYPES = {"uint64": U64, "int64": I64, "float32": F32, "float64": F64, "bool": BOOL, "bool_": BOOL}
+
+@dataclass(frozen=True)
+class Val:
+  """One lane's value: an SSA name (or LLVM literal) of numpy dtype `dt`."""
+  ref: str
+  dt: np.dtype
+
+class Lanes:
+  """The sentinel for the batch size `n` (meaningless for one lane: only np.full/np.zeros may take it)."""
+
+N_SENTINEL = Lanes()
+
+def literal(value, dt:np.dtype) -> str:
+  """An LLVM constant of numpy dtype dt (value already representable: checked by `typed`)."""
+  if dt == BOOL: return "true" if value else "false"
+  if dt.kind == "f":   # LLVM writes float and double constants as the double's bits in hex
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(dt.type(value))))[0]:016X}"
+  return str(int(value) - (1 << 64) if int(value) >= 1 << 63 else int(value))
+
+class Builder:
+  """The instructions of one lane, appended in order; fresh SSA names; the float results to test for NaN."""
+  def __init__(self, prefix:str):
+    self.prefix, self.lines, self.count, self.float_results = prefix, [], 0, []
+
+  def emit(self, rhs:str, dt:np.dtype, arith:bool=False) -> Val:
+    name = f"%{self.prefix}{self.count}"
+    self.count += 1
+    self.lines.append(f"  {name} = {rhs}")
+    v = Val(name, dt)
+    if arith and dt.kind == "f": self.float_results.append(v)
+    return v
+
+  def cast(self, x, dt:np.dtype) -> Val:
+    """numpy's astype(dt) of a lane value or weak Python scalar (float -> int is refused: see the module docstring)."""
+    if not isinstance(x, Val): return Val(literal(self.weak(x, dt), dt), dt)
+    src = x.dt
+    if src == dt: return x
+    if src.kind in "iu" and dt.kind in "iu": return Val(x.ref, dt)   # both 64-bit: the same bits
+    if dt == BOOL:
+      return self.emit(f"icmp ne i64 {x.ref}, 0" if src.kind in "iu" else f"fcmp une {LLVM_TYPE[src]} {x.ref}, 0.0", BOOL)
+    if src == BOOL:
+      return self.emit(f"zext i1 {x.ref} to i64" if dt.kind in "iu" else f"uitofp i1 {x.ref} to {LLVM_TYPE[dt]}", dt)
+    if src.kind in "iu" and dt.kind == "f":
+      return self.emit(f"{'sitofp' if src == I64 else 'uitofp'} i64 {x.ref} to {LLVM_TYPE[dt]}", dt)
+    if src.kind == "f" and dt.kind == "f":
+      return self.emit(f"{'fpext' if FLOAT_BITS[dt] > FLOAT_BITS[src] else 'fptrunc'} {LLVM_TYPE[src]} {x.ref} to {LLVM_TYPE[dt]}", dt, arith=True)
+    raise NotLowerable(f"cast {src} -> {dt}")
+
+  @staticmethod
+  def weak(x, dt:np.dtype):
+    """A Python scalar converted to dt as numpy converts a weak scalar (ints must fit; floats round to dt)."""
+    if dt == BOOL: return bool(x)
+    if dt.kind == "f": return float(dt.type(x))
+    if isinstance(x, float) or not (np.iinfo(dt).min <= int(x) <= np.iinfo(dt).max): raise NotLowerable(f"{x!r} as {dt}")
+    return int(x) & ((1 << 64) - 1)
+
+def dtype_of(x) -> np.dtype | type:
+  return x.dt if isinstance(x, Val) else type(x)
+
+def promote(*xs) -> np.dtype:
+  """numpy's result dtype for operands that are lane values (their dtypes) or weak Python scalars (the values themselves)."""
+  dt = np.result_type(*(x.dt if isinstance(x, Val) else x for x in xs))
+  if dt not in LLVM_TYPE: raise NotLowerable(f"values of dtype {dt}")
+  return dt
+
+INT_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}
+FLOAT_BINOPS = {ast.Add: "fadd", ast.Sub: "fsub", ast.Mult: "fmul", ast.Div: "fdiv"}
+BOOL_BINOPS = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}
+PY_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b, ast.BitAnd: lambda a, b: a & b,
+             ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b}
+INT_CMP = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+FLOAT_CMP = {ast.Eq: "oeq", ast.NotEq: "une", ast.Lt: "olt", ast.LtE: "ole", ast.Gt: "ogt", ast.GtE: "oge"}
+PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+          ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+# conversion helpers of the generated namespace: (from integer signed?, float dtype) and (float dtype, to integer bits, signed?)
+INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64)}
+FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
+ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
+INTRINSICS = {f"llvm.{name}.{s}" for name in ("fma", "fabs", "trunc", "floor", "ceil", "rint", "sqrt") for s in ("f32", "f64")} | \
+  {f"llvm.fpto{s}i.sat.i32.{t}" for s in "su" for t in ("f32", "f64")} | {"llvm.ctpop.i64"}
+
+def declarations() -> str:
+  """The LLVM declarations of every intrinsic lowered code may call."""
+  out = []
+  for name in sorted(INTRINSICS):
+    t = "float" if name.endswith("f32") else "double"
+    if ".sat." in name: out.append(f"declare i32 @{name}({t})")
+    elif name == "llvm.ctpop.i64": out.append(f"declare i64 @{name}(i64)")
+    elif name.startswith("llvm.fma"): out.append(f"declare {t} @{name}({t}, {t}, {t})")
+    else: out.append(f"declare {t} @{name}({t})")
+  return "\n".join(out)
+
+def _suffix(dt:np.dtype) -> str:
+  if dt not in FLOAT_BITS: raise NotLowerable(f"float helper on {dt}")
+  return f"f{FLOAT_BITS[dt]}"
+
+class _Return(Exception):
+  """`return op_mode(st)` taken at lowering time: the mode variant's outputs."""
+  def __init__(self, outputs:dict): self.outputs = outputs
+
+class Lowering:
+  """Lowers the functions of one generated module (source text) for given inputs; see `lower`."""
+  def __init__(self, source:str, b:Builder):
+    try: tree = ast.parse(source)
+    except SyntaxError as e: raise NotLowerable("no generated source") from e
+    self.fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    self.b = b
+
+  def run(self, name:str, inputs:dict) -> dict:
+    if name not in self.fns: raise NotLowerable(f"no function {name}")
+    self.inputs, env, outputs = inputs, {}, {}
+    try: self._block(self.fns[name].body, env, outputs)
+    except _Return as r: return r.outputs
+    return outputs
+
+  # ---- statements ----
+  def _block(self, body:list, env:dict, outputs:dict):
+    for s in body: self._stmt(s, env, outputs)
+
+  def _stmt(self, s, env:dict, outputs:dict):
+    if isinstance(s, ast.Assign) and len(s.targets) == 1:
+      t, v = s.targets[0], self._expr(s.value, env)
+      if isinstance(t, ast.Name): env[t.id] = v
+      elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "st": outputs[t.attr] = v
+      else: raise NotLowerable(f"assignment to {ast.unparse(t)}")
+    elif isinstance(s, ast.With): self._block(s.body, env, outputs)   # np.errstate: numpy's warnings, nothing computed
+    elif isinstance(s, ast.If):
+      if self._is_guard(s.test) and not s.orelse: self._block(s.body, env, outputs)   # `if m.any():` a masked arm, exact without it
+      else:
+        c = self._expr(s.test, env)
+        if isinstance(c, Val): raise NotLowerable("per-lane Python branch")
+        self._block(s.body if c else s.orelse, env, outputs)
+    elif isinstance(s, ast.Return) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id in self.fns:
+      raise _Return(Lowering.run(self, s.value.func.id, self.inputs))
+    elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant): pass
+    else: raise NotLowerable(f"statement {type(s).__name__}")
+
+  @staticmethod
+  def _is_guard(e) -> bool:
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "any" and not e.args and isinstance(e.func.value, ast.Name)
+
+  # ---- expressions ----
+  def _expr(self, e, env:dict):
+    if isinstance(e, ast.Constant):
+      if isinstance(e.value, (bool, int, float)): return e.value
+      raise NotLowerable(f"constant {e.value!r}")
+    if isinstance(e, ast.Name):
+      if e.id in env: return env[e.id]
+      raise NotLowerable(f"name {e.id}")
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "st": return self._input(e.attr)
+    if isinstance(e, ast.BinOp): return self._binop(type(e.op), self._expr(e.left, env), self._expr(e.right, env))
+    if isinstance(e, ast.UnaryOp): return self._unary(type(e.op), self._expr(e.operand, env))
+    if isinstance(e, ast.Compare) and len(e.ops) == 1: return self._compare(type(e.ops[0]), self._expr(e.left, env), self._expr(e.comparators[0], env))
+    if isinstance(e, ast.BoolOp):
+      vals = [self._expr(v, env) for v in e.values]
+      if any(isinstance(v, Val) for v in vals): raise NotLowerable("per-lane and/or")
+      return all(vals) if isinstance(e.op, ast.And) else any(vals)
+    if isinstance(e, ast.IfExp):
+      c = self._expr(e.test, env)
+      if isinstance(c, Val): raise NotLowerable("per-lane conditional expression")
+      return self._expr(e.body if c else e.orelse, env)
+    if isinstance(e, ast.Call): return self._call(e, env)
+    raise NotLowerable(f"expression {type(e).__name__}")
+
+  def _input(self, name:str):
+    if name not in self.inputs: raise NotLowerable(f"input {name}")
+    return self.inputs[name]
+
+  def _binop(self, op, a, b):
+    if not isinstance(a, Val) and not isinstance(b, Val):
+      if op not in PY_BINOPS: raise NotLowerable(f"Python {op.__name__}")
+      return PY_BINOPS[op](a, b)
+    if op in (ast.LShift, ast.RShift): return self._shift(op is ast.LShift, a, b)
+    dt = promote(a, b)
+    if op is ast.Div and dt.kind != "f": dt = F64   # true division of integers is float64
+    x, y = self.b.cast(a, dt), self.b.cast(b, dt)
+    table = FLOAT_BINOPS if dt.kind == "f" else BOOL_BINOPS if dt == BOOL else INT_BINOPS
+    if op not in table: raise NotLowerable(f"{op.__name__} on {dt}")
+    return self.b.emit(f"{table[op]} {LLVM_TYPE[dt]} {x.ref}, {y.ref}", dt, arith=dt.kind == "f")
+
+  def _shift(self, left:bool, a, b, signed_fill:bool|None=None) -> Val:
+    """numpy's << and >> on 64-bit integers: a shift of 64 or more (or negative) gives 0, or the sign for a signed >>."""
+    dt = promote(a, b)
+    if dt.kind not in "iu": raise NotLowerable(f"shift of {dt}")
+    x, s = self.b.cast(a, dt), self.b.cast(b, dt)
+    signed = dt == I64 if signed_fill is None else signed_fill
+    opname = "shl" if left else "ashr" if signed else "lshr"
+    if not isinstance(b, Val) and 0 <= int(b) < 64: return self.b.emit(f"{opname} i64 {x.ref}, {s.ref}", dt)
+    inside = self.b.emit(f"icmp ult i64 {s.ref}, 64", BOOL)
+    safe = self.b.emit(f"and i64 {s.ref}, 63", dt)
+    r = self.b.emit(f"{opname} i64 {x.ref}, {safe.ref}", dt)
+    fill = self.b.emit(f"ashr i64 {x.ref}, 63", dt).ref if signed and not left else "0"
+    return self.b.emit(f"select i1 {inside.ref}, i64 {r.ref}, i64 {fill}", dt)
+
+  def _unary(self, op, a):
+    if not isinstance(a, Val):
+      return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v, ast.Invert: lambda v: ~v, ast.Not: lambda v: not v}[op](a)
+    if op is ast.UAdd: return a
+    if op is ast.USub: return self.b.emit(f"fneg {LLVM_TYPE[a.dt]} {a.ref}", a.dt) if a.dt.kind == "f" else \
+      self.b.emit(f"sub {LLVM_TYPE[a.dt]} 0, {a.ref}", a.dt)
+    if op is ast.Invert and a.dt.kind in "iub": return self.b.emit(f"xor {LLVM_TYPE[a.dt]} {a.ref}, {'true' if a.dt == BOOL else -1}", a.dt)
+    raise NotLowerable(f"{op.__name__} on {a.dt}")
+
+  def _compare(self, op, a, b):
+    if not isinstance(a, Val) and not isinstance(b, Val): return PY_CMP[op](a, b)
+    dt = promote(a, b)
+    x, y = self.b.cast(a, dt), self.b.cast(b, dt)
+    if dt.kind == "f": return self.b.emit(f"fcmp {FLOAT_CMP[op]} {LLVM_TYPE[dt]} {x.ref}, {y.ref}", BOOL)
+    pred = INT_CMP[op]
+    if pred not in ("eq", "ne"): pred = ("s" if dt == I64 else "u") + pred
+    return self.b.emit(f"icmp {pred} {LLVM_TYPE[dt]} {x.ref}, {y.ref}", BOOL)
+
+  def _numpy_type(self, e) -> np.dtype | None:
+    """np.uint64 / np.float32 ... written as an attribute of `np` (or a dtype= keyword's value)."""
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "np" and e.attr in NP_TYPES: return NP_TYPES[e.attr]
+    return None
+
+  def _call(self, e:ast.Call, env:dict):
+    f, b = e.func, self.b
+    kw = {k.arg: k.value for k in e.keywords}
+    if isinstance(f, ast.Attribute) and f.attr == "astype" and len(e.args) == 1 and (dt := self._numpy_type(e.args[0])) is not None:
+      return b.cast(self._expr(f.value, env), dt)
+    if (dt := self._numpy_type(f)) is not None and len(e.args) == 1 and not kw:   # np.uint64(1): a typed scalar
+      v = self._expr(e.args[0], env)
+      return b.cast(v, dt)
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np":
+      if f.attr == "asarray" and len(e.args) == 1:
+        v = self._expr(e.args[0], env)
+        return b.cast(v, self._numpy_type(kw["dtype"])) if "dtype" in kw else v
+      if f.attr in ("full", "zeros") and len(e.args) >= 1 and self._expr(e.args[0], env) is N_SENTINEL:
+        v = self._expr(e.args[1], env) if f.attr == "full" else 0
+        dt_arg = kw.get("dtype", e.args[2] if f.attr == "full" and len(e.args) > 2 else e.args[1] if f.attr == "zeros" and len(e.args) > 1 else None)
+        dt = self._numpy_type(dt_arg) if dt_arg is not None else (F64 if f.attr == "zeros" else promote(v) if isinstance(v, Val) else None)
+        if dt is None: dt = np.result_type(np.asarray(v).dtype)
+        return b.cast(v, dt)
+      raise NotLowerable(f"np.{f.attr}")
+    if not isinstance(f, ast.Name): raise NotLowerable(f"call of {ast.unparse(f)}")
+    if f.id == "getattr" and len(e.args) == 3 and isinstance(e.args[0], ast.Name) and e.args[0].id == "st" and isinstance(e.args[1], ast.Constant):
+      return self.inputs.get(e.args[1].value, self._expr(e.args[2], env))   # a mode input with its default
+    args = [self._expr(a, env) for a in e.args]
+    kws = {k: self._expr(v, env) for k, v in kw.items()}
+    return self._helper(f.id, args, kws)
+
+  def _helper(self, name:str, args:list, kws:dict):
+    b = self.b
+    if name in ("bits2f", "f2bits") and len(args) == 2 and not isinstance(args[1], Val):
+      x, w = args
+      if w not in (32, 64): raise NotLowerable(f"{name} of width {w}")
+      fdt = F32 if w == 32 else F64
+      if name == "bits2f":
+        x = b.cast(x, U64) if isinstance(x, Val) else Val(literal(Builder.weak(x, U64), U64), U64)
+        lo = b.emit(f"trunc i64 {x.ref} to i32", U64).ref if w == 32 else x.ref
+        return b.emit(f"bitcast {INT_OF_BITS[w]} {lo} to {LLVM_TYPE[fdt]}", fdt)
+      if not isinstance(x, Val) or x.dt.kind != "f": raise NotLowerable("f2bits of a non-float")
+      v = b.cast(x, fdt)
+      bits = b.emit(f"bitcast {LLVM_TYPE[fdt]} {v.ref} to {INT_OF_BITS[w]}", U64)
+      return b.emit(f"zext i32 {bits.ref} to i64", U64) if w == 32 else bits
+    if name == "where" and len(args) == 3:
+      c, x, y = args
+      if not isinstance(c, Val): return x if c else y
+      dt = promote(x, y) if isinstance(x, Val) or isinstance(y, Val) else np.result_type(x, y)
+      c = b.cast(c, BOOL)
+      xv, yv = b.cast(x, dt), b.cast(y, dt)
+      return b.emit(f"select i1 {c.ref}, {LLVM_TYPE[dt]} {xv.ref}, {LLVM_TYPE[dt]} {yv.ref}", dt)
+    if name in ("int", "float", "bool") and len(args) == 1 and not isinstance(args[0], Val): return {"int": int, "float": float, "bool": bool}[name](args[0])
+    if name in ("u64", "i64") and len(args) == 1 and isinstance(args[0], int): return args[0] & ((1 << 64) - 1) if name == "u64" else args[0]
+    if not any(isinstance(a, Val) for a in args):
+      raise NotLowerable(f"{name} of Python scalars")   # the numpy path computes those with Python ints: no lane value to lower
+    if name == "sext" and len(args) == 2 and not isinstance(args[1], Val):
+      x, w = args
+      if x.dt not in (U64, I64) or not 0 < w <= 64: raise NotLowerable(f"sext of {x.dt}")
+      if w == 64: return x
+      hi = b.emit(f"shl i64 {x.ref}, {64 - w}", x.dt)
+      return b.emit(f"ashr i64 {hi.ref}, {64 - w}", x.dt)
+    if name == "i64" and len(args) == 1: return Val(args[0].ref, I64) if args[0].dt == U64 else args[0]
+    if name == "u64" and len(args) == 1:
+      if args[0].dt.kind == "f": raise NotLowerable("u64 of a float")
+      return b.cast(args[0], U64)
+    if name in ("shl", "shr") and len(args) in (2, 3):
+      signed = bool(args[2]) if len(args) == 3 else False
+      if isinstance(args[2] if len(args) == 3 else 0, Val): raise NotLowerable("per-lane shift signedness")
+      x = b.cast(args[0], U64)
+      s = args[1]
+      if isinstance(s, Val) and s.dt.kind not in "iu": raise NotLowerable("shift by a non-integer")
+      return self._shift(name == "shl", x, b.cast(s, U64) if isinstance(s, Val) else s, signed_fill=signed and name == "shr")
+    if name == "fma" and len(args) == 3 and not kws:
+      dt = promote(*args)
+      vs = [b.cast(a, dt) for a in args]
+      return b.emit(f"call {LLVM_TYPE[dt]} @llvm.fma.{_suffix(dt)}({', '.join(f'{LLVM_TYPE[dt]} {v.ref}' for v in vs)})", dt, arith=True)
+    x = args[0]
+    if name == "popcount" and len(args) == 1 and x.dt.kind in "iu": return b.emit(f"call i64 @llvm.ctpop.i64(i64 {x.ref})", U64)
+    if name == "fabs" and len(args) == 1:
+      if x.dt.kind != "f": raise NotLowerable("fabs of an integer")
+      return b.emit(f"call {LLVM_TYPE[x.dt]} @llvm.fabs.{_suffix(x.dt)}({LLVM_TYPE[x.dt]} {x.ref})", x.dt)
+    if name in ROUNDINGS and len(args) == 1 and x.dt.kind == "f":
+      return b.emit(f"call {LLVM_TYPE[x.dt]} @llvm.{ROUNDINGS[name]}.{_suffix(x.dt)}({LLVM_TYPE[x.dt]} {x.ref})", x.dt, arith=True)
+    if name == "sqrt_" and len(args) == 1 and not kws and x.dt.kind == "f":
+      return b.emit(f"call {LLVM_TYPE[x.dt]} @llvm.sqrt.{_suffix(x.dt)}({LLVM_TYPE[x.dt]} {x.ref})", x.dt, arith=True)
+    if name in ("isnan", "is_snan", "is_qnan", "quiet", "sign") and len(args) == 1:
+      return self._float_bits(name, x)
+    if name in INT_TO_FLOAT and len(args) == 1 and not kws:
+      signed, fdt = INT_TO_FLOAT[name]
+      if x.dt.kind not in "iu": raise NotLowerable(f"{name} of {x.dt}")
+      return b.cast(Val(x.ref, I64 if signed else U64), fdt)
+    if name in FLOAT_TO_INT and len(args) == 1:
+      fdt, bits, signed = FLOAT_TO_INT[name]
+      v = b.cast(x, fdt) if x.dt.kind == "f" else None
+      if v is None: raise NotLowerable(f"{name} of {x.dt}")
+      r = b.emit(f"call i32 @llvm.fpto{'s' if signed else 'u'}i.sat.i32.{_suffix(fdt)}({LLVM_TYPE[fdt]} {v.ref})", U64)
+      return b.emit(f"{'sext' if signed else 'zext'} i32 {r.ref} to i64", U64)
+    if name in ("f32_to_f64", "f64_to_f32") and len(args) == 1 and not kws:
+      return b.cast(x, F64 if name == "f32_to_f64" else F32)
+    raise NotLowerable(f"helper {name}")
+
+  def _float_bits(self, name:str, x:Val) -> Val:
+    """NaN tests, quieting and the sign bit, on the float's bits (numerics.is_nan / is_signal_nan / quiet_nan / sign_bit)."""
+    b = self.b
+    if x.dt not in FLOAT_BITS: raise NotLowerable(f"{name} of {x.dt}")
+    w, t = FLOAT_BITS[x.dt], LLVM_TYPE[x.dt]
+    it, qbit = INT_OF_BITS[w], 1 << (22 if w == 32 else 51)
+    nan = b.emit(f"fcmp uno {t} {x.ref}, {x.ref}", BOOL)
+    if name == "isnan": return nan
+    bits = b.emit(f"bitcast {t} {x.ref} to {it}", U64)
+    if name == "sign":
+      s = b.emit(f"lshr {it} {bits.ref}, {w - 1}", U64)
+      return b.emit(f"zext {it} {s.ref} to i64", U64) if w == 32 else s
+    q = b.emit(f"and {it} {bits.ref}, {qbit}", U64)
+    has_q = b.emit(f"icmp ne {it} {q.ref}, 0", BOOL)
+    if name == "quiet":
+      qb = b.emit(f"or {it} {bits.ref}, {qbit}", U64)
+      sel = b.emit(f"select i1 {nan.ref}, {it} {qb.ref}, {it} {bits.ref}", U64)
+      return b.emit(f"bitcast {it} {sel.ref} to {t}", x.dt)
+    want = has_q if name == "is_qnan" else b.emit(f"xor i1 {has_q.ref}, true", BOOL)
+    return b.emit(f"and i1 {nan.ref}, {want.ref}", BOOL)
+
+def lower(source:str, inputs:dict, b:Builder) -> dict:
+  """The outputs (`st.NAME = ...` of the generated `op` function) as lane values or Python scalars, emitting the lane's IR into b.
+  `inputs`: the op state's attributes: Val for per-lane operands (uint64 bits, bool lane masks as uint64 0/1), Python values for
+  fields and mode inputs, N_SENTINEL for `n`. Raises NotLowerable (see the module docstring)."""
+  return Lowering(source, b).run("op", inputs)

@@ -1,0 +1,141 @@
+"""Native VALU regions (emu.amd.regions): straight-line runs give the numpy path's registers bit for bit (EMU_REGIONS=0 is the
+reference, and numpy arithmetic where the expectation is simple), they really run natively where they should, and they step aside
+where they must: lane-mask results read as scalars, NaN results (that wave re-runs on the numpy path), another MODE, the timing
+model and the trace."""
+import numpy as np
+import pytest
+from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, VCC_LO, v_add_f32_e32, v_mul_f32_e32, v_fma_f32, v_add_co_u32, v_add_co_ci_u32_e32,
+  v_cmp_gt_f32_e32, v_cmp_gt_u32_e64, v_cndmask_b32_e32, v_add_nc_u32_e32, v_lshlrev_b64, v_add_f64, v_fmamk_f32_e32, v_max_f32_e32, VOPD, VOPDOp,
+  s_delay_alu, s_round_mode, s_nop)
+from emu import native
+from emu.amd import regions, run_program
+from emu.amd.exec_valu import ValuStep
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
+LANES = np.arange(64)
+
+def f32(x) -> np.ndarray: return np.asarray(x, dtype=np.float32).view(np.uint32)
+def as_f32(x) -> np.ndarray: return np.asarray(x, dtype=np.uint32).view(np.float32)
+
+@pytest.fixture
+def native_runs(monkeypatch):
+  """Regions compile on first use; returns the list of batch sizes that ran natively (Region.run returning True)."""
+  monkeypatch.setattr(regions, "REGION_HOT", 0)
+  monkeypatch.setattr(regions, "BACKGROUND", False)
+  monkeypatch.delenv("EMU_REGIONS", raising=False)
+  runs, real = [], regions.Region.run
+  def spy(self, m, ws):
+    done = real(self, m, ws)
+    if done: runs.append(len(ws))
+    return done
+  monkeypatch.setattr(regions.Region, "run", spy)
+  return runs
+
+def both(monkeypatch, insts, **kw):
+  """(state with regions, state on the numpy path) of one program; their registers must agree bit for bit."""
+  got = run_program(insts, **kw)
+  with monkeypatch.context() as m:
+    m.setenv("EMU_REGIONS", "0")
+    want = run_program(insts, **kw)
+  np.testing.assert_array_equal(got.vgpr_store, want.vgpr_store)
+  np.testing.assert_array_equal(got.sgpr, want.sgpr)
+  np.testing.assert_array_equal(got.scc, want.scc)
+  np.testing.assert_array_equal(got.status, want.status)
+  return got
+
+def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs):
+  lo = np.where(LANES[:32] % 3 == 0, 0xffffffff, LANES[:32] * 0x10000001).astype(np.uint32)
+  prog = [v_add_co_u32(v[4], VCC_LO, v[1], v[2]), s_delay_alu(0x1), v_add_co_ci_u32_e32(v[5], v[3], v[3])]
+  st = both(monkeypatch, prog, waves=2, vgprs={1: lo, 2: 7, 3: LANES[:32] + 5, 4: 0xdead, 5: 0xbeef}, exec_mask=0x0ff0ff0f)
+  assert native_runs == [2]
+  on = (0x0ff0ff0f >> LANES[:32]) & 1 == 1
+  total = lo.astype(np.uint64) + 7
+  assert (st.vgpr[0, :, 4] == np.where(on, total & 0xffffffff, 0xdead)).all()
+  carry = total >> np.uint64(32)
+  assert (st.vgpr[1, :, 5] == np.where(on, (np.uint64(2) * (LANES[:32].astype(np.uint64) + np.uint64(5)) + carry) & np.uint64(0xffffffff), 0xbeef)).all()
+  assert int(st.sgpr[0, 106]) == 0   # no lane carries out of the second add (and inactive lanes write 0 over the first add's carries)
+
+def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs):
+  prog = [v_cmp_gt_f32_e32(v[1], v[2]), v_cndmask_b32_e32(v[3], v[4], v[5])]
+  st = both(monkeypatch, prog, lanes=64, vgprs={1: f32(LANES - 20.0), 2: f32(3.0), 3: 1, 4: 10, 5: 20}, exec_mask=(1 << 64) - 1 - (1 << 40))
+  assert native_runs == [1]
+  gt = LANES - 20.0 > 3.0
+  on = LANES != 40
+  assert (st.vgpr[0, :, 3] == np.where(on, np.where(gt, 20, 10), 1)).all()
+  assert st.get_mask(0, 106) == sum(1 << i for i in range(64) if gt[i] and on[i])
+
+def test_a_lane_mask_read_as_a_scalar_ends_the_region(monkeypatch, native_runs):
+  prog = [v_cmp_gt_u32_e64(s[4], v[1], 9), v_add_nc_u32_e32(v[2], s[4], v[1])]
+  st = both(monkeypatch, prog, vgprs={1: LANES[:32]})
+  mask = sum(1 << i for i in range(32) if i > 9)
+  assert (st.vgpr[0, :, 2] == (mask + LANES[:32]) & 0xffffffff).all()
+  assert len(native_runs) == 2   # two regions: the add had to see the whole mask
+
+def test_vopd_halves_read_before_either_writes(monkeypatch, native_runs):
+  swap = VOPD(VOPDOp.V_DUAL_MOV_B32, VOPDOp.V_DUAL_MOV_B32, vdstx=v[1], vdsty=v[2], srcx0=v[2], srcy0=v[1])
+  st = both(monkeypatch, [swap, v_add_nc_u32_e32(v[3], v[1], v[2])], vgprs={1: LANES[:32], 2: 100})
+  assert native_runs == [1]
+  assert (st.vgpr[0, :, 1] == 100).all() and (st.vgpr[0, :, 2] == LANES[:32]).all() and (st.vgpr[0, :, 3] == LANES[:32] + 100).all()
+
+def test_64_bit_operands_modifiers_and_literals(monkeypatch, native_runs):
+  x = (LANES[:32].astype(np.float64) - 7.5)
+  xb = x.view(np.uint64)
+  prog = [v_lshlrev_b64(v[6:7], 3, v[1:2]), v_add_f64(v[8:9], v[1:2], v[1:2]), v_fma_f32(v[10], -v[3], abs(v[4]), 0.5),
+          v_fmamk_f32_e32(v[11], v[3], v[4], literal=0x3fa00000), s_nop(0), v_mul_f32_e32(v[12], 3.0, v[11])]
+  st = both(monkeypatch, prog, vgprs={1: (xb & 0xffffffff).astype(np.uint32), 2: (xb >> np.uint64(32)).astype(np.uint32),
+                                      3: f32(LANES[:32] * 0.5), 4: f32(-2.0)})
+  assert native_runs == [1]
+  shifted = (st.vgpr[0, :, 6].astype(np.uint64) | st.vgpr[0, :, 7].astype(np.uint64) << np.uint64(32))
+  assert (shifted == xb << np.uint64(3)).all()
+  doubled = (st.vgpr[0, :, 8].astype(np.uint64) | st.vgpr[0, :, 9].astype(np.uint64) << np.uint64(32)).view(np.float64)
+  assert (doubled == x + x).all()
+  a = (LANES[:32] * 0.5).astype(np.float32)
+  assert (as_f32(st.vgpr[0, :, 10]) == -a * np.float32(2.0) + np.float32(0.5)).all()   # exact in f32: one rounding or two agree
+  assert (as_f32(st.vgpr[0, :, 12]) == np.float32(3.0) * (a * np.float32(1.25) + np.float32(-2.0))).all()
+
+def test_a_nan_result_reruns_its_waves_on_the_numpy_path(monkeypatch, native_runs):
+  calls = []
+  real = ValuStep.run
+  monkeypatch.setattr(ValuStep, "run", lambda self, m, ws: (calls.append(list(ws)), real(self, m, ws))[1])
+  prog = [v_add_f32_e32(v[2], v[1], v[1]), v_mul_f32_e32(v[3], 0, v[2])]   # inf + inf = inf, then 0 * inf = NaN
+  finite = run_program(prog, waves=3, vgprs={1: f32(LANES[:32])})
+  assert native_runs == [3] and calls == []   # no NaN: nothing ran on the numpy path
+  assert (as_f32(finite.vgpr[:, :, 3]) == 0).all()
+  nan_in = {1: f32(np.where(LANES[:32] == 5, np.float32(np.inf), np.float32(1.0)))}
+  st = run_program(prog, waves=3, vgprs=nan_in)
+  assert native_runs == [3, 3] and calls == [[0, 1, 2], [0, 1, 2]]   # every wave made a NaN: each re-ran both steps
+  monkeypatch.setenv("EMU_REGIONS", "0")
+  want = run_program(prog, waves=3, vgprs=nan_in)
+  np.testing.assert_array_equal(st.vgpr_store, want.vgpr_store)
+  assert np.isnan(as_f32(st.vgpr[2, 5, 3])) and (as_f32(st.vgpr[2, :5, 3]) == 0).all()
+
+def test_an_op_lowered_for_another_mode_is_not_used(monkeypatch, native_runs):
+  tiny = f32(np.float32(1.5 * 2.0 ** -24))   # 1 + tiny: nearest even rounds up to 1 + 2^-23, toward zero keeps 1
+  prog = [s_round_mode(0x3), v_add_f32_e32(v[2], v[1], v[4]), v_max_f32_e32(v[3], v[1], v[2])]
+  st = both(monkeypatch, prog, vgprs={1: f32(1.0), 4: tiny})
+  assert native_runs == [1]   # v_max alone: the add's toward-zero code does not lower
+  assert (as_f32(st.vgpr[0, :, 2]) == 1.0).all() and (as_f32(st.vgpr[0, :, 3]) == 1.0).all()
+
+def test_tinygrad_matmul_and_timing_agree_with_the_numpy_path(monkeypatch, native_runs):
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
+  k = compile_kernel(lambda a, b: a @ b, (32, 32), (32, 32))
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((32, 32)).astype(np.float32), rng.standard_normal((32, 32)).astype(np.float32)
+  results = []
+  for flag in ("1", "0"):
+    monkeypatch.setenv("EMU_REGIONS", flag)
+    out, bufs = np.zeros(32 * 32, dtype=np.float32), Buffers()
+    stats = AMDGPU("gfx1100", bufs.mem, timing=True).dispatch(kernel_dispatch(k, [a, b], out, bufs))
+    results.append((out.copy(), stats.cycles, stats.wave_instructions))
+  assert len(native_runs) > 0
+  np.testing.assert_array_equal(results[0][0], results[1][0])
+  assert results[0][1:] == results[1][1:]
+  np.testing.assert_allclose(results[0][0].reshape(32, 32), a @ b, rtol=1e-4, atol=1e-4)
+
+def test_the_trace_sees_every_instruction_on_the_numpy_path(native_runs, capsys):
+  from emu.amd.timing import TimingModel
+  from emu.amd.trace import Tracer
+  assert Tracer.reads_registers and not TimingModel.reads_registers
+  run_program([v_add_nc_u32_e32(v[2], 1, v[1]), v_add_nc_u32_e32(v[3], 1, v[2])], vgprs={1: LANES[:32]}, trace=True)
+  assert native_runs == [] and capsys.readouterr().out.count("v_add_nc_u32") == 2

@@ -1,0 +1,116 @@
+"""emu.pcode.lanes_ir against the numpy path it is read from: every VALU op of every ISA that lowers, compiled to a loop over
+lanes, gives the generated Python's results bit for bit on random, special-value and lane-uniform operands, in the MODE
+variants whose code lowers; a lane is compared wherever the lowered code did not report a NaN out of float arithmetic (those
+lanes run the numpy path in a region), and the test checks that this leaves most lanes compared."""
+import ctypes
+import numpy as np
+import pytest
+from emu import native
+from emu.pcode import compiler
+from emu.pcode.abi import OpState
+from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, N_SENTINEL, declarations, lower
+from emu.amd.wave import MODE_DEFAULT, MODE_IEEE, mode_state
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
+
+INPUTS = ("S0", "S1", "S2", "D0", "VCC")
+N = 1024
+CHUNK = 16   # cases per compiled module
+FIELDS = {"SIMM32": 0x40490fdb, "SIMM16": 0x4248}
+MODES = {"default": MODE_DEFAULT, "ieee off": MODE_DEFAULT & ~MODE_IEEE}
+SIG = ctypes.CFUNCTYPE(None, ctypes.c_int64, *([ctypes.c_void_p] * (len(INPUTS) + 1 + 4 + 1)), ctypes.c_int64)   # which, inputs, laneId, outputs, nan, n
+
+def _vector_ops(arch):
+  for op in compiler.ops_for(arch):
+    if not type(op).__name__.startswith("VOP"): continue
+    try: c = compiler.compile_op(arch, op)
+    except Exception: continue
+    if c.kind == "vector" and not c.mem and c.fn is not None: yield op, c
+
+def _case(k:int, c, mode:int):
+  """The blocks of case k of the harness (op c over n lanes in MODE `mode`) and the output names, or None when it does not lower."""
+  b = Builder(f"t{k}.")
+  inputs = {name: Val(f"%in{k}.{name}", U64) for name in INPUTS}
+  inputs.update(laneId=Val(f"%in{k}.laneId", U64), n=N_SENTINEL, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS)
+  try: out = lower(c.source, inputs, b)
+  except NotLowerable: return None
+  names = sorted(c.writes)
+  if set(out) != set(names) or len(names) > 4: return None
+  vals = [b.cast(out[name], U64) for name in names]
+  L = [f"case{k}:\n  br label %loop{k}\nloop{k}:\n  %i{k} = phi i64 [0, %case{k}], [%i{k}.next, %loop{k}]"]
+  for name in INPUTS + ("laneId",):
+    L.append(f"  %a{k}.{name} = getelementptr inbounds i64, ptr %p.{name}, i64 %i{k}\n  %in{k}.{name} = load i64, ptr %a{k}.{name}")
+  L.extend(b.lines)
+  for j, v in enumerate(vals): L.append(f"  %oa{k}.{j} = getelementptr inbounds i64, ptr %o{j}, i64 %i{k}\n  store i64 {v.ref}, ptr %oa{k}.{j}")
+  nan = "false"
+  for q, v in enumerate(b.float_results):
+    L.append(f"  %isn{k}.{q} = fcmp uno {'float' if v.dt.itemsize == 4 else 'double'} {v.ref}, {v.ref}\n  %nor{k}.{q} = or i1 {nan}, %isn{k}.{q}")
+    nan = f"%nor{k}.{q}"
+  L.append(f"  %nz{k} = zext i1 {nan} to i8\n  %na{k} = getelementptr inbounds i8, ptr %nf, i64 %i{k}\n  store i8 %nz{k}, ptr %na{k}")
+  L.append(f"  %i{k}.next = add i64 %i{k}, 1\n  %end{k} = icmp eq i64 %i{k}.next, %n\n  br i1 %end{k}, label %done, label %loop{k}")
+  return "\n".join(L), names
+
+def _harness(cases:list[str], first:int, end:int) -> str:
+  """One function `void f(which, S0..VCC, laneId, out0..out3, nan, n)` that runs case `which` of cases[first:end] (a module holds
+  one function; LLVM's optimiser takes minutes on one function of a thousand cases, a second on one of CHUNK)."""
+  args = ", ".join(f"ptr %p.{k}" for k in INPUTS + ("laneId",))
+  head = [f"define void @f(i64 %which, {args}, ptr %o0, ptr %o1, ptr %o2, ptr %o3, ptr %nf, i64 %n) {{", "entry:",
+          f"  switch i64 %which, label %done [{' '.join(f'i64 {k}, label %case{k}' for k in range(first, min(end, len(cases))))}]"]
+  return "\n".join(head + cases[first:end] + ["done:\n  ret void\n}"])
+
+def _operands(rng, c) -> dict:
+  """Random, special and lane-uniform operand bits for each input, at the operand's width."""
+  specials32 = np.array([0, 0x80000000, 0x3f800000, 0xbf800000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fa00000, 0xffc00001, 1, 0x807fffff,
+                         0x7f7fffff, 0x00800000, 0x4f000000, 0xcf000000, 0x3f000000, 0xffffffff, 0x7fffffff, 31, 32, 63, 64], dtype=np.uint64)
+  specials64 = np.array([0, 1 << 63, 0x3ff0000000000000, 0xbff0000000000000, 0x7ff0000000000000, 0x7ff8000000000000, 0x7ff4000000000000, 1,
+                         0x000fffffffffffff, 0x41e0000000000000, 0xc1e0000000000000, (1 << 64) - 1, 0x7fffffffffffffff, 63, 64], dtype=np.uint64)
+  out = {}
+  for k in INPUTS:
+    w = 1 if k == "VCC" else min(64, c.widths.get(k, 32))
+    if w == 1: out[k] = rng.integers(0, 2, N, dtype=np.uint64); continue
+    sp = specials64 if w == 64 else specials32
+    v = rng.integers(0, 1 << w, N, dtype=np.uint64) if w < 64 else rng.integers(0, 1 << 63, N, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, N, dtype=np.uint64)
+    near = (rng.integers(0x3e000000, 0x42000000, N, dtype=np.uint64) | rng.integers(0, 2, N, dtype=np.uint64) << np.uint64(31)) if w == 32 else \
+      (rng.integers(0x3fc00000, 0x40400000, N, dtype=np.uint64) << np.uint64(32) | rng.integers(0, 1 << 32, N, dtype=np.uint64))
+    v[: N // 4] = near[: N // 4]                          # ordinary floats of moderate size
+    v[N // 4: N // 2] = rng.choice(sp, N // 4)            # special values in any combination
+    v[N // 2: N // 2 + 64] = sp[len(k) % len(sp)]   # a lane-uniform stretch
+    out[k] = v if w == 64 else v & np.uint64((1 << w) - 1)
+  return out
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_lowered_ops_match_the_numpy_path(arch):
+  rng = np.random.default_rng(7)
+  built, cases = [], []
+  for op, c in _vector_ops(arch):
+    seen = set()
+    for mname, mode in MODES.items():   # a MODE variant is compared when its lowered code differs from the variants before it
+      if (case := _case(len(cases), c, mode)) is not None and (body := case[0].split("\n", 2)[2]) not in seen:
+        seen.add(body)
+        built.append((op, c, mname, mode, case[1]))
+        cases.append(case[0])
+  assert len(built) > 300, f"only {len(built)} op/mode pairs lower on {arch}"
+  fns = [native.NATIVE.function(f"{declarations()}\n{_harness(cases, k, k + CHUNK)}\n", SIG) for k in range(0, len(cases), CHUNK)]
+  assert all(f is not None for f in fns), native.NATIVE.why
+  compared = lanes = 0
+  failures = []
+  for k, (op, c, mname, mode, names) in enumerate(built):
+    ops = _operands(rng, c)
+    lane_id = np.arange(N, dtype=np.uint64) % np.uint64(32)
+    outs = [np.zeros(N, dtype=np.uint64) for _ in range(4)]
+    nan = np.zeros(N, dtype=np.uint8)
+    fns[k // CHUNK](k, *(ops[name].ctypes.data for name in INPUTS), lane_id.ctypes.data, *(o.ctypes.data for o in outs), nan.ctypes.data, N)
+    st = OpState(n=N, laneId=lane_id, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS, **{k: ops[k].copy() for k in INPUTS})
+    c.fn(st)
+    ok = nan == 0
+    for j, name in enumerate(names):
+      want = np.broadcast_to(np.asarray(getattr(st, name)).astype(np.uint64), (N,))
+      got = outs[j]
+      if name in c.lane_masks: want, got = want & np.uint64(1), got & np.uint64(1)
+      elif (w := c.widths.get(name, 64)) < 64: want, got = want & np.uint64((1 << w) - 1), got & np.uint64((1 << w) - 1)
+      bad = np.nonzero(ok & (want != got))[0]
+      if len(bad): failures.append(f"{op.name} ({mname}) {name}: lane {bad[0]} inputs "
+                                   f"{ {k: hex(int(ops[k][bad[0]])) for k in INPUTS} } want {int(want[bad[0]]):#x} got {int(got[bad[0]]):#x}")
+    compared += int(ok.sum()); lanes += N
+  assert not failures, f"{len(failures)} mismatches:\n" + "\n".join(failures[:20])
+  assert compared > 0.8 * lanes, f"only {compared} of {lanes} lanes compared: NaN reports hide most results"
