@@ -1,8 +1,8 @@
-"""One lane of an op as LLVM IR, read off the op's generated default-mode code (the front end of the native VALU regions,
-emu/amd/regions.py).
+"""An op over the lanes of one wave as LLVM IR vector code, read off the op's generated default-mode code (the front end of the
+native VALU regions, emu/amd/regions.py).
 
 The generated Python (emu.pcode.codegen) stays the one implementation of an op's semantics: this module re-reads it statement by
-statement as code over a single lane. Each numpy array becomes one SSA value of the array's dtype, numpy's own type promotion
+statement as code over one wave's lanes. Each numpy array becomes one SSA vector (a lane per element) of the array's dtype, numpy's own type promotion
 (`np.result_type`, with Python scalars weak as in NEP 50) decides every result type, and each runtime helper the generated code
 calls maps to the LLVM instructions that compute its per-element result (the table below; each entry is checked against the
 helper by tests/unit/pcode/test_lanes_ir.py over every op it lowers). Mode and field inputs are constants: branches on them are
@@ -30,26 +30,35 @@ NP_TYPES = {"uint64": U64, "int64": I64, "float32": F32, "float64": F64, "bool":
 
 @dataclass(frozen=True)
 class Val:
-  """One lane's value: an SSA name (or LLVM literal) of numpy dtype `dt`."""
+  """One wave's lanes of a value: an SSA name (or LLVM constant) of a vector of numpy dtype `dt`."""
   ref: str
   dt: np.dtype
 
 class Lanes:
-  """The sentinel for the batch size `n` (meaningless for one lane: only np.full/np.zeros may take it)."""
+  """The sentinel for the batch size `n` (meaningless inside one wave: only np.full/np.zeros may take it)."""
 
 N_SENTINEL = Lanes()
 
 def literal(value, dt:np.dtype) -> str:
-  """An LLVM constant of numpy dtype dt (value already representable: checked by `typed`)."""
+  """An LLVM scalar constant of numpy dtype dt (value already representable: checked by `Builder.weak`)."""
   if dt == BOOL: return "true" if value else "false"
   if dt.kind == "f":   # LLVM writes float and double constants as the double's bits in hex
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(dt.type(value))))[0]:016X}"
   return str(int(value) - (1 << 64) if int(value) >= 1 << 63 else int(value))
 
 class Builder:
-  """The instructions of one lane, appended in order; fresh SSA names; the float results to test for NaN."""
-  def __init__(self, prefix:str):
-    self.prefix, self.lines, self.count, self.float_results = prefix, [], 0, []
+  """The instructions of one wave's lanes (`width` of them, one vector element each), appended in order: fresh SSA names, the
+  intrinsics used (`declarations`), the float results to test for NaN."""
+  def __init__(self, prefix:str, width:int):
+    self.prefix, self.width, self.lines, self.count, self.float_results, self.intrinsics = prefix, width, [], 0, [], {}
+
+  def t(self, scalar:str) -> str: return f"<{self.width} x {scalar}>"
+  def c(self, scalar:str, lit:str) -> str:
+    """A constant vector of `lit` in every lane."""
+    if lit in ("0", "false", "0x0000000000000000"): return "zeroinitializer"
+    return "<" + ", ".join([f"{scalar} {lit}"] * self.width) + ">"
+  def const(self, value, dt:np.dtype) -> Val: return Val(self.c(LLVM_TYPE[dt], literal(value, dt)), dt)
+  def lane_ids(self) -> str: return "<" + ", ".join(f"i64 {i}" for i in range(self.width)) + ">"
 
   def emit(self, rhs:str, dt:np.dtype, arith:bool=False) -> Val:
     name = f"%{self.prefix}{self.count}"
@@ -59,20 +68,31 @@ class Builder:
     if arith and dt.kind == "f": self.float_results.append(v)
     return v
 
+  def call(self, name:str, ret:str, args:list[tuple[str, str]], dt:np.dtype, arith:bool=False) -> Val:
+    """A call of intrinsic `name` (overload suffixes included) on vectors of the given element types."""
+    self.intrinsics[name] = f"declare {self.t(ret)} @{name}({', '.join(self.t(a) for a, _ in args)})"
+    return self.emit(f"call {self.t(ret)} @{name}({', '.join(f'{self.t(a)} {r}' for a, r in args)})", dt, arith)
+
+  def splat(self, scalar:str, ref:str, dt:np.dtype) -> Val:
+    """A scalar SSA value in every lane."""
+    one = self.emit(f"insertelement {self.t(scalar)} poison, {scalar} {ref}, i64 0", dt)
+    return self.emit(f"shufflevector {self.t(scalar)} {one.ref}, {self.t(scalar)} poison, <{self.width} x i32> zeroinitializer", dt)
+
+  def declarations(self) -> str: return "\n".join(sorted(self.intrinsics.values()))
+
   def cast(self, x, dt:np.dtype) -> Val:
     """numpy's astype(dt) of a lane value or weak Python scalar (float -> int is refused: see the module docstring)."""
-    if not isinstance(x, Val): return Val(literal(self.weak(x, dt), dt), dt)
+    if not isinstance(x, Val): return self.const(self.weak(x, dt), dt)
     src = x.dt
     if src == dt: return x
     if src.kind in "iu" and dt.kind in "iu": return Val(x.ref, dt)   # both 64-bit: the same bits
+    ts, td = self.t(LLVM_TYPE[src]), self.t(LLVM_TYPE[dt])
     if dt == BOOL:
-      return self.emit(f"icmp ne i64 {x.ref}, 0" if src.kind in "iu" else f"fcmp une {LLVM_TYPE[src]} {x.ref}, 0.0", BOOL)
-    if src == BOOL:
-      return self.emit(f"zext i1 {x.ref} to i64" if dt.kind in "iu" else f"uitofp i1 {x.ref} to {LLVM_TYPE[dt]}", dt)
-    if src.kind in "iu" and dt.kind == "f":
-      return self.emit(f"{'sitofp' if src == I64 else 'uitofp'} i64 {x.ref} to {LLVM_TYPE[dt]}", dt)
+      return self.emit(f"icmp ne {ts} {x.ref}, zeroinitializer" if src.kind in "iu" else f"fcmp une {ts} {x.ref}, zeroinitializer", BOOL)
+    if src == BOOL: return self.emit(f"zext {ts} {x.ref} to {td}" if dt.kind in "iu" else f"uitofp {ts} {x.ref} to {td}", dt)
+    if src.kind in "iu" and dt.kind == "f": return self.emit(f"{'sitofp' if src == I64 else 'uitofp'} {ts} {x.ref} to {td}", dt)
     if src.kind == "f" and dt.kind == "f":
-      return self.emit(f"{'fpext' if FLOAT_BITS[dt] > FLOAT_BITS[src] else 'fptrunc'} {LLVM_TYPE[src]} {x.ref} to {LLVM_TYPE[dt]}", dt, arith=True)
+      return self.emit(f"{'fpext' if FLOAT_BITS[dt] > FLOAT_BITS[src] else 'fptrunc'} {ts} {x.ref} to {td}", dt, arith=True)
     raise NotLowerable(f"cast {src} -> {dt}")
 
   @staticmethod
@@ -82,9 +102,6 @@ class Builder:
     if dt.kind == "f": return float(dt.type(x))
     if isinstance(x, float) or not (np.iinfo(dt).min <= int(x) <= np.iinfo(dt).max): raise NotLowerable(f"{x!r} as {dt}")
     return int(x) & ((1 << 64) - 1)
-
-def dtype_of(x) -> np.dtype | type:
-  return x.dt if isinstance(x, Val) else type(x)
 
 def promote(*xs) -> np.dtype:
   """numpy's result dtype for operands that are lane values (their dtypes) or weak Python scalars (the values themselves)."""
@@ -105,23 +122,10 @@ PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: l
 INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64)}
 FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
-INTRINSICS = {f"llvm.{name}.{s}" for name in ("fma", "fabs", "trunc", "floor", "ceil", "rint", "sqrt") for s in ("f32", "f64")} | \
-  {f"llvm.fpto{s}i.sat.i32.{t}" for s in "su" for t in ("f32", "f64")} | {"llvm.ctpop.i64"}
-
-def declarations() -> str:
-  """The LLVM declarations of every intrinsic lowered code may call."""
-  out = []
-  for name in sorted(INTRINSICS):
-    t = "float" if name.endswith("f32") else "double"
-    if ".sat." in name: out.append(f"declare i32 @{name}({t})")
-    elif name == "llvm.ctpop.i64": out.append(f"declare i64 @{name}(i64)")
-    elif name.startswith("llvm.fma"): out.append(f"declare {t} @{name}({t}, {t}, {t})")
-    else: out.append(f"declare {t} @{name}({t})")
-  return "\n".join(out)
-
-def _suffix(dt:np.dtype) -> str:
+def _vsuffix(b:Builder, dt:np.dtype) -> str:
+  """The overload suffix of a float intrinsic on b's vectors of dt: v32f32 ..."""
   if dt not in FLOAT_BITS: raise NotLowerable(f"float helper on {dt}")
-  return f"f{FLOAT_BITS[dt]}"
+  return f"v{b.width}f{FLOAT_BITS[dt]}"
 
 class _Return(Exception):
   """`return op_mode(st)` taken at lowering time: the mode variant's outputs."""
@@ -166,7 +170,8 @@ class Lowering:
 
   @staticmethod
   def _is_guard(e) -> bool:
-    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "any" and not e.args and isinstance(e.func.value, ast.Name)
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "any" and not e.args and \
+      isinstance(e.func.value, ast.Name)
 
   # ---- expressions ----
   def _expr(self, e, env:dict):
@@ -179,7 +184,8 @@ class Lowering:
     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "st": return self._input(e.attr)
     if isinstance(e, ast.BinOp): return self._binop(type(e.op), self._expr(e.left, env), self._expr(e.right, env))
     if isinstance(e, ast.UnaryOp): return self._unary(type(e.op), self._expr(e.operand, env))
-    if isinstance(e, ast.Compare) and len(e.ops) == 1: return self._compare(type(e.ops[0]), self._expr(e.left, env), self._expr(e.comparators[0], env))
+    if isinstance(e, ast.Compare) and len(e.ops) == 1:
+      return self._compare(type(e.ops[0]), self._expr(e.left, env), self._expr(e.comparators[0], env))
     if isinstance(e, ast.BoolOp):
       vals = [self._expr(v, env) for v in e.values]
       if any(isinstance(v, Val) for v in vals): raise NotLowerable("per-lane and/or")
@@ -205,39 +211,41 @@ class Lowering:
     x, y = self.b.cast(a, dt), self.b.cast(b, dt)
     table = FLOAT_BINOPS if dt.kind == "f" else BOOL_BINOPS if dt == BOOL else INT_BINOPS
     if op not in table: raise NotLowerable(f"{op.__name__} on {dt}")
-    return self.b.emit(f"{table[op]} {LLVM_TYPE[dt]} {x.ref}, {y.ref}", dt, arith=dt.kind == "f")
+    return self.b.emit(f"{table[op]} {self.b.t(LLVM_TYPE[dt])} {x.ref}, {y.ref}", dt, arith=dt.kind == "f")
 
   def _shift(self, left:bool, a, b, signed_fill:bool|None=None) -> Val:
     """numpy's << and >> on 64-bit integers: a shift of 64 or more (or negative) gives 0, or the sign for a signed >>."""
     dt = promote(a, b)
     if dt.kind not in "iu": raise NotLowerable(f"shift of {dt}")
-    x, s = self.b.cast(a, dt), self.b.cast(b, dt)
+    bd = self.b
+    x, s = bd.cast(a, dt), bd.cast(b, dt)
     signed = dt == I64 if signed_fill is None else signed_fill
-    opname = "shl" if left else "ashr" if signed else "lshr"
-    if not isinstance(b, Val) and 0 <= int(b) < 64: return self.b.emit(f"{opname} i64 {x.ref}, {s.ref}", dt)
-    inside = self.b.emit(f"icmp ult i64 {s.ref}, 64", BOOL)
-    safe = self.b.emit(f"and i64 {s.ref}, 63", dt)
-    r = self.b.emit(f"{opname} i64 {x.ref}, {safe.ref}", dt)
-    fill = self.b.emit(f"ashr i64 {x.ref}, 63", dt).ref if signed and not left else "0"
-    return self.b.emit(f"select i1 {inside.ref}, i64 {r.ref}, i64 {fill}", dt)
+    opname, v = "shl" if left else "ashr" if signed else "lshr", bd.t("i64")
+    if not isinstance(b, Val) and 0 <= int(b) < 64: return bd.emit(f"{opname} {v} {x.ref}, {s.ref}", dt)
+    inside = bd.emit(f"icmp ult {v} {s.ref}, {bd.c('i64', '64')}", BOOL)
+    safe = bd.emit(f"and {v} {s.ref}, {bd.c('i64', '63')}", dt)
+    r = bd.emit(f"{opname} {v} {x.ref}, {safe.ref}", dt)
+    fill = bd.emit(f"ashr {v} {x.ref}, {bd.c('i64', '63')}", dt).ref if signed and not left else "zeroinitializer"
+    return bd.emit(f"select {bd.t('i1')} {inside.ref}, {v} {r.ref}, {v} {fill}", dt)
 
   def _unary(self, op, a):
     if not isinstance(a, Val):
       return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v, ast.Invert: lambda v: ~v, ast.Not: lambda v: not v}[op](a)
     if op is ast.UAdd: return a
-    if op is ast.USub: return self.b.emit(f"fneg {LLVM_TYPE[a.dt]} {a.ref}", a.dt) if a.dt.kind == "f" else \
-      self.b.emit(f"sub {LLVM_TYPE[a.dt]} 0, {a.ref}", a.dt)
-    if op is ast.Invert and a.dt.kind in "iub": return self.b.emit(f"xor {LLVM_TYPE[a.dt]} {a.ref}, {'true' if a.dt == BOOL else -1}", a.dt)
+    t = self.b.t(LLVM_TYPE[a.dt])
+    if op is ast.USub: return self.b.emit(f"fneg {t} {a.ref}", a.dt) if a.dt.kind == "f" else self.b.emit(f"sub {t} zeroinitializer, {a.ref}", a.dt)
+    if op is ast.Invert and a.dt.kind in "iub":
+      return self.b.emit(f"xor {t} {a.ref}, {self.b.c(LLVM_TYPE[a.dt], 'true' if a.dt == BOOL else '-1')}", a.dt)
     raise NotLowerable(f"{op.__name__} on {a.dt}")
 
   def _compare(self, op, a, b):
     if not isinstance(a, Val) and not isinstance(b, Val): return PY_CMP[op](a, b)
     dt = promote(a, b)
     x, y = self.b.cast(a, dt), self.b.cast(b, dt)
-    if dt.kind == "f": return self.b.emit(f"fcmp {FLOAT_CMP[op]} {LLVM_TYPE[dt]} {x.ref}, {y.ref}", BOOL)
+    if dt.kind == "f": return self.b.emit(f"fcmp {FLOAT_CMP[op]} {self.b.t(LLVM_TYPE[dt])} {x.ref}, {y.ref}", BOOL)
     pred = INT_CMP[op]
     if pred not in ("eq", "ne"): pred = ("s" if dt == I64 else "u") + pred
-    return self.b.emit(f"icmp {pred} {LLVM_TYPE[dt]} {x.ref}, {y.ref}", BOOL)
+    return self.b.emit(f"icmp {pred} {self.b.t(LLVM_TYPE[dt])} {x.ref}, {y.ref}", BOOL)
 
   def _numpy_type(self, e) -> np.dtype | None:
     """np.uint64 / np.float32 ... written as an attribute of `np` (or a dtype= keyword's value)."""
@@ -277,21 +285,22 @@ class Lowering:
       if w not in (32, 64): raise NotLowerable(f"{name} of width {w}")
       fdt = F32 if w == 32 else F64
       if name == "bits2f":
-        x = b.cast(x, U64) if isinstance(x, Val) else Val(literal(Builder.weak(x, U64), U64), U64)
-        lo = b.emit(f"trunc i64 {x.ref} to i32", U64).ref if w == 32 else x.ref
-        return b.emit(f"bitcast {INT_OF_BITS[w]} {lo} to {LLVM_TYPE[fdt]}", fdt)
+        x = b.cast(x, U64)
+        lo = b.emit(f"trunc {b.t('i64')} {x.ref} to {b.t('i32')}", U64).ref if w == 32 else x.ref
+        return b.emit(f"bitcast {b.t(INT_OF_BITS[w])} {lo} to {b.t(LLVM_TYPE[fdt])}", fdt)
       if not isinstance(x, Val) or x.dt.kind != "f": raise NotLowerable("f2bits of a non-float")
       v = b.cast(x, fdt)
-      bits = b.emit(f"bitcast {LLVM_TYPE[fdt]} {v.ref} to {INT_OF_BITS[w]}", U64)
-      return b.emit(f"zext i32 {bits.ref} to i64", U64) if w == 32 else bits
+      bits = b.emit(f"bitcast {b.t(LLVM_TYPE[fdt])} {v.ref} to {b.t(INT_OF_BITS[w])}", U64)
+      return b.emit(f"zext {b.t('i32')} {bits.ref} to {b.t('i64')}", U64) if w == 32 else bits
     if name == "where" and len(args) == 3:
       c, x, y = args
       if not isinstance(c, Val): return x if c else y
       dt = promote(x, y) if isinstance(x, Val) or isinstance(y, Val) else np.result_type(x, y)
       c = b.cast(c, BOOL)
       xv, yv = b.cast(x, dt), b.cast(y, dt)
-      return b.emit(f"select i1 {c.ref}, {LLVM_TYPE[dt]} {xv.ref}, {LLVM_TYPE[dt]} {yv.ref}", dt)
-    if name in ("int", "float", "bool") and len(args) == 1 and not isinstance(args[0], Val): return {"int": int, "float": float, "bool": bool}[name](args[0])
+      return b.emit(f"select {b.t('i1')} {c.ref}, {b.t(LLVM_TYPE[dt])} {xv.ref}, {b.t(LLVM_TYPE[dt])} {yv.ref}", dt)
+    if name in ("int", "float", "bool") and len(args) == 1 and not isinstance(args[0], Val):
+      return {"int": int, "float": float, "bool": bool}[name](args[0])
     if name in ("u64", "i64") and len(args) == 1 and isinstance(args[0], int): return args[0] & ((1 << 64) - 1) if name == "u64" else args[0]
     if not any(isinstance(a, Val) for a in args):
       raise NotLowerable(f"{name} of Python scalars")   # the numpy path computes those with Python ints: no lane value to lower
@@ -299,8 +308,8 @@ class Lowering:
       x, w = args
       if x.dt not in (U64, I64) or not 0 < w <= 64: raise NotLowerable(f"sext of {x.dt}")
       if w == 64: return x
-      hi = b.emit(f"shl i64 {x.ref}, {64 - w}", x.dt)
-      return b.emit(f"ashr i64 {hi.ref}, {64 - w}", x.dt)
+      hi = b.emit(f"shl {b.t('i64')} {x.ref}, {b.c('i64', str(64 - w))}", x.dt)
+      return b.emit(f"ashr {b.t('i64')} {hi.ref}, {b.c('i64', str(64 - w))}", x.dt)
     if name == "i64" and len(args) == 1: return Val(args[0].ref, I64) if args[0].dt == U64 else args[0]
     if name == "u64" and len(args) == 1:
       if args[0].dt.kind == "f": raise NotLowerable("u64 of a float")
@@ -315,16 +324,16 @@ class Lowering:
     if name == "fma" and len(args) == 3 and not kws:
       dt = promote(*args)
       vs = [b.cast(a, dt) for a in args]
-      return b.emit(f"call {LLVM_TYPE[dt]} @llvm.fma.{_suffix(dt)}({', '.join(f'{LLVM_TYPE[dt]} {v.ref}' for v in vs)})", dt, arith=True)
+      return b.call(f"llvm.fma.{_vsuffix(b, dt)}", LLVM_TYPE[dt], [(LLVM_TYPE[dt], v.ref) for v in vs], dt, arith=True)
     x = args[0]
-    if name == "popcount" and len(args) == 1 and x.dt.kind in "iu": return b.emit(f"call i64 @llvm.ctpop.i64(i64 {x.ref})", U64)
+    if name == "popcount" and len(args) == 1 and x.dt.kind in "iu": return b.call(f"llvm.ctpop.v{b.width}i64", "i64", [("i64", x.ref)], U64)
     if name == "fabs" and len(args) == 1:
       if x.dt.kind != "f": raise NotLowerable("fabs of an integer")
-      return b.emit(f"call {LLVM_TYPE[x.dt]} @llvm.fabs.{_suffix(x.dt)}({LLVM_TYPE[x.dt]} {x.ref})", x.dt)
+      return b.call(f"llvm.fabs.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt)
     if name in ROUNDINGS and len(args) == 1 and x.dt.kind == "f":
-      return b.emit(f"call {LLVM_TYPE[x.dt]} @llvm.{ROUNDINGS[name]}.{_suffix(x.dt)}({LLVM_TYPE[x.dt]} {x.ref})", x.dt, arith=True)
+      return b.call(f"llvm.{ROUNDINGS[name]}.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=True)
     if name == "sqrt_" and len(args) == 1 and not kws and x.dt.kind == "f":
-      return b.emit(f"call {LLVM_TYPE[x.dt]} @llvm.sqrt.{_suffix(x.dt)}({LLVM_TYPE[x.dt]} {x.ref})", x.dt, arith=True)
+      return b.call(f"llvm.sqrt.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=True)
     if name in ("isnan", "is_snan", "is_qnan", "quiet", "sign") and len(args) == 1:
       return self._float_bits(name, x)
     if name in INT_TO_FLOAT and len(args) == 1 and not kws:
@@ -335,8 +344,8 @@ class Lowering:
       fdt, bits, signed = FLOAT_TO_INT[name]
       v = b.cast(x, fdt) if x.dt.kind == "f" else None
       if v is None: raise NotLowerable(f"{name} of {x.dt}")
-      r = b.emit(f"call i32 @llvm.fpto{'s' if signed else 'u'}i.sat.i32.{_suffix(fdt)}({LLVM_TYPE[fdt]} {v.ref})", U64)
-      return b.emit(f"{'sext' if signed else 'zext'} i32 {r.ref} to i64", U64)
+      r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}i32.{_vsuffix(b, fdt)}", "i32", [(LLVM_TYPE[fdt], v.ref)], U64)
+      return b.emit(f"{'sext' if signed else 'zext'} {b.t('i32')} {r.ref} to {b.t('i64')}", U64)
     if name in ("f32_to_f64", "f64_to_f32") and len(args) == 1 and not kws:
       return b.cast(x, F64 if name == "f32_to_f64" else F32)
     raise NotLowerable(f"helper {name}")
@@ -345,25 +354,25 @@ class Lowering:
     """NaN tests, quieting and the sign bit, on the float's bits (numerics.is_nan / is_signal_nan / quiet_nan / sign_bit)."""
     b = self.b
     if x.dt not in FLOAT_BITS: raise NotLowerable(f"{name} of {x.dt}")
-    w, t = FLOAT_BITS[x.dt], LLVM_TYPE[x.dt]
-    it, qbit = INT_OF_BITS[w], 1 << (22 if w == 32 else 51)
+    w, t = FLOAT_BITS[x.dt], b.t(LLVM_TYPE[x.dt])
+    it, qbit = b.t(INT_OF_BITS[w]), b.c(INT_OF_BITS[w], str(1 << (22 if w == 32 else 51)))
     nan = b.emit(f"fcmp uno {t} {x.ref}, {x.ref}", BOOL)
     if name == "isnan": return nan
     bits = b.emit(f"bitcast {t} {x.ref} to {it}", U64)
     if name == "sign":
-      s = b.emit(f"lshr {it} {bits.ref}, {w - 1}", U64)
-      return b.emit(f"zext {it} {s.ref} to i64", U64) if w == 32 else s
+      s = b.emit(f"lshr {it} {bits.ref}, {b.c(INT_OF_BITS[w], str(w - 1))}", U64)
+      return b.emit(f"zext {it} {s.ref} to {b.t('i64')}", U64) if w == 32 else s
     q = b.emit(f"and {it} {bits.ref}, {qbit}", U64)
-    has_q = b.emit(f"icmp ne {it} {q.ref}, 0", BOOL)
+    has_q = b.emit(f"icmp ne {it} {q.ref}, zeroinitializer", BOOL)
     if name == "quiet":
       qb = b.emit(f"or {it} {bits.ref}, {qbit}", U64)
-      sel = b.emit(f"select i1 {nan.ref}, {it} {qb.ref}, {it} {bits.ref}", U64)
+      sel = b.emit(f"select {b.t('i1')} {nan.ref}, {it} {qb.ref}, {it} {bits.ref}", U64)
       return b.emit(f"bitcast {it} {sel.ref} to {t}", x.dt)
-    want = has_q if name == "is_qnan" else b.emit(f"xor i1 {has_q.ref}, true", BOOL)
-    return b.emit(f"and i1 {nan.ref}, {want.ref}", BOOL)
+    want = has_q if name == "is_qnan" else b.emit(f"xor {b.t('i1')} {has_q.ref}, {b.c('i1', 'true')}", BOOL)
+    return b.emit(f"and {b.t('i1')} {nan.ref}, {want.ref}", BOOL)
 
 def lower(source:str, inputs:dict, b:Builder) -> dict:
-  """The outputs (`st.NAME = ...` of the generated `op` function) as lane values or Python scalars, emitting the lane's IR into b.
-  `inputs`: the op state's attributes: Val for per-lane operands (uint64 bits, bool lane masks as uint64 0/1), Python values for
+  """The outputs (`st.NAME = ...` of the generated `op` function) as lane vectors or Python scalars, emitting the wave's IR into b.
+  `inputs`: the op state's attributes: Val for per-lane operands (uint64 bits, lane masks as uint64 0/1), Python values for
   fields and mode inputs, N_SENTINEL for `n`. Raises NotLowerable (see the module docstring)."""
   return Lowering(source, b).run("op", inputs)

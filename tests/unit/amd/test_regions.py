@@ -4,7 +4,7 @@ where they must: lane-mask results read as scalars, NaN results (that wave re-ru
 model and the trace."""
 import numpy as np
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, VCC_LO, v_add_f32_e32, v_mul_f32_e32, v_fma_f32, v_add_co_u32, v_add_co_ci_u32_e32,
+from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, v_add_f32_e32, v_mul_f32_e32, v_fma_f32, v_add_co_u32, v_add_co_ci_u32,
   v_cmp_gt_f32_e32, v_cmp_gt_u32_e64, v_cndmask_b32_e32, v_add_nc_u32_e32, v_lshlrev_b64, v_add_f64, v_fmamk_f32_e32, v_max_f32_e32, VOPD, VOPDOp,
   s_delay_alu, s_round_mode, s_nop)
 from emu import native
@@ -45,15 +45,17 @@ def both(monkeypatch, insts, **kw):
 
 def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs):
   lo = np.where(LANES[:32] % 3 == 0, 0xffffffff, LANES[:32] * 0x10000001).astype(np.uint32)
-  prog = [v_add_co_u32(v[4], VCC_LO, v[1], v[2]), s_delay_alu(0x1), v_add_co_ci_u32_e32(v[5], v[3], v[3])]
-  st = both(monkeypatch, prog, waves=2, vgprs={1: lo, 2: 7, 3: LANES[:32] + 5, 4: 0xdead, 5: 0xbeef}, exec_mask=0x0ff0ff0f)
+  prog = [v_add_co_u32(v[4], s[10], v[1], v[2]), s_delay_alu(0x1), v_add_co_ci_u32(v[5], s[12], v[3], v[3], s[10])]
+  st = both(monkeypatch, prog, waves=2, vgprs={1: lo, 2: 7, 3: 0x7fffffff + LANES[:32] % 2, 4: 0xdead, 5: 0xbeef}, exec_mask=0x0ff0ff0f)
   assert native_runs == [2]
   on = (0x0ff0ff0f >> LANES[:32]) & 1 == 1
-  total = lo.astype(np.uint64) + 7
-  assert (st.vgpr[0, :, 4] == np.where(on, total & 0xffffffff, 0xdead)).all()
+  total = lo.astype(np.uint64) + np.uint64(7)
   carry = total >> np.uint64(32)
-  assert (st.vgpr[1, :, 5] == np.where(on, (np.uint64(2) * (LANES[:32].astype(np.uint64) + np.uint64(5)) + carry) & np.uint64(0xffffffff), 0xbeef)).all()
-  assert int(st.sgpr[0, 106]) == 0   # no lane carries out of the second add (and inactive lanes write 0 over the first add's carries)
+  assert (st.vgpr[0, :, 4] == np.where(on, total & np.uint64(0xffffffff), 0xdead)).all()
+  assert int(st.sgpr[1, 10]) == sum(1 << i for i in range(32) if on[i] and carry[i])   # inactive lanes write 0, carry or not
+  second = np.uint64(2) * (np.uint64(0x7fffffff) + (LANES[:32] % 2).astype(np.uint64)) + carry
+  assert (st.vgpr[1, :, 5] == np.where(on, second & np.uint64(0xffffffff), 0xbeef)).all()
+  assert int(st.sgpr[0, 12]) == sum(1 << i for i in range(32) if on[i] and second[i] >> np.uint64(32))
 
 def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs):
   prog = [v_cmp_gt_f32_e32(v[1], v[2]), v_cndmask_b32_e32(v[3], v[4], v[5])]

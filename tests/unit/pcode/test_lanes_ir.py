@@ -1,24 +1,26 @@
 """emu.pcode.lanes_ir against the numpy path it is read from: every VALU op of every ISA that lowers, compiled to a loop over
-lanes, gives the generated Python's results bit for bit on random, special-value and lane-uniform operands, in the MODE
-variants whose code lowers; a lane is compared wherever the lowered code did not report a NaN out of float arithmetic (those
-lanes run the numpy path in a region), and the test checks that this leaves most lanes compared."""
+32-lane vectors (what a wave32 region runs), gives the generated Python's results bit for bit on random, special-value and
+lane-uniform operands, in the MODE variants whose code lowers. A lane is compared wherever the lowered code did not report a NaN
+out of float arithmetic (such lanes run the numpy path in a region), and the test checks that this leaves most lanes compared."""
 import ctypes
 import numpy as np
 import pytest
 from emu import native
 from emu.pcode import compiler
 from emu.pcode.abi import OpState
-from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, N_SENTINEL, declarations, lower
+from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, N_SENTINEL, lower
 from emu.amd.wave import MODE_DEFAULT, MODE_IEEE, mode_state
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
 
 INPUTS = ("S0", "S1", "S2", "D0", "VCC")
 N = 1024
+W = 32       # lanes per vector, as a wave32 region runs them
 CHUNK = 16   # cases per compiled module
 FIELDS = {"SIMM32": 0x40490fdb, "SIMM16": 0x4248}
 MODES = {"default": MODE_DEFAULT, "ieee off": MODE_DEFAULT & ~MODE_IEEE}
-SIG = ctypes.CFUNCTYPE(None, ctypes.c_int64, *([ctypes.c_void_p] * (len(INPUTS) + 1 + 4 + 1)), ctypes.c_int64)   # which, inputs, laneId, outputs, nan, n
+# f(which, inputs..., laneId, outputs x4, nan flags, n)
+SIG = ctypes.CFUNCTYPE(None, ctypes.c_int64, *([ctypes.c_void_p] * (len(INPUTS) + 1 + 4 + 1)), ctypes.c_int64)
 
 def _vector_ops(arch):
   for op in compiler.ops_for(arch):
@@ -28,8 +30,9 @@ def _vector_ops(arch):
     if c.kind == "vector" and not c.mem and c.fn is not None: yield op, c
 
 def _case(k:int, c, mode:int):
-  """The blocks of case k of the harness (op c over n lanes in MODE `mode`) and the output names, or None when it does not lower."""
-  b = Builder(f"t{k}.")
+  """The blocks of case k of the harness (op c over n lanes, W at a time, in MODE `mode`) and its outputs, or None when it does not lower."""
+  b = Builder(f"t{k}.", W)
+  v64 = b.t("i64")
   inputs = {name: Val(f"%in{k}.{name}", U64) for name in INPUTS}
   inputs.update(laneId=Val(f"%in{k}.laneId", U64), n=N_SENTINEL, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS)
   try: out = lower(c.source, inputs, b)
@@ -37,18 +40,20 @@ def _case(k:int, c, mode:int):
   names = sorted(c.writes)
   if set(out) != set(names) or len(names) > 4: return None
   vals = [b.cast(out[name], U64) for name in names]
+  nan = "zeroinitializer"
+  for v in b.float_results:
+    isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", U64)
+    nan = b.emit(f"or {b.t('i1')} {nan}, {isn.ref}", U64).ref
   L = [f"case{k}:\n  br label %loop{k}\nloop{k}:\n  %i{k} = phi i64 [0, %case{k}], [%i{k}.next, %loop{k}]"]
   for name in INPUTS + ("laneId",):
-    L.append(f"  %a{k}.{name} = getelementptr inbounds i64, ptr %p.{name}, i64 %i{k}\n  %in{k}.{name} = load i64, ptr %a{k}.{name}")
+    L.append(f"  %a{k}.{name} = getelementptr inbounds i64, ptr %p.{name}, i64 %i{k}\n  %in{k}.{name} = load {v64}, ptr %a{k}.{name}, align 8")
   L.extend(b.lines)
-  for j, v in enumerate(vals): L.append(f"  %oa{k}.{j} = getelementptr inbounds i64, ptr %o{j}, i64 %i{k}\n  store i64 {v.ref}, ptr %oa{k}.{j}")
-  nan = "false"
-  for q, v in enumerate(b.float_results):
-    L.append(f"  %isn{k}.{q} = fcmp uno {'float' if v.dt.itemsize == 4 else 'double'} {v.ref}, {v.ref}\n  %nor{k}.{q} = or i1 {nan}, %isn{k}.{q}")
-    nan = f"%nor{k}.{q}"
-  L.append(f"  %nz{k} = zext i1 {nan} to i8\n  %na{k} = getelementptr inbounds i8, ptr %nf, i64 %i{k}\n  store i8 %nz{k}, ptr %na{k}")
-  L.append(f"  %i{k}.next = add i64 %i{k}, 1\n  %end{k} = icmp eq i64 %i{k}.next, %n\n  br i1 %end{k}, label %done, label %loop{k}")
-  return "\n".join(L), names
+  for j, v in enumerate(vals):
+    L.append(f"  %oa{k}.{j} = getelementptr inbounds i64, ptr %o{j}, i64 %i{k}\n  store {v64} {v.ref}, ptr %oa{k}.{j}, align 8")
+  L.append(f"  %nz{k} = zext {b.t('i1')} {nan} to {b.t('i8')}\n  %na{k} = getelementptr inbounds i8, ptr %nf, i64 %i{k}")
+  L.append(f"  store {b.t('i8')} %nz{k}, ptr %na{k}, align 1")
+  L.append(f"  %i{k}.next = add i64 %i{k}, {W}\n  %end{k} = icmp eq i64 %i{k}.next, %n\n  br i1 %end{k}, label %done, label %loop{k}")
+  return "\n".join(L), names, b.declarations()
 
 def _harness(cases:list[str], first:int, end:int) -> str:
   """One function `void f(which, S0..VCC, laneId, out0..out3, nan, n)` that runs case `which` of cases[first:end] (a module holds
@@ -69,7 +74,8 @@ def _operands(rng, c) -> dict:
     w = 1 if k == "VCC" else min(64, c.widths.get(k, 32))
     if w == 1: out[k] = rng.integers(0, 2, N, dtype=np.uint64); continue
     sp = specials64 if w == 64 else specials32
-    v = rng.integers(0, 1 << w, N, dtype=np.uint64) if w < 64 else rng.integers(0, 1 << 63, N, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, N, dtype=np.uint64)
+    v = rng.integers(0, 1 << w, N, dtype=np.uint64) if w < 64 else \
+      rng.integers(0, 1 << 63, N, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, N, dtype=np.uint64)
     near = (rng.integers(0x3e000000, 0x42000000, N, dtype=np.uint64) | rng.integers(0, 2, N, dtype=np.uint64) << np.uint64(31)) if w == 32 else \
       (rng.integers(0x3fc00000, 0x40400000, N, dtype=np.uint64) << np.uint64(32) | rng.integers(0, 1 << 32, N, dtype=np.uint64))
     v[: N // 4] = near[: N // 4]                          # ordinary floats of moderate size
@@ -81,16 +87,18 @@ def _operands(rng, c) -> dict:
 @pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
 def test_lowered_ops_match_the_numpy_path(arch):
   rng = np.random.default_rng(7)
-  built, cases = [], []
+  built, cases, decls = [], [], set()
   for op, c in _vector_ops(arch):
     seen = set()
     for mname, mode in MODES.items():   # a MODE variant is compared when its lowered code differs from the variants before it
-      if (case := _case(len(cases), c, mode)) is not None and (body := case[0].split("\n", 2)[2]) not in seen:
+      if (case := _case(len(cases), c, mode)) is not None and (body := case[0].split("\n", 2)[2].replace(f"{len(cases)}.", "")) not in seen:
         seen.add(body)
         built.append((op, c, mname, mode, case[1]))
         cases.append(case[0])
+        decls.update(case[2].splitlines())
   assert len(built) > 300, f"only {len(built)} op/mode pairs lower on {arch}"
-  fns = [native.NATIVE.function(f"{declarations()}\n{_harness(cases, k, k + CHUNK)}\n", SIG) for k in range(0, len(cases), CHUNK)]
+  head = "\n".join(sorted(decls))
+  fns = [native.NATIVE.function(f"{head}\n{_harness(cases, k, k + CHUNK)}\n", SIG) for k in range(0, len(cases), CHUNK)]
   assert all(f is not None for f in fns), native.NATIVE.why
   compared = lanes = 0
   failures = []
