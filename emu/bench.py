@@ -18,7 +18,8 @@ and the emulator is single-threaded):
   e2e       tinygrad programs end to end (matmul, a*b+c, an MLP training step) under DEV=MOCKKFD+AMD against the same programs on
             DEV=CPU:LLVM, each in its own child process: s/step, the ratio, wave-instructions/s, each child's peak RSS. It is
             the harness's benchmark (`python -m mockgpu.bench`), run as a child process: nothing in emu imports mockgpu
-Each throughput figure runs the workload once to warm the caches, then times the best of --repeat runs.
+Each throughput figure runs the workload once to warm the caches (and waits for the native regions it made hot to compile), then
+times the best of --repeat runs.
 
   --workloads valu,matmul,...   only these (default: all)
   --size N                      matmul is N x N x N (default 256: 128 waves); nv's matmul is --nv-size (default 256)
@@ -127,8 +128,10 @@ def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
 
 def throughput(make, repeat:int, before=None) -> dict:
   """Steady state of the dispatch `make()` returns: one untimed warm-up run, then the best of `repeat` (each after `before`)."""
+  from emu import native
   run = make()
   run()
+  native.NATIVE.wait_idle()   # native regions the warm-up made hot are compiled in the background: the timed runs use them
   secs, stats = _timed(run, repeat, before)
   return {"wave_instructions": stats.wave_instructions, "waves": stats.waves, "seconds": secs, "winst_per_s": stats.wave_instructions / secs}
 

@@ -11,7 +11,7 @@ compiled object is kept on disk next to the pcode cache, keyed by the IR, the CP
 EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 """
 from __future__ import annotations
-import ctypes, hashlib, mmap, os, platform, queue, sys, tempfile, threading
+import atexit, ctypes, hashlib, mmap, os, platform, queue, sys, tempfile, threading, time
 import numpy as np
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
@@ -88,7 +88,7 @@ class _Native:
   """The loaded kernels (compiled or read from disk on first use; None when this machine cannot have them)."""
   def __init__(self):
     self._lock, self._fns, self._mems, self.why = threading.RLock(), None, [], ""
-    self._compiler, self._libm, self._used, self._jobs = None, None, 0, None
+    self._compiler, self._libm, self._used, self._jobs, self._worker, self._queued = None, None, 0, None, None, 0
     self.generation = 0   # +1 in each forked child: work queued before the fork (function_later) is lost there
     if self._allowed() is None: self._arena()   # mapped now, at import, not later over a hole the program may have just unmapped
     self.data_offset = 0   # where a numpy array object holds its data pointer (found when the kernels load)
@@ -134,17 +134,39 @@ class _Native:
     with self._lock:
       if self._jobs is None:
         self._jobs = queue.SimpleQueue()
-        threading.Thread(target=self._compile_jobs, args=(self._jobs,), name="emu-native-compile", daemon=True).start()
+        self._worker = threading.Thread(target=self._compile_jobs, args=(self._jobs,), name="emu-native-compile", daemon=True)
+        self._worker.start()
+      self._queued += 1
       self._jobs.put((ir, signature, done))
 
   def _compile_jobs(self, jobs:queue.SimpleQueue):
-    while True:
-      ir, signature, done = jobs.get()
-      done(self.function(ir, signature))
+    while (job := jobs.get()) is not None:
+      ir, signature, done = job
+      try: done(self.function(ir, signature))
+      finally:
+        with self._lock: self._queued -= 1
+
+  def wait_idle(self, timeout:float=60.0) -> bool:
+    """Wait until the background compiles queued so far are done (benchmarks time the steady state); whether they are."""
+    end = time.monotonic() + timeout
+    while self._queued and time.monotonic() < end: time.sleep(0.005)
+    return not self._queued
+
+  def stop(self, timeout:float=10.0):
+    """Let the compile thread finish the compile it is in and stop (at exit: libLLVM's static destructors must not run under a
+    compile); queued work is dropped."""
+    with self._lock:
+      jobs, worker, self._jobs = self._jobs, self._worker, None
+    if jobs is None or worker is None: return
+    while True:   # drop what is queued, then the end marker
+      try: jobs.get_nowait()
+      except queue.Empty: break
+    jobs.put(None)
+    worker.join(timeout)
 
   def _after_fork(self):
     """In a forked child: the parent's compile thread and its queue are not there, and a lock it held would stay held."""
-    self._lock, self._jobs = threading.RLock(), None
+    self._lock, self._jobs, self._worker, self._queued = threading.RLock(), None, None, 0
     self.generation += 1
 
   def _place(self, obj:bytes) -> int:
@@ -193,6 +215,7 @@ class _Native:
 
 NATIVE = _Native()
 os.register_at_fork(after_in_child=NATIVE._after_fork)
+atexit.register(NATIVE.stop)
 
 def available() -> bool:
   """Whether the native kernels run here (see the module docstring; `NATIVE.why` says why not)."""

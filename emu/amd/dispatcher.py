@@ -168,9 +168,7 @@ class Dispatcher:
       except Exception as e:   # as _execute: never anything but a GPUFault out of the emulator
         raise GPUEmulatorError(pc, describe(region.steps[0][1].instr), st.wave_id[int(ws[0])], e) from e
       if done:
-        for off, step in region.steps:
-          for o in self.observers: o.before(st, ws, step, pc + off, first_wave)
-          for o in self.observers: o.after(st, ws, step)
+        for o in self.observers: o.ran(st, ws, region.steps, pc, first_wave)
         stats.wave_instructions += len(ws) * region.count
         self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id[int(ws[0])])
         return

@@ -143,6 +143,14 @@ class _WaveCode:
     one = b.emit(f"and {b.t('i64')} {v.ref}, {b.c('i64', '1')}", U64)
     self.masks[reg] = b.emit(f"icmp ne {b.t('i64')} {one.ref}, zeroinitializer", BOOL)
 
+  def mark(self) -> tuple:
+    """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
+    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr)
+  def rewind(self, at:tuple):
+    n_lines, n_float, vgpr = at
+    del self.b.lines[n_lines:], self.b.float_results[n_float:]
+    self.vgpr = vgpr
+
   # ---- conflicts: a later instruction may see a lane-mask write only lane by lane (results are stored at the end) ----
   def mask_regs(self, reg:int) -> set[int]: return {reg, reg + 1} if self.lanes == 64 else {reg}
   def written_mask_regs(self) -> set[int]: return set().union(*(self.mask_regs(r) for r in self.masks)) if self.masks else set()
@@ -246,28 +254,59 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
   return "\n".join(L)
 
 class Region:
-  """A compiled (or to-be-compiled) run of steps: `steps` [(byte offset from the first, Step)], `size` bytes, `count` instructions
-  (built once per code bytes: the same code at another address is the same region); `mode`: the MODE register value the code was
-  lowered for (None when no op of it reads the MODE)."""
-  def __init__(self, steps:list[tuple[int, Step]], ir:str, mode:int|None):
-    self.steps, self.ir, self.mode = steps, ir, mode
-    self.size, self.count = sum(s.size for _, s in steps), len(steps)
-    self.fn = native.NATIVE.function(ir, SIGNATURE, compile=False)
-    self.pending, self.queued, self.failed = 0, -1, False
+  """A run of straight-line steps that may become native: `steps` [(byte offset from the first, Step)], `size` bytes, `count`
+  instructions; one object per code bytes (the same code at another address is the same region). It starts as the whole
+  candidate run, executed on the numpy path; once it has run REGION_HOT instructions (per batch) it is lowered (cut to the prefix
+  that lowers; a region whose first step does not lower keeps just that step, on the numpy path for good) and its native function
+  is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. `mode`: the
+  MODE register value the code is lowered for (None once lowered when no op of it reads the MODE)."""
+  def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
+    self.lanes, self.spec, self.mode = lanes, spec, mode
+    self._set_steps(steps)
+    self.fn, self.ir, self.pending, self.queued, self.failed = None, None, 0, -1, False
+
+  def _set_steps(self, steps:list[Step]):
+    self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
+    self.size, self.count = sum(s.size for s in steps), len(steps)
 
   def ready(self) -> bool:
-    """Whether the native function is there. A region that has run REGION_HOT instructions (per batch) without it is compiled:
-    on the background compile thread, or here and now when BACKGROUND is off."""
+    """Whether the native function is there (see the class docstring for when it comes)."""
     if self.fn is None and not self.failed:
       self.pending += self.count
       if self.pending >= REGION_HOT and self.queued != native.NATIVE.generation:
         self.queued = native.NATIVE.generation
-        if BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
-        else: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
+        if self.ir is None: self._lower()
+        if self.ir is not None and (fn := native.NATIVE.function(self.ir, SIGNATURE, compile=False)) is not None: self._compiled(fn)
+        elif self.ir is not None and BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
+        elif self.ir is not None: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
     return self.fn is not None
 
   def _compiled(self, fn):
     self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
+
+  def _lower(self):
+    """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
+    steps = [s for _, s in self.steps]
+    code, reads_mode, take = _WaveCode(self.lanes, self.spec), False, 0
+    for s in steps:
+      at = code.mark()
+      try:
+        if not isinstance(s, ControlStep):
+          if code.conflicts(*_step_regs(s)): break
+          _lower_step(s, code, mode_state(self.mode), self.lanes)
+          reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
+      except NotLowerable:
+        code.rewind(at)   # the region ends before the step that did not lower
+        break
+      take += 1
+    while take and isinstance(steps[take - 1], ControlStep): take -= 1
+    if not take:
+      self._set_steps(steps[:1])
+      self.failed = True
+      return
+    self._set_steps(steps[:take])
+    self.mode = self.mode if reads_mode else None
+    self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{_function(FUNCTION, code, self.lanes, self.spec)}\n"
 
   def run(self, m:Machine, ws:np.ndarray) -> bool:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
@@ -287,31 +326,8 @@ class Region:
 _built: dict[tuple, Region | None] = {}
 
 def build(steps:list[Step], lanes:int, spec, mode:int) -> Region | None:
-  """The region for the longest prefix of `steps` (consecutive plain VALU steps and no-op control steps) that lowers, cached on
-  the step objects (steps are cached on their bytes); None when not one VALU step of it lowers."""
+  """The region of `steps` (consecutive plain VALU steps and no-op control steps) for waves of `lanes` in MODE `mode`, cached on the
+  step objects (steps are cached on their bytes); None when no VALU step is among them."""
   key = (lanes, mode, tuple(id(s) for s in steps))
-  if key in _built: return _built[key]
-  mstate = mode_state(mode)
-  take, region = len(steps), None
-  while take and region is None:
-    code, reads_mode, ok = _WaveCode(lanes, spec), False, 0
-    try:
-      for i, s in enumerate(steps[:take]):
-        if not isinstance(s, ControlStep):
-          if code.conflicts(*_step_regs(s)): raise NotLowerable("lane-mask dependency")
-          ops = [h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]
-          reads_mode |= any(op.reads & MODE_INPUTS for op in ops)
-        _lower_step(s, code, mstate, lanes)
-        ok = i + 1
-    except NotLowerable: pass
-    if ok < take:   # cut at the first step that did not lower (or conflicts) and build again without it
-      take = ok
-      continue
-    while take and isinstance(steps[take - 1], ControlStep): take -= 1
-    if not any(not isinstance(s, ControlStep) for s in steps[:take]): break
-    fn = _function(FUNCTION, code, lanes, spec)
-    ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n"
-    offsets = np.cumsum([0] + [s.size for s in steps[:take - 1]]).tolist()
-    region = Region(list(zip(offsets, steps[:take])), ir, mode if reads_mode else None)
-  _built[key] = region
-  return region
+  if key not in _built: _built[key] = Region(steps, lanes, spec, mode) if any(not isinstance(s, ControlStep) for s in steps) else None
+  return _built[key]

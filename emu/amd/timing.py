@@ -233,6 +233,10 @@ class TimingModel(DispatchObserver):
   def launch(self, launch:Launch): self.start(launch.waves, launch.lanes, launch.waves_per_wg, launch.vgprs, launch.lds_bytes)
   reads_registers = False   # it records which waves issued which step, nothing of their state
   def before(self, st, ws:np.ndarray, step:Step, pc:int, first_wave:int): self.issue(step, ws + first_wave if first_wave else ws, pc)
+  def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int):
+    ws = ws + first_wave if first_wave else ws
+    for _, step in steps: REPLAY_MEMO.op(step)
+    self.batches.extend((id(step), pc + off, ws) for off, step in steps)
   def done(self, stats): stats.cycles, stats.clock_mhz = self.finish()
 
   def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):

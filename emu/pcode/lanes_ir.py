@@ -15,7 +15,7 @@ which LLVM may commute) are reported, not trusted: every value made by float ari
 tests, so that the caller can run such lanes through the numpy path instead.
 """
 from __future__ import annotations
-import ast, struct
+import ast, functools, struct
 from dataclasses import dataclass
 import numpy as np
 
@@ -131,13 +131,18 @@ class _Return(Exception):
   """`return op_mode(st)` taken at lowering time: the mode variant's outputs."""
   def __init__(self, outputs:dict): self.outputs = outputs
 
+@functools.lru_cache(maxsize=4096)
+def _functions(source:str) -> dict[str, ast.FunctionDef] | None:
+  """The functions of a generated module by name (parsed once per source); None for a source that is not Python."""
+  try: tree = ast.parse(source)
+  except SyntaxError: return None
+  return {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+
 class Lowering:
   """Lowers the functions of one generated module (source text) for given inputs; see `lower`."""
   def __init__(self, source:str, b:Builder):
-    try: tree = ast.parse(source)
-    except SyntaxError as e: raise NotLowerable("no generated source") from e
-    self.fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
-    self.b = b
+    if (fns := _functions(source)) is None: raise NotLowerable("no generated source")
+    self.fns, self.b = fns, b
 
   def run(self, name:str, inputs:dict) -> dict:
     if name not in self.fns: raise NotLowerable(f"no function {name}")

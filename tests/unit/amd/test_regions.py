@@ -141,3 +141,20 @@ def test_the_trace_sees_every_instruction_on_the_numpy_path(native_runs, capsys)
   assert Tracer.reads_registers and not TimingModel.reads_registers
   run_program([v_add_nc_u32_e32(v[2], 1, v[1]), v_add_nc_u32_e32(v[3], 1, v[2])], vgprs={1: LANES[:32]}, trace=True)
   assert native_runs == [] and capsys.readouterr().out.count("v_add_nc_u32") == 2
+
+def test_a_hot_region_compiles_in_the_background_and_then_runs_natively(monkeypatch):
+  import secrets, time
+  monkeypatch.setattr(regions, "REGION_HOT", 0)   # BACKGROUND stays on, as in use
+  k = secrets.randbits(30) | 1   # a literal no earlier run compiled: the object cannot come from the disk cache
+  prog = [v_add_nc_u32_e32(v[2], k, v[1]), v_mul_f32_e32(v[3], 2.0, v[2])]
+  runs, real = [], regions.Region.run
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (done := real(self, m, ws), runs.append(done))[0])
+  first = run_program(prog, vgprs={1: LANES[:32]})   # queues the compile, runs on the numpy path
+  deadline = time.monotonic() + 60
+  while not runs and time.monotonic() < deadline:
+    time.sleep(0.02)
+    st = run_program(prog, vgprs={1: LANES[:32]})
+  assert runs == [True], "the background compile never delivered"
+  for out in (first, st):
+    assert (out.vgpr[0, :, 2] == (LANES[:32] + k) & 0xffffffff).all()
+    assert (as_f32(out.vgpr[0, :, 3]) == np.float32(2.0) * (LANES[:32] + k).astype(np.uint32).view(np.float32)).all()
