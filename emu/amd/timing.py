@@ -263,23 +263,29 @@ class TimingModel(DispatchObserver):
     if not self.batches: return [([], [], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
     # (step id, pc) -> an int: one array to sort and compare instead of two
     generation, pairs, per_batch = REPLAY_MEMO.number([(sid, pc) for sid, pc, _ in self.batches])
+    if all(len(b[2]) == self.n_waves for b in self.batches):   # every batch held every wave (one lockstep chunk): one sequence
+      stream, digest = self._stream(per_batch, pairs)
+      return [stream] * self.n_waves, [digest] * self.n_waves, generation
     waves = np.concatenate([b[2] for b in self.batches])
     seq = np.repeat(per_batch, [len(b[2]) for b in self.batches])
     # a stable sort by wave keeps each wave's issue order; 16-bit keys make numpy's stable sort a radix sort
     order = np.argsort(waves.astype(np.uint16) if self.n_waves <= 0xffff else waves, kind="stable")
     waves, seq = waves[order], seq[order]
     bounds = np.searchsorted(waves, np.arange(self.n_waves + 1)).tolist()
-    replay_ops = REPLAY_MEMO.ops
     memo: dict[bytes, tuple[Stream, bytes]] = {}
     out, digests = [], []
     for w in range(self.n_waves):
       s = seq[bounds[w]:bounds[w + 1]]
-      if (hit := memo.get(key := s.tobytes())) is None:
-        sp = [pairs[c] for c in s.tolist()]
-        ops, pcl = [replay_ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
-        hit = memo[key] = (ops, pcl, cache_spans(ops, pcl)), hashlib.blake2b(key, digest_size=16).digest()
+      if (hit := memo.get(key := s.tobytes())) is None: hit = memo[key] = self._stream(s, pairs)
       out.append(hit[0]); digests.append(hit[1])
     return out, digests, generation
+
+  @staticmethod
+  def _stream(codes:np.ndarray, pairs:list[tuple[int, int]]) -> tuple[Stream, bytes]:
+    """One wave's (ops, pcs, cache-line spans) from its issue codes (int32), and the digest of the codes."""
+    sp = [pairs[c] for c in codes.tolist()]
+    ops, pcl = [REPLAY_MEMO.ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
+    return (ops, pcl, cache_spans(ops, pcl)), hashlib.blake2b(codes.tobytes(), digest_size=16).digest()
 
   def finish(self) -> tuple[int, float]:
     """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""
