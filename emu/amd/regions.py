@@ -14,7 +14,8 @@ arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir) is not store
 wave on the numpy path. A thread whose floating-point control register is not IEEE's default runs the numpy path for the whole
 batch. Compiling costs 10-200 ms, so a region is compiled only once it has run REGION_HOT instructions on the numpy path, on a
 background thread while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native).
-EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off.
+EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
+natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
 from __future__ import annotations
 import ctypes, os
@@ -27,8 +28,9 @@ from emu.amd.step import Machine, Step
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
 from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, BOOL, N_SENTINEL, lower
 
-REGION_HOT = 400      # instructions (per batch) a region runs on the numpy path before it is compiled (~10 ms of numpy-path time)
-BACKGROUND = True     # compile on the background thread (tests switch it off to have the native code at once)
+CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
+REGION_HOT = 0 if CHECK else 400   # instructions (per batch) a region runs on the numpy path before it is compiled (~10 ms of it)
+BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 N_SGPR_ROW = 128
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
@@ -310,6 +312,21 @@ class Region:
 
   def run(self, m:Machine, ws:np.ndarray) -> bool:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
+    if not CHECK: return self._run(m, ws)
+    st = m.st
+    before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy()
+    if not self._run(m, ws): return False
+    native_state = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy()
+    st.vgpr_store[...], st.sgpr[...], st.pc[...] = before
+    for _, step in self.steps: step.run(m, ws)
+    for what, got, want in zip(("VGPR", "SGPR", "PC"), native_state, (st.vgpr_store, st.sgpr, st.pc)):
+      if not np.array_equal(got, want):
+        at = tuple(int(i) for i in np.argwhere(got != want)[0])
+        raise RuntimeError(f"EMU_REGIONS=check: the native region differs from the numpy path at {what}{list(at)}: "
+                           f"{int(got[at]):#x}, numpy {int(want[at]):#x}")
+    return True
+
+  def _run(self, m:Machine, ws:np.ndarray) -> bool:
     st = m.st
     if self.mode is not None and not (st.hwreg[ws, HWREG_MODE] == self.mode).all(): return False
     ws = np.ascontiguousarray(ws, dtype=np.int64)

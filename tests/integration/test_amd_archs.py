@@ -52,3 +52,14 @@ def test_core_programs(arch):
 def test_out_of_bounds_store_is_an_mmu_fault(arch):
   needs_llvm(arch)
   assert_mmu_fault_and_survival(arch)
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_core_programs_with_every_native_region_checked(arch):
+  """EMU_REGIONS=check: every straight-line VALU run is native from its first batch and each batch also runs on the numpy path;
+  any difference fails the dispatch, so the results below can only be right if both agree everywhere."""
+  needs_llvm(arch)
+  code = CORE.replace("print(json.dumps(res))", "from emu.amd import regions\n"
+                      "res['native regions ran'] = any(r is not None and r.fn is not None for r in regions._built.values())\n"
+                      "print(json.dumps(res))")
+  out = run_json(code, dev=f"MOCKKFD+AMD:LLVM:{arch}", env={"EMU_REGIONS": "check"})
+  assert out and out.pop("native regions ran") and not failed_checks(out, arch), failed_checks(out, arch)
