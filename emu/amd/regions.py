@@ -163,7 +163,7 @@ class _WaveCode:
     return any(r not in self.masks and self.mask_regs(r) & w for r in mask_reads | mask_writes if r < 128)
 
 def _inputs(step:ValuStep, code:_WaveCode, lanes:int) -> dict:
-  """The op state of one ValuStep for one lane (exec_valu.ValuStep._batch's reads)."""
+  """The op state of one ValuStep for one wave's lanes (exec_valu.ValuStep._batch's reads)."""
   op, inputs = step.op, {"n": N_SENTINEL, "laneId": Val(code.b.lane_ids(), U64), "WAVE32": lanes == 32, "WAVE64": lanes == 64, **step.fields}
   for name, sp in step.srcs.items(): inputs[name] = code.read(sp.src, sp.fkind, sp.neg, sp.abs)
   for name in op.lane_masks & op.reads:
@@ -181,7 +181,7 @@ def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
   return scal, {step.mask_read[n] for n in op.lane_masks & op.reads if n != "EXEC"}, {step.mask_write[n] for n in op.lane_masks & op.writes}
 
 def _lower_step(step, code:_WaveCode, mode:dict, lanes:int):
-  """Append one step's lane code (raises NotLowerable, leaving `code` unusable: the caller rebuilds without the step)."""
+  """Append one step's code for a wave's lanes (NotLowerable may leave part of it behind: the caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
     outs = []
@@ -203,54 +203,47 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
   """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off) (arrays by object address, `off` the data pointer's
   place in a numpy array object: emu.native); returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
   b, v64, vb = code.b, code.b.t("i64"), code.b.t("i1")
+  body, b.lines = b.lines, []   # the instructions' code; what is emitted from here on is taken block by block
+  def taken() -> list[str]:
+    out, b.lines[:] = b.lines[:], []
+    return out
   L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off) {{",
        "entry:\n  %csr = alloca i32\n  call void @llvm.x86.sse.stmxcsr(ptr %csr)\n  %mx = load i32, ptr %csr",
        f"  %bad = and i32 %mx, {native.MXCSR_NON_DEFAULT}\n  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
-  for p in ("v", "s", "w", "f"): L.append(f"  %{p}a = getelementptr i8, ptr %{p}o, i64 %off\n  %{p}p = load ptr, ptr %{p}a")
-  L.append("  %vgpr = getelementptr i8, ptr %vp, i64 0\n  %sgpr = getelementptr i8, ptr %sp, i64 0\n  br label %wave")
-  L.append("wave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]")
+  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo")):
+    L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
+  L.append("  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]")
   L.append(f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}")
   L.append(f"  %vbase = mul i64 %w, {lanes}")
-  body, start = code.b.lines, len(code.b.lines)
-  exec_word = code.mask_word(spec.exec_lo)
-  ex = b.splat("i64", exec_word, U64)
-  sh = b.emit(f"lshr {v64} {ex.ref}, {b.lane_ids()}", U64)
-  bit = b.emit(f"and {v64} {sh.ref}, {b.c('i64', '1')}", U64)
-  L.extend(body[start:])
-  L.append(f"  %act = icmp ne {v64} {bit.ref}, zeroinitializer")
-  L.extend(body[:start])
-  del body[start:]
+  ex = b.splat("i64", code.mask_word(spec.exec_lo), U64)
+  bit = b.emit(f"and {v64} {b.emit(f'lshr {v64} {ex.ref}, {b.lane_ids()}', U64).ref}, {b.c('i64', '1')}", U64)
+  L.extend(taken() + [f"  %act = icmp ne {v64} {bit.ref}, zeroinitializer"] + body)
   nan = "zeroinitializer"
   for v in b.float_results:
     isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", BOOL)
     nan = b.emit(f"or {vb} {nan}, {isn.ref}", BOOL).ref
   nan_act = b.emit(f"and {vb} %act, {nan}", BOOL)
-  b.intrinsics["or1"] = f"declare i1 @llvm.vector.reduce.or.v{lanes}i1({vb})"
-  any_nan = b.emit(f"call i1 @llvm.vector.reduce.or.v{lanes}i1({vb} {nan_act.ref})", BOOL)
-  L.extend(body[start:])
-  del body[start:]
-  L.append(f"  br i1 {any_nan.ref}, label %fallback, label %commit")
+  reduce_or = {t: f"llvm.vector.reduce.or.v{lanes}{t}" for t in ("i1", "i64")}
+  for t, fn in reduce_or.items(): b.intrinsics[fn] = f"declare {t} @{fn}({b.t(t)})"
+  any_nan = b.emit(f"call i1 @{reduce_or['i1']}({vb} {nan_act.ref})", BOOL)
+  L.extend(taken() + [f"  br i1 {any_nan.ref}, label %fallback, label %commit"])
   L.append("fallback:\n  %fbp = getelementptr inbounds i8, ptr %fp, i64 %k\n  store i8 1, ptr %fbp\n  br label %wave.next\ncommit:")
-  b.intrinsics["or64"] = f"declare i64 @llvm.vector.reduce.or.v{lanes}i64({v64})"
   for r, bits in code.masks.items():   # inactive lanes write 0 (exec_valu.store_lane_bits)
     on = b.emit(f"and {vb} %act, {bits.ref}", BOOL)
-    z = b.emit(f"zext {vb} {on.ref} to {v64}", U64)
-    placed = b.emit(f"shl {v64} {z.ref}, {b.lane_ids()}", U64)
-    word = b.emit(f"call i64 @llvm.vector.reduce.or.v{lanes}i64({v64} {placed.ref})", U64)
+    placed = b.emit(f"shl {v64} {b.emit(f'zext {vb} {on.ref} to {v64}', U64).ref}, {b.lane_ids()}", U64)
+    word = b.emit(f"call i64 @{reduce_or['i64']}({v64} {placed.ref})", U64)
     for k in range(lanes // 32):
       part = b.emit(f"lshr i64 {word.ref}, {32 * k}", U64) if k else word
       dw = b.emit(f"trunc i64 {part.ref} to i32", U64)
-      at = b.emit(f"add i64 %sb, {r + k}", U64)
-      p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {at.ref}", U64)
+      p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {b.emit(f'add i64 %sb, {r + k}', U64).ref}", U64)
       b.lines.append(f"  store i32 {dw.ref}, ptr {p.ref}")
   for r in code.written:   # inactive lanes keep their values
-    off = b.emit(f"mul i64 %stride, {r}", U64)
-    at = b.emit(f"add i64 {off.ref}, %vbase", U64)
+    at = b.emit(f"add i64 {b.emit(f'mul i64 %stride, {r}', U64).ref}, %vbase", U64)
     p = b.emit(f"getelementptr inbounds i32, ptr %vgpr, i64 {at.ref}", U64)
     old = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
     new = b.emit(f"select {vb} %act, {b.t('i32')} {code.vgpr[r]}, {b.t('i32')} {old.ref}", U64)
     b.lines.append(f"  store {b.t('i32')} {new.ref}, ptr {p.ref}, align 4")
-  L.extend(body[start:])
+  L.extend(taken())
   L.append("  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws")
   L.append("  br i1 %k.end, label %done, label %wave\ndone:\n  %ret = phi i32 [%bad, %entry], [0, %wave.next]\n  ret i32 %ret\n}")
   return "\n".join(L)

@@ -131,7 +131,7 @@ class _Return(Exception):
   """`return op_mode(st)` taken at lowering time: the mode variant's outputs."""
   def __init__(self, outputs:dict): self.outputs = outputs
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)   # bounded: parsed trees are many objects for the garbage collector to walk
 def _functions(source:str) -> dict[str, ast.FunctionDef] | None:
   """The functions of a generated module by name (parsed once per source); None for a source that is not Python."""
   try: tree = ast.parse(source)
@@ -319,13 +319,10 @@ class Lowering:
     if name == "u64" and len(args) == 1:
       if args[0].dt.kind == "f": raise NotLowerable("u64 of a float")
       return b.cast(args[0], U64)
-    if name in ("shl", "shr") and len(args) in (2, 3):
-      signed = bool(args[2]) if len(args) == 3 else False
-      if isinstance(args[2] if len(args) == 3 else 0, Val): raise NotLowerable("per-lane shift signedness")
-      x = b.cast(args[0], U64)
-      s = args[1]
-      if isinstance(s, Val) and s.dt.kind not in "iu": raise NotLowerable("shift by a non-integer")
-      return self._shift(name == "shl", x, b.cast(s, U64) if isinstance(s, Val) else s, signed_fill=signed and name == "shr")
+    if name in ("shl", "shr") and len(args) in (2, 3) and not kws:   # runtime.shl / runtime.shr(x, s, signed=False)
+      x, s, signed = args[0], args[1], args[2] if len(args) == 3 else False
+      if isinstance(signed, Val) or isinstance(s, Val) and s.dt.kind not in "iu": raise NotLowerable(f"{name} of these operands")
+      return self._shift(name == "shl", b.cast(x, U64), b.cast(s, U64) if isinstance(s, Val) else s, signed_fill=bool(signed) and name == "shr")
     if name == "fma" and len(args) == 3 and not kws:
       dt = promote(*args)
       vs = [b.cast(a, dt) for a in args]
