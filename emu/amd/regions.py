@@ -190,7 +190,9 @@ def _lower_step(step, code:_WaveCode, mode:dict, lanes:int):
                 "SIMM32": step.instr.literal or 0, **mode}
       for name, s in srcs.items(): inputs[name] = code.read(s)
       if "VCC" in op.reads: inputs["VCC"] = code.mask_bits(step.spec.vcc_lo, None)
-      outs.append((vdst, lower(op.source, inputs, code.b)))
+      out = lower(op.source, inputs, code.b)
+      if set(out) != {"D0"}: raise NotLowerable(f"a VOPD half writing {sorted(out)}")
+      outs.append((vdst, out))
     for vdst, out in outs: code.write_vgpr(vdst, 32, out["D0"])
     return
   op = step.op
