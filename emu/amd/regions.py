@@ -280,6 +280,7 @@ class Region:
 
   def _compiled(self, fn):
     self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
+    if fn is not None: self.ir = None       # not needed again (a big region's IR is ~70 KB)
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""

@@ -11,8 +11,8 @@ bits, per-lane Python control flow, float -> int casts whose out-of-range result
 without an entry) raises NotLowerable and the op keeps running on the numpy path.
 
 Float results whose bits the CPU chooses (a NaN out of arithmetic: which operand's payload survives depends on operand order,
-which LLVM may commute) are reported, not trusted: every value made by float arithmetic is tested for NaN and `Lane.nan` ORs those
-tests, so that the caller can run such lanes through the numpy path instead.
+which LLVM may commute) are reported, not trusted: `Builder.float_results` lists every value made by float arithmetic, for the
+caller to test for NaN and to run such lanes through the numpy path instead.
 """
 from __future__ import annotations
 import ast, functools, struct
@@ -22,7 +22,7 @@ import numpy as np
 class NotLowerable(Exception):
   """The op's generated code uses something this module does not lower; the message says what."""
 
-U64, I64, F16, F32, F64, BOOL = (np.dtype(t) for t in ("uint64", "int64", "float16", "float32", "float64", "bool"))
+U64, I64, F32, F64, BOOL = (np.dtype(t) for t in ("uint64", "int64", "float32", "float64", "bool"))
 LLVM_TYPE = {U64: "i64", I64: "i64", F32: "float", F64: "double", BOOL: "i1"}
 FLOAT_BITS = {F32: 32, F64: 64}
 INT_OF_BITS = {32: "i32", 64: "i64"}
@@ -122,6 +122,7 @@ PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: l
 INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64)}
 FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
+
 def _vsuffix(b:Builder, dt:np.dtype) -> str:
   """The overload suffix of a float intrinsic on b's vectors of dt: v32f32 ..."""
   if dt not in FLOAT_BITS: raise NotLowerable(f"float helper on {dt}")
