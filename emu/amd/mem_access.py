@@ -45,15 +45,21 @@ class Located:
     """Each lane's dword index for an access of `nbytes` at `addrs`, when they are one dword offset into every lane's span."""
     d = np.asarray(addrs, dtype=U64) - self.start
     off = int(d[0]) if len(d) else 0
-    if nbytes not in (4, 8) or off % 4 or off + nbytes > self.size or not (d == d[0]).all(): return None
+    if nbytes % 4 or off % 4 or off + nbytes > self.size or not (d == d[0]).all(): return None
     return self.index + off // 4
   def read(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
-    if (at := self._at(addrs, nbytes)) is None: return self.mem.read(addrs, nbytes)
+    if nbytes not in (4, 8) or (at := self._at(addrs, nbytes)) is None: return self.mem.read(addrs, nbytes)
     self.mem.stats.bytes_read += len(at) * nbytes
     lo = self.words[at].astype(U64)
     return lo | (self.words[at + 1].astype(U64) << U64(32)) if nbytes == 8 else lo
+  def read_words(self, addrs:np.ndarray, k:int) -> np.ndarray | None:
+    """k consecutive dwords from each lane's address, (lanes, k) uint32, counted as k dword reads (runtime.mread_words); None when
+    they are not all inside every lane's span at one offset (the caller then reads them a dword at a time)."""
+    if (at := self._at(addrs, 4 * k)) is None: return None
+    self.mem.stats.bytes_read += len(at) * 4 * k
+    return self.words[at[:, None] + np.arange(k)]
   def write(self, addrs:np.ndarray, values:np.ndarray, nbytes:int) -> None:
-    if (at := self._at(addrs, nbytes)) is None: return self.mem.write(addrs, values, nbytes)
+    if nbytes not in (4, 8) or (at := self._at(addrs, nbytes)) is None: return self.mem.write(addrs, values, nbytes)
     self.mem.stats.bytes_written += len(at) * nbytes
     v = np.asarray(values, dtype=U64)
     if nbytes == 8: self.words[np.stack([at, at + 1], axis=1).reshape(-1)] = np.stack([v, v >> U64(32)], axis=1).reshape(-1).astype(np.uint32)

@@ -9,11 +9,11 @@ from emu.pcode.helpers import ADDR_HELPERS, MissingHelper, const_eval, namespace
 from emu.pcode.lexer import PcodeSyntaxError
 from emu.pcode.nodes import Assign, Binary, Call, For, Index, Name, Slice, Ternary, View, walk
 from emu.pcode.parser import parse
-from emu.pcode import cache as disk, cse, overrides, rules
+from emu.pcode import cache as disk, cse, overrides, rules, wide_reads
 
 # the generator's own fingerprint: a hash of the modules that decide what source an op compiles to, so the disk cache never serves
 # code an older generator wrote (no version to bump by hand)
-GENERATOR_MODULES = ("abi", "codegen", "compiler", "cse", "helpers", "lexer", "nodes", "parser", "rules")
+GENERATOR_MODULES = ("abi", "codegen", "compiler", "cse", "helpers", "lexer", "nodes", "parser", "rules", "wide_reads")
 GENERATOR_VERSION = hashlib.sha256(b"".join((pathlib.Path(__file__).parent / f"{m}.py").read_bytes() for m in GENERATOR_MODULES)).hexdigest()[:12]
 SCALAR_FORMATS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "SOPPOp", "SMEMOp")
 
@@ -190,7 +190,7 @@ def generate(arch:str, op, text:str, waves:bool=False) -> tuple[str, dict]:
     cond = " or ".join(f"getattr(st, '{m}', {d}) != {d}" for m, d in sorted(MODE_DEFAULTS.items()) if m in gm.reads)   # absent: default
     src = src.replace("def op(st):\n", f"def op(st):\n  if {cond}: return op_mode(st)\n", 1)
     src += "def op_mode(st):\n" + "\n".join(body(gm, mode, widths)) + "\n"
-  if mode == "np": src = cse.eliminate(src)
+  if mode == "np": src = wide_reads.merge(cse.eliminate(src))
   meta = {"kind": kind, "reads": reads, "writes": writes, "widths": widths, "lane_masks": sorted(info["lanemask"] & (g.reads | g.writes)),
           "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}, "views": info["views"]}
   return src, meta

@@ -137,6 +137,15 @@ def mread(mem, addr, nbytes:int, n:int, mask=None):
   if mask.any(): out[mask] = _lanes(mem, mask).read(addr[mask], nbytes)
   return out
 
+def mread_words(mem, addr, k:int, n:int):
+  """MEM[addr], MEM[addr + 4] ... MEM[addr + 4(k-1)] (dwords) for a batch, as (n, k) uint32: in one call where the memory reads
+  several dwords at once (`read_words`), else one dword at a time in that order (what the unmerged reads did: emu/pcode/wide_reads.py)."""
+  addr = np.asarray(addr, dtype=np.uint64)
+  if addr.ndim == 1 and hasattr(mem, "read_words") and (words := mem.read_words(addr, k)) is not None: return words
+  out = np.zeros((n, k), np.uint32)
+  for i in range(k): out[:, i] = mread(mem, addr + i * 4 if i else addr, 4, n)
+  return out
+
 def mwrite(mem, addr, value, nbytes:int, n:int, mask=None):
   """MEM[addr] = value for a batch, only on active (mask) lanes."""
   addr, value = np.asarray(addr, dtype=np.uint64), np.asarray(value)
