@@ -32,7 +32,8 @@ CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at 
 REGION_HOT = 0 if CHECK else 400   # instructions (per batch) a region runs on the numpy path before it is compiled (~10 ms of it)
 BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
-N_SGPR_ROW = 128
+N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
+N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                              ctypes.c_int64)
@@ -72,6 +73,7 @@ class _WaveCode:
 
   # ---- operand reads ----
   def vreg(self, r:int) -> str:
+    if not 0 <= r < N_VGPRS: raise NotLowerable(f"v{r} is past the VGPR file")   # (the numpy path faults on it)
     if r not in self.vgpr:
       b = self.b
       off = b.emit(f"mul i64 %stride, {r}", U64)
@@ -82,6 +84,7 @@ class _WaveCode:
 
   def sreg(self, r:int) -> str:
     """SGPR r of this wave (a scalar i32)."""
+    if not 0 <= r < N_SGPR_ROW: raise NotLowerable(f"s{r} is past the SGPR row")   # (the numpy path faults on it)
     b = self.b
     at = b.emit(f"add i64 %sb, {r}", U64)
     p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {at.ref}", U64)
@@ -131,6 +134,7 @@ class _WaveCode:
 
   # ---- results ----
   def write_vgpr(self, reg:int, bits:int, value):
+    if not 0 <= reg <= N_VGPRS - bits // 32: raise NotLowerable(f"v{reg} ({bits} bits) runs past the VGPR file")
     b = self.b
     v = b.cast(value, U64)
     for k in range(bits // 32):
@@ -140,6 +144,8 @@ class _WaveCode:
 
   def write_mask(self, reg:int, value):
     if reg == self.spec.null_reg: return
+    if reg + self.lanes // 32 > N_SGPR_ROW: raise NotLowerable(f"a wave{self.lanes} lane mask at s{reg} runs past the SGPR row")
+    if self.mask_regs(reg) & {self.spec.exec_lo, self.spec.exec_lo + 1}: raise NotLowerable("a lane mask over EXEC")   # (wave64 M0 pair)
     b = self.b
     v = b.cast(value, U64)
     one = b.emit(f"and {b.t('i64')} {v.ref}, {b.c('i64', '1')}", U64)

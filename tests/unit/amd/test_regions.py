@@ -158,3 +158,12 @@ def test_a_hot_region_compiles_in_the_background_and_then_runs_natively(monkeypa
   for out in (first, st):
     assert (out.vgpr[0, :, 2] == (LANES[:32] + k) & 0xffffffff).all()
     assert (as_f32(out.vgpr[0, :, 3]) == np.float32(2.0) * (LANES[:32] + k).astype(np.uint32).view(np.float32)).all()
+
+def test_a_lane_mask_written_over_exec_ends_the_region(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.ins import M0
+  # wave64: a compare into the pair at M0 also writes EXEC_LO, which the next instruction then runs under
+  prog = [v_add_nc_u32_e32(v[2], 1, v[1]), v_cmp_gt_u32_e64(M0, v[1], 40), v_add_nc_u32_e32(v[3], 5, v[1])]
+  st = both(monkeypatch, prog, lanes=64, vgprs={1: LANES, 3: 7})
+  assert native_runs == [1, 1]   # the first add, then the second after the compare ran on the numpy path
+  on = LANES[32:] > 40   # EXEC_LO (the pair's second word) now holds lanes 32-63 of the compare; EXEC_HI is unchanged
+  assert (st.vgpr[0, :32, 3] == np.where(on, LANES[:32] + 5, 7)).all() and (st.vgpr[0, 32:, 3] == LANES[32:] + 5).all()
