@@ -88,6 +88,7 @@ class _Native:
   """The loaded kernels (compiled or read from disk on first use; None when this machine cannot have them)."""
   def __init__(self):
     self._lock, self._fns, self._mems, self.why = threading.RLock(), None, [], ""
+    self._compiling = threading.Lock()   # held only around LLVM: a background compile must not stall the emulation's own calls
     self._compiler, self._libm, self._used, self._jobs, self._worker, self._queued = None, None, 0, None, None, 0
     self.generation = 0   # +1 in each forked child: work queued before the fork (function_later) is lost there
     if self._allowed() is None: self._arena()   # mapped now, at import, not later over a hole the program may have just unmapped
@@ -166,7 +167,7 @@ class _Native:
 
   def _after_fork(self):
     """In a forked child: the parent's compile thread and its queue are not there, and a lock it held would stay held."""
-    self._lock, self._jobs, self._worker, self._queued = threading.RLock(), None, None, 0
+    self._lock, self._compiling, self._jobs, self._worker, self._queued = threading.RLock(), threading.Lock(), None, None, 0
     self.generation += 1
 
   def _place(self, obj:bytes) -> int:
@@ -199,7 +200,7 @@ class _Native:
 
   def _object(self, ir:str) -> bytes:
     if (obj := self._cached(ir)) is not None: return obj
-    with self._lock:
+    with self._compiling:
       if self._compiler is None:
         from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
         self._compiler = CPULLVMCompiler(["x86_64", "native"])
