@@ -170,7 +170,7 @@ class Lowering:
         if isinstance(c, Val): raise NotLowerable("per-lane Python branch")
         self._block(s.body if c else s.orelse, env, outputs)
     elif isinstance(s, ast.Return) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id in self.fns:
-      raise _Return(Lowering.run(self, s.value.func.id, self.inputs))
+      raise _Return(self.run(s.value.func.id, self.inputs))
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant): pass
     else: raise NotLowerable(f"statement {type(s).__name__}")
 
@@ -258,6 +258,11 @@ class Lowering:
     if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "np" and e.attr in NP_TYPES: return NP_TYPES[e.attr]
     return None
 
+  def _dtype(self, e) -> np.dtype:
+    """A dtype argument the lowering knows, else NotLowerable (np.uint32 & co.: no vector type here)."""
+    if (dt := self._numpy_type(e)) is None: raise NotLowerable(f"dtype {ast.unparse(e)}")
+    return dt
+
   def _call(self, e:ast.Call, env:dict):
     f, b = e.func, self.b
     kw = {k.arg: k.value for k in e.keywords}
@@ -269,12 +274,13 @@ class Lowering:
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np":
       if f.attr == "asarray" and len(e.args) == 1:
         v = self._expr(e.args[0], env)
-        return b.cast(v, self._numpy_type(kw["dtype"])) if "dtype" in kw else v
+        return b.cast(v, self._dtype(kw["dtype"])) if "dtype" in kw else v
       if f.attr in ("full", "zeros") and len(e.args) >= 1 and self._expr(e.args[0], env) is N_SENTINEL:
-        v = self._expr(e.args[1], env) if f.attr == "full" else 0
-        dt_arg = kw.get("dtype", e.args[2] if f.attr == "full" and len(e.args) > 2 else e.args[1] if f.attr == "zeros" and len(e.args) > 1 else None)
-        dt = self._numpy_type(dt_arg) if dt_arg is not None else (F64 if f.attr == "zeros" else promote(v) if isinstance(v, Val) else None)
-        if dt is None: dt = np.result_type(np.asarray(v).dtype)
+        full = f.attr == "full"
+        v = self._expr(e.args[1], env) if full else 0
+        dt_node = kw.get("dtype", e.args[2 if full else 1] if len(e.args) > (2 if full else 1) else None)
+        if dt_node is not None: dt = self._dtype(dt_node)
+        else: dt = (v.dt if isinstance(v, Val) else np.result_type(np.asarray(v).dtype)) if full else F64   # numpy's defaults
         return b.cast(v, dt)
       raise NotLowerable(f"np.{f.attr}")
     if not isinstance(f, ast.Name): raise NotLowerable(f"call of {ast.unparse(f)}")
