@@ -149,9 +149,7 @@ class Dispatcher:
         if every: pc += region.size
         else: ws = None
         continue
-      step = self._execute(m, prog, pc, ws, first_wave)
-      stats.wave_instructions += len(ws)
-      self.watchdog.check(stats.wave_instructions, pc, st.wave_id[int(ws[0])])
+      step = self._step(m, prog, pc, ws, stats, first_wave)
       effect = isinstance(step, ControlStep) and step.effect is not None
       if effect: release_barriers(st.status.reshape(-1, wpg), np.unique(st.wg[ws]))
       # a batch of every running wave that the step moved on to its next instruction (no branch, no end or barrier) is the next batch
@@ -172,10 +170,14 @@ class Dispatcher:
         stats.wave_instructions += len(ws) * region.count
         self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id[int(ws[0])])
         return
-    for off, _ in region.steps:
-      self._execute(m, prog, pc + off, ws, first_wave)
-      stats.wave_instructions += len(ws)
-      self.watchdog.check(stats.wave_instructions, pc + off, st.wave_id[int(ws[0])])
+    for off, _ in region.steps: self._step(m, prog, pc + off, ws, stats, first_wave)
+
+  def _step(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
+    """Run the instruction at `pc` for waves ws on the numpy path, count it and let the watchdog see it; the Step."""
+    step = self._execute(m, prog, pc, ws, first_wave)
+    stats.wave_instructions += len(ws)
+    self.watchdog.check(stats.wave_instructions, pc, m.st.wave_id[int(ws[0])])
+    return step
 
   def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int):
     """Decode (once per PC) and run the instruction at `pc` for waves `ws`. Any failure that is not a modelled GPU fault

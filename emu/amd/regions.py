@@ -59,7 +59,7 @@ def plain_valu(s:Step) -> bool:
     if src.hi or src.bits not in (32, 64): return False
     if (sp.neg or sp.abs) and sp.fkind not in (32, 64): return False
   for name in op.lane_masks & op.reads:
-    if name != "EXEC" and s.mask_read[name] >= 128 and s.mask_read[name] < 256: return False   # lane masks from SCC/VCCZ & co.
+    if name != "EXEC" and 128 <= s.mask_read[name] < 256: return False   # lane masks from SCC/VCCZ & co.
   return not any(s.mask_write[n] in (s.spec.exec_lo, s.spec.exec_lo + 1) for n in op.lane_masks & op.writes)
 
 class _WaveCode:
@@ -168,9 +168,13 @@ class _WaveCode:
     if scalar_regs & w: return True
     return any(r not in self.masks and self.mask_regs(r) & w for r in mask_reads | mask_writes if r < 128)
 
-def _inputs(step:ValuStep, code:_WaveCode, lanes:int) -> dict:
+def _wave_inputs(code:_WaveCode, mode:dict) -> dict:
+  """What every op state of a wave's lanes holds: the batch-size sentinel, lane ids, the wave size, the MODE's inputs."""
+  return {"n": N_SENTINEL, "laneId": Val(code.b.lane_ids(), U64), "WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, **mode}
+
+def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
   """The op state of one ValuStep for one wave's lanes (exec_valu.ValuStep._batch's reads)."""
-  op, inputs = step.op, {"n": N_SENTINEL, "laneId": Val(code.b.lane_ids(), U64), "WAVE32": lanes == 32, "WAVE64": lanes == 64, **step.fields}
+  op, inputs = step.op, {**_wave_inputs(code, mode), **step.fields}
   for name, sp in step.srcs.items(): inputs[name] = code.read(sp.src, sp.fkind, sp.neg, sp.abs)
   for name in op.lane_masks & op.reads:
     inputs[name] = code.mask_bits(step.mask_read[name] if name != "EXEC" else step.spec.exec_lo, step.instr.literal)
@@ -186,14 +190,13 @@ def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
   op = step.op
   return scal, {step.mask_read[n] for n in op.lane_masks & op.reads if n != "EXEC"}, {step.mask_write[n] for n in op.lane_masks & op.writes}
 
-def _lower_step(step, code:_WaveCode, mode:dict, lanes:int):
+def _lower_step(step, code:_WaveCode, mode:dict):
   """Append one step's code for a wave's lanes (NotLowerable may leave part of it behind: the caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
     outs = []
     for op, srcs, vdst, _ in step.halves:
-      inputs = {"n": N_SENTINEL, "laneId": Val(code.b.lane_ids(), U64), "WAVE32": lanes == 32, "WAVE64": lanes == 64,
-                "SIMM32": step.instr.literal or 0, **mode}
+      inputs = {**_wave_inputs(code, mode), "SIMM32": step.instr.literal or 0}
       for name, s in srcs.items(): inputs[name] = code.read(s)
       if "VCC" in op.reads: inputs["VCC"] = code.mask_bits(step.spec.vcc_lo, None)
       out = lower(op.source, inputs, code.b)
@@ -202,7 +205,7 @@ def _lower_step(step, code:_WaveCode, mode:dict, lanes:int):
     for vdst, out in outs: code.write_vgpr(vdst, 32, out["D0"])
     return
   op = step.op
-  out = lower(op.source, {**_inputs(step, code, lanes), **mode}, code.b)
+  out = lower(op.source, _inputs(step, code, mode), code.b)
   if set(out) != set(op.writes): raise NotLowerable(f"outputs {sorted(out)} for writes {sorted(op.writes)}")
   for name in op.lane_masks & op.writes: code.write_mask(step.mask_write[name], out[name])
   if "D0" in op.writes and "D0" not in op.lane_masks: code.write_vgpr(step.vdst, step.store_bits, out["D0"])
@@ -279,10 +282,14 @@ class Region:
       if self.pending >= REGION_HOT and self.queued != native.NATIVE.generation:
         self.queued = native.NATIVE.generation
         if self.ir is None: self._lower()
-        if self.ir is not None and (fn := native.NATIVE.function(self.ir, SIGNATURE, compile=False)) is not None: self._compiled(fn)
-        elif self.ir is not None and BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
-        elif self.ir is not None: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
+        if not self.failed: self._compile()
     return self.fn is not None
+
+  def _compile(self):
+    """The function from the disk cache, else compiled: in the background, or here when BACKGROUND is off."""
+    if (fn := native.NATIVE.function(self.ir, SIGNATURE, compile=False)) is not None: self._compiled(fn)
+    elif BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
+    else: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
 
   def _compiled(self, fn):
     self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
@@ -297,7 +304,7 @@ class Region:
       try:
         if not isinstance(s, ControlStep):
           if code.conflicts(*_step_regs(s)): break
-          _lower_step(s, code, mode_state(self.mode), self.lanes)
+          _lower_step(s, code, mode_state(self.mode))
           reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
       except NotLowerable:
         code.rewind(at)   # the region ends before the step that did not lower
