@@ -121,7 +121,8 @@ class _Native:
       return {}
 
   def function(self, ir:str, signature, compile:bool=True):
-    """The one function of module `ir` as a ctypes function of `signature`: from the disk cache, else compiled when `compile`;
+    """The first function of module `ir` (its code is entered at the start; later functions may only be its helpers) as a ctypes
+    function of `signature`: from the disk cache, else compiled when `compile`;
     None when it is not cached (and not `compile`), the kernels are unavailable here, or LLVM fails on it."""
     if self.fns() is None: return None
     try:

@@ -145,7 +145,7 @@ class Dispatcher:
         ws = run[pcs == pc]
         every = len(ws) == len(run)
       if use_regions and (region := prog.region(pc, st.lanes, int(st.hwreg[ws[0], HWREG_MODE]))) is not None:
-        self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line VALU: every wave of the batch runs all of it
+        self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line VALU and loads: every wave of the batch runs all of it
         if every: pc += region.size
         else: ws = None
         continue

@@ -67,6 +67,9 @@ class VmemStep(Step):
       if fmt == "FLAT" and spec.family in FLAT_UNSIGNED_BITS: self.offset = off & ((1 << FLAT_UNSIGNED_BITS[spec.family]) - 1)
       else: self.offset = off - (1 << off_bits) if off & (1 << (off_bits - 1)) else off
       self.addr, self.saddr, self.sve = rawf(inst, addr_f), rawf(inst, "saddr"), bool(inst.sve)
+      # GLOBAL/FLAT: the SGPR pair a 32-bit VGPR offset adds to, or None for a 64-bit VGPR address (FLAT has none: gfx9 encodes
+      # its SADDR field as 0, RDNA as NULL; GLOBAL without one says NULL, or 0x7f on gfx9)
+      self.sgpr_base = None if fmt == "FLAT" or self.saddr in (spec.null_reg, spec.m0_reg, SADDR_OFF) else self.saddr
       data = rawf(inst, data_f) + acc
       self.data = {"DATA": Src("vgpr", data, w("DATA")), "DATA2": Src("vgpr", data + w("DATA") // 32, w("DATA2")),
                    "VDATA": Src("vgpr", self.vdst if "VDATA" in op.writes else data, w("VDATA"))}
@@ -92,9 +95,8 @@ class VmemStep(Step):
       if self.saddr not in (null, SADDR_OFF): a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
     if self.addtid: return np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
-    # FLAT has no SGPR base (gfx9 encodes its SADDR field as 0, RDNA as NULL)
-    if self.fmt == "FLAT" or self.saddr in (null, self.spec.m0_reg, SADDR_OFF): a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
-    else: a = Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
+    if self.sgpr_base is None: a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
+    else: a = Src("sgpr", self.sgpr_base, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
     return a + U64(self.offset & 0xffffffffffffffff)
 
   def _regions(self, m:Machine, wv:np.ndarray, ln:np.ndarray, addr:np.ndarray) -> list[tuple]:

@@ -1,17 +1,23 @@
-"""Native VALU regions: a run of straight-line vector ALU instructions compiled, once per code bytes, into one native function
-that runs the whole run for every wave of a batch, wave by wave, on all lanes at once: each register value is one SIMD vector
-(a lane per element) that stays in machine registers from the instruction that makes it to the one that reads it.
+"""Native VALU regions: a run of straight-line vector ALU instructions and global loads compiled, once per code bytes, into one
+native function that runs the whole run for every wave of a batch, wave by wave, on all lanes at once: each register value is one
+SIMD vector (a lane per element) that stays in machine registers from the instruction that makes it to the one that reads it.
 
 Each instruction's semantics are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds only what the
-executors (exec_valu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask registers (VCC,
-carry-outs, VOPC results) and the destination store. A region holds plain VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP,
-SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt
-...); it ends at anything else, or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane
-mask (results are stored when the wave is done, so only lane-wise dependencies may cross instructions).
+executors (exec_valu, exec_vmem) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask registers
+(VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
+VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
+loads (no atomics, ADDTID, block or LDS forms), and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...); it ends at
+anything else, or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask (results are
+stored when the wave is done, so only lane-wise dependencies may cross instructions). Nothing in a region writes memory, so its
+loads may run wave by wave.
+
+A load reads in place only what the memory map's native table vouches for (MemoryMap.native_table: ranges whose host memory
+cannot go away under it): the span every active lane of the wave reaches must lie in one of its ranges, else that wave takes the
+numpy path, which reads across ranges or raises the fault the access makes. Inactive lanes' addresses are never touched.
 
 Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
-arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir) is not stored at all: the region's steps then run for that
-wave on the numpy path. A thread whose floating-point control register is not IEEE's default runs the numpy path for the whole
+arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
+region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default runs the numpy path for the whole
 batch. Compiling costs 10-200 ms, so a region is compiled only once it has run REGION_HOT instructions on the numpy path, on a
 background thread while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native).
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
@@ -23,20 +29,120 @@ import numpy as np
 from emu import native
 from emu.amd.exec_salu import ControlStep
 from emu.amd.exec_valu import ValuStep, VopdStep
+from emu.amd.exec_vmem import VmemStep
 from emu.amd.operands import Src, resolve_src
 from emu.amd.step import Machine, Step
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
-from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, BOOL, N_SENTINEL, lower
+from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, lower
 
 CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
 REGION_HOT = 0 if CHECK else 400   # instructions (per batch) a region runs on the numpy path before it is compiled (~10 ms of it)
 BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
+LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_int64)
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+
+# what a region with global loads calls (_WaveCode.load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
+# sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
+# values of 1, 2 or 4 bytes (zero-extended to 32 bits) at each active lane's address + delta + 4 j into out[j * n + lane], 0 for
+# inactive lanes, whose addresses are never touched
+MEMORY_HELPERS = """define internal i1 @find(ptr %tab, i64 %n, i64 %lo, i64 %hi, i64 %span, ptr %d) {
+entry:
+  %none = icmp ugt i64 %lo, %hi
+  br i1 %none, label %empty, label %loop
+empty:
+  store i64 0, ptr %d
+  ret i1 true
+loop:
+  %l = phi i64 [0, %entry], [%l.next, %step]
+  %r = phi i64 [%n, %entry], [%r.next, %step]
+  %more = icmp ult i64 %l, %r
+  br i1 %more, label %step, label %found
+step:
+  %sum = add i64 %l, %r
+  %mid = lshr i64 %sum, 1
+  %mrow = mul i64 %mid, 3
+  %mp = getelementptr inbounds i64, ptr %tab, i64 %mrow
+  %mstart = load i64, ptr %mp
+  %below = icmp ule i64 %mstart, %lo
+  %mid1 = add i64 %mid, 1
+  %l.next = select i1 %below, i64 %mid1, i64 %l
+  %r.next = select i1 %below, i64 %r, i64 %mid
+  br label %loop
+found:
+  %any = icmp ne i64 %l, 0
+  br i1 %any, label %check, label %miss
+check:
+  %i = sub i64 %l, 1
+  %row = mul i64 %i, 3
+  %sp = getelementptr inbounds i64, ptr %tab, i64 %row
+  %start = load i64, ptr %sp
+  %zp = getelementptr inbounds i64, ptr %sp, i64 1
+  %size = load i64, ptr %zp
+  %dp = getelementptr inbounds i64, ptr %sp, i64 2
+  %delta = load i64, ptr %dp
+  %reach = sub i64 %hi, %start
+  %fits = icmp uge i64 %size, %span
+  %room = sub i64 %size, %span
+  %inside = icmp ule i64 %reach, %room
+  %ok = and i1 %fits, %inside
+  store i64 %delta, ptr %d
+  ret i1 %ok
+miss:
+  ret i1 false
+}
+define internal void @gather(ptr %a, i64 %delta, i64 %exec, i64 %n, i64 %k, i64 %nbytes, ptr %o) {
+entry:
+  br label %lane
+lane:
+  %i = phi i64 [0, %entry], [%i.next, %lane.end]
+  %bits = lshr i64 %exec, %i
+  %bit = trunc i64 %bits to i1
+  %ap = getelementptr inbounds i64, ptr %a, i64 %i
+  %addr = load i64, ptr %ap
+  %host = add i64 %addr, %delta
+  br label %word
+word:
+  %j = phi i64 [0, %lane], [%j.next, %put]
+  %jb = mul i64 %j, 4
+  %h = add i64 %host, %jb
+  %p = inttoptr i64 %h to ptr
+  %jn = mul i64 %j, %n
+  %oi = add i64 %jn, %i
+  %op = getelementptr inbounds i32, ptr %o, i64 %oi
+  br i1 %bit, label %read, label %put
+read:
+  switch i64 %nbytes, label %r4 [i64 1, label %r1
+                                 i64 2, label %r2]
+r1:
+  %b1 = load i8, ptr %p, align 1
+  %v1 = zext i8 %b1 to i32
+  br label %put
+r2:
+  %b2 = load i16, ptr %p, align 1
+  %v2 = zext i16 %b2 to i32
+  br label %put
+r4:
+  %v4 = load i32, ptr %p, align 1
+  br label %put
+put:
+  %v = phi i32 [0, %word], [%v1, %r1], [%v2, %r2], [%v4, %r4]
+  store i32 %v, ptr %op
+  %j.next = add i64 %j, 1
+  %jdone = icmp eq i64 %j.next, %k
+  br i1 %jdone, label %lane.end, label %word
+lane.end:
+  %i.next = add i64 %i, 1
+  %idone = icmp eq i64 %i.next, %n
+  br i1 %idone, label %done, label %lane
+done:
+  ret void
+}
+"""
 
 def enabled() -> bool:
   """Whether regions may run in this process (EMU_REGIONS and EMU_NATIVE not 0, native code loadable)."""
@@ -62,6 +168,26 @@ def plain_valu(s:Step) -> bool:
     if name != "EXEC" and 128 <= s.mask_read[name] < 256: return False   # lane masks from SCC/VCCZ & co.
   return not any(s.mask_write[n] in (s.spec.exec_lo, s.spec.exec_lo + 1) for n in op.lane_masks & op.writes)
 
+def plain_load(s:Step) -> bool:
+  """A GLOBAL load into VGPRs: no atomic, block, ADDTID or LDS form (the structural half of the test, as plain_valu)."""
+  if not isinstance(s, VmemStep) or s.fmt != "GLOBAL" or s.block is not None or s.addtid: return False
+  op = s.op
+  return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"VDATA"} and \
+    op.reads <= LOAD_READS | set(s.fields)
+
+def joins(s:Step) -> bool:
+  """Whether step s may be part of a region: a plain VALU step, a plain global load, or a control step without effect (s_nop,
+  s_delay_alu, s_waitcnt ...)."""
+  return isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s)
+
+class _Memory:
+  """The MEM input of a load op lowered into a region (lanes_ir's memory protocol): every access is `_WaveCode.load`."""
+  def __init__(self, code:_WaveCode): self.code = code
+  def read(self, addr:Val, nbytes:int) -> Val:
+    if nbytes not in (1, 2, 4): raise NotLowerable(f"a {nbytes}-byte read")
+    return self.code.load(addr, nbytes, 1)[0]
+  def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.load(addr, 4, k)))
+
 class _WaveCode:
   """The IR of one wave running a region, all its lanes at once (one vector element each): the VGPR and lane-mask values each
   instruction leaves. Registers are loaded where first read (SGPRs from %sb, VGPRs from %vgpr at %vbase); stores wait for the end."""
@@ -70,6 +196,7 @@ class _WaveCode:
     self.vgpr: dict[int, str] = {}        # VGPR -> its current <lanes x i32> value
     self.written: list[int] = []          # VGPRs the region writes, in first-write order
     self.masks: dict[int, Val] = {}       # lane-mask register (pair base) -> its lanes' bits (<lanes x i1>) as written in the region
+    self.load_bytes = 0                   # bytes each active lane reads from global memory in the region
 
   # ---- operand reads ----
   def vreg(self, r:int) -> str:
@@ -132,11 +259,49 @@ class _WaveCode:
     sh = b.emit(f"lshr {b.t('i64')} {word}, {b.lane_ids()}", U64)
     return b.emit(f"and {b.t('i64')} {sh.ref}, {b.c('i64', '1')}", U64)
 
+  def address(self, step:VmemStep) -> Val:
+    """A GLOBAL instruction's per-lane address (VmemStep._addresses): a VGPR pair, or an SGPR pair plus a 32-bit VGPR, plus the offset."""
+    b = self.b
+    if step.sgpr_base is None: a = self.read(Src("vgpr", step.addr, 64))
+    else:
+      base, off = self.read(Src("sgpr", step.sgpr_base, 64)), self.read(Src("vgpr", step.addr, 32))
+      a = b.emit(f"add {b.t('i64')} {base.ref}, {off.ref}", U64)
+    return b.emit(f"add {b.t('i64')} {a.ref}, {b.const(step.offset & ((1 << 64) - 1), U64).ref}", U64)
+
+  def load(self, addr:Val, nbytes:int, k:int) -> list[Val]:
+    """k consecutive values of `nbytes` at each active lane's address (uint64 Vals, zero-extended; 0 in inactive lanes). The
+    span every active lane reaches must lie inside one row of the memory's native table (MemoryMap.native_table), else the wave
+    branches to its fallback (the numpy path then reads it, or faults as it would)."""
+    b, v64, n = self.b, self.b.t("i64"), self.lanes
+    self.load_bytes += nbytes * k
+    for fn in ("umin", "umax"): b.intrinsics[f"llvm.vector.reduce.{fn}.v{n}i64"] = f"declare i64 @llvm.vector.reduce.{fn}.v{n}i64({v64})"
+    lo = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} {b.c('i64', '-1')}", U64)
+    hi = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} zeroinitializer", U64)
+    lo, hi = (b.emit(f"call i64 @llvm.vector.reduce.{fn}.v{n}i64({v64} {x.ref})", U64) for fn, x in (("umin", lo), ("umax", hi)))
+    ok = b.emit(f"call i1 @find(ptr %tab, i64 %ntab, i64 {lo.ref}, i64 {hi.ref}, i64 {nbytes * k}, ptr %delta.slot)", BOOL)
+    label, b.count = f"{b.prefix}ld{b.count}", b.count + 1
+    b.lines.append(f"  br i1 {ok.ref}, label %{label}, label %fallback\n{label}:")
+    delta = b.emit("load i64, ptr %delta.slot", U64)
+    b.lines.append(f"  store {v64} {addr.ref}, ptr %addr.buf, align 8")
+    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta.ref}, i64 %exec, i64 {n}, i64 {k}, i64 {nbytes}, ptr %data.buf)")
+    cols = []
+    for j in range(k):
+      p = b.emit(f"getelementptr inbounds i32, ptr %data.buf, i64 {j * n}", U64)
+      c = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
+      cols.append(b.emit(f"zext {b.t('i32')} {c.ref} to {v64}", U64))
+    return cols
+
   # ---- results ----
   def write_vgpr(self, reg:int, bits:int, value):
-    if not 0 <= reg <= N_VGPRS - bits // 32: raise NotLowerable(f"v{reg} ({bits} bits) runs past the VGPR file")
-    b = self.b
+    """Store the low `bits` (16: the low half, the high half kept, as write_vgpr_lanes; 32 or 64) of value into VGPR reg (..)."""
+    if not 0 <= reg <= N_VGPRS - max(1, bits // 32): raise NotLowerable(f"v{reg} ({bits} bits) runs past the VGPR file")
+    b, v64 = self.b, self.b.t("i64")
     v = b.cast(value, U64)
+    if bits == 16:
+      old = b.emit(f"zext {b.t('i32')} {self.vreg(reg)} to {v64}", U64)
+      high = b.emit(f"and {v64} {old.ref}, {b.c('i64', str(0xffff0000))}", U64)
+      low = b.emit(f"and {v64} {v.ref}, {b.c('i64', str(0xffff))}", U64)
+      v, bits = b.emit(f"or {v64} {high.ref}, {low.ref}", U64), 32
     for k in range(bits // 32):
       part = b.emit(f"lshr {b.t('i64')} {v.ref}, {b.c('i64', str(32 * k))}", U64) if k else v
       self.vgpr[reg + k] = b.emit(f"trunc {b.t('i64')} {part.ref} to {b.t('i32')}", U64).ref
@@ -153,9 +318,9 @@ class _WaveCode:
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
-    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr)
+    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes
   def rewind(self, at:tuple):
-    n_lines, n_float, vgpr = at
+    n_lines, n_float, vgpr, self.load_bytes = at
     del self.b.lines[n_lines:], self.b.float_results[n_float:]
     self.vgpr = vgpr
 
@@ -182,7 +347,8 @@ def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
   return inputs
 
 def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
-  """(SGPRs read as values, lane-mask registers read, lane-mask registers written) of a plain VALU step."""
+  """(SGPRs read as values, lane-mask registers read, lane-mask registers written) of a plain VALU step or load."""
+  if isinstance(step, VmemStep): return ({step.sgpr_base, step.sgpr_base + 1} if step.sgpr_base is not None else set()), set(), set()
   if isinstance(step, VopdStep):
     scal = {s.reg + k for _, srcs, _, _ in step.halves for s in srcs.values() if s.kind == "sgpr" for k in range(s.nregs)}
     return scal, {step.spec.vcc_lo for op, _, _, _ in step.halves if "VCC" in op.reads}, set()
@@ -193,6 +359,7 @@ def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
 def _lower_step(step, code:_WaveCode, mode:dict):
   """Append one step's code for a wave's lanes (NotLowerable may leave part of it behind: the caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
+  if isinstance(step, VmemStep): return _lower_load(step, code, mode)
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
     outs = []
     for op, srcs, vdst, _ in step.halves:
@@ -210,23 +377,39 @@ def _lower_step(step, code:_WaveCode, mode:dict):
   for name in op.lane_masks & op.writes: code.write_mask(step.mask_write[name], out[name])
   if "D0" in op.writes and "D0" not in op.lane_masks: code.write_vgpr(step.vdst, step.store_bits, out["D0"])
 
+def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
+  """A plain global load (exec_vmem.VmemStep.execute's reads and VDATA store) for a wave's lanes."""
+  op = step.op
+  inputs = {**_wave_inputs(code, mode), **step.fields, "ADDR": code.address(step), "MEM": _Memory(code)}
+  if "VDATA" in op.reads: inputs["VDATA"] = code.read(step.data["VDATA"])
+  out = lower(op.source, inputs, code.b)
+  if set(out) != {"VDATA"}: raise NotLowerable(f"outputs {sorted(out)} of a load")
+  v, bits = out["VDATA"], op.widths.get("VDATA", 32)
+  if not isinstance(v, Words): return code.write_vgpr(step.vdst, bits, v)
+  if 32 * len(v.columns) != bits: raise NotLowerable(f"{len(v.columns)} dwords for a {bits}-bit VDATA")
+  for j, col in enumerate(v.columns): code.write_vgpr(step.vdst + j, 32, col)
+
 def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
-  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off) (arrays by object address, `off` the data pointer's
-  place in a numpy array object: emu.native); returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
+  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts) (arrays by object address,
+  `off` the data pointer's place in a numpy array object: emu.native; `table` the MemoryMap's native_table, `counts[0]` where the
+  bytes the stored waves loaded are added); returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
   b, v64, vb = code.b, code.b.t("i64"), code.b.t("i1")
   body, b.lines = b.lines, []   # the instructions' code; what is emitted from here on is taken block by block
   def taken() -> list[str]:
     out, b.lines[:] = b.lines[:], []
     return out
-  L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off) {{",
+  L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co) {{",
        "entry:\n  %csr = alloca i32\n  call void @llvm.x86.sse.stmxcsr(ptr %csr)\n  %mx = load i32, ptr %csr",
+       f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
        f"  %bad = and i32 %mx, {native.MXCSR_NON_DEFAULT}\n  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
-  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo")):
+  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
   L.append("  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]")
   L.append(f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}")
   L.append(f"  %vbase = mul i64 %w, {lanes}")
-  ex = b.splat("i64", code.mask_word(spec.exec_lo), U64)
+  exec_word = code.mask_word(spec.exec_lo)
+  b.lines.append(f"  %exec = or i64 {exec_word}, 0")
+  ex = b.splat("i64", "%exec", U64)
   bit = b.emit(f"and {v64} {b.emit(f'lshr {v64} {ex.ref}, {b.lane_ids()}', U64).ref}, {b.c('i64', '1')}", U64)
   L.extend(taken() + [f"  %act = icmp ne {v64} {bit.ref}, zeroinitializer"] + body)
   nan = "zeroinitializer"
@@ -254,6 +437,12 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
     old = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
     new = b.emit(f"select {vb} %act, {b.t('i32')} {code.vgpr[r]}, {b.t('i32')} {old.ref}", U64)
     b.lines.append(f"  store {b.t('i32')} {new.ref}, ptr {p.ref}, align 4")
+  if code.load_bytes:   # the bytes this wave's active lanes read
+    on = b.emit("call i64 @llvm.ctpop.i64(i64 %exec)", U64)
+    b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
+    got = b.emit(f"mul i64 {on.ref}, {code.load_bytes}", U64)
+    old = b.emit("load i64, ptr %cp", U64)
+    b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {got.ref}', U64).ref}, ptr %cp")
   L.extend(taken())
   L.append("  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws")
   L.append("  br i1 %k.end, label %done, label %wave\ndone:\n  %ret = phi i32 [%bad, %entry], [0, %wave.next]\n  ret i32 %ret\n}")
@@ -269,7 +458,7 @@ class Region:
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
     self.lanes, self.spec, self.mode = lanes, spec, mode
     self._set_steps(steps)
-    self.fn, self.ir, self.pending, self.queued, self.failed = None, None, 0, -1, False
+    self.fn, self.ir, self.pending, self.queued, self.failed, self.load_bytes = None, None, 0, -1, False, 0
 
   def _set_steps(self, steps:list[Step]):
     self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
@@ -317,18 +506,23 @@ class Region:
       return
     self._set_steps(steps[:take])
     self.mode = self.mode if reads_mode else None
-    self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{_function(FUNCTION, code, self.lanes, self.spec)}\n"
+    fn = _function(FUNCTION, code, self.lanes, self.spec)
+    # the helpers come after the region's function: emu.native enters a module's code at its start
+    self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{MEMORY_HELPERS if code.load_bytes else ''}"
+    self.load_bytes = code.load_bytes
 
   def run(self, m:Machine, ws:np.ndarray) -> bool:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
     if not CHECK: return self._run(m, ws)
-    st = m.st
+    st, read = m.st, m.stats.bytes_read
     before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy()
     if not self._run(m, ws): return False
-    native_state = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy()
+    native_state = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), np.array([m.stats.bytes_read - read])
     st.vgpr_store[...], st.sgpr[...], st.pc[...] = before
+    m.stats.bytes_read = read
     for _, step in self.steps: step.run(m, ws)
-    for what, got, want in zip(("VGPR", "SGPR", "PC"), native_state, (st.vgpr_store, st.sgpr, st.pc)):
+    numpy_state = st.vgpr_store, st.sgpr, st.pc, np.array([m.stats.bytes_read - read])
+    for what, got, want in zip(("VGPR", "SGPR", "PC", "bytes read"), native_state, numpy_state):
       if not np.array_equal(got, want):
         at = tuple(int(i) for i in np.argwhere(got != want)[0])
         raise RuntimeError(f"EMU_REGIONS=check: the native region differs from the numpy path at {what}{list(at)}: "
@@ -339,9 +533,11 @@ class Region:
     st = m.st
     if self.mode is not None and not (st.hwreg[ws, HWREG_MODE] == self.mode).all(): return False
     ws = np.ascontiguousarray(ws, dtype=np.int64)
-    fallback = np.zeros(len(ws), dtype=np.int8)
-    r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), len(ws), st.n * st.lanes, id(fallback), native.NATIVE.data_offset)
+    fallback, counts, table = np.zeros(len(ws), dtype=np.int8), np.zeros(1, dtype=np.int64), m.mem.native_table()
+    r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), len(ws), st.n * st.lanes, id(fallback), native.NATIVE.data_offset, id(table),
+                len(table), id(counts))
     if r: return False   # the thread's MXCSR is not IEEE's default: nothing was stored
+    m.stats.bytes_read += int(counts[0])
     if fallback.any():
       redo = ws[fallback != 0]
       for _, step in self.steps: step.run(m, redo)
@@ -352,7 +548,7 @@ class Region:
 _built: dict[tuple, Region | None] = {}
 
 def build(steps:list[Step], lanes:int, spec, mode:int) -> Region | None:
-  """The region of `steps` (consecutive plain VALU steps and no-op control steps) for waves of `lanes` in MODE `mode`, cached on the
+  """The region of `steps` (consecutive plain VALU steps, plain loads and no-op control steps) for waves of `lanes` in MODE `mode`, cached on the
   step objects (steps are cached on their bytes); None when no VALU step is among them."""
   key = (lanes, mode, tuple(id(s) for s in steps))
   if key not in _built: _built[key] = Region(steps, lanes, spec, mode) if any(not isinstance(s, ControlStep) for s in steps) else None

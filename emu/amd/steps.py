@@ -67,7 +67,7 @@ class Program:
     self.load_s = 0.0   # host seconds spent fetching, decoding and building steps
 
   def region(self, pc:int, lanes:int, mode:int) -> regions.Region | None:
-    """The native region (emu.amd.regions) of the straight-line VALU run starting at pc, None when there is none; found once per
+    """The native region (emu.amd.regions) of the straight-line VALU and load run starting at pc, None when there is none; found once per
     dispatch (the first batch's lanes and MODE), built once per code bytes."""
     if pc in self.regions: return self.regions[pc]
     t, before, run, at = time.perf_counter(), self.load_s, [], pc
@@ -75,7 +75,7 @@ class Program:
       while len(run) < MAX_REGION:
         try: s = self.at(at)
         except GPUFault: break   # past the end of the code, or an instruction that faults when (if ever) a wave reaches it
-        if not (isinstance(s, ControlStep) and s.effect is None or regions.plain_valu(s)): break
+        if not regions.joins(s): break
         run.append(s)
         at += s.size
       r = self.regions[pc] = regions.build(run, lanes, self.spec, mode) if run else None

@@ -34,6 +34,11 @@ class Val:
   ref: str
   dt: np.dtype
 
+@dataclass(frozen=True)
+class Words:
+  """One wave's lanes of an (n, k) uint32 array (a B96/B128 load's VDATA): column j as a uint64 Val holding dword j."""
+  columns: tuple
+
 class Lanes:
   """The sentinel for the batch size `n` (meaningless inside one wave: only np.full/np.zeros may take it)."""
 
@@ -98,6 +103,7 @@ class Builder:
   @staticmethod
   def weak(x, dt:np.dtype):
     """A Python scalar converted to dt as numpy converts a weak scalar (ints must fit; floats round to dt)."""
+    if not isinstance(x, (bool, int, float)): raise NotLowerable(f"{type(x).__name__} as a scalar")   # Words, shapes, memories
     if dt == BOOL: return bool(x)
     if dt.kind == "f": return float(dt.type(x))
     if isinstance(x, float) or not (np.iinfo(dt).min <= int(x) <= np.iinfo(dt).max): raise NotLowerable(f"{x!r} as {dt}")
@@ -105,6 +111,7 @@ class Builder:
 
 def promote(*xs) -> np.dtype:
   """numpy's result dtype for operands that are lane values (their dtypes) or weak Python scalars (the values themselves)."""
+  if not all(isinstance(x, (Val, bool, int, float)) for x in xs): raise NotLowerable("arithmetic on an array of columns or a memory")
   dt = np.result_type(*(x.dt if isinstance(x, Val) else x for x in xs))
   if dt not in LLVM_TYPE: raise NotLowerable(f"values of dtype {dt}")
   return dt
@@ -161,6 +168,7 @@ class Lowering:
       t, v = s.targets[0], self._expr(s.value, env)
       if isinstance(t, ast.Name): env[t.id] = v
       elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "st": outputs[t.attr] = v
+      elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name): env[t.value.id] = self._set_columns(env.get(t.value.id), t.slice, v)
       else: raise NotLowerable(f"assignment to {ast.unparse(t)}")
     elif isinstance(s, ast.With): self._block(s.body, env, outputs)   # np.errstate: numpy's warnings, nothing computed
     elif isinstance(s, ast.If):
@@ -173,6 +181,17 @@ class Lowering:
       raise _Return(self.run(s.value.func.id, self.inputs))
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant): pass
     else: raise NotLowerable(f"statement {type(s).__name__}")
+
+  def _set_columns(self, array, index, v) -> Words:
+    """`X[:, a:b] = v` on an (n, k) uint32 array: columns a..b-1 replaced by v's (a Words of b - a columns)."""
+    whole = lambda sl: isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None and sl.step is None
+    if not (isinstance(array, Words) and isinstance(index, ast.Tuple) and len(index.elts) == 2 and whole(index.elts[0])
+            and isinstance(sl := index.elts[1], ast.Slice) and sl.step is None):
+      raise NotLowerable("subscript assignment")
+    a, b = (self._expr(x, {}) for x in (sl.lower, sl.upper))
+    if not (isinstance(v, Words) and isinstance(a, int) and isinstance(b, int) and 0 <= a <= b <= len(array.columns) and len(v.columns) == b - a):
+      raise NotLowerable("column assignment of these shapes")
+    return Words(array.columns[:a] + v.columns + array.columns[b:])
 
   @staticmethod
   def _is_guard(e) -> bool:
@@ -201,6 +220,7 @@ class Lowering:
       if isinstance(c, Val): raise NotLowerable("per-lane conditional expression")
       return self._expr(e.body if c else e.orelse, env)
     if isinstance(e, ast.Call): return self._call(e, env)
+    if isinstance(e, ast.Tuple): return tuple(self._expr(x, env) for x in e.elts)   # an array shape
     raise NotLowerable(f"expression {type(e).__name__}")
 
   def _input(self, name:str):
@@ -275,6 +295,10 @@ class Lowering:
       if f.attr == "asarray" and len(e.args) == 1:
         v = self._expr(e.args[0], env)
         return b.cast(v, self._dtype(kw["dtype"])) if "dtype" in kw else v
+      if f.attr == "zeros" and len(e.args) == 2 and not kw and isinstance(shape := self._expr(e.args[0], env), tuple):
+        if not (len(shape) == 2 and shape[0] is N_SENTINEL and isinstance(shape[1], int) and ast.unparse(e.args[1]) == "np.uint32"):
+          raise NotLowerable(f"np.zeros of shape {shape}")
+        return Words((b.const(0, U64),) * shape[1])   # an (n, k) uint32 array of dwords
       if f.attr in ("full", "zeros") and len(e.args) >= 1 and self._expr(e.args[0], env) is N_SENTINEL:
         full = f.attr == "full"
         v = self._expr(e.args[1], env) if full else 0
@@ -292,6 +316,11 @@ class Lowering:
 
   def _helper(self, name:str, args:list, kws:dict):
     b = self.b
+    if name in ("mread", "mread_words") and len(args) == 4 and not kws and isinstance(args[1], Val) and isinstance(args[2], int):
+      mem, addr, size = args[0], b.cast(args[1], U64), args[2]   # runtime.mread(MEM, addr, nbytes, n) / mread_words(MEM, addr, k, n)
+      if not hasattr(mem, "read"): raise NotLowerable(f"{name} of {type(mem).__name__}")
+      return mem.read(addr, size) if name == "mread" else mem.read_words(addr, size)
+    if name == "signext" and len(args) == 1: return args[0]   # helpers.signext: marks a value signed, changes nothing
     if name in ("bits2f", "f2bits") and len(args) == 2 and not isinstance(args[1], Val):
       x, w = args
       if w not in (32, 64): raise NotLowerable(f"{name} of width {w}")
@@ -383,5 +412,7 @@ class Lowering:
 def lower(source:str, inputs:dict, b:Builder) -> dict:
   """The outputs (`st.NAME = ...` of the generated `op` function) as lane vectors or Python scalars, emitting the wave's IR into b.
   `inputs`: the op state's attributes: Val for per-lane operands (uint64 bits, lane masks as uint64 0/1), Python values for
-  fields and mode inputs, N_SENTINEL for `n`. Raises NotLowerable (see the module docstring)."""
+  fields and mode inputs, N_SENTINEL for `n`, and for MEM an object whose `read(addr, nbytes)` emits a load of `nbytes` (1, 2, 4)
+  at each lane's uint64 address Val (a uint64 Val) and `read_words(addr, k)` one of k dwords (Words). Raises NotLowerable (see the
+  module docstring)."""
   return Lowering(source, b).run("op", inputs)

@@ -1,0 +1,169 @@
+"""Global loads inside native regions (emu.amd.regions): every plain GLOBAL load op of rdna3, rdna4 and CDNA in both address forms
+gives the numpy path's registers and traffic bit for bit (EMU_REGIONS=0 is the reference, hand-computed values where they are
+simple), inactive lanes' addresses are never touched, and every access the native table cannot vouch for (out of range, across two
+mappings, host memory the process may unmap, a mapping gone since the last run) takes the numpy path: the same values or the same
+fault, never a host crash."""
+import importlib
+import numpy as np
+import pytest
+from emu import native
+from emu.amd import regions, run_program
+from emu.amd.api import GPUMemoryFault
+from emu.amd.memory import MemoryMap
+from emu.amd.semantics import get_op
+from emu.amd.steps import Program
+from emu.amd.arch import get_spec
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
+ISA = {"gfx1100": ("rdna3", "GLOBAL", "GLOBALOp", "addr", "offset"), "gfx1201": ("rdna4", "VGLOBAL", "VGLOBALOp", "vaddr", "ioffset"),
+       "gfx942": ("cdna", "GLOBAL", "GLOBALOp", "addr", "offset")}
+NO_SADDR = {"gfx1100": "NULL", "gfx1201": "NULL", "gfx942": "EXEC_HI"}   # no SGPR base: NULL on RDNA, 0x7f (off) on gfx9
+
+@pytest.fixture
+def native_runs(monkeypatch):
+  """Regions compile on first use; the batch sizes that ran natively."""
+  monkeypatch.setattr(regions, "REGION_HOT", 0)
+  monkeypatch.setattr(regions, "BACKGROUND", False)
+  monkeypatch.delenv("EMU_REGIONS", raising=False)
+  runs, real = [], regions.Region.run
+  def spy(self, m, ws):
+    done = real(self, m, ws)
+    if done: runs.append(len(ws))
+    return done
+  monkeypatch.setattr(regions.Region, "run", spy)
+  return runs
+
+def _ins(arch):
+  family, cls, enum, addr_f, off_f = ISA[arch]
+  mod = importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.ins")
+  return mod, getattr(mod, cls), getattr(mod, enum), addr_f, off_f
+
+def load(arch, op, vdst:int, addr:int, saddr:int|None, offset:int):
+  """The GLOBAL instruction `op` (the DSL checks register counts: VDATA's, and the address's 64 or 32 bits as it sees them)."""
+  mod, cls, _, addr_f, off_f = _ins(arch)
+  width = max(1, get_op(arch, op).widths.get("VDATA", 32) // 32)
+  base = mod.s[saddr:saddr + 1] if saddr is not None else getattr(mod, NO_SADDR[arch])
+  for n in (2, 1):
+    try: return cls(op, vdst=mod.v[vdst:vdst + width - 1], saddr=base, **{addr_f: mod.v[addr:addr + n - 1], off_f: offset})
+    except TypeError:
+      if n == 1: raise
+
+def plain_loads(arch) -> list:
+  """The load ops regions take (regions.plain_load's op test), by enum member."""
+  _, _, enum, _, _ = _ins(arch)
+  out = []
+  for op in enum:
+    try: c = get_op(arch, op)
+    except Exception: continue
+    if c.kind == "vector" and c.mem == "r" and not c.mem_rmw and c.writes == {"VDATA"} and c.reads <= regions.LOAD_READS: out.append(op)
+  return out
+
+def both(monkeypatch, insts, **kw):
+  """(state with regions, state on the numpy path); registers, status and bytes read must agree."""
+  got = run_program(insts, **kw)
+  with monkeypatch.context() as m:
+    m.setenv("EMU_REGIONS", "0")
+    want = run_program(insts, **kw)
+  np.testing.assert_array_equal(got.vgpr_store, want.vgpr_store)
+  np.testing.assert_array_equal(got.sgpr, want.sgpr)
+  np.testing.assert_array_equal(got.status, want.status)
+  assert got.stats.bytes_read == want.stats.bytes_read
+  return got
+
+def _buffer(mem:MemoryMap, nbytes:int, seed:int=0, **kw) -> np.ndarray:
+  buf = np.random.default_rng(seed).integers(0, 256, nbytes).astype(np.uint8)
+  mem.map(buf.ctypes.data, buf.nbytes, name="data", backing=buf, **kw)
+  return buf
+
+@pytest.mark.parametrize("arch", sorted(ISA))
+@pytest.mark.parametrize("sgpr_base", [False, True])
+def test_every_plain_load_op_matches_the_numpy_path(monkeypatch, native_runs, arch, sgpr_base):
+  lanes = 64 if arch == "gfx942" else 32
+  ops = plain_loads(arch)
+  assert len(ops) >= 13, [o.name for o in ops]   # u8 i8 u16 i16 b32 b64 b96 b128 and the six d16 forms
+  mem = MemoryMap()
+  buf = _buffer(mem, 64 * lanes + 64)
+  off = (np.arange(lanes) * 37 % (48 * lanes)).astype(np.uint64)   # unaligned, out of lane order
+  addr = np.uint64(buf.ctypes.data) + off
+  exec_mask = (1 << lanes) - 1 - (1 << 3) - (1 << (lanes - 2))
+  vgprs = {2: (addr & np.uint64(0xffffffff)).astype(np.uint32), 3: (addr >> np.uint64(32)).astype(np.uint32), 10: 0xabcd1234,
+           11: 0x5a5a5a5a, 12: 0x01020304, 13: 0xfedcba98}
+  for lane in (3, lanes - 2):   # inactive lanes point nowhere: never read
+    vgprs[2][lane], vgprs[3][lane] = 0x1000, 0
+  sgprs = {}
+  if sgpr_base:
+    sgprs = {20: buf.ctypes.data}
+    vgprs[2] = np.where(np.isin(np.arange(lanes), (3, lanes - 2)), 0xfff00000, off).astype(np.uint32)   # inactive: past the buffer
+  for op in ops:
+    native_runs.clear()
+    prog = [load(arch, op, 10, 2, 20 if sgpr_base else None, 8)]
+    st = both(monkeypatch, prog, arch=arch, lanes=lanes, memory=mem, vgprs=vgprs, sgprs=sgprs, exec_mask=exec_mask)
+    assert native_runs == [1], op.name
+    assert st.stats.bytes_read > 0
+    if op.name in ("GLOBAL_LOAD_B128", "GLOBAL_LOAD_DWORDX4"):   # four little-endian dwords at each active lane's address + 8
+      words = np.stack([buf[int(o) + 8:int(o) + 24].view(np.uint32) for o in off])
+      on = np.array([(exec_mask >> i) & 1 == 1 for i in range(lanes)])
+      np.testing.assert_array_equal(st.vgpr[0, on, 10:14], words[on])
+      assert (st.vgpr[0, ~on, 10:14] == [0xabcd1234, 0x5a5a5a5a, 0x01020304, 0xfedcba98]).all()
+      assert st.stats.bytes_read == 16 * int(on.sum())
+    if op.name in ("GLOBAL_LOAD_I16", "GLOBAL_LOAD_SSHORT"):
+      want = buf[off[0] + 8: off[0] + 10].view(np.int16)[0].astype(np.int32).astype(np.uint32)
+      assert st.vgpr[0, 0, 10] == want
+
+def test_loads_and_arithmetic_share_one_region(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v, v_add_nc_u32_e32, v_lshlrev_b32_e32, v_add_co_u32, v_add_co_ci_u32, s, v_mul_f32_e32
+  mem = MemoryMap()
+  data = np.arange(256, dtype=np.float32) * 0.25
+  mem.map(data.ctypes.data, data.nbytes, backing=data.view(np.uint8))
+  from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
+  prog = [v_lshlrev_b32_e32(v[4], 3, v[1]),                                  # byte offset 8 * lane
+          v_add_co_u32(v[6], s[10], s[20], v[4]), v_add_co_ci_u32(v[7], s[10], s[21], 0, s[10]),
+          load("gfx1100", GLOBALOp.GLOBAL_LOAD_B32, 8, 6, None, 4),
+          v_mul_f32_e32(v[9], 2.0, v[8]), v_add_nc_u32_e32(v[5], 1, v[1])]
+  st = both(monkeypatch, prog, memory=mem, vgprs={1: np.arange(32)}, sgprs={20: data.ctypes.data}, waves=2)
+  assert native_runs == [2]   # the whole program is one native region for both waves
+  assert (st.vgpr[:, :, 9].view(np.float32) == 2 * data[2 * np.arange(32) + 1]).all()
+
+def test_accesses_the_table_cannot_vouch_for_take_the_numpy_path(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
+  mem = MemoryMap()
+  whole = np.arange(256, dtype=np.uint32)
+  a, b = whole[:64], whole[128:192]   # b above a: a 32-bit offset from a's address reaches it
+  mem.map(a.ctypes.data, a.nbytes, backing=a.view(np.uint8))
+  userptr = mem.map(b.ctypes.data, b.nbytes, backing=b.view(np.uint8), present=lambda: True)   # host memory: not in the table
+  assert [r[0] for r in mem.native_table()] == [a.ctypes.data]
+  prog = [load("gfx1100", GLOBALOp.GLOBAL_LOAD_B64, 10, 2, 20, 0)]
+  lanes = np.arange(32)
+  split = np.where(lanes < 16, 8 * lanes, b.ctypes.data - a.ctypes.data + 4 * lanes).astype(np.uint32)   # half in a, half in b
+  st = both(monkeypatch, prog, memory=mem, vgprs={2: split}, sgprs={20: a.ctypes.data})
+  assert native_runs == [1]   # the region ran: the wave itself went the numpy way
+  lo = np.where(lanes < 16, 2 * lanes, 128 + lanes)
+  assert (st.vgpr[0, :, 10] == lo).all()
+  for gone in (False, True):   # an address past `a` faults as on the numpy path, also once `b` is unmapped under the table
+    if gone: mem.unmap(userptr.addr)
+    faults = []
+    for flag in ("1", "0"):
+      monkeypatch.setenv("EMU_REGIONS", flag)
+      with pytest.raises(GPUMemoryFault) as e: run_program(prog, memory=mem, vgprs={2: np.where(lanes == 7, 256 - 4, 0)}, sgprs={20: a.ctypes.data})
+      faults.append(str(e.value))
+    assert faults[0] == faults[1]
+
+def test_a_load_span_across_two_adjacent_mappings_reads_both(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
+  whole = np.arange(128, dtype=np.uint32)
+  mem = MemoryMap()
+  mem.map(whole.ctypes.data, 256, backing=whole[:64].view(np.uint8))
+  mem.map(whole.ctypes.data + 256, 256, backing=whole[64:].view(np.uint8))
+  prog = [load("gfx1100", GLOBALOp.GLOBAL_LOAD_B128, 10, 2, 20, 0)]
+  st = both(monkeypatch, prog, memory=mem, vgprs={2: np.full(32, 248)}, sgprs={20: whole.ctypes.data})   # dwords 62..65
+  assert (st.vgpr[0, :, 10:14] == [62, 63, 64, 65]).all()
+
+def test_regions_take_only_plain_global_loads():
+  from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
+  spec, mem = get_spec("gfx1100"), MemoryMap()
+  prog = Program(spec, mem)
+  code = b"".join(i.to_bytes() for i in [load("gfx1100", GLOBALOp.GLOBAL_LOAD_B32, 1, 2, None, 0),
+                                         load("gfx1100", GLOBALOp.GLOBAL_ATOMIC_ADD_U32, 1, 2, None, 0)]) + b"\0" * 16
+  arr = np.frombuffer(code, dtype=np.uint8).copy()
+  mem.map(arr.ctypes.data, arr.size, backing=arr, writable=False)
+  assert regions.plain_load(prog.at(arr.ctypes.data)) and not regions.plain_load(prog.at(arr.ctypes.data + 8))
