@@ -86,9 +86,17 @@ def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:np.ndarray) -> 
     st.sgpr[:, TTMP9], st.sgpr[:, TTMP7] = per_wave[:, 0], (per_wave[:, 1] & 0xffff) | ((per_wave[:, 2] & 0xffff) << 16)
   st.vgpr[:, :, 0] = np.tile(tid.reshape(wpg, cfg.lanes).astype(np.uint32), (n_wg, 1))
   st.store_mask_bits(np.arange(n_wg * wpg), spec.exec_lo, np.tile(active, (n_wg, 1)))
-  local = np.tile(np.arange(wpg), n_wg)
-  st.wave_id = [(int(x), int(y), int(z), int(w)) for (x, y, z), w in zip(np.repeat(wgs, wpg, axis=0).tolist(), local.tolist())]
+  st.wave_id = WaveIds(wgs, wpg)
   return st
+
+class WaveIds:
+  """(wg x, wg y, wg z, wave in wg) of each wave of a chunk, made when asked for (fault reports, traces): a list of them cost
+  ~1 us per wave at every chunk's start."""
+  def __init__(self, wgs:np.ndarray, wpg:int): self.wgs, self.wpg = wgs, wpg
+  def __getitem__(self, w:int) -> tuple[int, int, int, int]:
+    x, y, z = (int(c) for c in self.wgs[w // self.wpg])
+    return x, y, z, w % self.wpg
+  def __len__(self) -> int: return len(self.wgs) * self.wpg
 
 def release_barriers(status:np.ndarray, groups:np.ndarray):
   """`status` is (workgroups, waves per workgroup): in each of `groups` where no wave runs any more and some wave waits at
@@ -168,7 +176,7 @@ class Dispatcher:
       if done:
         for o in self.observers: o.ran(st, ws, region.steps, pc, first_wave)
         stats.wave_instructions += len(ws) * region.count
-        self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id[int(ws[0])])
+        self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]))
         return
     for off, _ in region.steps: self._step(m, prog, pc + off, ws, stats, first_wave)
 
@@ -176,7 +184,7 @@ class Dispatcher:
     """Run the instruction at `pc` for waves ws on the numpy path, count it and let the watchdog see it; the Step."""
     step = self._execute(m, prog, pc, ws, first_wave)
     stats.wave_instructions += len(ws)
-    self.watchdog.check(stats.wave_instructions, pc, m.st.wave_id[int(ws[0])])
+    self.watchdog.check(stats.wave_instructions, pc, m.st.wave_id, int(ws[0]))
     return step
 
   def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int):

@@ -7,6 +7,7 @@ consecutive waves -- what a lockstep VALU op reads and writes -- is one contiguo
 it, and results are stored with one copy.
 """
 from __future__ import annotations
+import mmap
 from functools import cache
 import numpy as np
 from emu.amd.api import IllegalOperand
@@ -35,12 +36,24 @@ def mode_state(mode:int) -> dict:
 
 MODE_INPUTS = frozenset(mode_state(MODE_DEFAULT))   # the op inputs that depend on the wave's MODE
 
+LAZY_ZERO_BYTES = 1 << 20   # arrays from this size on come from fresh anonymous pages (`zeroed`)
+
+def zeroed(shape:tuple, dtype) -> np.ndarray:
+  """np.zeros(shape, dtype), large ones on their own anonymous mapping: its pages are zero until first touched, so a VGPR file of
+  which a kernel uses a few registers costs those pages. (np.zeros of a large block can memset all of it: once glibc has freed a
+  mapped block of that size it serves the next from its heap, and calloc must clear it; 16 MiB per 512-wave chunk.) The mapping
+  is released with the array."""
+  dt = np.dtype(dtype)
+  nbytes = int(np.prod(shape)) * dt.itemsize
+  if nbytes < LAZY_ZERO_BYTES: return np.zeros(shape, dtype=dt)
+  return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dt).reshape(shape)
+
 class WaveState:
   """State of `n` waves of `lanes` lanes each. Per-wave arrays are indexed by wave number 0..n-1."""
   def __init__(self, spec:ArchSpec, n:int, lanes:int, n_vgprs:int, scratch_bytes:int=0):
     self.spec, self.n, self.lanes, self.n_vgprs = spec, n, lanes, n_vgprs
     self.sgpr = np.zeros((n, N_SREGS), dtype=np.uint32)
-    self.vgpr_store = np.zeros((n_vgprs, n, lanes), dtype=np.uint32)   # the storage, [reg, wave, lane] (native regions index it)
+    self.vgpr_store = zeroed((n_vgprs, n, lanes), np.uint32)   # the storage, [reg, wave, lane] (native regions index it)
     self.vgpr = self.vgpr_store.transpose(1, 2, 0)
     self.scc = np.zeros(n, dtype=np.uint32)
     self.pc = np.zeros(n, dtype=np.int64)
@@ -49,7 +62,7 @@ class WaveState:
     self.wave_id = [(0, 0, 0, 0)] * n                # (wg x, wg y, wg z, wave in wg) for fault reports and traces
     self.hwreg = np.zeros((n, 64), dtype=np.uint32)  # s_getreg/s_setreg view (MODE, STATUS, HW_ID ...), by the 6-bit HWREG id
     self.hwreg[:, HWREG_MODE] = MODE_DEFAULT
-    self.scratch = np.zeros((n, lanes, scratch_bytes), dtype=np.uint8)
+    self.scratch = zeroed((n, lanes, scratch_bytes), np.uint8)
     self.lane_ids = np.arange(lanes, dtype=np.uint64)
 
   # ---- lane masks (EXEC, VCC, any SGPR pair) as Python ints / numpy ----

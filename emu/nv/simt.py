@@ -249,5 +249,5 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, watchdog:Watchdog):
     stats.warp_instructions += st.nwarps if all_lanes else len(np.unique(st.warp[at]))
     if timer is not None: timer.step(p, at, all_lanes, inst.op == "bar")
     if TRACE: _trace(kernel, inst, at)
-    if steps % WATCHDOG_EVERY == 0: watchdog.check(stats.warp_instructions, p, None)
+    if steps % WATCHDOG_EVERY == 0: watchdog.check(stats.warp_instructions, p)
   if timer is not None: timer.end()
