@@ -18,8 +18,9 @@ numpy path, which reads across ranges or raises the fault the access makes. Inac
 Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
 arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
 region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default
-runs the numpy path for the whole batch. Compiling costs 10-200 ms, so a region is compiled only once it has run REGION_HOT instructions on the numpy path, on a
-background thread while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native).
+runs the numpy path for the whole batch. Compiling costs 10-200 ms, so a region is compiled only once it has run REGION_HOT
+instructions on the numpy path, on a background thread while the emulation goes on, or loaded at once when its object is in the
+disk cache (emu.native).
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
 natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
