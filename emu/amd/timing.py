@@ -13,7 +13,7 @@ latencies cite their trace evidence in docs/timing.md. This module holds the per
 instruction (from its mnemonic's grammar and its compiled semantics) and the observer; emu/amd/cu_model.py is the replay.
 """
 from __future__ import annotations
-import hashlib, math, threading
+import hashlib, itertools, math, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -171,11 +171,12 @@ class ReplayMemo:
   streams and workgroups); beyond `limit` workloads the least recently used is dropped. A dispatch whose CUs run what an
   earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing.
 
-  The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
+  A native region's steps are numbered once per (region, pc) (`run_keys`). The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
   beyond `max_codes` it starts over as a new generation, dropping the end cycles too, since their digests are of the old numbers;
   a dispatch numbered in the old generation keeps its own table and puts the generation into its digests."""
   def __init__(self, limit:int=65536, max_codes:int=1 << 20):
     self.ops: dict[int, tuple[Step, ReplayOp]] = {}
+    self.runs: dict[tuple[int, int], tuple[list, list[int], list[int]]] = {}   # run_keys
     self.limit, self.max_codes, self._lock = limit, max_codes, threading.Lock()
     self.generation = -1
     self._new_generation()
@@ -191,6 +192,16 @@ class ReplayMemo:
     """The replay form of `step` (classified once per process)."""
     if (hit := self.ops.get(sid := id(step))) is None: hit = self.ops[sid] = (step, replay_op(classify(step)))
     return hit[1]
+
+  def run_keys(self, steps:list[tuple[int, Step]], pc:int) -> tuple[list[int], list[int]]:
+    """(step ids, pcs) of a native region's `steps` ([(offset, Step)]) run at `pc`, each step classified: made once per (steps
+    object, pc), the steps object held so that its id is not reused."""
+    with self._lock:
+      if (hit := self.runs.get(key := (id(steps), pc))) is None:
+        for _, step in steps: self.op(step)
+        hit = self.runs[key] = (steps, [id(step) for _, step in steps], [pc + off for off, _ in steps])
+        while len(self.runs) > self.limit: self.runs.pop(next(iter(self.runs)))
+    return hit[1], hit[2]
 
   def number(self, keys:list[tuple[int, int]]) -> tuple[int, list[tuple[int, int]], np.ndarray]:
     """Number each (step id, pc) of `keys`: (the generation, its code -> (step id, pc) table, the codes as int32)."""
@@ -234,9 +245,9 @@ class TimingModel(DispatchObserver):
   reads_registers = False   # it records which waves issued which step, nothing of their state
   def before(self, st, ws:np.ndarray, step:Step, pc:int, first_wave:int): self.issue(step, ws + first_wave if first_wave else ws, pc)
   def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int):
-    ws = ws + first_wave if first_wave else ws
-    for _, step in steps: REPLAY_MEMO.op(step)
-    self.batches.extend((id(step), pc + off, ws) for off, step in steps)
+    sids, pcs = REPLAY_MEMO.run_keys(steps, pc)
+    self.lockstep &= len(ws) == self.n_waves
+    self.batches.extend(zip(sids, pcs, itertools.repeat(ws + first_wave if first_wave else ws)))
   def done(self, stats): stats.cycles, stats.clock_mhz = self.finish()
 
   def start(self, n_waves:int, lanes:int, waves_per_wg:int=1, vgprs:int=0, lds_bytes:int=0):
@@ -247,10 +258,12 @@ class TimingModel(DispatchObserver):
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, self.spec.lds_per_cu // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
+    self.lockstep = True   # every batch so far held every wave
 
   def issue(self, step:Step, ws:np.ndarray, pc:int=0):
     """Record that waves `ws` (dispatch-wide numbers) executed `step` at `pc`."""
     REPLAY_MEMO.op(step)
+    self.lockstep &= len(ws) == self.n_waves
     self.batches.append((id(step), pc, np.asarray(ws)))
 
   def placement(self, wave:int) -> tuple[int, int]:
@@ -263,7 +276,7 @@ class TimingModel(DispatchObserver):
     if not self.batches: return [([], [], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
     # (step id, pc) -> an int: one array to sort and compare instead of two
     generation, pairs, per_batch = REPLAY_MEMO.number([(sid, pc) for sid, pc, _ in self.batches])
-    if all(len(b[2]) == self.n_waves for b in self.batches):   # every batch held every wave (one lockstep chunk): one sequence
+    if self.lockstep:   # every batch held every wave (one lockstep chunk): one sequence
       stream, digest = self._stream(per_batch, pairs)
       return [stream] * self.n_waves, [digest] * self.n_waves, generation
     waves = np.concatenate([b[2] for b in self.batches])
