@@ -169,9 +169,10 @@ class ReplayMemo:
   reused), one number per (step, pc) so a wave's instruction stream is the same byte string in every dispatch, and the end cycle
   of every CU workload replayed so far, keyed by a 128-bit digest of everything the replay reads (the parameters, the waves'
   streams and workgroups); beyond `limit` workloads the least recently used is dropped. A dispatch whose CUs run what an
-  earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing.
+  earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing. A native region's
+  step ids and pcs are listed once per (region, pc) (`run_keys`).
 
-  A native region's steps are numbered once per (region, pc) (`run_keys`). The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
+  The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
   beyond `max_codes` it starts over as a new generation, dropping the end cycles too, since their digests are of the old numbers;
   a dispatch numbered in the old generation keeps its own table and puts the generation into its digests."""
   def __init__(self, limit:int=65536, max_codes:int=1 << 20):
