@@ -176,10 +176,14 @@ def plain_load(s:Step) -> bool:
   return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"VDATA"} and \
     op.reads <= LOAD_READS | set(s.fields)
 
+_joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused
+
 def joins(s:Step) -> bool:
   """Whether step s may be part of a region: a plain VALU step, a plain global load, or a control step without effect (s_nop,
-  s_delay_alu, s_waitcnt ...)."""
-  return isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s)
+  s_delay_alu, s_waitcnt ...). Decided once per step (every dispatch's region search asks again for the steps it scans)."""
+  if (hit := _joins.get(id(s))) is None:
+    hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s))
+  return hit[1]
 
 class _Memory:
   """The MEM input of a load op lowered into a region (lanes_ir's memory protocol): every access is `_WaveCode.load`."""
