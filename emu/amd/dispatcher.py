@@ -153,8 +153,8 @@ class Dispatcher:
         ws = run[pcs == pc]
         every = len(ws) == len(run)
       if use_regions and (region := prog.region(pc, st.lanes, int(st.hwreg[ws[0], HWREG_MODE]))) is not None:
-        self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line VALU and loads: every wave of the batch runs all of it
-        if every: pc += region.size
+        self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line code: every wave of the batch runs all of it
+        if every and not region.writes_pc: pc += region.size
         else: ws = None
         continue
       step = self._step(m, prog, pc, ws, stats, first_wave)

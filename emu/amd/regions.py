@@ -1,15 +1,18 @@
-"""Native VALU regions: a run of straight-line vector ALU instructions and global loads compiled, once per code bytes, into one
-native function that runs the whole run for every wave of a batch, wave by wave, on all lanes at once: each register value is one
-SIMD vector (a lane per element) that stays in machine registers from the instruction that makes it to the one that reads it.
+"""Native regions: a run of straight-line vector ALU instructions, global loads and scalar ALU ops, up to and including a branch,
+compiled once per code bytes into one native function that runs the whole run for every wave of a batch, wave by wave, on all lanes
+at once: each register value is one SIMD vector (a lane per element) that stays in machine registers from the instruction that
+makes it to the one that reads it; a scalar value is a one-element vector of the wave.
 
 Each instruction's semantics are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds only what the
 executors (exec_valu, exec_vmem) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask registers
 (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
-loads (no atomics, ADDTID, block or LDS forms), and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...); it ends at
-anything else, or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask (results are
-stored when the wave is done, so only lane-wise dependencies may cross instructions). Nothing in a region writes memory, so its
-loads may run wave by wave.
+loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC (lowered
+from their numpy code over waves, SaluStep.across), and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...); a branch
+(s_branch, s_cbranch_scc0/1) is its last instruction (the function then stores each wave's next PC). It ends before anything else,
+or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
+SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
+Nothing in a region writes memory, so its loads may run wave by wave.
 
 A load reads in place only what the memory map's native table vouches for (MemoryMap.native_table: ranges whose host memory
 cannot go away under it): the span every active lane of the wave reaches must lie in one of its ranges, else that wave takes the
@@ -28,7 +31,7 @@ from __future__ import annotations
 import ctypes, os
 import numpy as np
 from emu import native
-from emu.amd.exec_salu import ControlStep
+from emu.amd.exec_salu import ControlStep, SaluStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.operands import Src, resolve_src
@@ -41,11 +44,13 @@ REGION_HOT = 0 if CHECK else 400   # instructions (per batch) a region runs on t
 BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
+SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "n", "WAVE32", "WAVE64"})
+BRANCH_READS = frozenset({"PC", "SCC", "n"})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
 # what a region with global loads calls (_WaveCode.load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
 # sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
@@ -178,12 +183,31 @@ def plain_load(s:Step) -> bool:
 
 _joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused
 
+def plain_salu(s:Step) -> bool:
+  """A scalar ALU op from registers and constants into an SGPR (not EXEC) and SCC, with numpy code over waves (SaluStep.across)."""
+  if type(s) is not SaluStep or not s.pure or s.across is None or s.mode_dep: return False
+  op, spec = s.op, s.spec
+  if not op.reads <= SALU_READS | set(s.fields) or not op.writes <= {"D0", "SCC"} or not op.writes: return False
+  if "D0" in op.writes and (s.d_bits not in (32, 64) or s.sdst + s.d_bits // 32 > spec.exec_lo and s.sdst != spec.null_reg): return False
+  srcs = list(s.srcs.values()) + ([s.d0] if "D0" in op.reads else [])
+  return all(src.kind in ("sgpr", "const") and src.bits in (32, 64) and not src.hi for src in srcs)
+
+def plain_branch(s:Step) -> bool:
+  """s_branch / s_cbranch_scc0/1: the last step of a region, whose function then writes each wave's next PC."""
+  return type(s) is SaluStep and s.pure and s.across is not None and s.op.writes == {"PC"} and s.op.reads <= BRANCH_READS | set(s.fields)
+
 def joins(s:Step) -> bool:
-  """Whether step s may be part of a region: a plain VALU step, a plain global load, or a control step without effect (s_nop,
-  s_delay_alu, s_waitcnt ...). Decided once per step (every dispatch's region search asks again for the steps it scans)."""
+  """Whether step s may be part of a region: a plain VALU step, a plain global load, a plain scalar ALU op, a branch (which ends
+  it: `ends`), or a control step without effect (s_nop, s_delay_alu, s_waitcnt ...). Decided once per step (every dispatch's
+  region search asks again for the steps it scans)."""
   if (hit := _joins.get(id(s))) is None:
-    hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s))
+    hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s) or plain_salu(s)
+                           or plain_branch(s))
   return hit[1]
+
+def ends(s:Step) -> bool:
+  """Whether a region ends with step s (one that `joins`): a branch."""
+  return isinstance(s, SaluStep) and "PC" in s.op.writes
 
 class _Memory:
   """The MEM input of a load op lowered into a region (lanes_ir's memory protocol): every access is `_WaveCode.load`."""
@@ -202,6 +226,11 @@ class _WaveCode:
     self.written: list[int] = []          # VGPRs the region writes, in first-write order
     self.masks: dict[int, Val] = {}       # lane-mask register (pair base) -> its lanes' bits (<lanes x i1>) as written in the region
     self.load_bytes = 0                   # bytes each active lane reads from global memory in the region
+    self.sb = Builder("u", 1)             # scalar (per-wave) code: one-element vectors, emitted into the same lines
+    self.sb.lines, self.sb.intrinsics = self.b.lines, self.b.intrinsics
+    self.sgprs: dict[int, str] = {}       # SGPR -> its current i32 value, for those scalar ops wrote in the region
+    self.scc: str | None = None           # SCC's current i32 value once read or written in the region
+    self.next_pc: str | None = None       # the i64 PC a branch ending the region left
 
   # ---- operand reads ----
   def vreg(self, r:int) -> str:
@@ -215,8 +244,9 @@ class _WaveCode:
     return self.vgpr[r]
 
   def sreg(self, r:int) -> str:
-    """SGPR r of this wave (a scalar i32)."""
+    """SGPR r of this wave (a scalar i32): as a scalar op of the region left it, else loaded."""
     if not 0 <= r < N_SGPR_ROW: raise NotLowerable(f"s{r} is past the SGPR row")   # (the numpy path faults on it)
+    if r in self.sgprs: return self.sgprs[r]
     b = self.b
     at = b.emit(f"add i64 %sb, {r}", U64)
     p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {at.ref}", U64)
@@ -263,6 +293,41 @@ class _WaveCode:
       word = b.const(src.value, U64).ref
     sh = b.emit(f"lshr {b.t('i64')} {word}, {b.lane_ids()}", U64)
     return b.emit(f"and {b.t('i64')} {sh.ref}, {b.c('i64', '1')}", U64)
+
+  # ---- scalar (per-wave) values: one-element vectors of the scalar builder ----
+  def scalar_read(self, src:Src) -> Val:
+    """An SGPR or constant operand as a uint64 one-element vector (zero-extended; 64-bit operands from a register pair)."""
+    sb = self.sb
+    if src.kind == "const": return sb.const(src.value & ((1 << src.bits) - 1), U64)
+    words = [sb.emit(f"zext i32 {self.sreg(src.reg + k)} to i64", U64) for k in range(src.nregs)]
+    v = words[0] if src.nregs == 1 else sb.emit(f"or i64 {words[0].ref}, {sb.emit(f'shl i64 {words[1].ref}, 32', U64).ref}", U64)
+    return sb.emit(f"insertelement <1 x i64> poison, i64 {v.ref}, i64 0", U64)
+
+  def scalar(self, value) -> str:
+    """A scalar op's output (a one-element Val or a Python int) as an i64."""
+    if not isinstance(value, Val):
+      v = self.sb.weak(value, U64)
+      return str(v - (1 << 64) if v >= 1 << 63 else v)
+    return self.sb.emit(f"extractelement <1 x i64> {self.sb.cast(value, U64).ref}, i64 0", U64).ref
+
+  def scc_value(self) -> Val:
+    if self.scc is None:
+      p = self.b.emit("getelementptr inbounds i32, ptr %sccp, i64 %w", U64)
+      self.scc = self.b.emit(f"load i32, ptr {p.ref}", U64).ref
+    return self.sb.emit(f"insertelement <1 x i64> poison, i64 {self.sb.emit(f'zext i32 {self.scc} to i64', U64).ref}, i64 0", U64)
+
+  def write_sgpr(self, reg:int, bits:int, value):
+    """A scalar result into SGPR reg (.. reg + 1 for 64 bits; NULL drops it), stored when the wave is done."""
+    if reg == self.spec.null_reg: return
+    regs = set(range(reg, reg + bits // 32))
+    if regs & self.written_mask_regs(): raise NotLowerable("a scalar write over a lane mask the region wrote")
+    v = self.scalar(value)
+    for k in range(bits // 32):
+      part = self.b.emit(f"lshr i64 {v}, {32 * k}", U64).ref if k else v
+      self.sgprs[reg + k] = self.b.emit(f"trunc i64 {part} to i32", U64).ref
+
+  def write_scc(self, value):
+    self.scc = self.b.emit(f"trunc i64 {self.b.emit(f'and i64 {self.scalar(value)}, 1', U64).ref} to i32", U64).ref
 
   def address(self, step:VmemStep) -> Val:
     """A GLOBAL instruction's per-lane address (VmemStep._addresses): a VGPR pair, or an SGPR pair plus a 32-bit VGPR, plus the offset."""
@@ -316,6 +381,7 @@ class _WaveCode:
     if reg == self.spec.null_reg: return
     if reg + self.lanes // 32 > N_SGPR_ROW: raise NotLowerable(f"a wave{self.lanes} lane mask at s{reg} runs past the SGPR row")
     if self.mask_regs(reg) & {self.spec.exec_lo, self.spec.exec_lo + 1}: raise NotLowerable("a lane mask over EXEC")   # (wave64 M0 pair)
+    if self.mask_regs(reg) & set(self.sgprs): raise NotLowerable("a lane mask over an SGPR a scalar op of the region wrote")
     b = self.b
     v = b.cast(value, U64)
     one = b.emit(f"and {b.t('i64')} {v.ref}, {b.c('i64', '1')}", U64)
@@ -323,9 +389,9 @@ class _WaveCode:
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
-    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes
+    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, dict(self.sgprs), self.scc
   def rewind(self, at:tuple):
-    n_lines, n_float, vgpr, self.load_bytes = at
+    n_lines, n_float, vgpr, self.load_bytes, self.sgprs, self.scc = at
     del self.b.lines[n_lines:], self.b.float_results[n_float:]
     self.vgpr = vgpr
 
@@ -354,6 +420,9 @@ def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
 def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
   """(SGPRs read as values, lane-mask registers read, lane-mask registers written) of a plain VALU step or load."""
   if isinstance(step, VmemStep): return ({step.sgpr_base, step.sgpr_base + 1} if step.sgpr_base is not None else set()), set(), set()
+  if isinstance(step, SaluStep):
+    srcs = list(step.srcs.values()) + ([step.d0] if "D0" in step.op.reads else [])
+    return {src.reg + k for src in srcs if src.kind == "sgpr" for k in range(src.nregs)}, set(), set()
   if isinstance(step, VopdStep):
     scal = {s.reg + k for _, srcs, _, _ in step.halves for s in srcs.values() if s.kind == "sgpr" for k in range(s.nregs)}
     return scal, {step.spec.vcc_lo for op, _, _, _ in step.halves if "VCC" in op.reads}, set()
@@ -361,10 +430,12 @@ def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
   op = step.op
   return scal, {step.mask_read[n] for n in op.lane_masks & op.reads if n != "EXEC"}, {step.mask_write[n] for n in op.lane_masks & op.writes}
 
-def _lower_step(step, code:_WaveCode, mode:dict):
-  """Append one step's code for a wave's lanes (NotLowerable may leave part of it behind: the caller rewinds `code`)."""
+def _lower_step(step, code:_WaveCode, mode:dict, off:int):
+  """Append the code of one step (at byte `off` of the region) for a wave's lanes (NotLowerable may leave part of it behind: the
+  caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
   if isinstance(step, VmemStep): return _lower_load(step, code, mode)
+  if isinstance(step, SaluStep): return _lower_scalar(step, code, off)
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
     outs = []
     for op, srcs, vdst, _ in step.halves:
@@ -382,6 +453,24 @@ def _lower_step(step, code:_WaveCode, mode:dict):
   for name in op.lane_masks & op.writes: code.write_mask(step.mask_write[name], out[name])
   if "D0" in op.writes and "D0" not in op.lane_masks: code.write_vgpr(step.vdst, step.store_bits, out["D0"])
 
+def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
+  """A plain scalar op or branch for one wave (SaluStep._grouped's reads and writes), from its numpy code over waves."""
+  op, sb = step.op, code.sb
+  inputs = {"n": N_SENTINEL, "WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, **step.fields}
+  for name, src in step.srcs.items(): inputs[name] = code.scalar_read(src)
+  if "D0" in op.reads: inputs["D0"] = code.scalar_read(step.d0)
+  if "SCC" in op.reads: inputs["SCC"] = code.scc_value()
+  if "PC" in op.reads:
+    at = sb.emit(f"add i64 %pc0, {off}", U64)
+    inputs["PC"] = sb.emit(f"insertelement <1 x i64> poison, i64 {at.ref}, i64 0", U64)
+  n_float = len(sb.float_results)
+  out = lower(step.across.source, inputs, sb)
+  if len(sb.float_results) != n_float: raise NotLowerable("scalar float arithmetic")   # (its NaN test is over the lanes' vectors)
+  if set(out) != set(op.writes): raise NotLowerable(f"outputs {sorted(out)} for writes {sorted(op.writes)}")
+  if "D0" in out: code.write_sgpr(step.sdst, step.d_bits, out["D0"])
+  if "SCC" in out: code.write_scc(out["SCC"])
+  if "PC" in out: code.next_pc = code.scalar(out["PC"])
+
 def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
   """A plain global load (exec_vmem.VmemStep.execute's reads and VDATA store) for a wave's lanes."""
   op = step.op
@@ -395,19 +484,21 @@ def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
   for j, col in enumerate(v.columns): code.write_vgpr(step.vdst + j, 32, col)
 
 def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
-  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts) (arrays by object address,
-  `off` the data pointer's place in a numpy array object: emu.native; `table` the MemoryMap's native_table, `counts[0]` where the
-  bytes the stored waves loaded are added); returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
+  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0) (arrays by
+  object address, `off` the data pointer's place in a numpy array object: emu.native; `table` the MemoryMap's native_table,
+  `counts[0]` where the bytes the stored waves loaded are added; scc and pc the waves' SCC and PC, pc0 the region's address);
+  returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
   b, v64, vb = code.b, code.b.t("i64"), code.b.t("i1")
   body, b.lines = b.lines, []   # the instructions' code; what is emitted from here on is taken block by block
   def taken() -> list[str]:
     out, b.lines[:] = b.lines[:], []
     return out
-  L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co) {{",
+  L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co, ptr %scco, "
+       "ptr %pco, i64 %pc0) {",
        "entry:\n  %csr = alloca i32\n  call void @llvm.x86.sse.stmxcsr(ptr %csr)\n  %mx = load i32, ptr %csr",
        f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
        f"  %bad = and i32 %mx, {native.MXCSR_NON_DEFAULT}\n  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
-  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co")):
+  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co"), ("sccp", "scco"), ("pcp", "pco")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
   L.append("  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]")
   L.append(f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}")
@@ -442,6 +533,11 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
     old = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
     new = b.emit(f"select {vb} %act, {b.t('i32')} {code.vgpr[r]}, {b.t('i32')} {old.ref}", U64)
     b.lines.append(f"  store {b.t('i32')} {new.ref}, ptr {p.ref}, align 4")
+  for r, value in code.sgprs.items():   # scalar results
+    p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {b.emit(f'add i64 %sb, {r}', U64).ref}", U64)
+    b.lines.append(f"  store i32 {value}, ptr {p.ref}")
+  if code.scc is not None: b.lines.append(f"  store i32 {code.scc}, ptr {b.emit('getelementptr inbounds i32, ptr %sccp, i64 %w', U64).ref}")
+  if code.next_pc is not None: b.lines.append(f"  store i64 {code.next_pc}, ptr {b.emit('getelementptr inbounds i64, ptr %pcp, i64 %w', U64).ref}")
   if code.load_bytes:   # the bytes this wave's active lanes read
     on = b.emit("call i64 @llvm.ctpop.i64(i64 %exec)", U64)
     b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
@@ -468,6 +564,7 @@ class Region:
   def _set_steps(self, steps:list[Step]):
     self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
     self.size, self.count = sum(s.size for s in steps), len(steps)
+    self.writes_pc = ends(steps[-1])   # it ends with a branch: each wave's next PC is the branch's
 
   def ready(self) -> bool:
     """Whether the native function is there (see the class docstring for when it comes)."""
@@ -493,12 +590,12 @@ class Region:
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
     steps = [s for _, s in self.steps]
     code, reads_mode, take = _WaveCode(self.lanes, self.spec), False, 0
-    for s in steps:
+    for (off, _), s in zip(self.steps, steps):
       at = code.mark()
       try:
         if not isinstance(s, ControlStep):
           if code.conflicts(*_step_regs(s)): break
-          _lower_step(s, code, mode_state(self.mode))
+          _lower_step(s, code, mode_state(self.mode), off)
           reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
       except NotLowerable:
         code.rewind(at)   # the region ends before the step that did not lower
@@ -520,14 +617,14 @@ class Region:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
     if not CHECK: return self._run(m, ws)
     st, read = m.st, m.stats.bytes_read
-    before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy()
+    before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy()
     if not self._run(m, ws): return False
-    native_state = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), np.array([m.stats.bytes_read - read])
-    st.vgpr_store[...], st.sgpr[...], st.pc[...] = before
+    native_state = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy(), np.array([m.stats.bytes_read - read])
+    st.vgpr_store[...], st.sgpr[...], st.pc[...], st.scc[...] = before
     m.stats.bytes_read = read
     for _, step in self.steps: step.run(m, ws)
-    numpy_state = st.vgpr_store, st.sgpr, st.pc, np.array([m.stats.bytes_read - read])
-    for what, got, want in zip(("VGPR", "SGPR", "PC", "bytes read"), native_state, numpy_state):
+    numpy_state = st.vgpr_store, st.sgpr, st.pc, st.scc, np.array([m.stats.bytes_read - read])
+    for what, got, want in zip(("VGPR", "SGPR", "PC", "SCC", "bytes read"), native_state, numpy_state):
       if not np.array_equal(got, want):
         at = tuple(int(i) for i in np.argwhere(got != want)[0])
         raise RuntimeError(f"EMU_REGIONS=check: the native region differs from the numpy path at {what}{list(at)}: "
@@ -540,14 +637,14 @@ class Region:
     ws = np.ascontiguousarray(ws, dtype=np.int64)
     fallback, counts, table = np.zeros(len(ws), dtype=np.int8), np.zeros(1, dtype=np.int64), m.mem.native_table()
     r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), len(ws), st.n * st.lanes, id(fallback), native.NATIVE.data_offset, id(table),
-                len(table), id(counts))
+                len(table), id(counts), id(st.scc), id(st.pc), int(st.pc[ws[0]]))
     if r: return False   # the thread's MXCSR is not IEEE's default: nothing was stored
     m.stats.bytes_read += int(counts[0])
     if fallback.any():
       redo = ws[fallback != 0]
       for _, step in self.steps: step.run(m, redo)
       ws = ws[fallback == 0]
-    st.pc[ws] += self.size
+    if not self.writes_pc: st.pc[ws] += self.size   # (a branch at the end stored each wave's next PC)
     return True
 
 _built: dict[tuple, Region | None] = {}

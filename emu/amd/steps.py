@@ -78,6 +78,7 @@ class Program:
         if not regions.joins(s): break
         run.append(s)
         at += s.size
+        if regions.ends(s): break
       r = self.regions[pc] = regions.build(run, lanes, self.spec, mode) if run else None
     finally: self.load_s = before + time.perf_counter() - t   # (the steps' own loading, inside, is part of it once)
     return r

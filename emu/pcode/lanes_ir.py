@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast, functools, struct
 from dataclasses import dataclass
 import numpy as np
+from emu.pcode import runtime
 
 class NotLowerable(Exception):
   """The op's generated code uses something this module does not lower; the message says what."""
@@ -129,6 +130,7 @@ PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: l
 INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64)}
 FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
+PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
 
 def _vsuffix(b:Builder, dt:np.dtype) -> str:
   """The overload suffix of a float intrinsic on b's vectors of dt: v32f32 ..."""
@@ -344,6 +346,7 @@ class Lowering:
       return {"int": int, "float": float, "bool": bool}[name](args[0])
     if name in ("u64", "i64") and len(args) == 1 and isinstance(args[0], int): return args[0] & ((1 << 64) - 1) if name == "u64" else args[0]
     if not any(isinstance(a, Val) for a in args):
+      if name in PY_INT_HELPERS and not kws and all(isinstance(a, int) for a in args): return getattr(runtime, name)(*args)
       raise NotLowerable(f"{name} of Python scalars")   # the numpy path computes those with Python ints: no lane value to lower
     if name == "sext" and len(args) == 2 and not isinstance(args[1], Val):
       x, w = args

@@ -167,3 +167,25 @@ def test_a_lane_mask_written_over_exec_ends_the_region(monkeypatch, native_runs)
   assert native_runs == [1, 1]   # the first add, then the second after the compare ran on the numpy path
   on = LANES[32:] > 40   # EXEC_LO (the pair's second word) now holds lanes 32-63 of the compare; EXEC_HI is unchanged
   assert (st.vgpr[0, :32, 3] == np.where(on, LANES[:32] + 5, 7)).all() and (st.vgpr[0, 32:, 3] == LANES[32:] + 5).all()
+
+def test_a_scalar_loop_runs_as_one_region_per_trip(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s_mov_b32, s_add_i32, s_cmp_lg_u32, s_cbranch_scc1
+  body = [v_fma_f32(v[1], v[1], v[0], 1.0), s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
+  back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4   # simm16 counts dwords from the next instruction
+  prog = [s_mov_b32(s[2], 5), *body, s_cbranch_scc1(simm16=back & 0xffff)]
+  st = both(monkeypatch, prog, waves=3, vgprs={0: f32(2.0), 1: f32(LANES[:32])}, scc=1)
+  assert native_runs == [3] * 5   # body, counter, compare and branch: one native call per trip for all three waves
+  assert (as_f32(st.vgpr[:, :, 1]) == (LANES[:32] + 1) * 32.0 - 1).all()   # v = 2v + 1, five times (exact)
+  assert (st.sgpr[:, 2] == 0).all() and (st.scc == 0).all()
+
+def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s_add_u32, s_addc_u32, s_and_b32, v_mov_b32_e32
+  a, b = 0xfffffff0_00000010, 0x00000001_fffffff8
+  prog = [s_add_u32(s[4], s[4], s[6]), s_addc_u32(s[5], s[5], s[7]), v_mov_b32_e32(v[2], s[4]), v_mov_b32_e32(v[3], s[5]),
+          v_cmp_gt_u32_e64(s[10], v[1], 5), s_and_b32(s[11], s[10], s[12]), v_add_nc_u32_e32(v[4], s[11], v[1])]
+  st = both(monkeypatch, prog, vgprs={1: LANES[:32]}, sgprs={4: a, 6: b, 12: 0x0000fff0})
+  total = (a + b) & ((1 << 64) - 1)
+  assert (st.vgpr[0, :, 2] == total & 0xffffffff).all() and (st.vgpr[0, :, 3] == total >> 32).all()
+  mask = sum(1 << i for i in range(32) if i > 5) & 0x0000fff0
+  assert int(st.sgpr[0, 11]) == mask and (st.vgpr[0, :, 4] == (mask + LANES[:32]) & 0xffffffff).all()
+  assert len(native_runs) == 2   # the s_and had to see the whole compare mask: the region ends before it

@@ -14,10 +14,12 @@ from emu.amd.wave import MODE_DEFAULT, MODE_IEEE, mode_state
 pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
 
 INPUTS = ("S0", "S1", "S2", "D0", "VCC")
+SCALAR_INPUTS = ("S0", "S1", "D0", "SCC", "PC")   # a scalar op's numpy code over waves: one lane per wave (as many inputs as INPUTS)
+BITS = {"VCC": 1, "SCC": 1}   # inputs that hold one bit
 N = 1024
 W = 32       # lanes per vector, as a wave32 region runs them
 CHUNK = 16   # cases per compiled module
-FIELDS = {"SIMM32": 0x40490fdb, "SIMM16": 0x4248}
+FIELDS = {"SIMM32": 0x40490fdb, "SIMM16": 0xc248}   # SIMM16 negative as a signed 16-bit offset
 MODES = {"default": MODE_DEFAULT, "ieee off": MODE_DEFAULT & ~MODE_IEEE}
 # f(which, inputs..., laneId, outputs x4, nan flags, n)
 SIG = ctypes.CFUNCTYPE(None, ctypes.c_int64, *([ctypes.c_void_p] * (len(INPUTS) + 1 + 4 + 1)), ctypes.c_int64)
@@ -29,11 +31,12 @@ def _vector_ops(arch):
     except Exception: continue
     if c.kind == "vector" and not c.mem and c.fn is not None: yield op, c
 
-def _case(k:int, c, mode:int):
-  """The blocks of case k of the harness (op c over n lanes, W at a time, in MODE `mode`) and its outputs, or None when it does not lower."""
+def _case(k:int, c, mode:int, names_in:tuple=INPUTS):
+  """The blocks of case k of the harness (op c over n lanes, W at a time, in MODE `mode`, reading `names_in` through the harness's
+  input pointers) and its outputs, or None when it does not lower."""
   b = Builder(f"t{k}.", W)
   v64 = b.t("i64")
-  inputs = {name: Val(f"%in{k}.{name}", U64) for name in INPUTS}
+  inputs = {name: Val(f"%in{k}.{i}", U64) for i, name in enumerate(names_in)}
   inputs.update(laneId=Val(f"%in{k}.laneId", U64), n=N_SENTINEL, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS)
   try: out = lower(c.source, inputs, b)
   except NotLowerable: return None
@@ -45,7 +48,7 @@ def _case(k:int, c, mode:int):
     isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", U64)
     nan = b.emit(f"or {b.t('i1')} {nan}, {isn.ref}", U64).ref
   L = [f"case{k}:\n  br label %loop{k}\nloop{k}:\n  %i{k} = phi i64 [0, %case{k}], [%i{k}.next, %loop{k}]"]
-  for name in INPUTS + ("laneId",):
+  for name in [str(i) for i in range(len(INPUTS))] + ["laneId"]:
     L.append(f"  %a{k}.{name} = getelementptr inbounds i64, ptr %p.{name}, i64 %i{k}\n  %in{k}.{name} = load {v64}, ptr %a{k}.{name}, align 8")
   L.extend(b.lines)
   for j, v in enumerate(vals):
@@ -58,20 +61,21 @@ def _case(k:int, c, mode:int):
 def _harness(cases:list[str], first:int, end:int) -> str:
   """One function `void f(which, S0..VCC, laneId, out0..out3, nan, n)` that runs case `which` of cases[first:end] (a module holds
   one function; LLVM's optimiser takes minutes on one function of a thousand cases, a second on one of CHUNK)."""
-  args = ", ".join(f"ptr %p.{k}" for k in INPUTS + ("laneId",))
+  args = ", ".join(f"ptr %p.{k}" for k in [str(i) for i in range(len(INPUTS))] + ["laneId"])
   head = [f"define void @f(i64 %which, {args}, ptr %o0, ptr %o1, ptr %o2, ptr %o3, ptr %nf, i64 %n) {{", "entry:",
           f"  switch i64 %which, label %done [{' '.join(f'i64 {k}, label %case{k}' for k in range(first, min(end, len(cases))))}]"]
   return "\n".join(head + cases[first:end] + ["done:\n  ret void\n}"])
 
-def _operands(rng, c) -> dict:
-  """Random, special and lane-uniform operand bits for each input, at the operand's width."""
+def _operands(rng, c, names_in:tuple=INPUTS) -> dict:
+  """Random, special and lane-uniform operand bits for each input, at the operand's width (PC: dword-aligned addresses)."""
   specials32 = np.array([0, 0x80000000, 0x3f800000, 0xbf800000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fa00000, 0xffc00001, 1, 0x807fffff,
                          0x7f7fffff, 0x00800000, 0x4f000000, 0xcf000000, 0x3f000000, 0xffffffff, 0x7fffffff, 31, 32, 63, 64], dtype=np.uint64)
   specials64 = np.array([0, 1 << 63, 0x3ff0000000000000, 0xbff0000000000000, 0x7ff0000000000000, 0x7ff8000000000000, 0x7ff4000000000000, 1,
                          0x000fffffffffffff, 0x41e0000000000000, 0xc1e0000000000000, (1 << 64) - 1, 0x7fffffffffffffff, 63, 64], dtype=np.uint64)
   out = {}
-  for k in INPUTS:
-    w = 1 if k == "VCC" else min(64, c.widths.get(k, 32))
+  for k in names_in:
+    if k == "PC": out[k] = rng.integers(1 << 40, 1 << 47, N, dtype=np.uint64) & ~np.uint64(3); continue
+    w = BITS.get(k) or min(64, c.widths.get(k, 32))
     if w == 1: out[k] = rng.integers(0, 2, N, dtype=np.uint64); continue
     sp = specials64 if w == 64 else specials32
     v = rng.integers(0, 1 << w, N, dtype=np.uint64) if w < 64 else \
@@ -84,32 +88,33 @@ def _operands(rng, c) -> dict:
     out[k] = v if w == 64 else v & np.uint64((1 << w) - 1)
   return out
 
-@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
-def test_lowered_ops_match_the_numpy_path(arch):
+def _compare(ops, names_in:tuple, min_cases:int):
+  """Lower each (op, CompiledOp) of `ops` in every MODE variant whose code differs, run it as 32-lane vector code over random operands
+  and compare with the CompiledOp's numpy code bit for bit wherever no NaN was reported."""
   rng = np.random.default_rng(7)
   built, cases, decls = [], [], set()
-  for op, c in _vector_ops(arch):
+  for op, c in ops:
     seen = set()
     for mname, mode in MODES.items():   # a MODE variant is compared when its lowered code differs from the variants before it
-      if (probe := _case(0, c, mode)) is None or probe[0] in seen: continue
+      if (probe := _case(0, c, mode, names_in)) is None or probe[0] in seen: continue
       seen.add(probe[0])
-      if (case := _case(len(cases), c, mode)) is not None:
+      if (case := _case(len(cases), c, mode, names_in)) is not None:
         built.append((op, c, mname, mode, case[1]))
         cases.append(case[0])
         decls.update(case[2].splitlines())
-  assert len(built) > 300, f"only {len(built)} op/mode pairs lower on {arch}"
+  assert len(built) > min_cases, f"only {len(built)} op/mode pairs lower"
   head = "\n".join(sorted(decls))
   fns = [native.NATIVE.function(f"{head}\n{_harness(cases, k, k + CHUNK)}\n", SIG) for k in range(0, len(cases), CHUNK)]
   assert all(f is not None for f in fns), native.NATIVE.why
   compared = lanes = 0
   failures = []
   for k, (op, c, mname, mode, names) in enumerate(built):
-    ops = _operands(rng, c)
+    ops = _operands(rng, c, names_in)
     lane_id = np.arange(N, dtype=np.uint64) % np.uint64(32)
     outs = [np.zeros(N, dtype=np.uint64) for _ in range(4)]
     nan = np.zeros(N, dtype=np.uint8)
-    fns[k // CHUNK](k, *(ops[name].ctypes.data for name in INPUTS), lane_id.ctypes.data, *(o.ctypes.data for o in outs), nan.ctypes.data, N)
-    st = OpState(n=N, laneId=lane_id, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS, **{k: ops[k].copy() for k in INPUTS})
+    fns[k // CHUNK](k, *(ops[name].ctypes.data for name in names_in), lane_id.ctypes.data, *(o.ctypes.data for o in outs), nan.ctypes.data, N)
+    st = OpState(n=N, laneId=lane_id, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS, **{k: ops[k].copy() for k in names_in})
     c.fn(st)
     ok = nan == 0
     for j, name in enumerate(names):
@@ -119,7 +124,27 @@ def test_lowered_ops_match_the_numpy_path(arch):
       elif (w := c.widths.get(name, 64)) < 64: want, got = want & np.uint64((1 << w) - 1), got & np.uint64((1 << w) - 1)
       bad = np.nonzero(ok & (want != got))[0]
       if len(bad): failures.append(f"{op.name} ({mname}) {name}: lane {bad[0]} inputs "
-                                   f"{ {k: hex(int(ops[k][bad[0]])) for k in INPUTS} } want {int(want[bad[0]]):#x} got {int(got[bad[0]]):#x}")
+                                   f"{ {k: hex(int(ops[k][bad[0]])) for k in names_in} } want {int(want[bad[0]]):#x} got {int(got[bad[0]]):#x}")
     compared += int(ok.sum()); lanes += N
   assert not failures, f"{len(failures)} mismatches:\n" + "\n".join(failures[:20])
   assert compared > 0.8 * lanes, f"only {compared} of {lanes} lanes compared: NaN reports hide most results"
+  return built
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_lowered_ops_match_the_numpy_path(arch):
+  _compare(_vector_ops(arch), INPUTS, 300)
+
+def _scalar_ops(arch):
+  """Scalar ops with numpy code over waves (compile_across_waves) that read registers, SCC, the PC and fields only."""
+  for op in compiler.ops_for(arch):
+    if not type(op).__name__.startswith("SOP"): continue
+    c = compiler.compile_across_waves(arch, op)
+    if c is not None and c.fn is not None and c.reads <= set(SCALAR_INPUTS) | {"n", "SIMM16", "SIMM32", "WAVE32", "WAVE64"}:
+      yield op, c
+
+@pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
+def test_lowered_scalar_ops_match_their_numpy_code_over_waves(arch):
+  """What a region runs per wave for s_add/s_cmp/s_lshl ... and branches (one lane per wave here: the same lowering)."""
+  built = _compare(_scalar_ops(arch), SCALAR_INPUTS, 60)
+  names = {op.name for op, *_ in built}
+  assert {"S_ADD_U32", "S_CMP_LT_U32", "S_CBRANCH_SCC1", "S_LSHL_B32"} <= names or {"S_ADD_CO_U32", "S_CMP_LT_U32", "S_CBRANCH_SCC1"} <= names
