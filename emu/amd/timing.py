@@ -170,7 +170,7 @@ class ReplayMemo:
   of every CU workload replayed so far, keyed by a 128-bit digest of everything the replay reads (the parameters, the waves'
   streams and workgroups); beyond `limit` workloads the least recently used is dropped. A dispatch whose CUs run what an
   earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing. A native region's
-  step ids and pcs are listed once per (region, pc) (`run_keys`).
+  step ids and pcs are listed once per (region, pc) (`run_keys`), and recent waves' streams are kept by their codes (`stream`).
 
   The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
   beyond `max_codes` it starts over as a new generation, dropping the end cycles too, since their digests are of the old numbers;
@@ -178,6 +178,8 @@ class ReplayMemo:
   def __init__(self, limit:int=65536, max_codes:int=1 << 20):
     self.ops: dict[int, tuple[Step, ReplayOp]] = {}
     self.runs: dict[tuple[int, int], tuple[list, list[int], list[int]]] = {}   # run_keys
+    self.streams: OrderedDict[tuple[int, bytes], Stream] = OrderedDict()   # stream(): by (generation, digest of the codes)
+    self.stream_budget, self.stream_size = 400_000, 0   # instructions the kept streams may hold (a matmul's: ~60k, ~8 MB)
     self.limit, self.max_codes, self._lock = limit, max_codes, threading.Lock()
     self.generation = -1
     self._new_generation()
@@ -214,6 +216,23 @@ class ReplayMemo:
           codes[key] = len(pairs)
           pairs.append(key)
       return self.generation, pairs, np.array([codes[k] for k in keys], dtype=np.int32)
+
+  def stream(self, generation:int, codes:np.ndarray, pairs:list[tuple[int, int]]) -> tuple[Stream, bytes]:
+    """One wave's (ops, pcs, cache-line spans) from its issue codes (int32) numbered in `generation`, and the digest of the codes;
+    the streams of recent dispatches are kept (a repeated dispatch builds none), least recently used dropped past the budget."""
+    digest = hashlib.blake2b(codes.tobytes(), digest_size=16).digest()
+    with self._lock:
+      if (hit := self.streams.get(key := (generation, digest))) is not None:
+        self.streams.move_to_end(key)
+        return hit, digest
+    sp = [pairs[c] for c in codes.tolist()]
+    ops, pcl = [self.ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
+    stream = (ops, pcl, cache_spans(ops, pcl))
+    with self._lock:
+      self.streams[key], self.stream_size = stream, self.stream_size + len(ops)
+      while self.stream_size > self.stream_budget and len(self.streams) > 1:
+        self.stream_size -= len(self.streams.popitem(last=False)[1][0])
+    return stream, digest
 
   def end(self, key:bytes) -> int | None:
     with self._lock:
@@ -278,7 +297,7 @@ class TimingModel(DispatchObserver):
     # (step id, pc) -> an int: one array to sort and compare instead of two
     generation, pairs, per_batch = REPLAY_MEMO.number([(sid, pc) for sid, pc, _ in self.batches])
     if self.lockstep:   # every batch held every wave (one lockstep chunk): one sequence
-      stream, digest = self._stream(per_batch, pairs)
+      stream, digest = REPLAY_MEMO.stream(generation, per_batch, pairs)
       return [stream] * self.n_waves, [digest] * self.n_waves, generation
     waves = np.concatenate([b[2] for b in self.batches])
     seq = np.repeat(per_batch, [len(b[2]) for b in self.batches])
@@ -290,16 +309,9 @@ class TimingModel(DispatchObserver):
     out, digests = [], []
     for w in range(self.n_waves):
       s = seq[bounds[w]:bounds[w + 1]]
-      if (hit := memo.get(key := s.tobytes())) is None: hit = memo[key] = self._stream(s, pairs)
+      if (hit := memo.get(key := s.tobytes())) is None: hit = memo[key] = REPLAY_MEMO.stream(generation, s, pairs)
       out.append(hit[0]); digests.append(hit[1])
     return out, digests, generation
-
-  @staticmethod
-  def _stream(codes:np.ndarray, pairs:list[tuple[int, int]]) -> tuple[Stream, bytes]:
-    """One wave's (ops, pcs, cache-line spans) from its issue codes (int32), and the digest of the codes."""
-    sp = [pairs[c] for c in codes.tolist()]
-    ops, pcl = [REPLAY_MEMO.ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
-    return (ops, pcl, cache_spans(ops, pcl)), hashlib.blake2b(codes.tobytes(), digest_size=16).digest()
 
   def finish(self) -> tuple[int, float]:
     """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""
