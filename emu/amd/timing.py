@@ -299,6 +299,15 @@ class TimingModel(DispatchObserver):
     if self.lockstep:   # every batch held every wave (one lockstep chunk): one sequence
       stream, digest = REPLAY_MEMO.stream(generation, per_batch, pairs)
       return [stream] * self.n_waves, [digest] * self.n_waves, generation
+    if (groups := self._by_range()) is not None:   # chunks in lockstep: one sequence per chunk
+      out, digests = [None] * self.n_waves, [None] * self.n_waves
+      for (first, n), idx in groups.items():
+        stream, digest = REPLAY_MEMO.stream(generation, per_batch[idx], pairs)
+        out[first:first + n], digests[first:first + n] = [stream] * n, [digest] * n
+      if None in digests:   # waves no batch held (none ran an instruction)
+        stream, digest = REPLAY_MEMO.stream(generation, per_batch[:0], pairs)
+        out, digests = [stream if x is None else x for x in out], [digest if d is None else d for d in digests]
+      return out, digests, generation
     waves = np.concatenate([b[2] for b in self.batches])
     seq = np.repeat(per_batch, [len(b[2]) for b in self.batches])
     # a stable sort by wave keeps each wave's issue order; 16-bit keys make numpy's stable sort a radix sort
@@ -312,6 +321,17 @@ class TimingModel(DispatchObserver):
       if (hit := memo.get(key := s.tobytes())) is None: hit = memo[key] = REPLAY_MEMO.stream(generation, s, pairs)
       out.append(hit[0]); digests.append(hit[1])
     return out, digests, generation
+
+  def _by_range(self) -> dict[tuple[int, int], list[int]] | None:
+    """The batches by the waves they held, {(first wave, count): batch indices in order}, when each held a range of consecutive
+    waves and no two ranges overlap (chunks that each ran in lockstep); None otherwise."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (_, _, ws) in enumerate(self.batches):
+      first, n = int(ws[0]), len(ws)
+      if int(ws[-1]) - first + 1 != n: return None
+      groups.setdefault((first, n), []).append(i)
+    spans = sorted(groups)
+    return groups if all(a + n <= b for (a, n), (b, _) in zip(spans, spans[1:])) else None
 
   def finish(self) -> tuple[int, float]:
     """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""

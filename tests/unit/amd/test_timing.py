@@ -282,3 +282,27 @@ def test_the_replay_memo_numbering_starts_over_beyond_its_bound_and_cycles_stay_
     tables = memo.number([(1, 0)])
     assert tables[0] == 3 and len(memo.codes) == 1 and list(tables[2]) == [0]
   finally: timing.REPLAY_MEMO = saved
+
+def test_chunks_in_lockstep_share_streams_as_the_general_path_builds_them(monkeypatch):
+  """Several 4-wave chunks (workgroups of 2 waves) each in lockstep: the per-range streams give the cycles and the per-wave digests
+  the general path (every wave's issue sequence sorted out of all batches) gives."""
+  from emu import bench
+  from emu.amd import dispatcher
+  monkeypatch.setattr(dispatcher, "CHUNK_WAVES", 4)
+  seen = []
+  real_streams = TimingModel._streams
+  def spy(self):
+    out = real_streams(self)
+    seen.append(out[1])
+    return out
+  monkeypatch.setattr(TimingModel, "_streams", spy)
+  run = bench.tinygrad_kernel(lambda a, b: a * b + 1, [(4096,), (4096,)], 4096)
+  fast = run()
+  by_range = TimingModel._by_range
+  monkeypatch.setattr(TimingModel, "_by_range", lambda self: None)
+  general = run()
+  assert fast.waves >= 8 and fast.cycles == general.cycles and seen[0] == seen[1]
+  ranges = []
+  monkeypatch.setattr(TimingModel, "_by_range", lambda self: (r := by_range(self), ranges.append(r))[0])
+  run()
+  assert ranges[0] is not None and len(ranges[0]) == fast.waves // 4   # the fast path was the one taken
