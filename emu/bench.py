@@ -9,9 +9,10 @@ and the emulator is single-threaded):
             Tensor.randn) over 64K uniform floats: its waves take different branches (cos's range reduction), so its CUs run
             different instruction streams
   cold      ms per first-seen instruction (decode + step build + pcode op), with the pcode disk cache warm and cold
-  timing    extra wall time of the timing model (timing on vs off) on the valu, matmul and boxmuller workloads: repeated
+  timing    extra CPU time of the timing model (timing on vs off) on the valu, matmul and boxmuller workloads: repeated
             (a dispatch whose CU workloads an earlier one replayed takes their cycles from the replay memo) and `_new` (the
-            memo emptied before each run: every CU workload replayed)
+            memo's streams and end cycles emptied before each run: every CU workload replayed); the three are timed in turn
+            for max(7, --repeat) rounds and their medians compared (single runs of a few ms swing too much on a shared machine)
   nv        the PTX emulator (emu/nv), timing model on (sm_89): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul
             (PTX renderer) and of an FMA loop (--waves warps x --iters trips of 8 dependent-free fma.rn.f32), the timing model's
             extra wall time on the matmul, and ms per new program (parse + validate)
@@ -30,7 +31,7 @@ times the best of --repeat runs.
   --json                        print one JSON object at the end instead of the summary table
 """
 from __future__ import annotations
-import argparse, json, math, os, subprocess, sys, tempfile, time
+import argparse, json, math, os, statistics, subprocess, sys, tempfile, time
 import numpy as np
 
 def _log(msg:str): print(f"[bench] {msg}", file=sys.stderr, flush=True)
@@ -135,6 +136,21 @@ def throughput(make, repeat:int, before=None) -> dict:
   secs, stats = _timed(run, repeat, before)
   return {"wave_instructions": stats.wave_instructions, "waves": stats.waves, "seconds": secs, "winst_per_s": stats.wave_instructions / secs}
 
+def timing_overhead(make, rounds:int) -> dict:
+  """CPU seconds (medians over `rounds`) of the dispatch make(timing): off, on (repeated) and new (every CU workload replayed), timed
+  in turn so that the machine's drift touches all three alike."""
+  from emu import native
+  from emu.amd.timing import REPLAY_MEMO
+  off, on = make(False), make(True)
+  for run in (off, on, off, on):
+    run()
+    native.NATIVE.wait_idle()
+  times: dict[str, list[float]] = {"off": [], "on": [], "new": []}
+  for _ in range(rounds):
+    for key, run, before in (("off", off, None), ("on", on, None), ("new", on, REPLAY_MEMO.forget_results)):
+      times[key].append(_timed(run, 1, before)[0])
+  return {key: statistics.median(v) for key, v in times.items()}
+
 def _clear_caches():
   from emu.amd import decode, steps, semantics
   from emu.pcode import compiler
@@ -190,15 +206,13 @@ def main(argv=None):
          f"{r['ms_per_inst_cold_disk']:.3f} ms (cold)")
   if "timing" in wl:
     out["timing"] = {}
-    from emu.amd.timing import REPLAY_MEMO
     for name in ("valu", "matmul", "boxmuller"):
       _log(f"timing: {name} with and without the timing model")
-      off = throughput(lambda: makers[name](False), a.repeat)["seconds"]
-      on = throughput(lambda: makers[name](True), a.repeat)["seconds"]
-      new = throughput(lambda: makers[name](True), a.repeat, before=REPLAY_MEMO.ends.clear)["seconds"]
+      t = timing_overhead(makers[name], max(7, a.repeat))
+      off, on, new = t["off"], t["on"], t["new"]
       out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
       out["timing"][f"{name}_new"] = {"on_s": new, "off_s": off, "overhead": new / off - 1}
-      _log(f"timing: {name} +{(on / off - 1) * 100:.1f}% repeated, +{(new / off - 1) * 100:.1f}% replaying every CU workload")
+      _log(f"timing: {name} {(on / off - 1) * 100:+.1f}% repeated, {(new / off - 1) * 100:+.1f}% replaying every CU workload")
   if "nv" in wl:
     _log(f"nv: tinygrad's fp32 {a.nv_size}^3 matmul on the PTX emulator")
     out["nv"] = r = nv(a.nv_size, a.repeat, a.waves, a.iters)

@@ -234,6 +234,13 @@ class ReplayMemo:
         self.stream_size -= len(self.streams.popitem(last=False)[1][0])
     return stream, digest
 
+  def forget_results(self):
+    """Drop the kept streams and end cycles (the numbering stays): the next dispatch replays as a first one would."""
+    with self._lock:
+      self.ends.clear()
+      self.streams.clear()
+      self.stream_size = 0
+
   def end(self, key:bytes) -> int | None:
     with self._lock:
       if (e := self.ends.get(key)) is not None: self.ends.move_to_end(key)
