@@ -1,6 +1,38 @@
-"""Shared helpers for the AMD emulator tests: numpy buffers mapped into a MemoryMap."""
+"""Shared helpers for the AMD emulator tests: numpy buffers mapped into a MemoryMap, native regions compiled at once."""
 import pytest
 from emu.amd.kernel import Buffers
 
 @pytest.fixture
 def bufs() -> Buffers: return Buffers()
+
+@pytest.fixture
+def native_runs(monkeypatch):
+  """Native regions (emu.amd.regions) compile on first use, in this thread; returns the list of batch sizes that ran natively
+  (Region.run returning True)."""
+  from emu.amd import regions
+  monkeypatch.setattr(regions, "REGION_HOT", 0)
+  monkeypatch.setattr(regions, "BACKGROUND", False)
+  monkeypatch.delenv("EMU_REGIONS", raising=False)
+  runs, real = [], regions.Region.run
+  def spy(self, m, ws):
+    done = real(self, m, ws)
+    if done: runs.append(len(ws))
+    return done
+  monkeypatch.setattr(regions.Region, "run", spy)
+  return runs
+
+@pytest.fixture
+def both(monkeypatch):
+  """run(insts, **run_program kwargs) -> the state with native regions, checked against the numpy path (EMU_REGIONS=0): registers,
+  SCC, status and bytes read must agree bit for bit."""
+  import numpy as np
+  from emu.amd import run_program
+  def run(insts, **kw):
+    got = run_program(insts, **kw)
+    with monkeypatch.context() as m:
+      m.setenv("EMU_REGIONS", "0")
+      want = run_program(insts, **kw)
+    for name in ("vgpr_store", "sgpr", "scc", "status"): np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert got.stats.bytes_read == want.stats.bytes_read
+    return got
+  return run

@@ -19,20 +19,6 @@ ISA = {"gfx1100": ("rdna3", "GLOBAL", "GLOBALOp", "addr", "offset"), "gfx1201": 
        "gfx942": ("cdna", "GLOBAL", "GLOBALOp", "addr", "offset")}
 NO_SADDR = {"gfx1100": "NULL", "gfx1201": "NULL", "gfx942": "EXEC_HI"}   # no SGPR base: NULL on RDNA, 0x7f (off) on gfx9
 
-@pytest.fixture
-def native_runs(monkeypatch):
-  """Regions compile on first use; the batch sizes that ran natively."""
-  monkeypatch.setattr(regions, "REGION_HOT", 0)
-  monkeypatch.setattr(regions, "BACKGROUND", False)
-  monkeypatch.delenv("EMU_REGIONS", raising=False)
-  runs, real = [], regions.Region.run
-  def spy(self, m, ws):
-    done = real(self, m, ws)
-    if done: runs.append(len(ws))
-    return done
-  monkeypatch.setattr(regions.Region, "run", spy)
-  return runs
-
 def _ins(arch):
   family, cls, enum, addr_f, off_f = ISA[arch]
   mod = importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.ins")
@@ -58,18 +44,6 @@ def plain_loads(arch) -> list:
     if c.kind == "vector" and c.mem == "r" and not c.mem_rmw and c.writes == {"VDATA"} and c.reads <= regions.LOAD_READS: out.append(op)
   return out
 
-def both(monkeypatch, insts, **kw):
-  """(state with regions, state on the numpy path); registers, status and bytes read must agree."""
-  got = run_program(insts, **kw)
-  with monkeypatch.context() as m:
-    m.setenv("EMU_REGIONS", "0")
-    want = run_program(insts, **kw)
-  np.testing.assert_array_equal(got.vgpr_store, want.vgpr_store)
-  np.testing.assert_array_equal(got.sgpr, want.sgpr)
-  np.testing.assert_array_equal(got.status, want.status)
-  assert got.stats.bytes_read == want.stats.bytes_read
-  return got
-
 def _buffer(mem:MemoryMap, nbytes:int, seed:int=0, **kw) -> np.ndarray:
   buf = np.random.default_rng(seed).integers(0, 256, nbytes).astype(np.uint8)
   mem.map(buf.ctypes.data, buf.nbytes, name="data", backing=buf, **kw)
@@ -77,7 +51,7 @@ def _buffer(mem:MemoryMap, nbytes:int, seed:int=0, **kw) -> np.ndarray:
 
 @pytest.mark.parametrize("arch", sorted(ISA))
 @pytest.mark.parametrize("sgpr_base", [False, True])
-def test_every_plain_load_op_matches_the_numpy_path(monkeypatch, native_runs, arch, sgpr_base):
+def test_every_plain_load_op_matches_the_numpy_path(monkeypatch, native_runs, arch, sgpr_base, both):
   lanes = 64 if arch == "gfx942" else 32
   ops = plain_loads(arch)
   assert len(ops) >= 13, [o.name for o in ops]   # u8 i8 u16 i16 b32 b64 b96 b128 and the six d16 forms
@@ -97,7 +71,7 @@ def test_every_plain_load_op_matches_the_numpy_path(monkeypatch, native_runs, ar
   for op in ops:
     native_runs.clear()
     prog = [load(arch, op, 10, 2, 20 if sgpr_base else None, 8)]
-    st = both(monkeypatch, prog, arch=arch, lanes=lanes, memory=mem, vgprs=vgprs, sgprs=sgprs, exec_mask=exec_mask)
+    st = both(prog, arch=arch, lanes=lanes, memory=mem, vgprs=vgprs, sgprs=sgprs, exec_mask=exec_mask)
     assert native_runs == [1], op.name
     assert st.stats.bytes_read > 0
     if op.name in ("GLOBAL_LOAD_B128", "GLOBAL_LOAD_DWORDX4"):   # four little-endian dwords at each active lane's address + 8
@@ -110,7 +84,7 @@ def test_every_plain_load_op_matches_the_numpy_path(monkeypatch, native_runs, ar
       want = buf[off[0] + 8: off[0] + 10].view(np.int16)[0].astype(np.int32).astype(np.uint32)
       assert st.vgpr[0, 0, 10] == want
 
-def test_loads_and_arithmetic_share_one_region(monkeypatch, native_runs):
+def test_loads_and_arithmetic_share_one_region(monkeypatch, native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.ins import v, v_add_nc_u32_e32, v_lshlrev_b32_e32, v_add_co_u32, v_add_co_ci_u32, s, v_mul_f32_e32
   mem = MemoryMap()
   data = np.arange(256, dtype=np.float32) * 0.25
@@ -120,11 +94,11 @@ def test_loads_and_arithmetic_share_one_region(monkeypatch, native_runs):
           v_add_co_u32(v[6], s[10], s[20], v[4]), v_add_co_ci_u32(v[7], s[10], s[21], 0, s[10]),
           load("gfx1100", GLOBALOp.GLOBAL_LOAD_B32, 8, 6, None, 4),
           v_mul_f32_e32(v[9], 2.0, v[8]), v_add_nc_u32_e32(v[5], 1, v[1])]
-  st = both(monkeypatch, prog, memory=mem, vgprs={1: np.arange(32)}, sgprs={20: data.ctypes.data}, waves=2)
+  st = both(prog, memory=mem, vgprs={1: np.arange(32)}, sgprs={20: data.ctypes.data}, waves=2)
   assert native_runs == [2]   # the whole program is one native region for both waves
   assert (st.vgpr[:, :, 9].view(np.float32) == 2 * data[2 * np.arange(32) + 1]).all()
 
-def test_accesses_the_table_cannot_vouch_for_take_the_numpy_path(monkeypatch, native_runs):
+def test_accesses_the_table_cannot_vouch_for_take_the_numpy_path(monkeypatch, native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
   mem = MemoryMap()
   whole = np.arange(256, dtype=np.uint32)
@@ -135,7 +109,7 @@ def test_accesses_the_table_cannot_vouch_for_take_the_numpy_path(monkeypatch, na
   prog = [load("gfx1100", GLOBALOp.GLOBAL_LOAD_B64, 10, 2, 20, 0)]
   lanes = np.arange(32)
   split = np.where(lanes < 16, 8 * lanes, b.ctypes.data - a.ctypes.data + 4 * lanes).astype(np.uint32)   # half in a, half in b
-  st = both(monkeypatch, prog, memory=mem, vgprs={2: split}, sgprs={20: a.ctypes.data})
+  st = both(prog, memory=mem, vgprs={2: split}, sgprs={20: a.ctypes.data})
   assert native_runs == [1]   # the region ran: the wave itself went the numpy way
   lo = np.where(lanes < 16, 2 * lanes, 128 + lanes)
   assert (st.vgpr[0, :, 10] == lo).all()
@@ -148,14 +122,14 @@ def test_accesses_the_table_cannot_vouch_for_take_the_numpy_path(monkeypatch, na
       faults.append(str(e.value))
     assert faults[0] == faults[1]
 
-def test_a_load_span_across_two_adjacent_mappings_reads_both(monkeypatch, native_runs):
+def test_a_load_span_across_two_adjacent_mappings_reads_both(native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
   whole = np.arange(128, dtype=np.uint32)
   mem = MemoryMap()
   mem.map(whole.ctypes.data, 256, backing=whole[:64].view(np.uint8))
   mem.map(whole.ctypes.data + 256, 256, backing=whole[64:].view(np.uint8))
   prog = [load("gfx1100", GLOBALOp.GLOBAL_LOAD_B128, 10, 2, 20, 0)]
-  st = both(monkeypatch, prog, memory=mem, vgprs={2: np.full(32, 248)}, sgprs={20: whole.ctypes.data})   # dwords 62..65
+  st = both(prog, memory=mem, vgprs={2: np.full(32, 248)}, sgprs={20: whole.ctypes.data})   # dwords 62..65
   assert (st.vgpr[0, :, 10:14] == [62, 63, 64, 65]).all()
 
 def test_regions_take_only_plain_global_loads():

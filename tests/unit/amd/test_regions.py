@@ -17,36 +17,10 @@ LANES = np.arange(64)
 def f32(x) -> np.ndarray: return np.asarray(x, dtype=np.float32).view(np.uint32)
 def as_f32(x) -> np.ndarray: return np.asarray(x, dtype=np.uint32).view(np.float32)
 
-@pytest.fixture
-def native_runs(monkeypatch):
-  """Regions compile on first use; returns the list of batch sizes that ran natively (Region.run returning True)."""
-  monkeypatch.setattr(regions, "REGION_HOT", 0)
-  monkeypatch.setattr(regions, "BACKGROUND", False)
-  monkeypatch.delenv("EMU_REGIONS", raising=False)
-  runs, real = [], regions.Region.run
-  def spy(self, m, ws):
-    done = real(self, m, ws)
-    if done: runs.append(len(ws))
-    return done
-  monkeypatch.setattr(regions.Region, "run", spy)
-  return runs
-
-def both(monkeypatch, insts, **kw):
-  """(state with regions, state on the numpy path) of one program; their registers must agree bit for bit."""
-  got = run_program(insts, **kw)
-  with monkeypatch.context() as m:
-    m.setenv("EMU_REGIONS", "0")
-    want = run_program(insts, **kw)
-  np.testing.assert_array_equal(got.vgpr_store, want.vgpr_store)
-  np.testing.assert_array_equal(got.sgpr, want.sgpr)
-  np.testing.assert_array_equal(got.scc, want.scc)
-  np.testing.assert_array_equal(got.status, want.status)
-  return got
-
-def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs):
+def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs, both):
   lo = np.where(LANES[:32] % 3 == 0, 0xffffffff, LANES[:32] * 0x10000001).astype(np.uint32)
   prog = [v_add_co_u32(v[4], s[10], v[1], v[2]), s_delay_alu(0x1), v_add_co_ci_u32(v[5], s[12], v[3], v[3], s[10])]
-  st = both(monkeypatch, prog, waves=2, vgprs={1: lo, 2: 7, 3: 0x7fffffff + LANES[:32] % 2, 4: 0xdead, 5: 0xbeef}, exec_mask=0x0ff0ff0f)
+  st = both(prog, waves=2, vgprs={1: lo, 2: 7, 3: 0x7fffffff + LANES[:32] % 2, 4: 0xdead, 5: 0xbeef}, exec_mask=0x0ff0ff0f)
   assert native_runs == [2]
   on = (0x0ff0ff0f >> LANES[:32]) & 1 == 1
   total = lo.astype(np.uint64) + np.uint64(7)
@@ -57,34 +31,34 @@ def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs):
   assert (st.vgpr[1, :, 5] == np.where(on, second & np.uint64(0xffffffff), 0xbeef)).all()
   assert int(st.sgpr[0, 12]) == sum(1 << i for i in range(32) if on[i] and second[i] >> np.uint64(32))
 
-def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs):
+def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs, both):
   prog = [v_cmp_gt_f32_e32(v[1], v[2]), v_cndmask_b32_e32(v[3], v[4], v[5])]
-  st = both(monkeypatch, prog, lanes=64, vgprs={1: f32(LANES - 20.0), 2: f32(3.0), 3: 1, 4: 10, 5: 20}, exec_mask=(1 << 64) - 1 - (1 << 40))
+  st = both(prog, lanes=64, vgprs={1: f32(LANES - 20.0), 2: f32(3.0), 3: 1, 4: 10, 5: 20}, exec_mask=(1 << 64) - 1 - (1 << 40))
   assert native_runs == [1]
   gt = LANES - 20.0 > 3.0
   on = LANES != 40
   assert (st.vgpr[0, :, 3] == np.where(on, np.where(gt, 20, 10), 1)).all()
   assert st.get_mask(0, 106) == sum(1 << i for i in range(64) if gt[i] and on[i])
 
-def test_a_lane_mask_read_as_a_scalar_ends_the_region(monkeypatch, native_runs):
+def test_a_lane_mask_read_as_a_scalar_ends_the_region(monkeypatch, native_runs, both):
   prog = [v_cmp_gt_u32_e64(s[4], v[1], 9), v_add_nc_u32_e32(v[2], s[4], v[1])]
-  st = both(monkeypatch, prog, vgprs={1: LANES[:32]})
+  st = both(prog, vgprs={1: LANES[:32]})
   mask = sum(1 << i for i in range(32) if i > 9)
   assert (st.vgpr[0, :, 2] == (mask + LANES[:32]) & 0xffffffff).all()
   assert len(native_runs) == 2   # two regions: the add had to see the whole mask
 
-def test_vopd_halves_read_before_either_writes(monkeypatch, native_runs):
+def test_vopd_halves_read_before_either_writes(monkeypatch, native_runs, both):
   swap = VOPD(VOPDOp.V_DUAL_MOV_B32, VOPDOp.V_DUAL_MOV_B32, vdstx=v[1], vdsty=v[2], srcx0=v[2], srcy0=v[1])
-  st = both(monkeypatch, [swap, v_add_nc_u32_e32(v[3], v[1], v[2])], vgprs={1: LANES[:32], 2: 100})
+  st = both([swap, v_add_nc_u32_e32(v[3], v[1], v[2])], vgprs={1: LANES[:32], 2: 100})
   assert native_runs == [1]
   assert (st.vgpr[0, :, 1] == 100).all() and (st.vgpr[0, :, 2] == LANES[:32]).all() and (st.vgpr[0, :, 3] == LANES[:32] + 100).all()
 
-def test_64_bit_operands_modifiers_and_literals(monkeypatch, native_runs):
+def test_64_bit_operands_modifiers_and_literals(monkeypatch, native_runs, both):
   x = (LANES[:32].astype(np.float64) - 7.5)
   xb = x.view(np.uint64)
   prog = [v_lshlrev_b64(v[6:7], 3, v[1:2]), v_add_f64(v[8:9], v[1:2], v[1:2]), v_fma_f32(v[10], -v[3], abs(v[4]), 0.5),
           v_fmamk_f32_e32(v[11], v[3], v[4], literal=0x3fa00000), s_nop(0), v_mul_f32_e32(v[12], 3.0, v[11])]
-  st = both(monkeypatch, prog, vgprs={1: (xb & 0xffffffff).astype(np.uint32), 2: (xb >> np.uint64(32)).astype(np.uint32),
+  st = both(prog, vgprs={1: (xb & 0xffffffff).astype(np.uint32), 2: (xb >> np.uint64(32)).astype(np.uint32),
                                       3: f32(LANES[:32] * 0.5), 4: f32(-2.0)})
   assert native_runs == [1]
   shifted = (st.vgpr[0, :, 6].astype(np.uint64) | st.vgpr[0, :, 7].astype(np.uint64) << np.uint64(32))
@@ -111,10 +85,10 @@ def test_a_nan_result_reruns_its_waves_on_the_numpy_path(monkeypatch, native_run
   np.testing.assert_array_equal(st.vgpr_store, want.vgpr_store)
   assert np.isnan(as_f32(st.vgpr[2, 5, 3])) and (as_f32(st.vgpr[2, :5, 3]) == 0).all()
 
-def test_an_op_lowered_for_another_mode_is_not_used(monkeypatch, native_runs):
+def test_an_op_lowered_for_another_mode_is_not_used(monkeypatch, native_runs, both):
   tiny = f32(np.float32(1.5 * 2.0 ** -24))   # 1 + tiny: nearest even rounds up to 1 + 2^-23, toward zero keeps 1
   prog = [s_round_mode(0x3), v_add_f32_e32(v[2], v[1], v[4]), v_max_f32_e32(v[3], v[1], v[2])]
-  st = both(monkeypatch, prog, vgprs={1: f32(1.0), 4: tiny})
+  st = both(prog, vgprs={1: f32(1.0), 4: tiny})
   assert native_runs == [1]   # v_max alone: the add's toward-zero code does not lower
   assert (as_f32(st.vgpr[0, :, 2]) == 1.0).all() and (as_f32(st.vgpr[0, :, 3]) == 1.0).all()
 
@@ -159,31 +133,31 @@ def test_a_hot_region_compiles_in_the_background_and_then_runs_natively(monkeypa
     assert (out.vgpr[0, :, 2] == (LANES[:32] + k) & 0xffffffff).all()
     assert (as_f32(out.vgpr[0, :, 3]) == np.float32(2.0) * (LANES[:32] + k).astype(np.uint32).view(np.float32)).all()
 
-def test_a_lane_mask_written_over_exec_ends_the_region(monkeypatch, native_runs):
+def test_a_lane_mask_written_over_exec_ends_the_region(monkeypatch, native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.ins import M0
   # wave64: a compare into the pair at M0 also writes EXEC_LO, which the next instruction then runs under
   prog = [v_add_nc_u32_e32(v[2], 1, v[1]), v_cmp_gt_u32_e64(M0, v[1], 40), v_add_nc_u32_e32(v[3], 5, v[1])]
-  st = both(monkeypatch, prog, lanes=64, vgprs={1: LANES, 3: 7})
+  st = both(prog, lanes=64, vgprs={1: LANES, 3: 7})
   assert native_runs == [1, 1]   # the first add, then the second after the compare ran on the numpy path
   on = LANES[32:] > 40   # EXEC_LO (the pair's second word) now holds lanes 32-63 of the compare; EXEC_HI is unchanged
   assert (st.vgpr[0, :32, 3] == np.where(on, LANES[:32] + 5, 7)).all() and (st.vgpr[0, 32:, 3] == LANES[32:] + 5).all()
 
-def test_a_scalar_loop_runs_as_one_region_per_trip(monkeypatch, native_runs):
+def test_a_scalar_loop_runs_as_one_region_per_trip(monkeypatch, native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.ins import s_mov_b32, s_add_i32, s_cmp_lg_u32, s_cbranch_scc1
   body = [v_fma_f32(v[1], v[1], v[0], 1.0), s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
   back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4   # simm16 counts dwords from the next instruction
   prog = [s_mov_b32(s[2], 5), *body, s_cbranch_scc1(simm16=back & 0xffff)]
-  st = both(monkeypatch, prog, waves=3, vgprs={0: f32(2.0), 1: f32(LANES[:32])}, scc=1)
+  st = both(prog, waves=3, vgprs={0: f32(2.0), 1: f32(LANES[:32])}, scc=1)
   assert native_runs == [3] * 5   # body, counter, compare and branch: one native call per trip for all three waves
   assert (as_f32(st.vgpr[:, :, 1]) == (LANES[:32] + 1) * 32.0 - 1).all()   # v = 2v + 1, five times (exact)
   assert (st.sgpr[:, 2] == 0).all() and (st.scc == 0).all()
 
-def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_runs):
+def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.ins import s_add_u32, s_addc_u32, s_and_b32, v_mov_b32_e32
   a, b = 0xfffffff0_00000010, 0x00000001_fffffff8
   prog = [s_add_u32(s[4], s[4], s[6]), s_addc_u32(s[5], s[5], s[7]), v_mov_b32_e32(v[2], s[4]), v_mov_b32_e32(v[3], s[5]),
           v_cmp_gt_u32_e64(s[10], v[1], 5), s_and_b32(s[11], s[10], s[12]), v_add_nc_u32_e32(v[4], s[11], v[1])]
-  st = both(monkeypatch, prog, vgprs={1: LANES[:32]}, sgprs={4: a, 6: b, 12: 0x0000fff0})
+  st = both(prog, vgprs={1: LANES[:32]}, sgprs={4: a, 6: b, 12: 0x0000fff0})
   total = (a + b) & ((1 << 64) - 1)
   assert (st.vgpr[0, :, 2] == total & 0xffffffff).all() and (st.vgpr[0, :, 3] == total >> 32).all()
   mask = sum(1 << i for i in range(32) if i > 5) & 0x0000fff0
