@@ -96,7 +96,6 @@ class WaveIds:
   def __getitem__(self, w:int) -> tuple[int, int, int, int]:
     x, y, z = (int(c) for c in self.wgs[w // self.wpg])
     return x, y, z, w % self.wpg
-  def __len__(self) -> int: return len(self.wgs) * self.wpg
 
 def release_barriers(status:np.ndarray, groups:np.ndarray):
   """`status` is (workgroups, waves per workgroup): in each of `groups` where no wave runs any more and some wave waits at

@@ -37,7 +37,7 @@ from emu.amd.exec_vmem import VmemStep
 from emu.amd.operands import Src, resolve_src
 from emu.amd.step import Machine, Step
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
-from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, lower
+from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, literal, lower
 
 CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
 REGION_HOT = 0 if CHECK else 400   # instructions (per batch) a region runs on the numpy path before it is compiled (~10 ms of it)
@@ -181,7 +181,9 @@ def plain_load(s:Step) -> bool:
   return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"VDATA"} and \
     op.reads <= LOAD_READS | set(s.fields)
 
-_joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused
+def _scalar_sources(s:SaluStep) -> list[Src]:
+  """The register and constant operands a scalar op reads: its sources, and its destination when it reads it (s_cmovk, s_addk)."""
+  return list(s.srcs.values()) + ([s.d0] if "D0" in s.op.reads else [])
 
 def plain_salu(s:Step) -> bool:
   """A scalar ALU op from registers and constants into an SGPR (not EXEC) and SCC, with numpy code over waves (SaluStep.across)."""
@@ -189,12 +191,13 @@ def plain_salu(s:Step) -> bool:
   op, spec = s.op, s.spec
   if not op.reads <= SALU_READS | set(s.fields) or not op.writes <= {"D0", "SCC"} or not op.writes: return False
   if "D0" in op.writes and (s.d_bits not in (32, 64) or s.sdst + s.d_bits // 32 > spec.exec_lo and s.sdst != spec.null_reg): return False
-  srcs = list(s.srcs.values()) + ([s.d0] if "D0" in op.reads else [])
-  return all(src.kind in ("sgpr", "const") and src.bits in (32, 64) and not src.hi for src in srcs)
+  return all(src.kind in ("sgpr", "const") and src.bits in (32, 64) and not src.hi for src in _scalar_sources(s))
 
 def plain_branch(s:Step) -> bool:
   """s_branch / s_cbranch_scc0/1: the last step of a region, whose function then writes each wave's next PC."""
   return type(s) is SaluStep and s.pure and s.across is not None and s.op.writes == {"PC"} and s.op.reads <= BRANCH_READS | set(s.fields)
+
+_joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused
 
 def joins(s:Step) -> bool:
   """Whether step s may be part of a region: a plain VALU step, a plain global load, a plain scalar ALU op, a branch (which ends
@@ -305,9 +308,7 @@ class _WaveCode:
 
   def scalar(self, value) -> str:
     """A scalar op's output (a one-element Val or a Python int) as an i64."""
-    if not isinstance(value, Val):
-      v = self.sb.weak(value, U64)
-      return str(v - (1 << 64) if v >= 1 << 63 else v)
+    if not isinstance(value, Val): return literal(self.sb.weak(value, U64), U64)
     return self.sb.emit(f"extractelement <1 x i64> {self.sb.cast(value, U64).ref}, i64 0", U64).ref
 
   def scc_value(self) -> Val:
@@ -421,8 +422,7 @@ def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
   """(SGPRs read as values, lane-mask registers read, lane-mask registers written) of a plain VALU step or load."""
   if isinstance(step, VmemStep): return ({step.sgpr_base, step.sgpr_base + 1} if step.sgpr_base is not None else set()), set(), set()
   if isinstance(step, SaluStep):
-    srcs = list(step.srcs.values()) + ([step.d0] if "D0" in step.op.reads else [])
-    return {src.reg + k for src in srcs if src.kind == "sgpr" for k in range(src.nregs)}, set(), set()
+    return {src.reg + k for src in _scalar_sources(step) if src.kind == "sgpr" for k in range(src.nregs)}, set(), set()
   if isinstance(step, VopdStep):
     scal = {s.reg + k for _, srcs, _, _ in step.halves for s in srcs.values() if s.kind == "sgpr" for k in range(s.nregs)}
     return scal, {step.spec.vcc_lo for op, _, _, _ in step.halves if "VCC" in op.reads}, set()
@@ -590,7 +590,7 @@ class Region:
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
     steps = [s for _, s in self.steps]
     code, reads_mode, take = _WaveCode(self.lanes, self.spec), False, 0
-    for (off, _), s in zip(self.steps, steps):
+    for off, s in self.steps:
       at = code.mark()
       try:
         if not isinstance(s, ControlStep):
@@ -650,8 +650,8 @@ class Region:
 _built: dict[tuple, Region | None] = {}
 
 def build(steps:list[Step], lanes:int, spec, mode:int) -> Region | None:
-  """The region of `steps` (consecutive plain VALU steps, plain loads and no-op control steps) for waves of `lanes` in MODE `mode`, cached on the
-  step objects (steps are cached on their bytes); None when no VALU step is among them."""
+  """The region of `steps` (consecutive steps that `joins`, a branch only last) for waves of `lanes` in MODE `mode`, cached on the
+  step objects (steps are cached on their bytes); None when all of them are control steps."""
   key = (lanes, mode, tuple(id(s) for s in steps))
   if key not in _built: _built[key] = Region(steps, lanes, spec, mode) if any(not isinstance(s, ControlStep) for s in steps) else None
   return _built[key]
