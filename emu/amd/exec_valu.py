@@ -83,10 +83,14 @@ class SrcSpec:
     # neg/abs act on the sign bit of the operand's float type, not of the register width (an SDWA f16 source reads the whole dword)
     return apply_neg_abs(v, self.fkind, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
 
-def mfma_c_const(code:int, fmt:Fmt|None) -> int | None:
-  """An MFMA's C (src2 `code`) when it is an inline constant, which the ISA allows there: the raw bits of one C element (64 bits
-  for f64 accumulators, else 32), broadcast by the op (abi.py's C_CONST); None when C is a register."""
-  return inline_constant(code, 64 if float_kind(fmt) == 64 else 32, float_kind(fmt)) if code < 256 else None
+def matrix_c_const(code:int, fmt:Fmt|None) -> int | None:
+  """A matrix op's C (src2 `code`) when it is an inline constant (CDNA's MFMA, RDNA4's dense WMMA): the raw bits of one C element
+  (64 bits for f64 accumulators, else 32; a bf16 element's float constant is the top half of the f32's), broadcast by the op
+  (abi.py's C_CONST); None when C is a register."""
+  if code >= 256: return None
+  bits = inline_constant(code, 64 if float_kind(fmt) == 64 else 32, float_kind(fmt))
+  is_float = bits is not None and not 128 <= code <= 208   # (integer constants are the integer's bits at any type)
+  return bits >> 16 if is_float and fmt is not None and "BF16" in fmt.name else bits
 
 class ValuStep(Step):
   """One VALU instruction (any VOP encoding except VOPD)."""
@@ -102,7 +106,7 @@ class ValuStep(Step):
     self._destination(instr, spec, own_mods, opsel, legacy)
     self._lane_masks(instr, spec)
     self.fields = self._fields(inst, op.reads)
-    if "C_CONST" in op.reads: self.fields["C_CONST"] = mfma_c_const(inst.src2.offset, operand_fmt(inst.operands, "src2"))
+    if "C_CONST" in op.reads: self.fields["C_CONST"] = matrix_c_const(inst.src2.offset, operand_fmt(inst.operands, "src2"))
     if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
     self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE

@@ -64,7 +64,9 @@ There are three kinds of op:
           VGPR, SRC0 SRC1 SRC2 VDST (0-based VGPR numbers of A, B, C and D), OPSEL, NEG (the VOP3P neg bits: signedness of
           A/B for IU8/IU4) and CLAMP (all ints, all required), and writes the 8 D registers of all 32 lanes in VGPR.
           rdna4 V_WMMA_* (F16/BF16/IU8/IU4/FP8/BF8 inputs, 16x16x16 and IU4 16x16x32) take the same inputs in the RDNA4
-          wave32 layout (no lane duplication; f16/bf16 D packed in 4 registers, f32/i32 D in 8: see emu.pcode.handwritten).
+          wave32 layout (no lane duplication; f16/bf16 D packed in 4 registers, f32/i32 D in 8: see emu.pcode.handwritten),
+          and C_CONST as MFMA's below (LLVM 19 writes `..., 0` for a zero accumulator on gfx12; a 16-bit C element takes the
+          constant's low half).
           rdna4 V_SWMMAC_* (sparse A) take the same inputs with other meanings: SRC2 is the VGPR holding the sparsity index,
           OPSEL[1:0] the index key (which index set of that VGPR), and C is read from the D registers (VDST, in place).
 MFMA (cdna V_MFMA_* of every shape: single- and multi-block (_2B/_4B/_16B), f64/f32/xf32/f16/bf16/i8/fp8/bf8 and gfx950's

@@ -237,7 +237,8 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
   """An RDNA4 V_WMMA_* op, or with `sparse` a V_SWMMAC_* op: A is 4:2 structured sparse (its register run holds k/4 compressed
   elements per lane, two for each run of 4 dense elements of the lane, placed by expand_sparse), SRC2 is the VGPR holding the
   lanes' index sets (k/4 * 2 bits each; OPSEL[1:0], the index key, selects the set) and C is D itself (VDST, accumulated in
-  place)."""
+  place). A dense op's C may be an inline constant (C_CONST, not None: one element's raw bits), as LLVM emits for gfx12 (a zero
+  accumulator as `0`); RDNA3's WMMA takes C from VGPRs only."""
   packed = dst in ("F16", "BF16")
   def op(st):
     vgpr, neg, index = st.VGPR, int(st.NEG), None
@@ -247,7 +248,9 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
       index = (vgpr[0:32, int(st.SRC2)].astype(np.uint64) >> np.uint64(key * ibits)) & np.uint64((1 << ibits) - 1)
     a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1), index)
     b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).T
-    cb = _rdna4_acc(vgpr, int(st.VDST) if sparse else int(st.SRC2), packed)
+    if (c_const := None if sparse else getattr(st, "C_CONST", None)) is not None:   # an inline constant C: every element
+      cb = np.full((16, 16), c_const & (0xffff if packed else 0xffffffff), np.uint64)
+    else: cb = _rdna4_acc(vgpr, int(st.VDST) if sparse else int(st.SRC2), packed)
     c = cb.astype(np.uint32).view(np.float32).astype(np.float64) if dst == "F32" else cb.astype(np.uint32).view(np.int32).astype(np.int64) \
       if dst == "I32" else _values(cb, 16, dst.lower(), False)
     with np.errstate(all="ignore"):
@@ -457,7 +460,8 @@ for _a, _b, _dst, _k in (("F16", "F16", "F32", 16), ("BF16", "BF16", "F32", 16),
                          ("IU8", "IU8", "I32", 16), ("IU4", "IU4", "I32", 16), ("IU4", "IU4", "I32", 32), ("FP8", "FP8", "F32", 16),
                          ("FP8", "BF8", "F32", 16), ("BF8", "FP8", "F32", 16), ("BF8", "BF8", "F32", 16)):
   _srcs = _a if _a == _b and _a not in ("FP8", "BF8") else f"{_a}_{_b}"
-  HANDWRITTEN_RDNA4[f"V_WMMA_{_dst}_16X16X{_k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, _k), _WMMA_ARGS, ("VGPR",), {})
+  HANDWRITTEN_RDNA4[f"V_WMMA_{_dst}_16X16X{_k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, _k), _WMMA_ARGS + ("C_CONST",),
+                                                               ("VGPR",), {})
   if _k == 16 or _a == "IU4":  # V_SWMMAC_*: the same inputs with twice the (dense) K
     HANDWRITTEN_RDNA4[f"V_SWMMAC_{_dst}_16X16X{2 * _k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, 2 * _k, sparse=True),
                                                                          _WMMA_ARGS, ("VGPR",), {})

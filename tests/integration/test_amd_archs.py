@@ -1,6 +1,7 @@
 """A core set of tinygrad programs on every emulated AMD GPU (gfx1100, gfx1201, gfx942, gfx950) in the default test run: elementwise,
-reductions (argmin/argmax), matmul, conv2d, a dtype sweep (int8/int16 division, 64-bit ints, half, float64 trunc, bfloat16, bool) and
-an MMU fault. The whole integration suite runs on one arch (EMU_TEST_ARCH, default gfx1100). Expected values come from numpy."""
+reductions (argmin/argmax), matmul, a half matmul on the tensor cores (WMMA/MFMA), conv2d, a dtype sweep (int8/int16 division, 64-bit
+ints, half, float64 trunc, bfloat16, bool) and an MMU fault. The whole integration suite runs on one arch (EMU_TEST_ARCH, default
+gfx1100). Expected values come from numpy."""
 import pytest
 from tinygrad_run import ARCHS, assert_mmu_fault_and_survival, emulator_available, failed_checks, llvm_missing, run_json
 
@@ -30,6 +31,8 @@ i64 = rng.integers(-2**40, 2**40, 45)
 check("int64 add mul", (T(i64) * 3 + T(i64)).numpy(), i64 * 3 + i64)
 h = rng.standard_normal(45).astype(np.float16)
 check("half mul", (T(h) * T(h)).numpy(), h * h, 1e-2)
+hm, hn = rng.standard_normal((32, 32)).astype(np.float16), rng.standard_normal((32, 32)).astype(np.float16)
+check("half matmul (tensor cores)", (T(hm) @ T(hn)).numpy(), hm.astype(np.float32) @ hn.astype(np.float32), 2e-2)
 f64 = rng.standard_normal(45) * 4
 check("float64 trunc", T(f64).trunc().numpy(), np.trunc(f64)); check("float64 div", (T(f64) / 3).numpy(), f64 / 3, 1e-12)
 bf = T(a[0]).cast(dtypes.bfloat16)

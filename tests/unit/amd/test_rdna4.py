@@ -115,3 +115,24 @@ def test_tinygrad_gfx1201_kernel(name, fn, shapes):
   stats = AMDGPU(ARCH, bufs.mem).dispatch(kernel_dispatch(k, ins, out, bufs))
   np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
   assert stats.cycles > 0 and stats.clock_mhz == 2970.0
+
+@pytest.mark.parametrize("op, one, want, words", [("v_wmma_f32_16x16x16_f16", 0x3c00, 0x41400000, 8),        # f32 12.0 in 8 registers
+                                                  ("v_wmma_bf16_16x16x16_bf16", 0x3f80, 0x41404140, 4)])  # bf16 12.0, two per register
+def test_wmma_with_an_inline_constant_accumulator(op, one, want, words):
+  # LLVM 19 compiles tinygrad's half matmul on gfx1201 to `v_wmma_f32_16x16x16_f16 v[8:15], v[16:19], v[36:39], 0`: C is the inline
+  # constant in every element. A and B all 1.0 (two 16-bit halves per register), C = -4.0: every D element is 16 * 1 * 1 - 4 = 12.
+  # D's registers start as NaN, so reading C from them (instead of the constant) shows.
+  from tinygrad.runtime.autogen.amd.rdna4 import ins
+  pair = one * 0x10001
+  st = run_program([getattr(ins, op)(v[0:words - 1], v[8:11], v[12:15], -4.0)], arch=ARCH, lanes=32,
+                   vgprs={**{r: 0x7fc00000 for r in range(8)}, **{r: pair for r in range(8, 16)}})
+  assert (st.vgpr[0, :, :words] == want).all()
+
+def test_wmma_accumulator_from_an_sgpr_is_illegal_and_rdna3_takes_no_constant():
+  from tinygrad.runtime.autogen.amd.rdna3 import ins as ins3
+  from tinygrad.runtime.autogen.amd.rdna4 import ins as ins4
+  from emu.amd.api import GPUIllegalInstruction
+  with pytest.raises(GPUIllegalInstruction, match="src2"):
+    run_program([ins4.v_wmma_f32_16x16x16_f16(v[0:7], v[8:11], v[12:15], s[0:7])], arch=ARCH, lanes=32)
+  with pytest.raises(GPUIllegalInstruction, match="src2"):   # RDNA3's WMMA reads C from VGPRs only
+    run_program([ins3.v_wmma_f32_16x16x16_f16(ins3.v[0:7], ins3.v[8:15], ins3.v[16:23], 0)], arch="gfx1100", lanes=32)
