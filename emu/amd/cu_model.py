@@ -44,13 +44,15 @@ class ReplayOp(NamedTuple):
   cond: bool                # conditional branch
   via_trans: bool           # also needs the transcendental port
   gated: bool               # its readiness depends on more than the wave's s_delay_alu dependencies (`_CU.readiness`)
+  own_port: bool            # its port is its SIMD's and gates no other (not the transcendental, matrix or shared ports, not via_trans)
 
 def replay_op(info:OpInfo) -> ReplayOp:
   """The replay form of an OpInfo."""
   port, cls = PORTS.index(info.port) if info.port is not None else -1, CLS_CODE[info.cls]
   return ReplayOp(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
              tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
-             info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END))
+             info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END),
+             port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans)
 
 def cache_spans(ops:list[ReplayOp], pcs:list[int]) -> list[tuple[int, int, bool]]:
   """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line (the
@@ -91,6 +93,11 @@ class _Wave:
     done, self.pending[counter] = pend[:len(pend) - limit], pend[len(pend) - limit:]
     t = max(d for d, _ in done)
     return t, any(g for d, g in done if d == t)
+
+def delay_deps(w:_Wave, op:ReplayOp):
+  """An s_delay_alu consumed: its (instructions to skip, dependency id) pairs join the wave's pending ones (id 0: none)."""
+  for skip, dep in ((0, op.delay & 0xf), ((op.delay >> 4) & 7, (op.delay >> 7) & 0xf)):
+    if dep: w.delay.append((skip, dep))
 
 class _ICache:
   """The CU's instruction cache: line (counted from the kernel entry) -> cycle its fetch completes; lines stay once fetched."""
@@ -323,19 +330,11 @@ class _CU:
     if take: self.units[w.simd].take(i, ready, *take)
     return ready
 
-  def retire(self, w:_Wave, op:ReplayOp, ready:int) -> int:
-    """Record the issue at `ready` and its effects (counters, histories, LDS pipe); the cycle the wave's next instruction could
-    issue at the earliest (before its own readiness)."""
-    cls = op.cls
-    w.times.append(ready); w.dram.append(w.next_dram)
-    w.i += 1
-    if cls <= C_TRANS:   # C_VALU or C_TRANS
-      w.valu.append(ready); w.last_valu = ready
-      if cls == C_TRANS: w.trans.append(ready)
-      return self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + self.pass_issue
-    p, nxt = self.p, ready + ISSUE
-    if cls == C_SALU: w.salu = ready
-    elif cls == C_BRANCH:
+  def effects(self, w:_Wave, op:ReplayOp, ready:int) -> int:
+    """The effects of an issue at `ready` of any class but the ALU ones (`run` records those): counters, the LDS pipe, s_delay_alu
+    dependencies; the cycle the wave's next instruction could issue at the earliest (before its own readiness)."""
+    cls, p, nxt = op.cls, self.p, ready + ISSUE
+    if cls == C_BRANCH:
       w.salu, pcs = ready, w.pcs
       if w.i < len(pcs) and pcs[w.i] != pcs[w.i - 1] + op.size: nxt = ready + p.branch_taken
     elif cls == C_SMEM: w.pending[op.counter].append((ready + p.smem_lat, True))
@@ -347,8 +346,7 @@ class _CU:
       self.lds_done = max(ready + p.lds_lat, self.lds_done + op.lds_cycles)
       w.pending[op.counter].append((self.lds_done, False))
     elif cls == C_DELAY:
-      for skip, dep in ((0, op.delay & 0xf), ((op.delay >> 4) & 7, (op.delay >> 7) & 0xf)):
-        if dep: w.delay.append((skip, dep))   # dependency id 0: none
+      delay_deps(w, op)
       w.times[-1] = None; nxt = ready
     elif cls == C_NOP: nxt = ready + op.delay
     return nxt
@@ -383,10 +381,20 @@ class _CU:
       if w.mx_end + p.matrix_drain > nxt: nxt = w.mx_end + p.matrix_drain
     return nxt, dram
 
+  def end_wave(self, w:_Wave, ready:int):
+    """The wave ended at `ready`: it leaves its workgroup (releasing a barrier it was the last one missing), and a finished
+    workgroup frees its slot for the next."""
+    release, done = self.groups.leave(w.wg)
+    if release is not None: self.release(release, ready)
+    if done: self.launch(ready)
+
   def run(self) -> list[tuple[int, int, list, list]]:
-    """Replay until every wave ended: per wave (start, end, issue times (None: consumed without issue), dram flags)."""
-    heap, waves, fetched, issue_port, retire, readiness = self.heap, self.waves, self.icache.fetched, self.issue_port, self.retire, self.readiness
+    """Replay until every wave ended: per wave (start, end, issue times (None: consumed without issue), dram flags).
+    The commonest steps are inline (a cache line already requested, a port of the wave's own SIMD, the ALU classes' effects): the
+    loop runs once per issue attempt of every instruction of every wave, so a call less there is a sizable share of a replay."""
+    heap, waves, fetched, issue_port, effects, readiness = self.heap, self.waves, self.icache.fetched, self.issue_port, self.effects, self.readiness
     take, passes, plain = self.ports.take, self.passes, self.units is None   # plain: no matrix unit to consult
+    lines_get, free, n_ports, pass_issue = self.icache.lines.get, self.ports.free, len(PORTS), self.pass_issue
     heappop, heappushpop = heapq.heappop, heapq.heappushpop
     item = heappop(heap) if heap else None
     while item is not None:
@@ -395,21 +403,41 @@ class _CU:
       wi = w.i
       op = w.ops[wi]
       # (a wave back from a busy port has fetched its instruction already: cache lines are never refilled)
-      if not port_wait and (t := fetched(w.lines[wi], ready)) > ready:   # a miss is memory-bound like the launch
-        w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
-      if op.port >= 0 and (t := take(w.simd, op, ready, passes if op.vec else 1) if plain else issue_port(w, i, op, ready)) > ready:
+      if not port_wait:
+        span = w.lines[wi]   # one line, not entered (nothing to prefetch) and requested already: its arrival is all fetched() says
+        if (t := lines_get(span[0]) if span[0] == span[1] and not span[2] else None) is None: t = fetched(span, ready)
+        if t > ready:   # a miss is memory-bound like the launch
+          w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
+      if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
+        if (t := free[key := w.simd * n_ports + op.port]) > ready:
+          item = heappushpop(heap, (t, i, True)); continue
+        free[key] = ready + op.cost * (passes if op.vec else 1)
+      elif op.port >= 0 and (t := take(w.simd, op, ready, passes if op.vec else 1) if plain else issue_port(w, i, op, ready)) > ready:
         item = heappushpop(heap, (t, i, True)); continue
-      nxt = retire(w, op, ready)
-      if op.cls == C_END or w.i >= len(w.ops):
-        release, done = self.groups.leave(w.wg)
-        if release is not None: self.release(release, ready)
-        if done: self.launch(ready)
+      # the issue: recorded, then what it does (the ALU classes here, the rest in effects()); nxt: the next instruction's earliest cycle
+      w.times.append(ready); w.dram.append(w.next_dram)
+      w.i = wi = wi + 1
+      if (cls := op.cls) <= C_TRANS:   # C_VALU or C_TRANS
+        w.valu.append(ready); w.last_valu = ready
+        if cls == C_TRANS: w.trans.append(ready)
+        nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
+      elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE
+      else: nxt = effects(w, op, ready)
+      if cls == C_END or wi >= len(w.ops):
+        self.end_wave(w, ready)
         item = heappop(heap) if heap else None
         continue
-      nop = w.ops[w.i]
+      nop = w.ops[wi]
+      # an s_delay_alu next whose line is in the cache by nxt touches nothing but its wave: consumed here rather than at its turn
+      while nop.cls == C_DELAY and wi + 1 < len(w.ops) and (span := w.lines[wi])[0] == span[1] and not span[2] and \
+          (t := lines_get(span[0])) is not None and t <= nxt:
+        w.times.append(None); w.dram.append(False)
+        w.i = wi = wi + 1
+        delay_deps(w, nop)
+        nop = w.ops[wi]
       if nop.gated or w.delay: nxt, w.next_dram = readiness(w, nop, nxt)
       else: w.next_dram = False
-      if op.cls == C_BARRIER:
+      if cls == C_BARRIER:
         w.parked = nxt
         if (release := self.groups.arrive(w.wg, i)) is not None: self.release(release, ready)
         item = heappop(heap) if heap else None
