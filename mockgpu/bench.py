@@ -10,10 +10,14 @@ Programs:
   matmul     fp32 256 x 256 @ 256 x 256
   axpy       a * b + c over 2M floats
   mlp_step   one SGD step of a 2-layer MLP (64 x 256 inputs, 512 hidden, 64 outputs, MSE loss)
+
+`--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
+once in a fresh process, as tinygrad's test files do, with the mock's host time split by part.
 """
 from __future__ import annotations
 import argparse, json, os, resource, subprocess, sys, time
 import numpy as np
+from mockgpu import bench_suite
 
 def _matmul(T, rng):
   a, b = (T(rng.standard_normal((256, 256), dtype=np.float32)).realize() for _ in range(2))
@@ -86,12 +90,18 @@ def main(argv=None) -> int:
   p.add_argument("--dev", default="MOCKKFD+AMD", help="the emulated device (default MOCKKFD+AMD)")
   p.add_argument("--ref", default="CPU:LLVM", help="the reference device (default CPU:LLVM)")
   p.add_argument("--json", action="store_true")
+  p.add_argument("--suite", action="store_true", help="time the test-suite-shaped workload instead of the programs")
   p.add_argument("--child", help=argparse.SUPPRESS)
   a = p.parse_args(argv)
   if a.child: return _child(a.child, a.repeat)
+  log = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)   # noqa: E731
+  if a.suite:
+    res = bench_suite.run(a.dev, a.ref, a.repeat, log)
+    print(json.dumps(res, indent=1) if a.json else bench_suite.report(res, a.dev, a.ref))
+    return 0
   names = a.programs.split(",")
   if unknown := [n for n in names if n not in PROGRAMS]: p.error(f"unknown program(s) {', '.join(unknown)}; known: {', '.join(PROGRAMS)}")
-  res = run(names, a.dev, a.ref, a.repeat, lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
+  res = run(names, a.dev, a.ref, a.repeat, log)
   if a.json: print(json.dumps(res, indent=1))
   else:
     print(f"{'program':10s} {a.dev + ' s/step':>22s} {a.ref + ' s/step':>18s} {'ratio':>7s} {'M winst/s':>10s} {'peak RSS MiB (emu/ref)':>24s}")

@@ -69,6 +69,18 @@ class Profile:
         if (digest := code_digest(mem, p.prog_addr)) in self.codes: self.codes[digest] = p.name
     for (digest, _, _), row in self.kernels.items(): row.label = self.codes[digest]
 
+  def seconds(self) -> dict[str, float]:
+    """The host seconds so far, keys ending in `_s`: the emulator's (`emulated`, split into `decode`, `execute` and `timing`, the
+    replay) and each part of the mock (`PM4` less the kernels it launched, `SDMA`, `ioctl`, `host waits`)."""
+    with self._lock:
+      host: dict[str, float] = {}
+      for row in self.kernels.values():
+        for k, v in row.host.items(): host[k] = host.get(k, 0.0) + v
+      parts = {f"{k}_s": v for k, v in self.parts.items()}
+    emulated, decode, timing = host.get("total", 0.0), host.get("decode", 0.0), host.get("observe", 0.0)
+    if "PM4_s" in parts: parts["PM4_s"] = max(0.0, parts["PM4_s"] - emulated)   # the PM4 engines' time less the kernels they launched
+    return {"emulated_s": emulated, "decode_s": decode, "execute_s": emulated - decode - timing, "timing_s": timing, **parts}
+
   def table(self) -> str:
     """The report's text."""
     wall = time.perf_counter() - self.started
@@ -83,8 +95,7 @@ class Profile:
       out.append(f"{r.label[:28]:<28} {'x'.join(map(str, grid)):>14} {'x'.join(map(str, wg)):>11} {r.dispatches:>5} "
                  f"{r.wave_instructions / 1e6:>8.3f} {tot:>8.3f} {dec:>7.3f} {tot - dec - obs:>8.3f} {obs:>7.3f} {rate:>9}")
     if len(rows) > 40: out.append(f"... {len(rows) - 40} more kernels ({sum(r.host.get('total', 0.0) for _, r in rows[40:]):.3f} s)")
-    parts = dict(self.parts)
-    if "PM4" in parts: parts["PM4"] = max(0.0, parts["PM4"] - emu)   # the PM4 engines' time less the kernels they launched
+    parts = {k.removesuffix("_s"): v for k, v in self.seconds().items() if k.removesuffix("_s") in self.parts}
     out.append("mock parts (host s): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(parts.items())) +
                " (PM4 excludes the kernels; host waits overlap the emulation they wait for)")
     return "\n".join(out)

@@ -17,3 +17,13 @@ def test_one_program_on_both_devices():
 def test_an_unknown_program_is_refused(capsys):
   with pytest.raises(SystemExit): bench.main(["--programs", "nope"])
   assert "unknown program(s) nope" in capsys.readouterr().err
+
+def test_the_suite_workload_splits_the_mocks_time_by_part():
+  from mockgpu import bench_suite
+  r = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, ops=["add", "sum_axis1"])
+  emu, ref = r["emulated"], r["reference"]
+  assert set(emu["ops"]) == set(ref["ops"]) == {"add", "sum_axis1"} and r["ratio"] == emu["seconds"] / ref["seconds"]
+  mock = emu["mock"]   # profiled on the mock only; the emulator's parts add up to its total
+  assert ref["mock"] is None and mock["emulated_s"] > 0 and mock["timing_s"] > 0
+  assert abs(mock["decode_s"] + mock["execute_s"] + mock["timing_s"] - mock["emulated_s"]) < 1e-9
+  assert "ratio" in bench_suite.report(r, "MOCKKFD+AMD", "CPU:LLVM")
