@@ -64,26 +64,54 @@ def cache_spans(ops:list[ReplayOp], pcs:list[int]) -> list[tuple[int, int, bool]
   enter[0] = True
   return list(zip((off // ILINE).tolist(), ((off + size - 1) // ILINE).tolist(), enter.tolist()))
 
-Stream = tuple[list[ReplayOp], list[int], list[tuple[int, int, bool]]]   # (ops, pcs, cache-line spans) of one wave
+VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
+
+def alu_deps(ops:list[ReplayOp]) -> list[tuple[tuple[int, int], ...]]:
+  """Per instruction of a stream, what its s_delay_alu dependencies wait for: (k, code) pairs, each "until instruction k's issue
+  plus a latency" (code VALU_DEP or TRANS_DEP, else that many cycles). They are static: an s_delay_alu names the n-th most recent
+  VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3) or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of
+  the wave's own in-order stream, for the instruction `skip` non-delay instructions on; ids without a model (0, FMA_ACCUM_CYCLE_1,
+  an instruction that does not exist) wait for nothing."""
+  if all(op.cls != C_DELAY for op in ops): return [()] * len(ops)   # (CDNA has no s_delay_alu)
+  pending: list[tuple[int, int]] = []   # (non-delay instructions to skip, dependency id)
+  valu: list[int] = []; trans: list[int] = []; salu = -1
+  out: list[tuple[tuple[int, int], ...]] = []
+  for j, op in enumerate(ops):
+    deps: list[tuple[int, int]] = []
+    if op.cls != C_DELAY and pending:
+      keep = []
+      for skip, dep in pending:
+        if skip: keep.append((skip - 1, dep))
+        elif 1 <= dep <= 4 and len(valu) >= dep: deps.append((valu[-dep], VALU_DEP))
+        elif 5 <= dep <= 7 and len(trans) >= dep - 4: deps.append((trans[-(dep - 4)], TRANS_DEP))
+        elif 9 <= dep <= 11 and salu >= 0: deps.append((salu, dep - 8 + 1))
+      pending = keep
+    out.append(tuple(deps))
+    if op.cls <= C_TRANS:   # (C_VALU, C_TRANS; WMMAs are C_VALU)
+      valu.append(j)
+      if op.cls == C_TRANS: trans.append(j)
+    elif op.cls in (C_SALU, C_BRANCH): salu = j
+    elif op.cls == C_DELAY:
+      pending += [(skip, dep) for skip, dep in ((0, op.delay & 0xf), ((op.delay >> 4) & 7, (op.delay >> 7) & 0xf)) if dep]
+  return out
+
+# (ops, pcs, cache-line spans, s_delay_alu dependencies) of one wave
+Stream = tuple[list[ReplayOp], list[int], list[tuple[int, int, bool]], list[tuple[tuple[int, int], ...]]]
+
+def make_stream(ops:list[ReplayOp], pcs:list[int]) -> Stream:
+  """A wave's replay input from its issued instructions and their pcs."""
+  return ops, pcs, cache_spans(ops, pcs), alu_deps(ops)
 
 class _Wave:
-  """Replay state of one wave: position, issue history (VALU, trans, SALU), wait counters, pending s_delay_alu dependencies."""
-  __slots__ = ("ops", "pcs", "lines", "i", "ready", "simd", "wg", "valu", "trans", "salu", "last_valu", "pending", "delay", "start", "times",
+  """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
+  __slots__ = ("ops", "pcs", "lines", "deps", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start", "times",
                "dram", "next_dram", "parked", "mx_end")
   def __init__(self, stream:Stream, start:int, simd:int, wg:int, launch:int):
-    self.ops, self.pcs, self.lines = stream
+    self.ops, self.pcs, self.lines, self.deps = stream
     self.i, self.ready, self.simd, self.wg = 0, start + launch, simd, wg
-    self.valu: list[int] = []; self.trans: list[int] = []; self.salu = NEVER; self.last_valu = NEVER
+    self.salu = NEVER; self.last_valu = NEVER
     self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]   # per counter: (completion cycle, global memory) in order
-    self.delay: list[tuple[int, int]] = []   # (instructions to skip, delay id) from s_delay_alu
     self.start, self.times, self.dram, self.next_dram, self.parked, self.mx_end = start, [], [], True, 0, NEVER
-
-  def dep_ready(self, dep:int, p:Params) -> int:
-    """The cycle an s_delay_alu dependency id (VALU_DEP_1-4, TRANS32_DEP_1-3, SALU_CYCLE_1-3) is satisfied."""
-    if 1 <= dep <= 4: return self.valu[-dep] + p.valu_dep if len(self.valu) >= dep else 0
-    if 5 <= dep <= 7: return self.trans[-(dep - 4)] + p.trans_dep if len(self.trans) >= dep - 4 else 0
-    if 9 <= dep <= 11: return self.salu + dep - 8 + 1
-    return 0
 
   def wait(self, counter:int, limit:int) -> tuple[int, bool]:
     """Retire all but the newest `limit` outstanding operations of a counter: (cycle the last of them completes, whether one of
@@ -93,11 +121,6 @@ class _Wave:
     done, self.pending[counter] = pend[:len(pend) - limit], pend[len(pend) - limit:]
     t = max(d for d, _ in done)
     return t, any(g for d, g in done if d == t)
-
-def delay_deps(w:_Wave, op:ReplayOp):
-  """An s_delay_alu consumed: its (instructions to skip, dependency id) pairs join the wave's pending ones (id 0: none)."""
-  for skip, dep in ((0, op.delay & 0xf), ((op.delay >> 4) & 7, (op.delay >> 7) & 0xf)):
-    if dep: w.delay.append((skip, dep))
 
 class _ICache:
   """The CU's instruction cache: line (counted from the kernel entry) -> cycle its fetch completes; lines stay once fetched."""
@@ -345,8 +368,7 @@ class _CU:
     elif cls == C_LDS:
       self.lds_done = max(ready + p.lds_lat, self.lds_done + op.lds_cycles)
       w.pending[op.counter].append((self.lds_done, False))
-    elif cls == C_DELAY:
-      delay_deps(w, op)
+    elif cls == C_DELAY:   # (its dependencies are the later instructions' alu_deps)
       w.times[-1] = None; nxt = ready
     elif cls == C_NOP: nxt = ready + op.delay
     return nxt
@@ -363,12 +385,8 @@ class _CU:
     instructions, the SALU result a conditional branch tests, wait counters, the store and WMMA drain before s_endpgm; and whether
     it then waited on global memory."""
     p, dram, ncls = self.p, False, nop.cls
-    if ncls != C_DELAY and w.delay:
-      keep = []
-      for skip, dep in w.delay:
-        if skip: keep.append((skip - 1, dep))
-        elif (dep_t := w.dep_ready(dep, p)) > nxt: nxt = dep_t
-      w.delay = keep
+    for k, code in w.deps[w.i]:
+      if (t := w.times[k] + (p.valu_dep if code == VALU_DEP else p.trans_dep if code == TRANS_DEP else code)) > nxt: nxt = t
     if nop.port >= P_VMEM: nxt = max(nxt, w.last_valu + p.vgpr_to_mem)
     elif nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
     if ncls == C_WAITCNT:
@@ -418,8 +436,7 @@ class _CU:
       w.times.append(ready); w.dram.append(w.next_dram)
       w.i = wi = wi + 1
       if (cls := op.cls) <= C_TRANS:   # C_VALU or C_TRANS
-        w.valu.append(ready); w.last_valu = ready
-        if cls == C_TRANS: w.trans.append(ready)
+        w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
       elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE
       else: nxt = effects(w, op, ready)
@@ -433,9 +450,8 @@ class _CU:
           (t := lines_get(span[0])) is not None and t <= nxt:
         w.times.append(None); w.dram.append(False)
         w.i = wi = wi + 1
-        delay_deps(w, nop)
         nop = w.ops[wi]
-      if nop.gated or w.delay: nxt, w.next_dram = readiness(w, nop, nxt)
+      if nop.gated or w.deps[wi]: nxt, w.next_dram = readiness(w, nop, nxt)
       else: w.next_dram = False
       if cls == C_BARRIER:
         w.parked = nxt
@@ -447,7 +463,7 @@ class _CU:
 
 def simulate_cu(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int) -> list[tuple[int, int, list, list]]:
   """Replay the waves of one CU with the costs `p` and the cold instruction-fetch latency `fetch` (launch and cache-line misses).
-  streams[i]: (ops, pcs, lines) of the CU's i-th wave; wg_of[i]: its local workgroup.
+  streams[i]: the CU's i-th wave's (make_stream); wg_of[i]: its local workgroup.
 
   Returns per wave (start, end, issue times, dram flags)."""
   return _CU(streams, wg_of, passes, wg_slots, p, fetch).run()

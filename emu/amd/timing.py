@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.arch import ArchSpec
-from emu.amd.cu_model import ReplayOp, Stream, cache_spans, replay_op, simulate_cu
+from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.semantics import get_op
@@ -227,7 +227,7 @@ class ReplayMemo:
         return hit, digest
     sp = [pairs[c] for c in codes.tolist()]
     ops, pcl = [self.ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
-    stream = (ops, pcl, cache_spans(ops, pcl))
+    stream = make_stream(ops, pcl)
     with self._lock:
       self.streams[key], self.stream_size = stream, self.stream_size + len(ops)
       while self.stream_size > self.stream_budget and len(self.streams) > 1:
@@ -300,7 +300,7 @@ class TimingModel(DispatchObserver):
   def _streams(self) -> tuple[list[Stream], list[bytes], int]:
     """Each wave's (ops, pcs, cache-line spans) in issue order, a digest of it (waves with the same sequence share one Stream
     object), and the replay memo's generation that numbered them."""
-    if not self.batches: return [([], [], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
+    if not self.batches: return [make_stream([], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
     # (step id, pc) -> an int: one array to sort and compare instead of two
     generation, pairs, per_batch = REPLAY_MEMO.number([(sid, pc) for sid, pc, _ in self.batches])
     if self.lockstep:   # every batch held every wave (one lockstep chunk): one sequence
@@ -361,7 +361,7 @@ class TimingModel(DispatchObserver):
       end = max([end] + [r[1] for r in res])
       for w, (start, _, times, dram) in zip(ids, res):
         self.timeline.append((w, -1, start, "start", False))
-        ops, pcs, _ = streams[w]
+        ops, pcs = streams[w][:2]
         self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
     return end, self.clock_mhz
 

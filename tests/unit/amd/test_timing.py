@@ -76,7 +76,7 @@ def test_timing_is_deterministic_and_does_not_change_results():
 
 # --- replay rules on synthetic streams (simulate_cu): expected cycles worked by hand from the rules docs/timing.md states ---
 from emu.amd.timing import PARAMS, OpInfo  # noqa: E402
-from emu.amd.cu_model import ILINE, replay_op, cache_spans, simulate_cu  # noqa: E402
+from emu.amd.cu_model import ILINE, make_stream, replay_op, simulate_cu  # noqa: E402
 
 RDNA4 = PARAMS["rdna4"]
 F16_WMMA = replay_op(OpInfo("valu", "matrix", 16))   # v_wmma_f32_16x16x16_f16 on RDNA4: 4096 MACs / 256 per cycle
@@ -85,7 +85,7 @@ VALU, SALU, END = replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("salu", "s
 
 def stream(ops, pcs=None):
   pcs = pcs if pcs is not None else [4 * k for k in range(len(ops))]
-  return ops, pcs, cache_spans(ops, pcs)
+  return make_stream(ops, pcs)
 
 def issue_times(streams, p=RDNA4, wg_of=None):
   """Issue cycles per wave, relative to the first wave's first issue."""
