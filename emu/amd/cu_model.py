@@ -413,10 +413,22 @@ class _CU:
     heap, waves, fetched, issue_port, effects, readiness = self.heap, self.waves, self.icache.fetched, self.issue_port, self.effects, self.readiness
     take, passes, plain = self.ports.take, self.passes, self.units is None   # plain: no matrix unit to consult
     lines_get, free, n_ports, pass_issue = self.icache.lines.get, self.ports.free, len(PORTS), self.pass_issue
-    heappop, heappushpop = heapq.heappop, heapq.heappushpop
+    heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
+    # waves that lost a port of their own SIMD (own_port) wait together for it: such a wave can next issue only once the port is
+    # free, and the lowest-numbered of them gets it first, so one wake item (cycle, lowest wave, 2 + key) stands for all of them
+    # instead of each retrying at every cycle the port frees (a busy wave64 VALU made that several retries per instruction)
+    parked: list[list[int]] = [[] for _ in free]   # per port: the waiting waves (a heap of wave numbers)
+    wake: list[tuple[int, int] | None] = [None] * len(free)   # per port: (cycle, wave) of its live wake item; others are stale
     item = heappop(heap) if heap else None
     while item is not None:
-      ready, i, port_wait = item
+      ready, i, tag = item
+      if tag > 1:   # a port's wake item: its lowest-numbered waiting wave retries as its own port-wait item would
+        if wake[key := tag - 2] != (ready, i):
+          item = heappop(heap) if heap else None; continue
+        wake[key] = None
+        heappop(parked[key])
+        port_wait = True
+      else: port_wait = tag
       w = waves[i]
       wi = w.i
       op = w.ops[wi]
@@ -428,8 +440,11 @@ class _CU:
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
         if (t := free[key := w.simd * n_ports + op.port]) > ready:
-          item = heappushpop(heap, (t, i, True)); continue
-        free[key] = ready + op.cost * (passes if op.vec else 1)
+          heappush(q := parked[key], i)
+          if wake[key] != (t, q[0]): wake[key] = (t, q[0]); heappush(heap, (t, q[0], 2 + key))
+          item = heappop(heap); continue
+        free[key] = t = ready + op.cost * (passes if op.vec else 1)
+        if (q := parked[key]) and wake[key] != (t, q[0]): wake[key] = (t, q[0]); heappush(heap, (t, q[0], 2 + key))
       elif op.port >= 0 and (t := take(w.simd, op, ready, passes if op.vec else 1) if plain else issue_port(w, i, op, ready)) > ready:
         item = heappushpop(heap, (t, i, True)); continue
       # the issue: recorded, then what it does (the ALU classes here, the rest in effects()); nxt: the next instruction's earliest cycle
