@@ -253,6 +253,7 @@ class ReplayMemo:
 
 REPLAY_MEMO = ReplayMemo()
 
+MEMBERSHIP_CELLS = 1 << 24   # waves x batches up to which _streams marks each wave's batches in a bitmap instead of sorting
 DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
 
 class TimingModel(DispatchObserver):
@@ -315,14 +316,24 @@ class TimingModel(DispatchObserver):
         stream, digest = REPLAY_MEMO.stream(generation, per_batch[:0], pairs)
         out, digests = [stream if x is None else x for x in out], [digest if d is None else d for d in digests]
       return out, digests, generation
-    waves = np.concatenate([b[2] for b in self.batches])
-    seq = np.repeat(per_batch, [len(b[2]) for b in self.batches])
+    waves, sizes = np.concatenate([b[2] for b in self.batches]), [len(b[2]) for b in self.batches]
+    memo: dict[bytes, tuple[Stream, bytes]] = {}
+    out, digests = [], []
+    if self.n_waves * len(self.batches) <= MEMBERSHIP_CELLS:
+      # which batches each wave was in (in order: its issue sequence); waves in the same batches share one stream, built once
+      nb, nw = len(self.batches), self.n_waves
+      flat = np.zeros(nb * nw, dtype=bool)   # (batch, wave), filled batch by batch (near-sequential writes), then by wave
+      flat[waves + np.repeat(np.arange(0, nb * nw, nw), sizes)] = True
+      member = flat.reshape(nb, nw).T.copy()
+      for w in range(nw):
+        if (hit := memo.get(key := member[w].tobytes())) is None: hit = memo[key] = REPLAY_MEMO.stream(generation, per_batch[member[w]], pairs)
+        out.append(hit[0]); digests.append(hit[1])
+      return out, digests, generation
+    seq = np.repeat(per_batch, sizes)
     # a stable sort by wave keeps each wave's issue order; 16-bit keys make numpy's stable sort a radix sort
     order = np.argsort(waves.astype(np.uint16) if self.n_waves <= 0xffff else waves, kind="stable")
     waves, seq = waves[order], seq[order]
     bounds = np.searchsorted(waves, np.arange(self.n_waves + 1)).tolist()
-    memo: dict[bytes, tuple[Stream, bytes]] = {}
-    out, digests = [], []
     for w in range(self.n_waves):
       s = seq[bounds[w]:bounds[w + 1]]
       if (hit := memo.get(key := s.tobytes())) is None: hit = memo[key] = REPLAY_MEMO.stream(generation, s, pairs)

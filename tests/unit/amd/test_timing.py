@@ -319,3 +319,21 @@ def test_chunks_in_lockstep_share_streams_as_the_general_path_builds_them(monkey
   monkeypatch.setattr(TimingModel, "_by_range", lambda self: (r := by_range(self), ranges.append(r))[0])
   run()
   assert ranges[0] is not None and len(ranges[0]) == fast.waves // 4   # the fast path was the one taken
+
+def test_waves_batches_bitmap_gives_the_streams_the_sort_by_wave_gives(monkeypatch):
+  """Waves that branch on data (Box-Muller's range reductions) run in batches of varying waves: marking each wave's batches in a
+  bitmap gives every wave the issue sequence (digest) and the dispatch the cycles that sorting all batches by wave gives."""
+  from emu import bench
+  from emu.amd import timing
+  from emu.amd.timing import REPLAY_MEMO
+  seen = []
+  real_streams = TimingModel._streams
+  monkeypatch.setattr(TimingModel, "_streams", lambda self: (out := real_streams(self), seen.append((self._by_range(), out[1])))[0])
+  run = bench.boxmuller(1 << 12)
+  bitmap = run()
+  monkeypatch.setattr(timing, "MEMBERSHIP_CELLS", 0)
+  REPLAY_MEMO.forget_results()
+  by_sort = run()
+  (ranges, a), (_, b) = seen
+  assert ranges is None and len(set(a)) > 2   # neither lockstep nor chunks in lockstep: the waves' sequences differ
+  assert a == b and bitmap.cycles == by_sort.cycles
