@@ -8,6 +8,7 @@ import threading
 
 _lock = threading.Lock()
 _totals = {"dispatches": 0, "waves": 0, "wave_instructions": 0, "cycles": 0, "device_s": 0.0}
+_pending: list = []   # dispatches whose cycles are still deferred (DispatchStats.pending): counted when totals() is read
 
 def record_dispatch(stats) -> None:
   """Add one finished dispatch (an `emu.amd.api.DispatchStats`, or anything with the same fields)."""
@@ -15,9 +16,17 @@ def record_dispatch(stats) -> None:
     _totals["dispatches"] += 1
     _totals["waves"] += stats.waves
     _totals["wave_instructions"] += stats.wave_instructions
-    _totals["cycles"] += stats.cycles
-    _totals["device_s"] += stats.seconds
+    if getattr(stats, "pending", False): _pending.append(stats)
+    else: _add_time(stats)
+
+def _add_time(stats):
+  _totals["cycles"] += stats.cycles
+  _totals["device_s"] += stats.seconds
 
 def totals() -> dict:
-  """A snapshot of the counters since the process started."""
-  with _lock: return dict(_totals)
+  """A snapshot of the counters since the process started (deferred cycle counts are replayed for it)."""
+  with _lock: pending, _pending[:] = list(_pending), []
+  for st in pending: st.resolve()
+  with _lock:
+    for st in pending: _add_time(st)
+    return dict(_totals)

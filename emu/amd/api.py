@@ -6,6 +6,8 @@ counts); `AMDGPU.dispatch()` runs it to completion and returns `DispatchStats`. 
 outside them raises `GPUMemoryFault` instead of touching host memory.
 """
 from __future__ import annotations
+import threading, time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 ARCHS = ("gfx1100", "gfx1201", "gfx942", "gfx950")
@@ -76,7 +78,10 @@ class Dispatch:
 
 @dataclass
 class DispatchStats:
-  """What one dispatch cost. `cycles` is the timing model's shader-clock count from first wave launch to last wave end."""
+  """What one dispatch cost. `cycles` is the timing model's shader-clock count from first wave launch to last wave end.
+
+  The replay that counts them may be deferred (`replay`, set by a deferred emu.amd.timing.TimingModel): reading `cycles` runs it
+  then, once, and adds its host seconds to `host` ('observe' and 'total'); `pending` says whether it has yet to run."""
   workgroups: int = 0
   waves: int = 0
   wave_instructions: int = 0
@@ -90,6 +95,27 @@ class DispatchStats:
   # instructions this dispatch saw first; the pcode compile of a first-seen op included) and 'observe' (the observers' end of
   # dispatch work: the timing model's replay); the rest is execution
   host: dict[str, float] = field(default_factory=dict)
+  replay: Callable[[], int] | None = field(default=None, repr=False, compare=False)   # a deferred replay: its cycles
 
   @property
   def seconds(self) -> float: return self.cycles / (self.clock_mhz * 1e6) if self.clock_mhz else 0.0
+  @property
+  def pending(self) -> bool: return self.replay is not None
+
+  def resolve(self):
+    """Run the deferred replay now, if there is one (reading `cycles` does this)."""
+    with _RESOLVE:
+      if (fn := self.replay) is None: return
+      t = time.perf_counter()
+      self._cycles = fn()
+      self.replay = None
+    dt = time.perf_counter() - t
+    self.host["observe"], self.host["total"] = self.host.get("observe", 0.0) + dt, self.host.get("total", 0.0) + dt
+
+# `cycles` is a field (an init argument, compared and printed) read through a property that first runs a deferred replay
+_RESOLVE = threading.RLock()
+def _get_cycles(self) -> int:
+  if self.replay is not None: self.resolve()
+  return self._cycles
+def _set_cycles(self, value:int): self._cycles = value
+DispatchStats.cycles = property(_get_cycles, _set_cycles)   # type: ignore[assignment]

@@ -18,20 +18,20 @@ class AMDGPU:
   dispatch (None: env EMU_WATCHDOG_S, else 20; 0: none); see emu.amd.watchdog. `cancel(reason)` stops the running dispatch
   from another thread. trace: print an instruction trace: True/False,
   or a selection in EMU_TRACE's syntax (`TraceFilter`: '1', '@3', 'r_16_4'); None: env EMU_TRACE. timing: run the cycle model
-  (emu.amd.timing) to fill DispatchStats.cycles.
+  (emu.amd.timing) to fill DispatchStats.cycles; defer_timing: replay it only when the cycles are first read (DispatchStats.resolve).
   """
   def __init__(self, arch:str="gfx1100", memory:MemoryMap|None=None, watchdog:int|None=None, trace:bool|str|None=None, timing:bool=True,
-               watchdog_s:float|None=None):
+               watchdog_s:float|None=None, defer_timing:bool=False):
     self.spec = get_spec(arch)
     self.arch, self.memory = arch, memory if memory is not None else MemoryMap()
     self.watchdog = Watchdog(watchdog, watchdog_s)
     self.trace = TraceFilter(trace if trace is not None else os.environ.get("EMU_TRACE", "0"))
-    self.timing, self.dispatches = timing, 0
+    self.timing, self.defer_timing, self.dispatches = timing, defer_timing, 0
 
   def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
     """Run one dispatch to completion. `timing`: a TimingModel to use instead of a fresh one (e.g. one keeping a timeline)."""
     from emu.amd.timing import TimingModel
-    tm = timing if timing is not None else TimingModel(self.spec) if self.timing else None
+    tm = timing if timing is not None else TimingModel(self.spec, deferred=self.defer_timing) if self.timing else None
     index, self.dispatches = self.dispatches, self.dispatches + 1
     observers = ([Tracer()] if self.trace.wants(index, d.name) else []) + ([tm] if tm is not None else [])
     return Dispatcher(self.spec, self.memory, self.watchdog, observers).run(d)

@@ -7,6 +7,7 @@ each executed packet by a small fixed cost). Wall time never leaks in, so runs a
 are unrelated except that both are monotonic.
 """
 from __future__ import annotations
+import threading
 
 TICKS_PER_SECOND = 100_000_000  # 100 MHz
 PACKET_TICKS = 1                # 10 ns of command-processor time per packet
@@ -14,18 +15,31 @@ DMA_BYTES_PER_SECOND = 50e9     # SDMA copy bandwidth model
 
 class DeviceClock:
   """A monotonic 64-bit tick counter at `ticks_per_second` (AMD's 100 MHz by default; NVIDIA's semaphore timestamps count
-  nanoseconds), advanced by the engines."""
+  nanoseconds), advanced by the engines. A dispatch whose cycle count is still deferred (DispatchStats.pending) is added when the
+  counter is next read: each advance is a whole number of ticks on its own, so their sum does not depend on when it is taken."""
   def __init__(self, ticks_per_second:int=TICKS_PER_SECOND):
     self.ticks, self.ticks_per_second = 0, ticks_per_second
     self.packet_ticks = max(1, PACKET_TICKS * ticks_per_second // TICKS_PER_SECOND)
+    self._pending: list = []   # (DispatchStats, default clock MHz) not yet counted
+    self._lock = threading.Lock()
 
   def now(self) -> int:
     """The current counter value."""
+    with self._lock: pending, self._pending = self._pending, []
+    for stats, mhz in pending: self.advance_seconds(stats.cycles / ((stats.clock_mhz or mhz) * 1e6))
     return self.ticks
 
   def advance_seconds(self, seconds:float):
     """Advance by `seconds` of device time (at least one tick, so ordered events get distinct timestamps)."""
-    self.ticks += max(1, round(seconds * self.ticks_per_second))
+    with self._lock: self.ticks += max(1, round(seconds * self.ticks_per_second))
 
-  def advance_packet(self): self.ticks += self.packet_ticks
+  def advance_dispatch(self, stats, clock_mhz:float):
+    """Advance by a dispatch's emulated duration (its DispatchStats; `clock_mhz` when it names no shader clock), counted now or,
+    while its replay is deferred, at the next read."""
+    if stats.pending:
+      with self._lock: self._pending.append((stats, clock_mhz))
+    else: self.advance_seconds(stats.cycles / ((stats.clock_mhz or clock_mhz) * 1e6))
+
+  def advance_packet(self):
+    with self._lock: self.ticks += self.packet_ticks
   def advance_copy(self, nbytes:int): self.advance_seconds(nbytes / DMA_BYTES_PER_SECOND)

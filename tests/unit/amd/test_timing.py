@@ -337,3 +337,34 @@ def test_waves_batches_bitmap_gives_the_streams_the_sort_by_wave_gives(monkeypat
   (ranges, a), (_, b) = seen
   assert ranges is None and len(set(a)) > 2   # neither lockstep nor chunks in lockstep: the waves' sequences differ
   assert a == b and bitmap.cycles == by_sort.cycles
+
+def test_a_deferred_replay_runs_when_the_cycles_are_read_and_gives_the_same_count():
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
+  from emu.amd.timing import DEFERRED, REPLAY_MEMO
+  k = compile_kernel(lambda a, b: a * b + 1, (4096,), (4096,))
+  ins, out, bufs = [np.ones(4096, np.float32), np.ones(4096, np.float32)], np.zeros(4096, np.float32), Buffers()
+  d = kernel_dispatch(k, ins, out, bufs)
+  eager = AMDGPU("gfx1100", bufs.mem).dispatch(d)
+  REPLAY_MEMO.forget_results()
+  stats = AMDGPU("gfx1100", bufs.mem, defer_timing=True).dispatch(d)
+  assert stats.pending and id(stats) in DEFERRED.waiting and "observe" in stats.host   # nothing replayed yet
+  observe = stats.host["observe"]
+  assert stats.cycles == eager.cycles > 0 and not stats.pending and id(stats) not in DEFERRED.waiting
+  assert stats.host["observe"] > observe and (out == 2).all()
+
+def test_deferred_replays_beyond_the_budget_run_oldest_first(monkeypatch):
+  from emu.amd import timing
+  q = timing.DeferredReplays(max_batches=5)
+  monkeypatch.setattr(timing, "DEFERRED", q)
+  spec = get_spec("gfx1100")
+  nop = compile_step(decode(assemble([rdna3_ins.s_nop(0)]) + b"\0" * 12, spec), spec, 0)
+  made = []
+  for _ in range(3):   # three dispatches of 3 recorded batches each: the second pushes the first out, the third the second
+    tm = TimingModel(spec, deferred=True)
+    tm.start(1, 32)
+    for _ in range(3): tm.issue(nop, np.array([0]), 0)
+    made.append(st := DispatchStats(waves=1))
+    tm.done(st)
+  assert [st.pending for st in made] == [False, False, True] and q.batches == 3
+  assert made[0].cycles == made[1].cycles == made[2].cycles > 0 and q.batches == 0

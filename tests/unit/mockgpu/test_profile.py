@@ -39,3 +39,18 @@ def test_code_digest_reads_at_most_the_mapping():
   mem = _setup()
   assert code_digest(mem, 0x10000 + 4096 - 4) is not None and code_digest(mem, 0x9000) is None
   assert CODE_BYTES <= 4096
+
+def test_a_deferred_replay_counts_once_it_has_run_and_the_report_runs_the_rest():
+  mem, prof = _setup(), Profile("1")
+  d = Dispatch(code_addr=0x10000, grid=(1, 1, 1), workgroup=(32, 1, 1), user_sgprs=[])
+  ran, waiting = _stats(10, 0.5, 0.125, 0.0), _stats(10, 0.5, 0.125, 0.0)
+  for s in (ran, waiting):
+    s.clock_mhz, s.replay = 1000.0, (lambda: 2000)   # 2000 cycles at 1 GHz: 2 us of device time each
+    prof.dispatch(mem, d, s)
+  ran.resolve()   # e.g. the device clock read its cycles
+  secs = prof.seconds()
+  assert prof.counts() == (2, 1) and secs["decode_s"] == 0.25 and secs["timing_s"] == ran.host["observe"] > 0
+  assert secs["emulated_s"] == 1.0 + ran.host["observe"]   # the dispatches' own seconds, and the one replay that ran
+  text = prof.table()   # replays the other one to show every kernel's device time
+  assert not waiting.pending and prof.counts() == (2, 0) and "ran only for this report" in text
+  assert abs(next(iter(prof.kernels.values())).device_s - 4e-6) < 1e-15
