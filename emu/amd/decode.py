@@ -10,9 +10,10 @@ operand table's type for vdst, not from the class name: the cdna table makes v_r
 although its operand is OPR_SREG_NOVCC.
 """
 from __future__ import annotations
+import functools
 from dataclasses import dataclass
 from tinygrad.renderer.amd import decode_inst
-from tinygrad.renderer.amd.dsl import FixedBitField, Inst
+from tinygrad.renderer.amd.dsl import EnumBitField, FixedBitField, Inst
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.mnemonic import parse
@@ -76,7 +77,25 @@ def _split(cls_name:str) -> tuple[str, str, bool]:
       return base, ("LIT" if "LIT" in sfx else "SDWA" if "SDWA" in sfx else "" if sfx == "_SDST" else sfx[1:]), "SDST" in sfx and "SDWA" not in sfx
   return cls_name, "", False
 
-_cache: dict[tuple[str, bytes], Instr] = {}
+_cache: dict[tuple, Instr] = {}   # by _own_key (16 bytes of code in view), else by (family, bytes) (fewer at a mapping's end)
+_sizes: dict[tuple[str, bytes], tuple[int, ...]] = {}   # (family, first dword) -> sizes of the instructions cached with it
+
+@functools.cache
+def detection_bits(spec:ArchSpec) -> tuple[tuple[int, int], ...]:
+  """(dword, mask) of the bits after the first dword that the wheel's format detection reads for `spec`'s family: the fixed and
+  opcode-set fields of any of its encoding classes (CDNA's VOP3PX2 has some in the third dword; RDNA's are all in the first)."""
+  masks: dict[int, int] = {}
+  for cls in vars(spec.ins).values():
+    if isinstance(cls, type) and issubclass(cls, Inst) and cls is not Inst:
+      for _, f in cls._fields:
+        if f.lo >= 32 and (isinstance(f, FixedBitField) or (isinstance(f, EnumBitField) and f.allowed is not None)):
+          masks[f.lo // 32] = masks.get(f.lo // 32, 0) | (f.mask << (f.lo % 32))
+  return tuple(sorted(masks.items()))
+
+def _own_key(data:bytes, spec:ArchSpec, size:int) -> tuple:
+  """What decoding the `size`-byte instruction at the start of `data` (16 bytes) depends on: its own bytes and the detection bits
+  (detection_bits) of the dwords after it. The same instruction followed by other code decodes the same, and is cached once."""
+  return (spec.family, data[:size], tuple(int.from_bytes(data[4 * k:4 * k + 4], "little") & m for k, m in detection_bits(spec) if 4 * k >= size))
 # formats the wheel's decoder does not detect for a family: (class name, bits [31:26] of the first dword). RDNA3's MUBUF carries
 # the cache invalidations LLVM emits for acquire fences (buffer_gl0_inv, buffer_gl1_inv); its other ops are not emulated (steps.py)
 UNDETECTED = {"rdna3": (("MUBUF", 0x38),)}
@@ -90,7 +109,10 @@ def _decode_inst(data:bytes, spec:ArchSpec) -> Inst:
 
 def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
   """Decode the instruction at the start of `data` (up to 16 bytes; fewer only at the end of a mapping)."""
-  if (hit := _cache.get(key := (spec.family, data))) is not None: return hit
+  if full := len(data) == 16:
+    for n in _sizes.get(first := (spec.family, data[:4]), ()):
+      if (hit := _cache.get(_own_key(data, spec, n))) is not None: return hit
+  elif (hit := _cache.get((spec.family, data))) is not None: return hit
   try:
     inst = _decode_inst(data, spec)
     base, variant, sdst = _split(type(inst).__name__)
@@ -114,5 +136,8 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
   except (ValueError, RuntimeError, AssertionError) as e:
     raise GPUIllegalInstruction(pc, data[:8], f"cannot decode as {spec.name}: {e}") from None
   instr = Instr(inst, FMT_ALIASES.get(base, base), variant, sdst, size, bytes(data[:size]))
-  _cache[key] = instr
+  if full:
+    _cache[_own_key(data, spec, size)] = instr
+    if size not in (sizes := _sizes.get(first, ())): _sizes[first] = sizes + (size,)
+  else: _cache[(spec.family, data)] = instr
   return instr
