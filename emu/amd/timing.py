@@ -255,28 +255,28 @@ REPLAY_MEMO = ReplayMemo()
 
 class DeferredReplays:
   """Dispatches whose replay waits until someone reads their cycles (DispatchStats.replay): a test suite that never reads the GPU's
-  clock never pays for it. What they recorded stays in memory meanwhile, so beyond `max_batches` recorded batches in all the
-  oldest are replayed at once (a replay's result does not depend on when it runs)."""
-  def __init__(self, max_batches:int=1 << 18):
-    self.max_batches, self.batches, self._lock = max_batches, 0, threading.Lock()
-    self.waiting: OrderedDict[int, tuple[object, int]] = OrderedDict()   # id(stats) -> (stats, its batches), oldest first
+  clock never pays for it. What they recorded stays in memory meanwhile (TimingModel.recorded_bytes, an upper bound), so beyond
+  `max_bytes` in all the oldest are replayed at once (a replay's result does not depend on when it runs)."""
+  def __init__(self, max_bytes:int=128 << 20):
+    self.max_bytes, self.bytes, self._lock = max_bytes, 0, threading.Lock()
+    self.waiting: OrderedDict[int, tuple[object, int]] = OrderedDict()   # id(stats) -> (stats, its recorded bytes), oldest first
 
   def add(self, stats, tm:TimingModel):
     """Defer `tm`'s replay into `stats` (its cycles come from tm.finish when first read)."""
-    key, n = id(stats), len(tm.batches)
+    key, n = id(stats), tm.recorded_bytes()
     stats.replay = lambda: self._replay(key, tm)
     with self._lock:
       self.waiting[key] = (stats, n)
-      self.batches += n
+      self.bytes += n
     while True:   # over budget: the oldest first (each replay takes itself out)
       with self._lock:
-        if self.batches <= self.max_batches or len(self.waiting) <= 1: return
+        if self.bytes <= self.max_bytes or len(self.waiting) <= 1: return
         oldest = next(iter(self.waiting.values()))[0]
       oldest.resolve()
 
   def _replay(self, key:int, tm:TimingModel) -> int:
     with self._lock:
-      if (entry := self.waiting.pop(key, None)) is not None: self.batches -= entry[1]
+      if (entry := self.waiting.pop(key, None)) is not None: self.bytes -= entry[1]
     return tm.finish()[0]
 
   def resolve_all(self):
@@ -285,6 +285,7 @@ class DeferredReplays:
     for st in waiting: st.resolve()
 
 DEFERRED = DeferredReplays()
+BATCH_BYTES = 100   # one recorded batch's entry: a 3-tuple and its two ints, and its list slot
 MEMBERSHIP_CELLS = 1 << 24   # waves x batches up to which _streams marks each wave's batches in a bitmap instead of sorting
 DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
 
@@ -309,6 +310,7 @@ class TimingModel(DispatchObserver):
     sids, pcs = REPLAY_MEMO.run_keys(steps, pc)
     self.lockstep &= len(ws) == self.n_waves
     self.batches.extend(zip(sids, pcs, itertools.repeat(ws + first_wave if first_wave else ws)))
+    self.recorded += len(ws)
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
     if self.deferred: DEFERRED.add(stats, self)
@@ -322,6 +324,7 @@ class TimingModel(DispatchObserver):
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, self.spec.lds_per_cu // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
+    self.recorded = 0      # wave numbers the batches' arrays hold (arrays shared by several batches counted for each issue)
     self.lockstep = True   # every batch so far held every wave
 
   def issue(self, step:Step, ws:np.ndarray, pc:int=0):
@@ -329,6 +332,11 @@ class TimingModel(DispatchObserver):
     REPLAY_MEMO.op(step)
     self.lockstep &= len(ws) == self.n_waves
     self.batches.append((id(step), pc, np.asarray(ws)))
+    self.recorded += len(ws)
+
+  def recorded_bytes(self) -> int:
+    """An upper bound of the memory the recorded batches hold: their entries and their wave arrays."""
+    return len(self.batches) * BATCH_BYTES + self.recorded * 8
 
   def placement(self, wave:int) -> tuple[int, int]:
     """(CU, SIMD within the CU) the model runs a wave on."""

@@ -355,16 +355,18 @@ def test_a_deferred_replay_runs_when_the_cycles_are_read_and_gives_the_same_coun
 
 def test_deferred_replays_beyond_the_budget_run_oldest_first(monkeypatch):
   from emu.amd import timing
-  q = timing.DeferredReplays(max_batches=5)
-  monkeypatch.setattr(timing, "DEFERRED", q)
   spec = get_spec("gfx1100")
   nop = compile_step(decode(assemble([rdna3_ins.s_nop(0)]) + b"\0" * 12, spec), spec, 0)
+  each = 3 * timing.BATCH_BYTES + 3 * 8   # 3 recorded batches of one wave
+  q = timing.DeferredReplays(max_bytes=2 * each - 1)
+  monkeypatch.setattr(timing, "DEFERRED", q)
   made = []
-  for _ in range(3):   # three dispatches of 3 recorded batches each: the second pushes the first out, the third the second
+  for _ in range(3):   # three such dispatches: the second pushes the first out, the third the second
     tm = TimingModel(spec, deferred=True)
     tm.start(1, 32)
     for _ in range(3): tm.issue(nop, np.array([0]), 0)
+    assert tm.recorded_bytes() == each
     made.append(st := DispatchStats(waves=1))
     tm.done(st)
-  assert [st.pending for st in made] == [False, False, True] and q.batches == 3
-  assert made[0].cycles == made[1].cycles == made[2].cycles > 0 and q.batches == 0
+  assert [st.pending for st in made] == [False, False, True] and q.bytes == each
+  assert made[0].cycles == made[1].cycles == made[2].cycles > 0 and q.bytes == 0
