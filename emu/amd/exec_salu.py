@@ -220,9 +220,10 @@ class SmemStep(SaluStep):
     return (base + U64(self.offset & MASK64) + soff) & U64(MASK64 & ~(self.align - 1))
 
   def execute(self, m:Machine, ws:np.ndarray):
-    """Loads run once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores per wave."""
+    """Loads run once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores, and a batch of
+    one wave (Python ints cost less there than the arrays that find distinct rows), per wave."""
     st, op = m.st, self.op
-    if op.mem != "r" or not op.reads <= {"ADDR", "MEM", "SDATA"}: return super().execute(m, ws)
+    if len(ws) == 1 or op.mem != "r" or not op.reads <= {"ADDR", "MEM", "SDATA"}: return super().execute(m, ws)
     addrs = self._addresses(st, ws)
     k = max(1, self.sdata_bits // 32)
     rows = np.concatenate([addrs[:, None], st.sgpr[ws, self.sdata:self.sdata + k].astype(U64)], axis=1)

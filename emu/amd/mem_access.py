@@ -127,6 +127,12 @@ class ScalarMemory:
   def read(self, addr:int, nbytes:int) -> int:
     self.stats.bytes_read += nbytes
     return int.from_bytes(self.mem.read(addr, nbytes), "little")
+  def read_dwords(self, addr:int, k:int) -> int | None:
+    """k dwords from addr as one int, counted as k dword reads (runtime.sread_words); None unless they lie in one mapping that is
+    still there, without wrapping past 2**64 (the caller then reads them a dword at a time, faulting where that faults)."""
+    if addr + 4 * k > 1 << 64 or (m := self.mem.find(addr, 4 * k)) is None or m.gone(): return None
+    self.stats.bytes_read += 4 * k
+    return int.from_bytes(m.view[addr - m.addr:addr - m.addr + 4 * k].tobytes(), "little")
   def write(self, addr:int, value:int, nbytes:int) -> None:
     self.stats.bytes_written += nbytes
     self.mem.write(addr, (value & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little"))

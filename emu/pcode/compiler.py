@@ -190,7 +190,7 @@ def generate(arch:str, op, text:str, waves:bool=False) -> tuple[str, dict]:
     cond = " or ".join(f"getattr(st, '{m}', {d}) != {d}" for m, d in sorted(MODE_DEFAULTS.items()) if m in gm.reads)   # absent: default
     src = src.replace("def op(st):\n", f"def op(st):\n  if {cond}: return op_mode(st)\n", 1)
     src += "def op_mode(st):\n" + "\n".join(body(gm, mode, widths)) + "\n"
-  if mode == "np": src = wide_reads.merge(cse.eliminate(src))
+  src = wide_reads.merge(cse.eliminate(src)) if mode == "np" else wide_reads.merge_scalar(src)
   meta = {"kind": kind, "reads": reads, "writes": writes, "widths": widths, "lane_masks": sorted(info["lanemask"] & (g.reads | g.writes)),
           "mem": "".join(x for x in "rw" if x in info["mem"]), "mem_rmw": info["mem"] == {"r", "w"}, "views": info["views"]}
   return src, meta

@@ -313,7 +313,7 @@ def namespace(fnuz:bool=False) -> dict:
 @cache
 def _namespace() -> dict:
   ns = {k: getattr(R, k) for k in ("sext", "i64", "u64", "wide", "words", "shl", "shr", "idiv", "imod", "f2bits", "bits2f", "bf16_from_bits",
-                                   "bf16_bits", "tofloat", "toint", "where", "bitset", "mread", "mread_words", "mwrite",
+                                   "bf16_bits", "tofloat", "toint", "where", "bitset", "mread", "mread_words", "sread_words", "mwrite",
                                    "vgpr_write", "pick", "reverse_bits")}
   ns.update(np=np, fma=fma, isnan=isnan, is_snan=is_snan, is_qnan=is_qnan, quiet=quiet, is_denorm=is_denorm, exponent=exponent, mantissa=mantissa,
             sign=sign, fabs=fabs, ldexp=ldexp, pow_f=pow_f, signext=signext, signext_from_bit=signext_from_bit, popcount=popcount,

@@ -146,6 +146,15 @@ def mread_words(mem, addr, k:int, n:int):
   for i in range(k): out[:, i] = mread(mem, addr + i * 4 if i else addr, 4, n)
   return out
 
+def sread_words(mem, addr:int, k:int) -> int:
+  """A scalar op's MEM[addr], MEM[addr + 4] ... MEM[addr + 4(k-1)] (dwords) as one little-endian int: in one call where the memory
+  reads several dwords at once (`read_dwords`), else one dword at a time in that order (what the unmerged reads did:
+  emu/pcode/wide_reads.py)."""
+  if hasattr(mem, "read_dwords") and (v := mem.read_dwords(addr, k)) is not None: return v
+  out = 0
+  for i in range(k): out |= mem.read((addr + 4 * i) & M64, 4) << (32 * i)
+  return out
+
 def mwrite(mem, addr, value, nbytes:int, n:int, mask=None):
   """MEM[addr] = value for a batch, only on active (mask) lanes."""
   addr, value = np.asarray(addr, dtype=np.uint64), np.asarray(value)

@@ -107,3 +107,70 @@ HEAD = "def op(st):\n  V = np.zeros((n, 2), np.uint32)\n"
 def test_reads_that_are_not_one_run_stay_apart(reads):
   src = HEAD + "  " + reads + "\n"
   assert merge(src) == src
+
+# ---- scalar ops: `T = sread_words(MEM, A, K)` against the K dword reads it stands for ----
+from emu.amd.api import GPUMemoryFault  # noqa: E402
+from emu.amd.mem_access import ScalarMemory  # noqa: E402
+from emu.pcode.wide_reads import merge_scalar  # noqa: E402
+
+M64 = (1 << 64) - 1
+
+def _scalar_expanded(src:str) -> str:
+  """`src` with each `T = sread_words(MEM, A, K)` written out as the dword reads it stands for: T = MEM.read(A, 4), then
+  T = (T & low bits) | (MEM.read((A + 4 j) & M64, 4) << 32 j)."""
+  class Expand(ast.NodeTransformer):
+    def visit_Assign(self, node):
+      v = node.value
+      if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "sread_words"): return node
+      mem, base, k = v.args
+      t = node.targets[0].id
+      read = lambda a: ast.Call(ast.Attribute(mem, "read", ast.Load()), [a, ast.Constant(4)], [])   # noqa: E731
+      out = [ast.Assign([ast.Name(t, ast.Store())], read(base), lineno=0)]
+      for j in range(1, k.value):
+        word = ast.BinOp(read(ast.BinOp(ast.BinOp(base, ast.Add(), ast.Constant(4 * j)), ast.BitAnd(), ast.Constant(M64))), ast.LShift(),
+                         ast.Constant(32 * j))
+        keep = ast.BinOp(ast.Name(t, ast.Load()), ast.BitAnd(), ast.Constant((1 << (32 * j)) - 1))
+        out.append(ast.Assign([ast.Name(t, ast.Store())], ast.BinOp(keep, ast.BitOr(), word), lineno=0))
+      return out
+  return ast.unparse(ast.fix_missing_locations(Expand().visit(ast.parse(src)))) + "\n"
+
+class ScalarRecorder:
+  """A scalar memory without read_dwords: each dword derived from its address; calls are logged."""
+  def __init__(self): self.calls = []
+  def read(self, addr, nbytes):
+    self.calls.append((addr, nbytes))
+    return (addr * 0x9E3779B1 + nbytes) & ((1 << (8 * nbytes)) - 1)
+
+def _scalar_merged_ops():
+  seen = set()
+  for arch in ("rdna3", "rdna4", "cdna"):
+    for op in compiler.ops_for(arch):
+      try: c = compiler.compile_op(arch, op)
+      except Exception: continue
+      if c.kind == "scalar" and "sread_words" in c.source and c.source not in seen:
+        seen.add(c.source)
+        yield f"{arch} {op.name}", c
+
+def _run_scalar(fn, c, mem, addr):
+  st = OpState(ADDR=addr, MEM=mem, **{n: 0 for n in c.reads - {"ADDR", "MEM"}})
+  try: fn(st)
+  except GPUMemoryFault as e: return ("fault", e.addr)
+  return tuple(int(getattr(st, n)) for n in sorted(c.writes))
+
+def test_merged_scalar_reads_match_their_dword_reads():
+  ops = list(_scalar_merged_ops())
+  assert len(ops) >= 8, [n for n, _ in ops]   # distinct sources: s_load of 2-16 dwords on every ISA (s_buffer_load shares them)
+  a_buf, b_buf = np.arange(256, dtype=np.uint32), np.arange(1000, 1256, dtype=np.uint32)
+  one, two = MemoryMap(), MemoryMap()
+  one.map(0x10000, 1024, backing=a_buf.view(np.uint8).reshape(-1))
+  two.map(0x10000, 1024, backing=a_buf.view(np.uint8).reshape(-1))
+  two.map(0x10400, 1024, backing=b_buf.view(np.uint8).reshape(-1))   # adjacent: a run may straddle the two mappings
+  for name, c in ops:
+    merged, expanded = _fn(c.source, name), _fn(_scalar_expanded(c.source), name + " expanded")
+    assert merge_scalar(_scalar_expanded(c.source)) == c.source, name
+    a, b = ScalarRecorder(), ScalarRecorder()
+    assert _run_scalar(merged, c, a, 0x10040) == _run_scalar(expanded, c, b, 0x10040) and a.calls == b.calls, name
+    for mm, addr in ((one, 0x10040), (two, 0x103f8), (one, 0x103f8), (one, 0x20000)):   # inside, straddling, running off, unmapped
+      sa, sb = ScalarMemory(mm, DispatchStats()), ScalarMemory(mm, DispatchStats())
+      assert _run_scalar(merged, c, sa, addr) == _run_scalar(expanded, c, sb, addr), (name, hex(addr))
+      assert sa.stats.bytes_read == sb.stats.bytes_read, (name, hex(addr))
