@@ -34,13 +34,14 @@ def _fn(src:str, name:str):
   exec(compile(src, f"<{name}>", "exec"), ns)
   return ns["op"]
 
-def _merged_ops():
+def _merged_ops(kind:str="vector", helper:str="mread_words"):
+  """(name, CompiledOp) of each distinct generated source of the three ISAs' `kind` ops that calls `helper`."""
   seen = set()
   for arch in ("rdna3", "rdna4", "cdna"):
     for op in compiler.ops_for(arch):
       try: c = compiler.compile_op(arch, op)
       except Exception: continue
-      if c.kind == "vector" and "mread_words" in c.source and c.source not in seen:
+      if c.kind == kind and helper in c.source and c.source not in seen:
         seen.add(c.source)
         yield f"{arch} {op.name}", c
 
@@ -141,16 +142,6 @@ class ScalarRecorder:
     self.calls.append((addr, nbytes))
     return (addr * 0x9E3779B1 + nbytes) & ((1 << (8 * nbytes)) - 1)
 
-def _scalar_merged_ops():
-  seen = set()
-  for arch in ("rdna3", "rdna4", "cdna"):
-    for op in compiler.ops_for(arch):
-      try: c = compiler.compile_op(arch, op)
-      except Exception: continue
-      if c.kind == "scalar" and "sread_words" in c.source and c.source not in seen:
-        seen.add(c.source)
-        yield f"{arch} {op.name}", c
-
 def _run_scalar(fn, c, mem, addr):
   st = OpState(ADDR=addr, MEM=mem, **{n: 0 for n in c.reads - {"ADDR", "MEM"}})
   try: fn(st)
@@ -158,7 +149,7 @@ def _run_scalar(fn, c, mem, addr):
   return tuple(int(getattr(st, n)) for n in sorted(c.writes))
 
 def test_merged_scalar_reads_match_their_dword_reads():
-  ops = list(_scalar_merged_ops())
+  ops = list(_merged_ops("scalar", "sread_words"))
   assert len(ops) >= 8, [n for n, _ in ops]   # distinct sources: s_load of 2-16 dwords on every ISA (s_buffer_load shares them)
   a_buf, b_buf = np.arange(256, dtype=np.uint32), np.arange(1000, 1256, dtype=np.uint32)
   one, two = MemoryMap(), MemoryMap()
