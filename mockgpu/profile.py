@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit, gc, hashlib, json, os, sys, threading, time, weakref
 from dataclasses import dataclass, field
 
+PENDING_TIDY = 4096   # a kernel's deferred dispatches kept before those already replayed are folded in
 CODE_BYTES = 256   # bytes at a kernel's entry that identify it (tinygrad kernels differ well within their first instructions)
 
 @dataclass
@@ -60,6 +61,8 @@ class Profile:
       _fold(row, stats.host)   # (a deferred replay's seconds join when it has run, with its device time)
       if stats.pending: row.deferred.append((stats, dict(stats.host)))
       else: row.device_s += stats.seconds
+      tidy = len(row.deferred) >= PENDING_TIDY
+    if tidy: self._settle(replay=False)   # a run that never reads the clock: fold the ones replayed since (the budget runs some)
 
   def _settle(self, replay:bool) -> tuple[int, float]:
     """Fold in the deferred dispatches whose replay has run since (with `replay`: run the rest first); (how many this replayed,

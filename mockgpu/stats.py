@@ -9,6 +9,7 @@ import threading
 _lock = threading.Lock()
 _totals = {"dispatches": 0, "waves": 0, "wave_instructions": 0, "cycles": 0, "device_s": 0.0}
 _pending: list = []   # dispatches whose cycles are still deferred (DispatchStats.pending): counted when totals() is read
+PENDING_TIDY = 4096
 
 def record_dispatch(stats) -> None:
   """Add one finished dispatch (an `emu.amd.api.DispatchStats`, or anything with the same fields)."""
@@ -18,6 +19,12 @@ def record_dispatch(stats) -> None:
     _totals["wave_instructions"] += stats.wave_instructions
     if getattr(stats, "pending", False): _pending.append(stats)
     else: _add_time(stats)
+    if len(_pending) >= PENDING_TIDY:   # a run that never reads them: count the ones replayed since, keep those still waiting
+      keep = []
+      for st in _pending:   # (one look each: a replay may finish meanwhile)
+        if st.pending: keep.append(st)
+        else: _add_time(st)
+      _pending[:] = keep
 
 def _add_time(stats):
   _totals["cycles"] += stats.cycles

@@ -104,13 +104,13 @@ class DispatchStats:
 
   def resolve(self):
     """Run the deferred replay now, if there is one (reading `cycles` does this)."""
-    with _RESOLVE:
+    with _RESOLVE:   # (host is complete once pending reads False)
       if (fn := self.replay) is None: return
       t = time.perf_counter()
       self._cycles = fn()
+      dt = time.perf_counter() - t
+      self.host["observe"], self.host["total"] = self.host.get("observe", 0.0) + dt, self.host.get("total", 0.0) + dt
       self.replay = None
-    dt = time.perf_counter() - t
-    self.host["observe"], self.host["total"] = self.host.get("observe", 0.0) + dt, self.host.get("total", 0.0) + dt
 
 # `cycles` is a field (an init argument, compared and printed) read through a property that first runs a deferred replay
 _RESOLVE = threading.RLock()

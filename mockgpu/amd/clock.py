@@ -13,6 +13,8 @@ TICKS_PER_SECOND = 100_000_000  # 100 MHz
 PACKET_TICKS = 1                # 10 ns of command-processor time per packet
 DMA_BYTES_PER_SECOND = 50e9     # SDMA copy bandwidth model
 
+PENDING_TIDY = 4096             # deferred dispatches kept before those already replayed are counted
+
 class DeviceClock:
   """A monotonic 64-bit tick counter at `ticks_per_second` (AMD's 100 MHz by default; NVIDIA's semaphore timestamps count
   nanoseconds), advanced by the engines. A dispatch whose cycle count is still deferred (DispatchStats.pending) is added when the
@@ -25,9 +27,16 @@ class DeviceClock:
 
   def now(self) -> int:
     """The current counter value."""
-    with self._lock: pending, self._pending = self._pending, []
-    for stats, mhz in pending: self.advance_seconds(stats.cycles / ((stats.clock_mhz or mhz) * 1e6))
+    self._count(replay=True)
     return self.ticks
+
+  def _count(self, replay:bool):
+    """Add the deferred dispatches' durations: all (running their replays), or (`replay` False) those whose replay has run."""
+    ready, keep = [], []
+    with self._lock:
+      for p in self._pending: (keep if p[0].pending and not replay else ready).append(p)   # (one look each: a replay may finish meanwhile)
+      self._pending = keep
+    for stats, mhz in ready: self.advance_seconds(stats.cycles / ((stats.clock_mhz or mhz) * 1e6))
 
   def advance_seconds(self, seconds:float):
     """Advance by `seconds` of device time (at least one tick, so ordered events get distinct timestamps)."""
@@ -37,7 +46,10 @@ class DeviceClock:
     """Advance by a dispatch's emulated duration (its DispatchStats; `clock_mhz` when it names no shader clock), counted now or,
     while its replay is deferred, at the next read."""
     if stats.pending:
-      with self._lock: self._pending.append((stats, clock_mhz))
+      with self._lock:
+        self._pending.append((stats, clock_mhz))
+        tidy = len(self._pending) >= PENDING_TIDY
+      if tidy: self._count(replay=False)   # a run that never reads the clock: keep only the ones still waiting (few: DeferredReplays)
     else: self.advance_seconds(stats.cycles / ((stats.clock_mhz or clock_mhz) * 1e6))
 
   def advance_packet(self):

@@ -28,3 +28,14 @@ def test_stats_totals_replay_what_is_deferred():
   after = mock_stats.totals()
   assert not st.pending and after["cycles"] - before["cycles"] == 2970 and after["dispatches"] - before["dispatches"] == 1
   assert abs((after["device_s"] - before["device_s"]) - 1e-6) < 1e-15
+
+def test_a_clock_nobody_reads_keeps_only_the_dispatches_still_waiting(monkeypatch):
+  from mockgpu.amd import clock as clock_mod
+  monkeypatch.setattr(clock_mod, "PENDING_TIDY", 4)
+  c, made = DeviceClock(), [deferred(2970, 2970.0) for _ in range(6)]
+  for st in made[:3]: c.advance_dispatch(st, 2500.0)
+  made[0].resolve(); made[1].resolve()   # e.g. the deferred-replay budget ran the oldest
+  c.advance_dispatch(made[3], 2500.0)    # the fourth: the two replayed are counted, two stay
+  assert len(c._pending) == 2 and c.ticks == 200
+  for st in made[4:]: c.advance_dispatch(st, 2500.0)
+  assert c.now() == 600 and not c._pending
