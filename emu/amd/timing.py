@@ -285,7 +285,8 @@ class DeferredReplays:
     for st in waiting: st.resolve()
 
 DEFERRED = DeferredReplays()
-BATCH_BYTES = 100   # one recorded batch's entry: a 3-tuple and its two ints, and its list slot
+BATCH_BYTES = 100      # one recorded batch's entry: a 3-tuple and its two ints, and its list slot
+DISPATCH_BYTES = 2048  # a deferred dispatch itself (its model, stats and the entries waiting for it), so even empty ones count
 MEMBERSHIP_CELLS = 1 << 24   # waves x batches up to which _streams marks each wave's batches in a bitmap instead of sorting
 DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
 
@@ -336,7 +337,7 @@ class TimingModel(DispatchObserver):
 
   def recorded_bytes(self) -> int:
     """An upper bound of the memory the recorded batches hold: their entries and their wave arrays."""
-    return len(self.batches) * BATCH_BYTES + self.recorded * 8
+    return DISPATCH_BYTES + len(self.batches) * BATCH_BYTES + self.recorded * 8
 
   def placement(self, wave:int) -> tuple[int, int]:
     """(CU, SIMD within the CU) the model runs a wave on."""

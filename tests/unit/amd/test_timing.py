@@ -357,7 +357,7 @@ def test_deferred_replays_beyond_the_budget_run_oldest_first(monkeypatch):
   from emu.amd import timing
   spec = get_spec("gfx1100")
   nop = compile_step(decode(assemble([rdna3_ins.s_nop(0)]) + b"\0" * 12, spec), spec, 0)
-  each = 3 * timing.BATCH_BYTES + 3 * 8   # 3 recorded batches of one wave
+  each = timing.DISPATCH_BYTES + 3 * timing.BATCH_BYTES + 3 * 8   # 3 recorded batches of one wave
   q = timing.DeferredReplays(max_bytes=2 * each - 1)
   monkeypatch.setattr(timing, "DEFERRED", q)
   made = []
