@@ -77,7 +77,7 @@ def _split(cls_name:str) -> tuple[str, str, bool]:
       return base, ("LIT" if "LIT" in sfx else "SDWA" if "SDWA" in sfx else "" if sfx == "_SDST" else sfx[1:]), "SDST" in sfx and "SDWA" not in sfx
   return cls_name, "", False
 
-_cache: dict[tuple, Instr] = {}   # by _own_key (16 bytes of code in view), else by (family, bytes) (fewer at a mapping's end)
+_cache: dict[tuple, Instr] = {}   # by own_key (16 bytes of code in view), else by (family, bytes) (fewer at a mapping's end)
 _sizes: dict[tuple[str, bytes], tuple[int, ...]] = {}   # (family, first dword) -> sizes of the instructions cached with it
 
 @functools.cache
@@ -92,7 +92,7 @@ def detection_bits(spec:ArchSpec) -> tuple[tuple[int, int], ...]:
           masks[f.lo // 32] = masks.get(f.lo // 32, 0) | (f.mask << (f.lo % 32))
   return tuple(sorted(masks.items()))
 
-def _own_key(data:bytes, spec:ArchSpec, size:int) -> tuple:
+def own_key(data:bytes, spec:ArchSpec, size:int) -> tuple:
   """What decoding the `size`-byte instruction at the start of `data` (16 bytes) depends on: its own bytes and the detection bits
   (detection_bits) of the dwords after it. The same instruction followed by other code decodes the same, and is cached once."""
   return (spec.family, data[:size], tuple(int.from_bytes(data[4 * k:4 * k + 4], "little") & m for k, m in detection_bits(spec) if 4 * k >= size))
@@ -111,7 +111,7 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
   """Decode the instruction at the start of `data` (up to 16 bytes; fewer only at the end of a mapping)."""
   if full := len(data) == 16:
     for n in _sizes.get(first := (spec.family, data[:4]), ()):
-      if (hit := _cache.get(_own_key(data, spec, n))) is not None: return hit
+      if (hit := _cache.get(own_key(data, spec, n))) is not None: return hit
   elif (hit := _cache.get((spec.family, data))) is not None: return hit
   try:
     inst = _decode_inst(data, spec)
@@ -137,7 +137,7 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
     raise GPUIllegalInstruction(pc, data[:8], f"cannot decode as {spec.name}: {e}") from None
   instr = Instr(inst, FMT_ALIASES.get(base, base), variant, sdst, size, bytes(data[:size]))
   if full:
-    _cache[_own_key(data, spec, size)] = instr
+    _cache[own_key(data, spec, size)] = instr
     if size not in (sizes := _sizes.get(first, ())): _sizes[first] = sizes + (size,)
   else: _cache[(spec.family, data)] = instr
   return instr

@@ -15,6 +15,7 @@ from emu.amd.decode import describe
 from emu.amd.memory import MemoryMap
 from emu.amd.step import Machine
 from emu.amd.steps import Program
+from emu.amd.step_cache import STEP_CACHE
 from emu.amd.exec_salu import ControlStep
 from emu.amd.wave import HWREG_MODE, WaveState, RUNNING, BARRIER, mode_from_rsrc1
 from emu.amd.observe import DispatchObserver, Launch
@@ -133,6 +134,7 @@ class Dispatcher:
     for o in self.observers: o.done(stats)
     t2 = time.perf_counter()
     stats.host = {"total": t2 - t0, "decode": prog.load_s, "observe": t2 - t1}
+    STEP_CACHE.dispatch_done()
     return stats
 
   def schedule(self, m:Machine, prog:Program, wpg:int, stats:DispatchStats, first_wave:int=0):

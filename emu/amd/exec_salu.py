@@ -15,8 +15,7 @@ from emu.amd.operands import rawf
 from emu.amd.mem_access import footprint
 from emu.amd.mnemonic import parse
 from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
-from emu.amd.semantics import get_op
-from emu.pcode.compiler import compile_across_waves
+from emu.amd.semantics import get_across, get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
 from emu.pcode.abi import OpState
@@ -123,7 +122,7 @@ class SaluStep(Step):
     self.pure = (type(self) is SaluStep and not op.mem and not touched & {"SGPR", "HW_REGISTERS"} and
                  all(op.widths.get(n, 32) <= 64 for n in touched & {"S0", "S1", "D0"}))
     # the same op as numpy code over waves (one lane per wave), for batches whose waves' inputs differ
-    self.across = compile_across_waves(spec.name, instr.op) if self.pure and touched <= ACROSS_INPUTS | set(self.fields) else None
+    self.across = get_across(spec.name, instr.op) if self.pure and touched <= ACROSS_INPUTS | set(self.fields) else None
 
   def execute(self, m:Machine, ws:np.ndarray):
     if self.pure: self._grouped(m, ws)

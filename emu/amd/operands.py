@@ -6,9 +6,8 @@ zero-extended, as LLVM's disassembler models it), NULL/M0/VCC/EXEC/SCC/VCCZ/EXEC
 on float operands, and clamp/omod on float results.
 """
 from __future__ import annotations
-import struct
+import functools, struct
 from dataclasses import dataclass
-from typing import Callable
 import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
@@ -213,26 +212,34 @@ def int_clamp_formula(name:str) -> str | None:
   m = parse(name)
   return INT_CLAMP_OPS.get((m.operation, m.types)) if m.prefix == "V" else None
 
-def int_clamp(name:str) -> Callable[[list[np.ndarray], np.ndarray], np.ndarray] | None:
-  """For an integer op the table knows: a function (raw sources S0, S1, S2 as uint64 (the carry-in bit instead of S2 for the
-  carry-in ops), the op's D0) -> D0 with the result bits replaced by the saturated result (bits above the type's width, e.g. the
-  high half of a 16-bit op, kept from D0). V_PK_* ops saturate each 16-bit half from the same half of the (op_sel-selected) sources."""
-  if (formula := int_clamp_formula(name)) is None: return None
-  m = parse(name)
-  fn = eval(f"lambda a, b, c: {formula}", dict(_FORMULA_NAMES))   # the table's own text: one source for the card and the executor
-  typ = m.types[0]
-  signed, bits = typ[0] == "I", int(typ[1:])
-  lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-  mask = U64((1 << bits) - 1)
-  shifts = (0, 16) if m.words[0] == "PK" else (0,)
-  def clamp(srcs:list[np.ndarray], d0:np.ndarray) -> np.ndarray:
-    d = np.asarray(d0, dtype=U64)
-    for sh in shifts:
+class IntClamp:
+  """(raw sources S0, S1, S2 as uint64 (the carry-in bit instead of S2 for the carry-in ops), the op's D0) -> D0 with the result bits
+  replaced by the saturated result of integer op `name` (bits above the type's width, e.g. the high half of a 16-bit op, kept
+  from D0). V_PK_* ops saturate each 16-bit half from the same half of the (op_sel-selected) sources. Pickled by the op's name."""
+  def __init__(self, name:str, formula:str):
+    m = parse(name)
+    # the table's own text: one source for the card and the executor
+    self.name, self.fn = name, eval(f"lambda a, b, c: {formula}", dict(_FORMULA_NAMES))
+    typ = m.types[0]
+    self.signed, self.bits = typ[0] == "I", int(typ[1:])
+    self.lo, self.hi = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
+    self.mask = U64((1 << self.bits) - 1)
+    self.shifts = (0, 16) if m.words[0] == "PK" else (0,)
+
+  def __call__(self, srcs:list[np.ndarray], d0:np.ndarray) -> np.ndarray:
+    d, bits, mask = np.asarray(d0, dtype=U64), self.bits, self.mask
+    for sh in self.shifts:
       vals = [((np.asarray(x, dtype=U64) >> U64(sh)) & mask).astype(np.int64) for x in srcs] + [np.int64(0)] * (3 - len(srcs))
-      if signed: vals = [(v ^ (1 << (bits - 1))) - (1 << (bits - 1)) for v in vals]
-      d = (d & ~(mask << U64(sh))) | ((np.clip(fn(*vals), lo, hi).astype(U64) & mask) << U64(sh))
+      if self.signed: vals = [(v ^ (1 << (bits - 1))) - (1 << (bits - 1)) for v in vals]
+      d = (d & ~(mask << U64(sh))) | ((np.clip(self.fn(*vals), self.lo, self.hi).astype(U64) & mask) << U64(sh))
     return d
-  return clamp
+
+  def __reduce__(self): return (int_clamp, (self.name,))
+
+@functools.cache
+def int_clamp(name:str) -> IntClamp | None:
+  """The saturating clamp (IntClamp) of an integer op the table knows, None for any other op; one object per op name."""
+  return None if (formula := int_clamp_formula(name)) is None else IntClamp(name, formula)
 
 # ---- destination writes ----
 def dest_bits(op_widths:dict[str, int], op_bits:dict[str, int], field:str) -> int:

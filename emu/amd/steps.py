@@ -1,4 +1,5 @@
-"""Instruction fetch and compilation: PC -> `Step`, decoded once per PC per dispatch and compiled once per instruction bytes."""
+"""Instruction fetch and compilation: PC -> `Step`, decoded once per PC per dispatch and compiled once per instruction bytes (per
+process; emu.amd.step_cache keeps them on disk for the next process)."""
 from __future__ import annotations
 import time
 from emu.amd import regions
@@ -14,6 +15,7 @@ from emu.amd.memory import MemoryMap
 from emu.amd.operands import register_overrun
 from emu.amd.semantics import get_op
 from emu.amd.step import Step
+from emu.amd.step_cache import STEP_CACHE
 
 SCALAR = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
 VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
@@ -57,6 +59,14 @@ def compile_step(instr:Instr, spec:ArchSpec, pc:int) -> Step:
   _steps[key] = s
   return s
 
+def load_step(data:bytes, spec:ArchSpec, pc:int) -> Step:
+  """The Step of the instruction at the start of `data` (16 bytes of code, fewer at a mapping's end): from the step cache, else
+  decoded and built (and kept there)."""
+  if (s := STEP_CACHE.load(data, spec)) is not None: return s
+  s = compile_step(decode(data, spec, pc), spec, pc)
+  STEP_CACHE.keep(data, spec, s)
+  return s
+
 MAX_REGION = 256   # instructions in one native region (bounds its IR and compile time)
 
 class Program:
@@ -92,5 +102,4 @@ class Program:
 
   def _load(self, pc:int) -> Step:
     if (m := self.mem.find(pc, 4)) is None: raise GPUMemoryFault(pc, False, pc=pc, detail="instruction fetch")
-    data = bytes(m.view[pc - m.addr: min(pc - m.addr + 16, m.size)])
-    return compile_step(decode(data, self.spec, pc), self.spec, pc)
+    return load_step(bytes(m.view[pc - m.addr: min(pc - m.addr + 16, m.size)]), self.spec, pc)

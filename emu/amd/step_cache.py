@@ -1,0 +1,176 @@
+"""Built Steps kept on disk, so that a test suite's processes (pytest-xdist workers, the next run, the next test file) decode and
+build each instruction once instead of once per process: about 0.3 ms an instruction against 25 us to load one.
+
+An entry is one instruction's Step (its decoded Instr inside) pickled as soon as it is built, keyed by the arch and what decoding
+depends on (decode.own_key: the instruction's bytes and the format-detection bits of the dwords after it). Compiled pcode ops and
+ArchSpecs are never pickled: they are stored by name (semantics.token) and looked up again on load, so a loaded Step runs the
+very objects a fresh build would. Each arch's file is named by a digest of everything a Step is derived from: this package's
+source, the wheel's AMD tables and decoder (a tinygrad checkout included), Python's and numpy's versions. Any change to them
+starts a new file, so nothing built by other code is ever used.
+
+Location: $EMU_STEP_CACHE, default ~/.cache/tinygrad-emu/steps/; EMU_STEP_CACHE=0 turns it off. New entries are merged into the
+file under an flock (concurrent writers lose nothing) and written atomically (os.replace): when a process has made 1,024 of them,
+after a dispatch that made some more than FLUSH_S seconds after the last write, and at exit. A file past MAX_ENTRIES keeps only the
+entries of the process that writes it. An unreadable file or entry is a miss (built again), never an error."""
+from __future__ import annotations
+import atexit, fcntl, functools, hashlib, io, os, pickle, sys, tempfile, threading, time
+from pathlib import Path
+import numpy as np
+from emu.amd import semantics
+from emu.amd.arch import ArchSpec, get_spec
+from emu.amd.decode import own_key
+from emu.amd.step import Step
+from emu.pcode.abi import CompiledOp
+
+MAX_ENTRIES = 100_000   # ~70 MB of entries at ~700 bytes each
+FLUSH_AT = 1024         # new entries that make a process write at once
+FLUSH_S = 10.0          # otherwise at most this often (after a dispatch), and at exit
+
+def cache_dir() -> str | None:
+  """Where the files live, None when EMU_STEP_CACHE=0."""
+  if (d := os.environ.get("EMU_STEP_CACHE")) == "0": return None
+  if d: return d
+  from emu.pcode.cache import cache_dir as pcode_dir
+  return os.path.join(os.path.dirname(pcode_dir()), "steps")
+
+def _hash_files(h, root:Path, pattern:str) -> None:
+  for f in sorted(root.glob(pattern)):
+    h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+
+@functools.cache
+def source_digest(family:str) -> str:
+  """A digest of what a Step of `family` is derived from (module docstring); read once per process (~5 ms)."""
+  import tinygrad
+  tg = Path(tinygrad.__file__).parent
+  h = hashlib.sha256(f"{sys.version_info[:2]}\0{np.__version__}\0{family}\0".encode())
+  _hash_files(h, Path(__file__).parents[1], "**/*.py")   # the emu package
+  for pattern in ("renderer/amd/*.py", "runtime/autogen/amd/*.py", f"runtime/autogen/amd/{family}/*.py"): _hash_files(h, tg, pattern)
+  return h.hexdigest()[:24]
+
+class _Pickler(pickle.Pickler):
+  def persistent_id(self, obj):
+    if isinstance(obj, CompiledOp):
+      if (tok := semantics.token(obj)) is None: raise pickle.PicklingError(f"{obj.name}: not a memoised op")
+      return tok
+    if isinstance(obj, ArchSpec): return ("spec", obj.name)
+    return None
+
+class _Unpickler(pickle.Unpickler):
+  def persistent_load(self, pid):
+    return get_spec(pid[1]) if pid[0] == "spec" else semantics.from_token(pid)
+
+def dumps(step:Step) -> bytes:
+  """The step pickled with its ops and spec by name; raises pickle.PicklingError for a step holding an op it cannot name."""
+  buf = io.BytesIO()
+  _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(step)
+  return buf.getvalue()
+
+def loads(data:bytes) -> Step:
+  return _Unpickler(io.BytesIO(data)).load()
+
+class _ArchFile:
+  """One arch's entries: those read from its file (pickled), those this process made and has not written yet, and the index
+  first dword -> instruction sizes that a lookup tries."""
+  def __init__(self, spec:ArchSpec, path:str|None):
+    self.spec, self.path = spec, path
+    self.stored: dict[tuple, bytes] = {}
+    self.pending: dict[tuple, bytes] = {}
+    self.used: set[tuple] = set()
+    self.sizes: dict[bytes, tuple[int, ...]] = {}
+    if path is not None:
+      for key, data in self._read().items(): self._add(self.stored, key, data)
+
+  def _read(self) -> dict[tuple, bytes]:
+    try:
+      with open(self.path, "rb") as f: entries = pickle.load(f)
+      return entries if isinstance(entries, dict) else {}
+    except Exception: return {}   # absent, torn by a crash or from an incompatible pickle: a miss, built again
+
+  def _add(self, where:dict, key:tuple, data:bytes):
+    where[key] = data
+    if (n := len(key[1])) not in (s := self.sizes.get(first := key[1][:4], ())): self.sizes[first] = s + (n,)
+
+  def find(self, data:bytes) -> tuple[tuple, bytes] | None:
+    for n in self.sizes.get(data[:4], ()):
+      key = own_key(data, self.spec, n)
+      if (hit := self.stored.get(key)) is not None or (hit := self.pending.get(key)) is not None: return key, hit
+    return None
+
+  def write(self):
+    """Merge the pending entries into the file (under its lock) and replace it atomically."""
+    if not self.pending or self.path is None: return
+    os.makedirs(os.path.dirname(self.path), exist_ok=True)
+    with open(self.path + ".lock", "w") as lock:
+      fcntl.flock(lock, fcntl.LOCK_EX)
+      entries = self._read()
+      entries.update(self.pending)
+      if len(entries) > MAX_ENTRIES: entries = {k: v for k, v in entries.items() if k in self.pending or k in self.used}
+      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
+      try:
+        with os.fdopen(fd, "wb") as f: pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, self.path)
+      except BaseException:
+        os.unlink(tmp)
+        raise
+    self.stored.update(self.pending)
+    self.pending.clear()
+
+class StepCache:
+  """The process's view of the files: `load` a Step for the code at the start of 16 bytes, `keep` one just built."""
+  def __init__(self):
+    self.files: dict[str, _ArchFile] = {}
+    self.live: dict[tuple, Step] = {}   # entries loaded (or kept) in this process, by key
+    self.new, self.last_write, self.lock = 0, time.monotonic(), threading.Lock()
+
+  def _file(self, spec:ArchSpec) -> _ArchFile:
+    if (f := self.files.get(spec.name)) is None:
+      d = cache_dir()
+      f = self.files[spec.name] = _ArchFile(spec, None if d is None else os.path.join(d, f"{spec.name}-{source_digest(spec.family)}.pkl"))
+    return f
+
+  def load(self, data:bytes, spec:ArchSpec) -> Step | None:
+    """The Step of the instruction at the start of `data` (16 bytes of code) if a file or this process has it, else None."""
+    if len(data) != 16: return None   # fewer only at the end of a mapping: rare, and keyed otherwise by decode
+    with self.lock:
+      if (hit := self._file(spec).find(data)) is None: return None
+      key, pickled = hit
+      if (step := self.live.get(key)) is None:
+        try: step = self.live[key] = loads(pickled)
+        except Exception: return None   # an entry this code cannot read (it names an op that no longer exists ...): built again
+      self.files[spec.name].used.add(key)
+      return step
+
+  def keep(self, data:bytes, spec:ArchSpec, step:Step):
+    """Remember a Step just built from the code at the start of `data`; written to the file later (module docstring)."""
+    if len(data) != 16: return
+    with self.lock:
+      f = self._file(spec)
+      if f.path is None: return
+      try: pickled = dumps(step)
+      except (pickle.PicklingError, TypeError, AttributeError): return   # a step holding something that cannot be named: not kept
+      key = own_key(data, spec, step.size)
+      f._add(f.pending, key, pickled)
+      self.live[key] = step
+      self.new += 1
+    if self.new >= FLUSH_AT: self.write()
+
+  def dispatch_done(self):
+    """After a dispatch: write new entries when the last write is FLUSH_S old."""
+    if self.new and time.monotonic() - self.last_write >= FLUSH_S: self.write()
+
+  def write(self):
+    """Write every arch's new entries now (failures to write are ignored: the cache is an optimisation)."""
+    with self.lock:
+      for f in self.files.values():
+        try: f.write()
+        except OSError: pass
+      self.new, self.last_write = 0, time.monotonic()
+
+  def forget(self):
+    """Drop what this process holds (files untouched): the next lookup reads them again."""
+    with self.lock: self.files.clear(); self.live.clear(); self.new = 0
+
+STEP_CACHE = StepCache()
+atexit.register(STEP_CACHE.write)
+# a child forked while another thread held the lock would wait on it forever; what the parent had not written is its to write
+os.register_at_fork(after_in_child=lambda: (setattr(STEP_CACHE, "lock", threading.Lock()), STEP_CACHE.forget()))
