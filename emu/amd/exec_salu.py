@@ -8,11 +8,11 @@ s_sendmsg_rtn_* is a `MessageStep`.
 """
 from __future__ import annotations
 import numpy as np
-from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
+from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd.operands import rawf
-from emu.amd.mem_access import footprint
+from emu.amd.mem_access import footprint, locate
 from emu.amd.mnemonic import parse
 from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_across, get_op
@@ -210,6 +210,9 @@ class SmemStep(SaluStep):
     self.buffer = "BUFFER" in instr.op.name
     fp = footprint(self.op, True)
     self.align, self.span = min(max(fp.size, 1), 4), (fp.lo, fp.size) if "w" in self.op.mem and fp.writes > 1 else None
+    # loads of waves at different addresses: the op as numpy code over waves; a multi-dword one reads each wave's span located once
+    self.across = get_across(spec.name, instr.op) if self.op.mem == "r" and self.op.reads <= {"ADDR", "MEM"} else None
+    self.window = (fp.lo, fp.size, False) if fp.size > 4 else None
 
   def _addresses(self, st, ws:np.ndarray) -> np.ndarray:
     base = st.sgpr[ws, self.sbase].astype(U64) | (st.sgpr[ws, self.sbase + 1].astype(U64) << U64(32))
@@ -219,14 +222,30 @@ class SmemStep(SaluStep):
     return (base + U64(self.offset & MASK64) + soff) & U64(MASK64 & ~(self.align - 1))
 
   def execute(self, m:Machine, ws:np.ndarray):
-    """Loads run once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores, and a batch of
-    one wave (Python ints cost less there than the arrays that find distinct rows), per wave."""
+    """Loads whose waves read different addresses run as the op's numpy code over the waves (one lane per wave, as a vector load
+    reads its lanes); others once per distinct (address, old SDATA) across the waves (traffic still counted per wave); stores, and
+    a batch of one wave (Python ints cost less there than arrays), per wave."""
     st, op = m.st, self.op
     if len(ws) == 1 or op.mem != "r" or not op.reads <= {"ADDR", "MEM", "SDATA"}: return super().execute(m, ws)
     addrs = self._addresses(st, ws)
+    # every wave at one address (a kernel's arguments) is the common case
+    if self.across is not None and not (addrs == addrs[0]).all():
+      before = m.stats.bytes_read
+      o = OpState(n=len(ws), ADDR=addrs, MEM=locate(m.gmem, addrs, *self.window) if self.window is not None else m.gmem)
+      try: self.across.fn(o)
+      except GPUMemoryFault:   # report it as a scalar load does (its address, not a 'lane' that is a wave): again per address
+        m.stats.bytes_read = before
+      else:
+        write_sgpr(st, ws, self.sdata, self.sdata_bits, o.SDATA)
+        st.pc[ws] += self.size
+        return
+    self._per_address(m, ws, addrs)
+
+  def _per_address(self, m:Machine, ws:np.ndarray, addrs:np.ndarray):
+    st, op = m.st, self.op
     k = max(1, self.sdata_bits // 32)
     rows = np.concatenate([addrs[:, None], st.sgpr[ws, self.sdata:self.sdata + k].astype(U64)], axis=1)
-    # every wave at one address (a kernel's arguments) is the common case; np.unique over rows costs ~0.5 ms at 512 waves
+    # np.unique over rows costs ~0.5 ms at 512 waves
     same = bool((rows == rows[0]).all())
     uniq, inv = (rows[:1], np.zeros(len(ws), dtype=np.intp)) if same else np.unique(rows, axis=0, return_inverse=True)
     for g, row in enumerate(uniq.tolist()):

@@ -281,8 +281,12 @@ def read_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:in
 
 def write_sgpr(st:WaveState, w, reg:int, bits:int, value):
   """Store a scalar result of `bits` width into SGPR reg.. of wave w (an int value), or of waves w (an array; value uint64 (n,),
-  bits <= 64); writes to NULL are dropped. A 16-bit result replaces the low half and keeps the high one, as in a VGPR."""
+  bits <= 64, or uint32 (n, k) dwords, any width); writes to NULL are dropped. A 16-bit result replaces the low half and keeps
+  the high one, as in a VGPR."""
   if reg == st.spec.null_reg: return
+  if isinstance(value, np.ndarray) and value.ndim == 2:
+    st.sgpr[w, reg:reg + value.shape[1]] = value
+    return
   if bits == 16:
     st.sgpr[w, reg] = (st.sgpr[w, reg] & 0xffff0000) | (value & 0xffff)
     return

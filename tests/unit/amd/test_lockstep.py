@@ -28,3 +28,35 @@ def test_scalar_ops_and_s_load_b32_differ_per_workgroup():
   assert (out[:, 0] == wg * 3 + 5).all() and (out[:, 1] == np.where(wg > 2, 10, 20)).all()
   assert (out[:, 2] == table).all() and (out[:, 3] == wg * 16).all()
   assert stats.waves == 2 * n_wg and stats.bytes_read == 4 * stats.waves   # every wave's s_load_b32 counts, even when deduplicated
+
+def _scalar_loads(n_wg:int, table:np.ndarray, far_wg:int|None=None):
+  """Each workgroup loads s_load_b128 at table + 64 * wg and s_load_b64 16 bytes past it (workgroup `far_wg`: 2 GiB past the
+  table instead) and stores the six dwords at out + 32 * wg: (run the dispatch, the table's address, the output buffer)."""
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s_load_b128, s_load_b64, s_cmp_eq_u32
+  prog = [s_lshl_b32(s[7], s[4], 6), s_cmp_eq_u32(s[4], -1 if far_wg is None else far_wg), s_cselect_b32(s[7], 0x7ff00000, s[7]),
+          s_load_b128(s[8:11], s[0:1], s[7]), s_load_b64(s[12:13], s[0:1], s[7], offset=16), s_waitcnt(0),
+          s_lshl_b32(s[9 + 16], s[4], 5), s_mov_b64(s[26:27], s[2:3]), v_mov_b32_e32(v[0], s[25])]
+  for i in range(6): prog += [v_mov_b32_e32(v[1], s[8 + i]), global_store_b32(addr=v[0], data=v[1], saddr=s[26:27], offset=4 * i)]
+  bufs = Buffers()
+  code = bufs.add(np.frombuffer(b"".join(i.to_bytes() for i in prog + [s_endpgm()]) + bytes(64), dtype=np.uint8).copy(), "code", writable=False)
+  t, o = bufs.add(table, "table", writable=False), bufs.add(np.zeros((n_wg, 8), dtype=np.uint32), "out")
+  d = Dispatch(code_addr=code, grid=(n_wg, 1, 1), workgroup=(64, 1, 1), user_sgprs=[t & 0xffffffff, t >> 32, o & 0xffffffff, o >> 32],
+               rsrc2=(4 << 1) | (1 << 7))
+  return lambda: AMDGPU("gfx1100", bufs.mem, timing=False).dispatch(d), t, bufs.keep[-1]
+
+def test_multi_dword_scalar_loads_differ_per_workgroup():
+  n_wg, table = 6, np.arange(6 * 16, dtype=np.uint32) * 3 + 1
+  run, _, out = _scalar_loads(n_wg, table)
+  stats = run()
+  rows = table.reshape(n_wg, 16)
+  np.testing.assert_array_equal(out[:, :6], rows[:, :6])   # dwords 0-3 (b128 at +0) and 4-5 (b64 at +16) of each workgroup's row
+  assert stats.bytes_read == (16 + 8) * stats.waves       # counted per wave
+
+def test_a_scalar_load_fault_names_its_address_when_waves_differ():
+  import pytest
+  from emu.amd.api import GPUMemoryFault
+  run, table_addr, out = _scalar_loads(6, np.arange(6 * 16, dtype=np.uint32), far_wg=4)
+  with pytest.raises(GPUMemoryFault) as e: run()
+  # the far workgroup's own s_load_b128 address, as a scalar load reports it (not the batch's 'lane' of a vector access)
+  assert e.value.addr == table_addr + 0x7ff00000 and "lane" not in str(e.value)
+  assert not out.any()   # nothing stored: the fault ends the dispatch at the load
