@@ -30,16 +30,22 @@ class Machine:
     self.lds = LocalMemory(np.zeros(max(1, n_wg * lds_bytes), dtype=np.uint8), lds_bytes, fault_oob=False)
     self.scratch = LocalMemory(st.scratch.reshape(-1), st.scratch.shape[2], fault_oob=True)
     self._dense: dict[tuple[int, int], Lanes] = {}
+    self._last: tuple[tuple[bytes, bytes], Lanes] | None = None
 
   def active(self, ws:np.ndarray, act:np.ndarray|None=None) -> Lanes:
-    """The lanes of waves ws that `act` (default: EXEC) enables. Consecutive waves with every lane on are cached per range."""
+    """The lanes of waves ws that `act` (default: EXEC) enables. Consecutive waves with every lane on are cached per range; the
+    EXEC lanes of the last batch asked for are kept (the next instructions of a batch mostly run under the same EXEC)."""
     st, e = self.st, self.spec.exec_lo
+    if act is None:
+      key = (ws.tobytes(), st.sgpr[ws, e:e + st.mask_regs].tobytes())
+      if self._last is not None and self._last[0] == key: return self._last[1]
     w0 = int(ws[0])   # ws is sorted and unique: consecutive iff the span matches its length (then a slice reads its EXECs)
     if int(ws[-1]) - w0 + 1 == len(ws) and (act.all() if act is not None else (st.sgpr[w0:w0 + len(ws), e:e + st.mask_regs] == 0xffffffff).all()):
-      if (hit := self._dense.get(key := (w0, len(ws)))) is None:
-        hit = self._dense[key] = Lanes(ws, np.ones((len(ws), st.lanes), dtype=bool), slice(key[0], key[0] + key[1]))
-      return hit
-    return Lanes(ws, act if act is not None else st.exec_bits(ws), None)
+      if (hit := self._dense.get(dkey := (w0, len(ws)))) is None:
+        hit = self._dense[dkey] = Lanes(ws, np.ones((len(ws), st.lanes), dtype=bool), slice(dkey[0], dkey[0] + dkey[1]))
+    else: hit = Lanes(ws, act if act is not None else st.exec_bits(ws), None)
+    if act is None: self._last = (key, hit)
+    return hit
 
   def lds_base(self, wv:np.ndarray) -> np.ndarray: return self.st.wg[wv] * self.lds_bytes
   def scratch_base(self, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:

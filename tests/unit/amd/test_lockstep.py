@@ -60,3 +60,16 @@ def test_a_scalar_load_fault_names_its_address_when_waves_differ():
   # the far workgroup's own s_load_b128 address, as a scalar load reports it (not the batch's 'lane' of a vector access)
   assert e.value.addr == table_addr + 0x7ff00000 and "lane" not in str(e.value)
   assert not out.any()   # nothing stored: the fault ends the dispatch at the load
+
+def test_lanes_follow_exec_changes_within_a_batch():
+  # the same two waves run every instruction as one batch; each VALU op must write the lanes EXEC enables at that instruction
+  from emu.amd.runner import run_program
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s_mov_b32, EXEC_LO
+  st = run_program([v_mov_b32_e32(v[1], 1), s_mov_b32(EXEC_LO, 0xf0), v_mov_b32_e32(v[2], 2), v_mov_b32_e32(v[3], 3),
+                    s_mov_b32(EXEC_LO, 0x3), v_mov_b32_e32(v[4], 4)], waves=2, exec_mask=0b111)
+  lane = np.arange(32)
+  for w in range(2):
+    np.testing.assert_array_equal(st.vgpr[w, :, 1], np.where(lane < 3, 1, 0))
+    np.testing.assert_array_equal(st.vgpr[w, :, 2], np.where((lane >= 4) & (lane < 8), 2, 0))
+    np.testing.assert_array_equal(st.vgpr[w, :, 3], np.where((lane >= 4) & (lane < 8), 3, 0))
+    np.testing.assert_array_equal(st.vgpr[w, :, 4], np.where(lane < 2, 4, 0))
