@@ -38,19 +38,29 @@ def words(x, nwords:int):
   """A wide value (object array of ints) as an (n, nwords) uint32 array."""
   return np.stack([((x >> (32 * k)) & 0xffffffff).astype(np.uint32) for k in range(nwords)], axis=1)
 
+def _const_shift(s) -> int | None:
+  """A shift amount that is one non-negative number for every lane (the common case: a constant), else None."""
+  return int(s) if isinstance(s, (int, np.integer)) and s >= 0 else None
+
 def shl(x, s):
   """x << s with shifts of 64 or more giving 0."""
   if isinstance(s, np.ndarray) or isinstance(x, np.ndarray) and x.dtype == np.uint64:
+    x = np.asarray(x, dtype=np.uint64)
+    if (k := _const_shift(s)) is not None: return x << np.uint64(k) if k < 64 else np.zeros_like(x)
     s = np.asarray(s, dtype=np.uint64)
-    return np.where(s < 64, np.asarray(x, dtype=np.uint64) << (s & np.uint64(63)), np.uint64(0))
+    return np.where(s < 64, x << (s & np.uint64(63)), np.uint64(0))
   return x << s
 
 def shr(x, s, signed:bool=False):
   """x >> s (arithmetic if signed) with shifts of 64 or more giving 0 (or the sign)."""
   if isinstance(s, np.ndarray) or isinstance(x, np.ndarray) and x.dtype == np.uint64:
+    x = np.asarray(x, dtype=np.uint64)
+    if (k := _const_shift(s)) is not None:
+      if signed: return (x.view(np.int64) >> np.int64(min(k, 63))).view(np.uint64)
+      return x >> np.uint64(k) if k < 64 else np.zeros_like(x)
     s = np.minimum(np.asarray(s, dtype=np.uint64), np.uint64(63 if signed else 64))
-    if signed: return (np.asarray(x, dtype=np.uint64).view(np.int64) >> s.astype(np.int64)).view(np.uint64)
-    return np.where(s < 64, np.asarray(x, dtype=np.uint64) >> (s & np.uint64(63)), np.uint64(0))
+    if signed: return (x.view(np.int64) >> s.astype(np.int64)).view(np.uint64)
+    return np.where(s < 64, x >> (s & np.uint64(63)), np.uint64(0))
   return x >> s
 
 def idiv(a, b, signed:bool):

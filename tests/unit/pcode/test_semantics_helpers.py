@@ -40,3 +40,21 @@ def test_helpers_round_trip():
   assert round_fraction(Fraction(1) + Fraction(1, 2**24), np.float32) == np.float32(1.0)  # tie -> even
   assert round_fraction(Fraction(1) + Fraction(3, 2**24), np.float32) == np.float32(1 + 2**-22)
   assert fma_ref(np.float32(1 + 2**-23), np.float32(1 + 2**-23), np.float32(-1), np.float32) == np.float32(2**-22 + 2**-46)
+
+def test_shifts_over_lanes_follow_python_integer_shifts():
+  # shl/shr over uint64 lanes, with the amount one number (int, numpy scalar) or an array, against Python ints: shifts of 64 or
+  # more give 0 (unsigned) or the sign (signed); a 0-d x keeps its shape
+  import numpy as np
+  from emu.pcode.runtime import shl, shr
+  rng = np.random.default_rng(5)
+  xs = np.concatenate([rng.integers(0, 1 << 64, 64, dtype=np.uint64), np.array([0, 1, (1 << 63), (1 << 64) - 1], dtype=np.uint64)])
+  signed = lambda v: v - (1 << 64) if v >> 63 else v
+  for k in (0, 1, 31, 32, 63, 64, 65, 200):
+    want_l = [(int(x) << k) & ((1 << 64) - 1) for x in xs]
+    want_r = [int(x) >> k for x in xs]
+    want_a = [(signed(int(x)) >> k) & ((1 << 64) - 1) for x in xs]
+    for amount in (k, np.uint64(k), np.full(len(xs), k, dtype=np.uint64)):
+      assert shl(xs, amount).tolist() == want_l, (k, type(amount))
+      assert shr(xs, amount).tolist() == want_r, (k, type(amount))
+      assert shr(xs, amount, signed=True).tolist() == want_a, (k, type(amount))
+  assert int(shr(np.asarray(np.uint64(1 << 40)), 8)) == 1 << 32 and shr(np.asarray(np.uint64(1 << 40)), 8).shape == ()
