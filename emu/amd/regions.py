@@ -36,6 +36,7 @@ from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.operands import Src, resolve_src
 from emu.amd.step import Machine, Step
+from emu.amd.step_cache import STEP_CACHE
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
 from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, literal, lower
 
@@ -552,14 +553,18 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
 class Region:
   """A run of straight-line steps that may become native: `steps` [(byte offset from the first, Step)], `size` bytes, `count`
   instructions; one object per code bytes (the same code at another address is the same region). It starts as the whole
-  candidate run, executed on the numpy path; once it has run REGION_HOT instructions (per batch) it is lowered (cut to the prefix
+  candidate run, executed on the numpy path; once it has run REGION_HOT instructions (per batch; in this process, plus what
+  earlier processes ran of the same code beyond its first run in each: the step cache keeps that heat) it is lowered (cut to the prefix
   that lowers; a region whose first step does not lower keeps just that step, on the numpy path for good) and its native function
   is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. `mode`: the
   MODE register value the code is lowered for (None once lowered when no op of it reads the MODE)."""
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
     self.lanes, self.spec, self.mode = lanes, spec, mode
     self._set_steps(steps)
-    self.fn, self.ir, self.pending, self.queued, self.failed, self.load_bytes = None, None, 0, -1, False, 0
+    self.fn, self.ir, self.queued, self.failed, self.load_bytes = None, None, -1, False, 0
+    # heat: what earlier processes ran of this code beyond its first run in each (step_cache), which counts towards REGION_HOT
+    self.key, self.runs = (lanes, mode, b"".join(s.instr.raw for s in steps)), 0
+    self.pending = STEP_CACHE.heat(spec, self.key)
 
   def _set_steps(self, steps:list[Step]):
     self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
@@ -569,6 +574,8 @@ class Region:
   def ready(self) -> bool:
     """Whether the native function is there (see the class docstring for when it comes)."""
     if self.fn is None and not self.failed:
+      if self.runs and self.pending < REGION_HOT: STEP_CACHE.warm(self.spec, self.key, self.count)   # run again: heat for later
+      self.runs += 1
       self.pending += self.count
       if self.pending >= REGION_HOT and self.queued != native.NATIVE.generation:
         self.queued = native.NATIVE.generation

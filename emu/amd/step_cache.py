@@ -8,6 +8,11 @@ very objects a fresh build would. Each arch's file is named by a digest of every
 source, the wheel's AMD tables and decoder (a tinygrad checkout included), Python's and numpy's versions. Any change to them
 starts a new file, so nothing built by other code is ever used.
 
+Each file also keeps the heat of native-region candidates (emu.amd.regions): how many instructions earlier processes ran in one
+beyond its first run in each, by (lanes, MODE, code bytes). Code a test suite runs again and again in short bursts becomes native
+over several processes, as a long kernel does within one; code run once per process never does (its native code would cost more
+to load than to interpret). Heat from concurrent writers adds up.
+
 Location: $EMU_STEP_CACHE, default ~/.cache/tinygrad-emu/steps/; EMU_STEP_CACHE=0 turns it off. New entries are merged into the
 file under an flock (concurrent writers lose nothing) and written atomically (os.replace): when a process has made 1,024 of them,
 after a dispatch that made some more than FLUSH_S seconds after the last write, and at exit. A file past MAX_ENTRIES keeps only the
@@ -67,21 +72,26 @@ def loads(data:bytes) -> Step:
 
 class _ArchFile:
   """One arch's entries: those read from its file (pickled), those this process made and has not written yet, and the index
-  first dword -> instruction sizes that a lookup tries."""
+  first dword -> instruction sizes that a lookup tries; and the regions' heat (`heat`: instructions earlier processes ran in a
+  native-region candidate beyond its first run in each of them, by region key) with what this process added (`warmed`)."""
   def __init__(self, spec:ArchSpec, path:str|None):
     self.spec, self.path = spec, path
     self.stored: dict[tuple, bytes] = {}
     self.pending: dict[tuple, bytes] = {}
     self.used: set[tuple] = set()
     self.sizes: dict[bytes, tuple[int, ...]] = {}
+    self.heat: dict[tuple, int] = {}
+    self.warmed: dict[tuple, int] = {}
     if path is not None:
-      for key, data in self._read().items(): self._add(self.stored, key, data)
+      steps, self.heat = self._read()
+      for key, data in steps.items(): self._add(self.stored, key, data)
 
-  def _read(self) -> dict[tuple, bytes]:
+  def _read(self) -> tuple[dict[tuple, bytes], dict[tuple, int]]:
     try:
-      with open(self.path, "rb") as f: entries = pickle.load(f)
-      return entries if isinstance(entries, dict) else {}
-    except Exception: return {}   # absent, torn by a crash or from an incompatible pickle: a miss, built again
+      with open(self.path, "rb") as f: steps, heat = pickle.load(f)
+      if isinstance(steps, dict) and isinstance(heat, dict): return steps, heat
+    except Exception: pass   # absent, torn by a crash or from an incompatible pickle: a miss, built again
+    return {}, {}
 
   def _add(self, where:dict, key:tuple, data:bytes):
     where[key] = data
@@ -94,23 +104,27 @@ class _ArchFile:
     return None
 
   def write(self):
-    """Merge the pending entries into the file (under its lock) and replace it atomically."""
-    if not self.pending or self.path is None: return
+    """Merge the pending entries and added heat into the file (under its lock) and replace it atomically."""
+    if not (self.pending or self.warmed) or self.path is None: return
     os.makedirs(os.path.dirname(self.path), exist_ok=True)
     with open(self.path + ".lock", "w") as lock:
       fcntl.flock(lock, fcntl.LOCK_EX)
-      entries = self._read()
-      entries.update(self.pending)
-      if len(entries) > MAX_ENTRIES: entries = {k: v for k, v in entries.items() if k in self.pending or k in self.used}
+      steps, heat = self._read()
+      steps.update(self.pending)
+      for key, n in self.warmed.items(): heat[key] = heat.get(key, 0) + n
+      if len(steps) > MAX_ENTRIES: steps = {k: v for k, v in steps.items() if k in self.pending or k in self.used}
+      if len(heat) > MAX_ENTRIES: heat = {k: v for k, v in heat.items() if k in self.warmed}
       fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
       try:
-        with os.fdopen(fd, "wb") as f: pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(fd, "wb") as f: pickle.dump((steps, heat), f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, self.path)
       except BaseException:
         os.unlink(tmp)
         raise
     self.stored.update(self.pending)
     self.pending.clear()
+    self.warmed.clear()
+    self.heat = heat
 
 class StepCache:
   """The process's view of the files: `load` a Step for the code at the start of 16 bytes, `keep` one just built."""
@@ -151,9 +165,20 @@ class StepCache:
       self.new += 1
     if self.new >= FLUSH_AT: self.write()
 
+  def heat(self, spec:ArchSpec, key:tuple) -> int:
+    """A region candidate's heat (instructions it ran beyond its first run in each process, earlier processes and this one)."""
+    with self.lock:
+      f = self._file(spec)
+      return f.heat.get(key, 0) + f.warmed.get(key, 0)
+
+  def warm(self, spec:ArchSpec, key:tuple, n:int):
+    """Add `n` instructions to a region candidate's heat (written for later processes with the steps)."""
+    with self.lock:
+      if (f := self._file(spec)).path is not None: f.warmed[key] = f.warmed.get(key, 0) + n
+
   def dispatch_done(self):
     """After a dispatch: write new entries when the last write is FLUSH_S old."""
-    if self.new and time.monotonic() - self.last_write >= FLUSH_S: self.write()
+    if time.monotonic() - self.last_write >= FLUSH_S and (self.new or any(f.warmed for f in self.files.values())): self.write()
 
   def write(self):
     """Write every arch's new entries now (failures to write are ignored: the cache is an optimisation)."""

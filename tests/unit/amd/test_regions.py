@@ -163,3 +163,33 @@ def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_run
   mask = sum(1 << i for i in range(32) if i > 5) & 0x0000fff0
   assert int(st.sgpr[0, 11]) == mask and (st.vgpr[0, :, 4] == (mask + LANES[:32]) & 0xffffffff).all()
   assert len(native_runs) == 2   # the s_and had to see the whole compare mask: the region ends before it
+
+def test_heat_from_earlier_processes_counts_towards_hot(monkeypatch, tmp_path):
+  # a 4-instruction region, hot at 12 instructions: a process running it twice leaves 4 of heat (its runs after the first), so a
+  # later process goes native on its second run instead of its third; without the step cache it does not
+  from emu.amd.step_cache import STEP_CACHE
+  monkeypatch.setattr(regions, "REGION_HOT", 12)
+  monkeypatch.setattr(regions, "BACKGROUND", False)
+  monkeypatch.delenv("EMU_REGIONS", raising=False)
+  native_calls, real = [], regions.Region.run
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: native_calls.append(1) or real(self, m, ws))
+  prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]),
+          v_max_f32_e32(v[5], v[4], v[1])]
+  def process(cache:str) -> list[int]:
+    """Two runs of the program in a fresh 'process' (no regions, no steps in memory): which of them ran natively."""
+    monkeypatch.setenv("EMU_STEP_CACHE", cache)
+    STEP_CACHE.forget()
+    monkeypatch.setattr(regions, "_built", {})
+    done = []
+    for _ in range(2):
+      native_calls.clear()
+      st = run_program(prog, vgprs={0: LANES[:32].astype(np.float32), 1: 1.5})
+      assert (as_f32(st.vgpr[0, :, 2]) == LANES[:32] + np.float32(1.5)).all()
+      done.append(len(native_calls))
+    STEP_CACHE.write()
+    return done
+  try:
+    assert process("0") == [0, 0] and process("0") == [0, 0]
+    assert process(str(tmp_path)) == [0, 0]   # 4 + 4 < 12 in the first process; it leaves 4
+    assert process(str(tmp_path)) == [0, 1]   # 4 + 4, then 12: native
+  finally: STEP_CACHE.forget()
