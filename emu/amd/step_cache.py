@@ -13,10 +13,11 @@ beyond its first run in each, by (lanes, MODE, code bytes). Code a test suite ru
 over several processes, as a long kernel does within one; code run once per process never does (its native code would cost more
 to load than to interpret). Heat from concurrent writers adds up.
 
-Location: $EMU_STEP_CACHE, default ~/.cache/tinygrad-emu/steps/; EMU_STEP_CACHE=0 turns it off. New entries are merged into the
-file under an flock (concurrent writers lose nothing) and written atomically (os.replace): when a process has made 1,024 of them,
-after a dispatch that made some more than FLUSH_S seconds after the last write, and at exit. A file past MAX_ENTRIES keeps only the
-entries of the process that writes it. An unreadable file or entry is a miss (built again), never an error."""
+Location: $EMU_STEP_CACHE, default ~/.cache/tinygrad-emu/steps/; EMU_STEP_CACHE=0 turns it off. New entries and heat are merged
+into the file under an flock (concurrent writers lose nothing) and written atomically (os.replace): when a process has made 1,024
+entries, after a dispatch when the last write is FLUSH_S old, and at exit. A file past MAX_ENTRIES keeps only the entries of the
+process that writes it; the folder keeps the KEEP_FILES most recently written files of each arch. An unreadable file or entry is a
+miss (built again), never an error."""
 from __future__ import annotations
 import atexit, fcntl, functools, hashlib, io, os, pickle, sys, tempfile, threading, time
 from pathlib import Path
@@ -28,8 +29,9 @@ from emu.amd.step import Step
 from emu.pcode.abi import CompiledOp
 
 MAX_ENTRIES = 100_000   # ~70 MB of entries at ~700 bytes each
+KEEP_FILES = 8          # files per arch (one per version of the source) kept in the folder: the most recently written
 FLUSH_AT = 1024         # new entries that make a process write at once
-FLUSH_S = 10.0          # otherwise at most this often (after a dispatch), and at exit
+FLUSH_S = 30.0          # otherwise at most this often (after a dispatch), and at exit: a write reads and rewrites the whole file
 
 def cache_dir() -> str | None:
   """Where the files live, None when EMU_STEP_CACHE=0."""
@@ -125,6 +127,14 @@ class _ArchFile:
     self.pending.clear()
     self.warmed.clear()
     self.heat = heat
+    self._prune()
+
+  def _prune(self):
+    """Remove this arch's files of other source versions beyond the KEEP_FILES most recently written."""
+    folder, mine = Path(self.path).parent, Path(self.path).name
+    files = sorted(folder.glob(f"{self.spec.name}-*.pkl"), key=lambda f: f.stat().st_mtime, reverse=True)
+    for f in [f for f in files if f.name != mine][KEEP_FILES - 1:]:
+      for gone in (f, f.with_name(f.name + ".lock")): gone.unlink(missing_ok=True)
 
 class StepCache:
   """The process's view of the files: `load` a Step for the code at the start of 16 bytes, `keep` one just built."""

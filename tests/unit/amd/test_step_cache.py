@@ -198,3 +198,16 @@ def test_off_keeps_nothing(tmp_path, monkeypatch):
   step_cache.STEP_CACHE.write()
   assert not list(tmp_path.iterdir())
   step_cache.STEP_CACHE.forget()
+
+def test_the_folder_keeps_the_newest_files_of_each_arch(cache_at):
+  spec, data = get_spec("gfx1100"), instructions(1)[0]
+  old = [cache_at / f"gfx1100-old{i:02d}.pkl" for i in range(10)]
+  for i, f in enumerate(old):
+    f.write_bytes(b"")
+    os.utime(f, (1000 + i, 1000 + i))
+  (cache_at / "gfx1201-other.pkl").write_bytes(b"")   # another arch's file is not this arch's to remove
+  S.load_step(data, spec, 0)
+  step_cache.STEP_CACHE.write()
+  left = sorted(f.name for f in cache_at.glob("*.pkl"))
+  assert len(left) == 1 + step_cache.KEEP_FILES and "gfx1201-other.pkl" in left
+  assert [f.name for f in old[-(step_cache.KEEP_FILES - 1):]] == [n for n in left if "old" in n]   # the newest of the others
