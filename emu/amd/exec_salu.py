@@ -146,15 +146,16 @@ class SaluStep(Step):
     if op.reads & {"EXEC", "EXECZ"}: cols["EXEC"] = st.get_masks(ws, spec.exec_lo)
     if "M0" in op.reads: cols["M0"] = st.sgpr[ws, spec.m0_reg].astype(U64)
     if "D0" in op.reads: cols["D0"] = self.d0.read_waves(st, ws)
-    names, pc = list(cols), int(st.pc[ws[0]])
-    rows = np.stack([cols[n] for n in names], axis=1) if names else np.zeros((len(ws), 0), dtype=U64)
-    same = len(ws) == 1 or bool((rows == rows[0]).all())
+    names, pc, n = list(cols), int(st.pc[ws[0]]), len(ws)
+    same = n == 1 or all((c == c[0]).all() for c in cols.values())
     if not same and self.across is not None:   # one numpy call over the waves
       o = self._state(st, int(ws[0]), cols, st.pc[ws].astype(U64) if "PC" in op.reads else None)
-      o.n = len(ws)
+      o.n = n
       self.across.fn(o)
-      res = {name: np.broadcast_to(np.asarray(getattr(o, name)).astype(U64), (len(ws),)) for name in self.outputs}
+      res = {name: v if isinstance(v := getattr(o, name), np.ndarray) and v.dtype == U64 and v.shape == (n,) else
+             np.broadcast_to(np.asarray(v).astype(U64), (n,)) for name in self.outputs}
     else:   # one Python call per distinct input row
+      rows = np.stack([cols[k] for k in names], axis=1) if names else np.zeros((n, 0), dtype=U64)
       uniq, inv = (rows[:1], None) if same else np.unique(rows, axis=0, return_inverse=True)
       outs: dict[str, list[int]] = {name: [] for name in self.outputs}
       for row in uniq.tolist():
