@@ -14,8 +14,8 @@ over several processes, as a long kernel does within one; code run once per proc
 to load than to interpret). Heat from concurrent writers adds up.
 
 Location: $EMU_STEP_CACHE, default ~/.cache/tinygrad-emu/steps/; EMU_STEP_CACHE=0 turns it off. New entries and heat are merged
-into the file under an flock (concurrent writers lose nothing) and written atomically (os.replace): when a process has made 1,024
-entries, after a dispatch when the last write is FLUSH_S old, and at exit. A file past MAX_ENTRIES keeps only the entries of the
+into the file under an flock (concurrent writers lose nothing) and written atomically (os.replace): after a dispatch when a process
+has made FLUSH_AT new entries or the last write is FLUSH_S old, and at exit. A file past MAX_ENTRIES keeps only the entries of the
 process that writes it; the folder keeps the KEEP_FILES most recently written files of each arch. An unreadable file or entry is a
 miss (built again), never an error."""
 from __future__ import annotations
@@ -30,7 +30,7 @@ from emu.pcode.abi import CompiledOp
 
 MAX_ENTRIES = 100_000   # ~70 MB of entries at ~700 bytes each
 KEEP_FILES = 8          # files per arch (one per version of the source) kept in the folder: the most recently written
-FLUSH_AT = 1024         # new entries that make a process write at once
+FLUSH_AT = 4096         # new entries that make a process write after its dispatch
 FLUSH_S = 30.0          # otherwise at most this often (after a dispatch), and at exit: a write reads and rewrites the whole file
 
 def cache_dir() -> str | None:
@@ -173,7 +173,6 @@ class StepCache:
       f._add(f.pending, key, pickled)
       self.live[key] = step
       self.new += 1
-    if self.new >= FLUSH_AT: self.write()
 
   def heat(self, spec:ArchSpec, key:tuple) -> int:
     """A region candidate's heat (instructions it ran beyond its first run in each process, earlier processes and this one)."""
@@ -187,8 +186,9 @@ class StepCache:
       if (f := self._file(spec)).path is not None: f.warmed[key] = f.warmed.get(key, 0) + n
 
   def dispatch_done(self):
-    """After a dispatch: write new entries when the last write is FLUSH_S old."""
-    if time.monotonic() - self.last_write >= FLUSH_S and (self.new or any(f.warmed for f in self.files.values())): self.write()
+    """After a dispatch: write when FLUSH_AT entries are new, or some are (or heat is) and the last write is FLUSH_S old."""
+    if self.new >= FLUSH_AT or time.monotonic() - self.last_write >= FLUSH_S and (self.new or any(f.warmed for f in self.files.values())):
+      self.write()
 
   def write(self):
     """Write every arch's new entries now (failures to write are ignored: the cache is an optimisation)."""

@@ -211,3 +211,19 @@ def test_the_folder_keeps_the_newest_files_of_each_arch(cache_at):
   left = sorted(f.name for f in cache_at.glob("*.pkl"))
   assert len(left) == 1 + step_cache.KEEP_FILES and "gfx1201-other.pkl" in left
   assert [f.name for f in old[-(step_cache.KEEP_FILES - 1):]] == [n for n in left if "old" in n]   # the newest of the others
+
+def test_a_dispatch_writes_when_enough_is_new_or_the_last_write_is_old(cache_at, monkeypatch):
+  spec, code = get_spec("gfx1100"), instructions(3)
+  monkeypatch.setattr(step_cache, "FLUSH_AT", 2)
+  monkeypatch.setattr(step_cache, "FLUSH_S", 3600.0)
+  cache = step_cache.StepCache()
+  cache.keep(code[0], spec, S.compile_step(D.decode(code[0], spec), spec, 0))
+  cache.dispatch_done()
+  assert not list(cache_at.glob("*.pkl"))   # one new entry, last write recent: nothing yet
+  cache.keep(code[1], spec, S.compile_step(D.decode(code[1], spec), spec, 0))
+  cache.dispatch_done()
+  assert step_cache.StepCache().load(code[1], spec) is not None   # FLUSH_AT reached
+  cache.keep(code[2], spec, S.compile_step(D.decode(code[2], spec), spec, 0))
+  monkeypatch.setattr(step_cache, "FLUSH_S", 0.0)
+  cache.dispatch_done()
+  assert step_cache.StepCache().load(code[2], spec) is not None   # the last write is old enough
