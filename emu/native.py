@@ -11,7 +11,7 @@ compiled object is kept on disk next to the pcode cache, keyed by the IR, the CP
 EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 """
 from __future__ import annotations
-import atexit, ctypes, hashlib, mmap, os, platform, queue, sys, tempfile, threading, time
+import atexit, ctypes, functools, hashlib, mmap, os, platform, queue, sys, tempfile, threading, time
 import numpy as np
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
@@ -70,6 +70,7 @@ done:
 KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64")}
 _SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
+@functools.cache
 def _cpu_flags() -> str:
   """The CPU's feature flags (/proc/cpuinfo): the compiled code uses this CPU's instructions, so the disk cache is keyed by them."""
   try:
@@ -189,15 +190,34 @@ class _Native:
       return addr
 
   @staticmethod
-  def _path(ir:str) -> str:
-    from emu.pcode.cache import cache_dir, tinygrad_version
-    key = hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{tinygrad_version()}".encode()).hexdigest()[:24]
+  def key(ir:str) -> str:
+    """The disk cache's name for the object of module `ir` on this CPU (its feature flags) and tinygrad version."""
+    from emu.pcode.cache import tinygrad_version
+    return hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{tinygrad_version()}".encode()).hexdigest()[:24]
+
+  @staticmethod
+  def cpu() -> str:
+    """A digest of this CPU's feature flags: an object compiled where it differs may use instructions this CPU lacks."""
+    return hashlib.sha256(_cpu_flags().encode()).hexdigest()[:16]
+
+  @staticmethod
+  def _path(key:str) -> str:
+    from emu.pcode.cache import cache_dir
     return os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
 
-  def _cached(self, ir:str) -> bytes | None:
+  def _cached(self, ir:str) -> bytes | None: return self._read(self.key(ir))
+
+  def _read(self, key:str) -> bytes | None:
     try:
-      with open(self._path(ir), "rb") as f: return f.read()
+      with open(self._path(key), "rb") as f: return f.read()
     except OSError: return None
+
+  def function_by_key(self, key:str, signature):
+    """The function of the object the disk cache holds under `key` (`key(ir)` of its module, on this CPU), None when it holds none
+    or the kernels are unavailable here."""
+    if self.fns() is None: return None
+    try: return None if (obj := self._read(key)) is None else signature(self._place(obj))
+    except Exception: return None
 
   def _object(self, ir:str) -> bytes:
     if (obj := self._cached(ir)) is not None: return obj
@@ -206,7 +226,7 @@ class _Native:
         from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
         self._compiler = CPULLVMCompiler(["x86_64", "native"])
       obj = self._compiler.compile(ir)
-    path = self._path(ir)
+    path = self._path(self.key(ir))
     try:
       os.makedirs(os.path.dirname(path), exist_ok=True)
       fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")

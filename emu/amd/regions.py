@@ -554,17 +554,19 @@ class Region:
   """A run of straight-line steps that may become native: `steps` [(byte offset from the first, Step)], `size` bytes, `count`
   instructions; one object per code bytes (the same code at another address is the same region). It starts as the whole
   candidate run, executed on the numpy path; once it has run REGION_HOT instructions (per batch; in this process, plus what
-  earlier processes ran of the same code beyond its first run in each: the step cache keeps that heat) it is lowered (cut to the prefix
+  earlier processes ran of the same code: the step cache keeps that heat) it is lowered (cut to the prefix
   that lowers; a region whose first step does not lower keeps just that step, on the numpy path for good) and its native function
-  is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. `mode`: the
+  is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. Code an
+  earlier process compiled is native from its first run (`_restore`). `mode`: the
   MODE register value the code is lowered for (None once lowered when no op of it reads the MODE)."""
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
     self.lanes, self.spec, self.mode = lanes, spec, mode
     self._set_steps(steps)
     self.fn, self.ir, self.queued, self.failed, self.load_bytes = None, None, -1, False, 0
-    # heat: what earlier processes ran of this code beyond its first run in each (step_cache), which counts towards REGION_HOT
-    self.key, self.runs = (lanes, mode, b"".join(s.instr.raw for s in steps)), 0
+    # what earlier processes ran of this code (step_cache) counts towards REGION_HOT; what one compiled it into is restored
+    self.key = (lanes, mode, b"".join(s.instr.raw for s in steps))
     self.pending = STEP_CACHE.heat(spec, self.key)
+    self.record = None if CHECK else STEP_CACHE.compiled_region(spec, self.key)
 
   def _set_steps(self, steps:list[Step]):
     self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
@@ -574,8 +576,8 @@ class Region:
   def ready(self) -> bool:
     """Whether the native function is there (see the class docstring for when it comes)."""
     if self.fn is None and not self.failed:
-      if self.runs and self.pending < REGION_HOT: STEP_CACHE.warm(self.spec, self.key, self.count)   # run again: heat for later
-      self.runs += 1
+      if self.record is not None and self._restore(): return True
+      if self.pending < REGION_HOT: STEP_CACHE.warm(self.spec, self.key, self.count)
       self.pending += self.count
       if self.pending >= REGION_HOT and self.queued != native.NATIVE.generation:
         self.queued = native.NATIVE.generation
@@ -583,15 +585,29 @@ class Region:
         if not self.failed: self._compile()
     return self.fn is not None
 
+  def _restore(self) -> bool:
+    """Become what an earlier process compiled this code into (its step cache record: the prefix that lowered, the MODE it needs,
+    the bytes it reads, its object), native at once without lowering; False (nothing changed) when that object is not there or
+    was compiled for another CPU."""
+    take, mode, load_bytes, key, cpu = self.record
+    self.record = None
+    if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
+    self._set_steps([s for _, s in self.steps][:take])
+    self.mode, self.load_bytes, self.fn = mode, load_bytes, fn
+    return True
+
   def _compile(self):
     """The function from the disk cache, else compiled: in the background, or here when BACKGROUND is off."""
+    self.native_key = native.NATIVE.key(self.ir)
     if (fn := native.NATIVE.function(self.ir, SIGNATURE, compile=False)) is not None: self._compiled(fn)
     elif BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
     else: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
 
   def _compiled(self, fn):
     self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
-    if fn is not None: self.ir = None       # not needed again (a big region's IR is ~70 KB)
+    if fn is not None:
+      self.ir = None   # not needed again (a big region's IR is ~70 KB)
+      STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, self.load_bytes, self.native_key, native.NATIVE.cpu()))
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""

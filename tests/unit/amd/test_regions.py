@@ -164,32 +164,40 @@ def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_run
   assert int(st.sgpr[0, 11]) == mask and (st.vgpr[0, :, 4] == (mask + LANES[:32]) & 0xffffffff).all()
   assert len(native_runs) == 2   # the s_and had to see the whole compare mask: the region ends before it
 
-def test_heat_from_earlier_processes_counts_towards_hot(monkeypatch, tmp_path):
-  # a 4-instruction region, hot at 12 instructions: a process running it twice leaves 4 of heat (its runs after the first), so a
-  # later process goes native on its second run instead of its third; without the step cache it does not
+def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tmp_path):
+  # a 4-instruction region, hot at 12 instructions: a process running it twice leaves 8 of heat, so the next one goes native on
+  # its first run (and keeps what it compiled); the one after that is native from its first run without lowering it again; an
+  # object compiled for another CPU is not used (lowered again instead). Without the step cache none of this happens.
   from emu.amd.step_cache import STEP_CACHE
   monkeypatch.setattr(regions, "REGION_HOT", 12)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
-  native_calls, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: native_calls.append(1) or real(self, m, ws))
+  native_calls, lowered, run, lower = [], [], regions.Region.run, regions.Region._lower
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: native_calls.append(1) or run(self, m, ws))
+  monkeypatch.setattr(regions.Region, "_lower", lambda self: lowered.append(1) or lower(self))
   prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]),
           v_max_f32_e32(v[5], v[4], v[1])]
-  def process(cache:str) -> list[int]:
-    """Two runs of the program in a fresh 'process' (no regions, no steps in memory): which of them ran natively."""
+  x = LANES[:32].astype(np.float32)
+  def process(cache:str) -> tuple[list[int], int]:
+    """Two runs of the program in a fresh 'process' (no regions, no steps in memory): which ran natively, and how many lowerings."""
     monkeypatch.setenv("EMU_STEP_CACHE", cache)
     STEP_CACHE.forget()
     monkeypatch.setattr(regions, "_built", {})
     done = []
+    lowered.clear()
     for _ in range(2):
       native_calls.clear()
-      st = run_program(prog, vgprs={0: LANES[:32].astype(np.float32), 1: 1.5})
-      assert (as_f32(st.vgpr[0, :, 2]) == LANES[:32] + np.float32(1.5)).all()
+      st = run_program(prog, vgprs={0: x, 1: 1.5})
+      s = x + np.float32(1.5)   # v2; v3 = v2 * v2; v4 = the integer sum of v3's and v0's bits; v5 = max(v4, 1.5) as floats
+      np.testing.assert_array_equal(as_f32(st.vgpr[0, :, 5]), np.maximum(((s * s).view(np.uint32) + x.view(np.uint32)).view(np.float32), 1.5))
       done.append(len(native_calls))
     STEP_CACHE.write()
-    return done
+    return done, len(lowered)
   try:
-    assert process("0") == [0, 0] and process("0") == [0, 0]
-    assert process(str(tmp_path)) == [0, 0]   # 4 + 4 < 12 in the first process; it leaves 4
-    assert process(str(tmp_path)) == [0, 1]   # 4 + 4, then 12: native
+    assert process("0") == ([0, 0], 0) and process("0") == ([0, 0], 0)
+    assert process(str(tmp_path)) == ([0, 0], 0)   # 4 + 4 < 12; it leaves 8
+    assert process(str(tmp_path)) == ([1, 1], 1)   # 8 + 4: hot on the first run, lowered and compiled once
+    assert process(str(tmp_path)) == ([1, 1], 0)   # restored: native without lowering
+    monkeypatch.setattr(native.NATIVE, "cpu", lambda: "another CPU")
+    assert process(str(tmp_path)) == ([1, 1], 1)   # not restored on another CPU: lowered again (hot by its heat)
   finally: STEP_CACHE.forget()

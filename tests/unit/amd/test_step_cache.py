@@ -135,17 +135,20 @@ def instructions(n:int) -> list[bytes]:
   rng = random.Random(7)
   return list(dict.fromkeys((amd_exec.code(amd_exec.generate("rdna3", rng, classes=["VOP2", "SOP2"])) + bytes(16))[:16] for _ in range(n)))
 
-def test_processes_writing_at_once_merge_their_entries_and_heat(cache_at):
+def test_processes_writing_at_once_merge_their_entries_heat_and_compiled_regions(cache_at):
   spec, code = get_spec("gfx1100"), instructions(6)
   first, second = step_cache.StepCache(), step_cache.StepCache()   # two processes' views of one folder
   for cache, part in ((first, code[:3]), (second, code[3:])):
     for data in part: cache.keep(data, spec, S.compile_step(D.decode(data, spec), spec, 0))
   region = (32, 0, b"".join(code))
   first.warm(spec, region, 5); second.warm(spec, region, 7); second.warm(spec, region, 1)
+  other = (64,) + region[1:]
+  first.keep_compiled(spec, region, (3, None, 0, "a" * 24, "cpu")); second.keep_compiled(spec, other, (2, 0, 8, "b" * 24, "cpu"))
   first.write(); second.write()
   third = step_cache.StepCache()
   for data in code: same(S.compile_step(D.decode(data, spec), spec, 0), third.load(data, spec))
-  assert third.heat(spec, region) == 13 and third.heat(spec, (64,) + region[1:]) == 0   # heat adds up, per region key
+  assert third.heat(spec, region) == 13 and third.heat(spec, other) == 0   # heat adds up, per region key
+  assert third.compiled_region(spec, region)[3] == "a" * 24 and third.compiled_region(spec, other)[3] == "b" * 24
 
 def test_a_full_file_keeps_the_writers_entries(cache_at, monkeypatch):
   spec, code = get_spec("gfx1100"), instructions(5)
