@@ -121,14 +121,12 @@ class _Native:
       self.why = f"{type(e).__name__}: {e}"
       return {}
 
-  def function(self, ir:str, signature, compile:bool=True):
+  def function(self, ir:str, signature):
     """The first function of module `ir` (its code is entered at the start; later functions may only be its helpers) as a ctypes
-    function of `signature`: from the disk cache, else compiled when `compile`;
-    None when it is not cached (and not `compile`), the kernels are unavailable here, or LLVM fails on it."""
+    function of `signature`: from the disk cache, else compiled (`function_by_key` only looks in the disk cache); None when the
+    kernels are unavailable here or LLVM fails on it."""
     if self.fns() is None: return None
-    try:
-      obj = self._cached(ir) if not compile else self._object(ir)
-      return None if obj is None else signature(self._place(obj))
+    try: return signature(self._place(self._object(ir)))
     except Exception: return None
 
   def function_later(self, ir:str, signature, done):
@@ -196,6 +194,7 @@ class _Native:
     return hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{tinygrad_version()}".encode()).hexdigest()[:24]
 
   @staticmethod
+  @functools.cache
   def cpu() -> str:
     """A digest of this CPU's feature flags: an object compiled where it differs may use instructions this CPU lacks."""
     return hashlib.sha256(_cpu_flags().encode()).hexdigest()[:16]
@@ -204,8 +203,6 @@ class _Native:
   def _path(key:str) -> str:
     from emu.pcode.cache import cache_dir
     return os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
-
-  def _cached(self, ir:str) -> bytes | None: return self._read(self.key(ir))
 
   def _read(self, key:str) -> bytes | None:
     try:
@@ -220,13 +217,13 @@ class _Native:
     except Exception: return None
 
   def _object(self, ir:str) -> bytes:
-    if (obj := self._cached(ir)) is not None: return obj
+    if (obj := self._read(key := self.key(ir))) is not None: return obj
     with self._compiling:
       if self._compiler is None:
         from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
         self._compiler = CPULLVMCompiler(["x86_64", "native"])
       obj = self._compiler.compile(ir)
-    path = self._path(self.key(ir))
+    path = self._path(key)
     try:
       os.makedirs(os.path.dirname(path), exist_ok=True)
       fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")

@@ -599,7 +599,7 @@ class Region:
   def _compile(self):
     """The function from the disk cache, else compiled: in the background, or here when BACKGROUND is off."""
     self.native_key = native.NATIVE.key(self.ir)
-    if (fn := native.NATIVE.function(self.ir, SIGNATURE, compile=False)) is not None: self._compiled(fn)
+    if (fn := native.NATIVE.function_by_key(self.native_key, SIGNATURE)) is not None: self._compiled(fn)
     elif BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
     else: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
 

@@ -205,7 +205,8 @@ class StepCache:
       if (f := self._file(spec)).path is not None: f.new_compiled[key] = record
 
   def dispatch_done(self):
-    """After a dispatch: write when FLUSH_AT entries are new, or some are (or heat is) and the last write is FLUSH_S old."""
+    """After a dispatch: write when FLUSH_AT entries are new, or anything is (entries, heat, compiled regions) and the last write
+    is FLUSH_S old."""
     news = self.new or any(f.warmed or f.new_compiled for f in self.files.values())
     if self.new >= FLUSH_AT or news and time.monotonic() - self.last_write >= FLUSH_S: self.write()
 

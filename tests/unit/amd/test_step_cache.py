@@ -33,7 +33,6 @@ def same(a, b, path="step") -> None:
     for i, (x, y) in enumerate(zip(a, b)): same(x, y, f"{path}[{i}]")
   elif isinstance(a, (set, frozenset, int, float, str, bytes, bool, type(None))): assert a == b, path
   elif hasattr(a, "__dict__") or hasattr(type(a), "__slots__"):
-    if callable(a) and not hasattr(a, "__dict__"): assert a is b, path
     slots = [s for c in type(a).__mro__ for s in getattr(c, "__slots__", ())]
     va = {**getattr(a, "__dict__", {}), **{s: getattr(a, s) for s in slots if hasattr(a, s)}}
     vb = {**getattr(b, "__dict__", {}), **{s: getattr(b, s) for s in slots if hasattr(b, s)}}
