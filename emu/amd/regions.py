@@ -1,22 +1,25 @@
-"""Native regions: a run of straight-line vector ALU instructions, global loads and scalar ALU ops, up to and including a branch,
+"""Native regions: a run of straight-line vector ALU instructions, global and scalar loads and scalar ALU ops, up to and including a branch,
 compiled once per code bytes into one native function that runs the whole run for every wave of a batch, wave by wave, on all lanes
 at once: each register value is one SIMD vector (a lane per element) that stays in machine registers from the instruction that
 makes it to the one that reads it; a scalar value is a one-element vector of the wave.
 
 Each instruction's semantics are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds only what the
-executors (exec_valu, exec_vmem) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask registers
-(VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
+executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
+registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
-loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC (lowered
-from their numpy code over waves, SaluStep.across), and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...); a branch
+loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
+(SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across / SmemStep.across: a kernel's
+argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops between them (s_delay_alu,
+s_nop, s_waitcnt ...); a branch
 (s_branch, s_cbranch_scc0/1) is its last instruction (the function then stores each wave's next PC). It ends before anything else,
 or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
 SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
 Nothing in a region writes memory, so its loads may run wave by wave.
 
 A load reads in place only what the memory map's native table vouches for (MemoryMap.native_table: ranges whose host memory
-cannot go away under it): the span every active lane of the wave reaches must lie in one of its ranges, else that wave takes the
-numpy path, which reads across ranges or raises the fault the access makes. Inactive lanes' addresses are never touched.
+cannot go away under it): the span every active lane of the wave reaches (a scalar load: the wave's one span) must lie in one of its
+ranges, else that wave takes the numpy path, which reads across ranges or raises the fault the access makes. Inactive lanes'
+addresses are never touched.
 
 Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
 arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
@@ -31,7 +34,7 @@ from __future__ import annotations
 import ctypes, os
 import numpy as np
 from emu import native
-from emu.amd.exec_salu import ControlStep, SaluStep
+from emu.amd.exec_salu import ControlStep, SaluStep, SmemStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.operands import Src, resolve_src
@@ -47,6 +50,7 @@ VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "W
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "n", "WAVE32", "WAVE64"})
 BRANCH_READS = frozenset({"PC", "SCC", "n"})
+MASK64 = (1 << 64) - 1
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
@@ -194,6 +198,11 @@ def plain_salu(s:Step) -> bool:
   if "D0" in op.writes and (s.d_bits not in (32, 64) or s.sdst + s.d_bits // 32 > spec.exec_lo and s.sdst != spec.null_reg): return False
   return all(src.kind in ("sgpr", "const") and src.bits in (32, 64) and not src.hi for src in _scalar_sources(s))
 
+def plain_smem(s:Step) -> bool:
+  """A scalar memory load into SGPRs below EXEC, with numpy code over waves (SmemStep.across: it reads nothing but its address)."""
+  if type(s) is not SmemStep or s.across is None or s.op.writes != {"SDATA"} or s.sdata_bits % 32: return False
+  return s.sdata == s.spec.null_reg or s.sdata + s.sdata_bits // 32 <= s.spec.exec_lo
+
 def plain_branch(s:Step) -> bool:
   """s_branch / s_cbranch_scc0/1: the last step of a region, whose function then writes each wave's next PC."""
   return type(s) is SaluStep and s.pure and s.across is not None and s.op.writes == {"PC"} and s.op.reads <= BRANCH_READS | set(s.fields)
@@ -201,12 +210,12 @@ def plain_branch(s:Step) -> bool:
 _joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused
 
 def joins(s:Step) -> bool:
-  """Whether step s may be part of a region: a plain VALU step, a plain global load, a plain scalar ALU op, a branch (which ends
-  it: `ends`), or a control step without effect (s_nop, s_delay_alu, s_waitcnt ...). Decided once per step (every dispatch's
-  region search asks again for the steps it scans)."""
+  """Whether step s may be part of a region: a plain VALU step, a plain global or scalar load, a plain scalar ALU op, a branch
+  (which ends it: `ends`), or a control step without effect (s_nop, s_delay_alu, s_waitcnt ...). Decided once per step (every
+  dispatch's region search asks again for the steps it scans)."""
   if (hit := _joins.get(id(s))) is None:
     hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s) or plain_salu(s)
-                           or plain_branch(s))
+                           or plain_smem(s) or plain_branch(s))
   return hit[1]
 
 def ends(s:Step) -> bool:
@@ -221,6 +230,13 @@ class _Memory:
     return self.code.load(addr, nbytes, 1)[0]
   def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.load(addr, 4, k)))
 
+class _ScalarMemory(_Memory):
+  """The MEM input of a scalar load lowered into a region: one address per wave, every access `_WaveCode.scalar_load`."""
+  def read(self, addr:Val, nbytes:int) -> Val:
+    if nbytes not in (1, 2, 4): raise NotLowerable(f"a {nbytes}-byte read")
+    return self.code.scalar_load(addr, nbytes, 1)[0]
+  def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.scalar_load(addr, 4, k)))
+
 class _WaveCode:
   """The IR of one wave running a region, all its lanes at once (one vector element each): the VGPR and lane-mask values each
   instruction leaves. Registers are loaded where first read (SGPRs from %sb, VGPRs from %vgpr at %vbase); stores wait for the end."""
@@ -230,6 +246,7 @@ class _WaveCode:
     self.written: list[int] = []          # VGPRs the region writes, in first-write order
     self.masks: dict[int, Val] = {}       # lane-mask register (pair base) -> its lanes' bits (<lanes x i1>) as written in the region
     self.load_bytes = 0                   # bytes each active lane reads from global memory in the region
+    self.scalar_bytes = 0                 # bytes each wave's scalar loads read in the region
     self.sb = Builder("u", 1)             # scalar (per-wave) code: one-element vectors, emitted into the same lines
     self.sb.lines, self.sb.intrinsics = self.b.lines, self.b.intrinsics
     self.sgprs: dict[int, str] = {}       # SGPR -> its current i32 value, for those scalar ops wrote in the region
@@ -363,6 +380,35 @@ class _WaveCode:
       cols.append(b.emit(f"zext {b.t('i32')} {c.ref} to {v64}", U64))
     return cols
 
+  def scalar_address(self, step:SmemStep) -> Val:
+    """A scalar load's address (SmemStep._addresses): base (an SGPR pair, a buffer resource's 48-bit base, 0 for NULL) + offset
+    + SOFFSET, aligned down to the access size up to a dword."""
+    sb = self.sb
+    base = sb.const(0, U64) if step.sbase == self.spec.null_reg else self.scalar_read(Src("sgpr", step.sbase, 64))
+    if step.buffer: base = sb.emit(f"and {sb.t('i64')} {base.ref}, {sb.const((1 << 48) - 1, U64).ref}", U64)
+    a = sb.emit(f"add {sb.t('i64')} {base.ref}, {sb.const(step.offset & MASK64, U64).ref}", U64)
+    if step.soffset != self.spec.null_reg:
+      a = sb.emit(f"add {sb.t('i64')} {a.ref}, {self.scalar_read(Src('sgpr', step.soffset, 32)).ref}", U64)
+    return sb.emit(f"and {sb.t('i64')} {a.ref}, {sb.const(MASK64 & ~(step.align - 1), U64).ref}", U64)
+
+  def scalar_load(self, addr:Val, nbytes:int, k:int) -> list[Val]:
+    """k consecutive values of `nbytes` at the wave's scalar address (one-element uint64 Vals, zero-extended); the span must lie
+    inside one row of the native table, else the wave branches to its fallback (as `load`)."""
+    sb = self.sb
+    self.scalar_bytes += nbytes * k
+    a = sb.emit(f"extractelement <1 x i64> {sb.cast(addr, U64).ref}, i64 0", U64)
+    ok = sb.emit(f"call i1 @find(ptr %tab, i64 %ntab, i64 {a.ref}, i64 {a.ref}, i64 {nbytes * k}, ptr %delta.slot)", BOOL)
+    label, sb.count = f"{sb.prefix}ld{sb.count}", sb.count + 1
+    sb.lines.append(f"  br i1 {ok.ref}, label %{label}, label %fallback\n{label}:")
+    host = sb.emit(f"add i64 {a.ref}, {sb.emit('load i64, ptr %delta.slot', U64).ref}", U64)
+    out = []
+    for j in range(k):
+      p = sb.emit(f"inttoptr i64 {sb.emit(f'add i64 {host.ref}, {4 * j}', U64).ref} to ptr", U64)
+      word = sb.emit(f"load i{8 * nbytes}, ptr {p.ref}, align 1", U64)
+      wide = sb.emit(f"zext i{8 * nbytes} {word.ref} to i64", U64) if nbytes < 8 else word
+      out.append(sb.emit(f"insertelement <1 x i64> poison, i64 {wide.ref}, i64 0", U64))
+    return out
+
   # ---- results ----
   def write_vgpr(self, reg:int, bits:int, value):
     """Store the low `bits` (16: the low half, the high half kept, as write_vgpr_lanes; 32 or 64) of value into VGPR reg (..)."""
@@ -391,9 +437,9 @@ class _WaveCode:
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
-    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, dict(self.sgprs), self.scc
+    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, self.scalar_bytes, dict(self.sgprs), self.scc
   def rewind(self, at:tuple):
-    n_lines, n_float, vgpr, self.load_bytes, self.sgprs, self.scc = at
+    n_lines, n_float, vgpr, self.load_bytes, self.scalar_bytes, self.sgprs, self.scc = at
     del self.b.lines[n_lines:], self.b.float_results[n_float:]
     self.vgpr = vgpr
 
@@ -422,6 +468,9 @@ def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
 def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
   """(SGPRs read as values, lane-mask registers read, lane-mask registers written) of a plain VALU step or load."""
   if isinstance(step, VmemStep): return ({step.sgpr_base, step.sgpr_base + 1} if step.sgpr_base is not None else set()), set(), set()
+  if isinstance(step, SmemStep):
+    null = step.spec.null_reg
+    return ({step.sbase, step.sbase + 1} if step.sbase != null else set()) | ({step.soffset} - {null}), set(), set()
   if isinstance(step, SaluStep):
     return {src.reg + k for src in _scalar_sources(step) if src.kind == "sgpr" for k in range(src.nregs)}, set(), set()
   if isinstance(step, VopdStep):
@@ -436,6 +485,7 @@ def _lower_step(step, code:_WaveCode, mode:dict, off:int):
   caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
   if isinstance(step, VmemStep): return _lower_load(step, code, mode)
+  if isinstance(step, SmemStep): return _lower_smem(step, code)
   if isinstance(step, SaluStep): return _lower_scalar(step, code, off)
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
     outs = []
@@ -483,6 +533,18 @@ def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
   if not isinstance(v, Words): return code.write_vgpr(step.vdst, bits, v)
   if 32 * len(v.columns) != bits: raise NotLowerable(f"{len(v.columns)} dwords for a {bits}-bit VDATA")
   for j, col in enumerate(v.columns): code.write_vgpr(step.vdst + j, 32, col)
+
+def _lower_smem(step:SmemStep, code:_WaveCode):
+  """A plain scalar load for one wave, from its numpy code over waves (SmemStep.execute's across-waves path): SDATA's dwords."""
+  inputs = {"n": N_SENTINEL, "WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, "ADDR": code.scalar_address(step),
+            "MEM": _ScalarMemory(code)}
+  out = lower(step.across.source, inputs, code.sb)
+  if set(out) != {"SDATA"}: raise NotLowerable(f"outputs {sorted(out)} of a scalar load")
+  v = out["SDATA"]
+  if not isinstance(v, Words): return code.write_sgpr(step.sdata, step.sdata_bits, v)
+  if 32 * len(v.columns) != step.sdata_bits: raise NotLowerable(f"{len(v.columns)} dwords for a {step.sdata_bits}-bit SDATA")
+  if step.sdata == step.spec.null_reg: return
+  for j, col in enumerate(v.columns): code.write_sgpr(step.sdata + j, 32, col)
 
 def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
   """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0) (arrays by
@@ -539,10 +601,11 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
     b.lines.append(f"  store i32 {value}, ptr {p.ref}")
   if code.scc is not None: b.lines.append(f"  store i32 {code.scc}, ptr {b.emit('getelementptr inbounds i32, ptr %sccp, i64 %w', U64).ref}")
   if code.next_pc is not None: b.lines.append(f"  store i64 {code.next_pc}, ptr {b.emit('getelementptr inbounds i64, ptr %pcp, i64 %w', U64).ref}")
-  if code.load_bytes:   # the bytes this wave's active lanes read
+  if code.load_bytes or code.scalar_bytes:   # the bytes this wave read: its active lanes' vector loads and its scalar loads
     on = b.emit("call i64 @llvm.ctpop.i64(i64 %exec)", U64)
     b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
-    got = b.emit(f"mul i64 {on.ref}, {code.load_bytes}", U64)
+    lanes_got = b.emit(f"mul i64 {on.ref}, {code.load_bytes}", U64)
+    got = b.emit(f"add i64 {lanes_got.ref}, {code.scalar_bytes}", U64)
     old = b.emit("load i64, ptr %cp", U64)
     b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {got.ref}', U64).ref}, ptr %cp")
   L.extend(taken())
@@ -557,7 +620,8 @@ class Region:
   earlier processes ran of the same code: the step cache keeps that heat) it is lowered (cut to the prefix
   that lowers; a region whose first step does not lower keeps just that step, on the numpy path for good) and its native function
   is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. Code an
-  earlier process compiled is native from its first run (`_restore`). `mode`: the
+  earlier process compiled is native from its first run (`_restore`), and code whose first step an earlier process found does not
+  lower is cut to that step at its first run. `mode`: the
   MODE register value the code is lowered for (None once lowered when no op of it reads the MODE)."""
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
     self.lanes, self.spec, self.mode = lanes, spec, mode
@@ -576,7 +640,7 @@ class Region:
   def ready(self) -> bool:
     """Whether the native function is there (see the class docstring for when it comes)."""
     if self.fn is None and not self.failed:
-      if self.record is not None and self._restore(): return True
+      if self.record is not None and (self._restore() or self.failed): return self.fn is not None
       if self.pending < REGION_HOT: STEP_CACHE.warm(self.spec, self.key, self.count)
       self.pending += self.count
       if self.pending >= REGION_HOT and self.queued != native.NATIVE.generation:
@@ -588,9 +652,14 @@ class Region:
   def _restore(self) -> bool:
     """Become what an earlier process compiled this code into (its step cache record: the prefix that lowered, the MODE it needs,
     the bytes it reads, its object), native at once without lowering; False (nothing changed) when that object is not there or
-    was compiled for another CPU."""
+    was compiled for another CPU. A record of no prefix (its first step did not lower: that does not depend on the CPU) makes it
+    that first step on the numpy path for good (`failed`) without lowering it again."""
     take, mode, load_bytes, key, cpu = self.record
     self.record = None
+    if not take:
+      self._set_steps([s for _, s in self.steps][:1])
+      self.failed = True
+      return False
     if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
     self._set_steps([s for _, s in self.steps][:take])
     self.mode, self.load_bytes, self.fn = mode, load_bytes, fn
@@ -628,12 +697,14 @@ class Region:
     if not take:
       self._set_steps(steps[:1])
       self.failed = True
+      if not CHECK: STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, 0, None, None))   # later processes skip lowering it
       return
     self._set_steps(steps[:take])
     self.mode = self.mode if reads_mode else None
     fn = _function(FUNCTION, code, self.lanes, self.spec)
     # the helpers come after the region's function: emu.native enters a module's code at its start
-    self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{MEMORY_HELPERS if code.load_bytes else ''}"
+    helpers = MEMORY_HELPERS if code.load_bytes or code.scalar_bytes else ""
+    self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{helpers}"
     self.load_bytes = code.load_bytes
 
   def run(self, m:Machine, ws:np.ndarray) -> bool:

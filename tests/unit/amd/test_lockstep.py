@@ -1,13 +1,30 @@
 """Waves batched in lockstep must still compute per wave: SOP2/SOPC/SOP1 and SMEM inputs that differ between the waves of one batch
-(workgroup ids), results scattered back to the right wave, scalar traffic counted per wave."""
+(workgroup ids), results scattered back to the right wave, scalar traffic counted per wave; on the numpy path and in native regions
+(emu.amd.regions, which run a batch wave by wave)."""
 import numpy as np
+import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, s_mul_i32, s_add_u32, s_cmp_gt_u32, s_cselect_b32, s_lshl_b32, s_load_b32, s_waitcnt,
   s_mov_b64, v_mov_b32_e32, global_store_b32, s_endpgm)
 from emu.amd.api import Dispatch
 from emu.amd.gpu import AMDGPU
 from emu.amd.kernel import Buffers
 
-def test_scalar_ops_and_s_load_b32_differ_per_workgroup():
+@pytest.fixture(params=["numpy", "native"])
+def path(request, monkeypatch):
+  """Run on the numpy path (EMU_REGIONS=0): None; or with every region native at once: the batch sizes scalar loads ran for on
+  the numpy path (a wave that falls back from its region)."""
+  from emu import native
+  from emu.amd.exec_salu import SmemStep
+  if request.param == "numpy":
+    monkeypatch.setenv("EMU_REGIONS", "0")
+    return None
+  if not native.available(): pytest.skip("native code needs x86-64 Linux with a loadable libLLVM")
+  request.getfixturevalue("native_runs")
+  calls, real = [], SmemStep.run
+  monkeypatch.setattr(SmemStep, "run", lambda self, m, ws: (calls.append(len(ws)), real(self, m, ws))[1])
+  return calls
+
+def test_scalar_ops_and_s_load_b32_differ_per_workgroup(path):
   # user SGPRs s[0:1] = table, s[2:3] = out; s4 = workgroup id x (RSRC2: 4 user SGPRs, TGID_X_EN)
   n_wg, table = 6, (np.arange(6, dtype=np.uint32) * 1000 + 7)
   out = np.zeros((n_wg, 4), dtype=np.uint32)
@@ -28,6 +45,7 @@ def test_scalar_ops_and_s_load_b32_differ_per_workgroup():
   assert (out[:, 0] == wg * 3 + 5).all() and (out[:, 1] == np.where(wg > 2, 10, 20)).all()
   assert (out[:, 2] == table).all() and (out[:, 3] == wg * 16).all()
   assert stats.waves == 2 * n_wg and stats.bytes_read == 4 * stats.waves   # every wave's s_load_b32 counts, even when deduplicated
+  assert path is None or path == []   # native: the load ran in its region for every wave
 
 def _scalar_loads(n_wg:int, table:np.ndarray, far_wg:int|None=None):
   """Each workgroup loads s_load_b128 at table + 64 * wg and s_load_b64 16 bytes past it (workgroup `far_wg`: 2 GiB past the
@@ -44,22 +62,23 @@ def _scalar_loads(n_wg:int, table:np.ndarray, far_wg:int|None=None):
                rsrc2=(4 << 1) | (1 << 7))
   return lambda: AMDGPU("gfx1100", bufs.mem, timing=False).dispatch(d), t, bufs.keep[-1]
 
-def test_multi_dword_scalar_loads_differ_per_workgroup():
+def test_multi_dword_scalar_loads_differ_per_workgroup(path):
   n_wg, table = 6, np.arange(6 * 16, dtype=np.uint32) * 3 + 1
   run, _, out = _scalar_loads(n_wg, table)
   stats = run()
   rows = table.reshape(n_wg, 16)
   np.testing.assert_array_equal(out[:, :6], rows[:, :6])   # dwords 0-3 (b128 at +0) and 4-5 (b64 at +16) of each workgroup's row
   assert stats.bytes_read == (16 + 8) * stats.waves       # counted per wave
+  assert path is None or path == []
 
-def test_a_scalar_load_fault_names_its_address_when_waves_differ():
-  import pytest
+def test_a_scalar_load_fault_names_its_address_when_waves_differ(path):
   from emu.amd.api import GPUMemoryFault
   run, table_addr, out = _scalar_loads(6, np.arange(6 * 16, dtype=np.uint32), far_wg=4)
   with pytest.raises(GPUMemoryFault) as e: run()
   # the far workgroup's own s_load_b128 address, as a scalar load reports it (not the batch's 'lane' of a vector access)
   assert e.value.addr == table_addr + 0x7ff00000 and "lane" not in str(e.value)
   assert not out.any()   # nothing stored: the fault ends the dispatch at the load
+  assert path is None or path == [2]   # native: only the far workgroup's two waves fell back (and faulted on the numpy path)
 
 def test_lanes_follow_exec_changes_within_a_batch():
   # the same two waves run every instruction as one batch; each VALU op must write the lanes EXEC enables at that instruction

@@ -1,8 +1,8 @@
-"""Global loads inside native regions (emu.amd.regions): every plain GLOBAL load op of rdna3, rdna4 and CDNA in both address forms
-gives the numpy path's registers and traffic bit for bit (EMU_REGIONS=0 is the reference, hand-computed values where they are
-simple), inactive lanes' addresses are never touched, and every access the native table cannot vouch for (out of range, across two
-mappings, host memory the process may unmap, a mapping gone since the last run) takes the numpy path: the same values or the same
-fault, never a host crash."""
+"""Global and scalar loads inside native regions (emu.amd.regions): every plain GLOBAL load op of rdna3, rdna4 and CDNA in both
+address forms, and every scalar (SMEM) load op of all four archs in each address form, gives the numpy path's registers and traffic
+bit for bit (EMU_REGIONS=0 is the reference, hand-computed values where they are simple), inactive lanes' addresses are never
+touched, and every access the native table cannot vouch for (out of range, across two mappings, host memory the process may unmap,
+a mapping gone since the last run) takes the numpy path: the same values or the same fault, never a host crash."""
 import importlib
 import numpy as np
 import pytest
@@ -141,3 +141,64 @@ def test_regions_take_only_plain_global_loads():
   arr = np.frombuffer(code, dtype=np.uint8).copy()
   mem.map(arr.ctypes.data, arr.size, backing=arr, writable=False)
   assert regions.plain_load(prog.at(arr.ctypes.data)) and not regions.plain_load(prog.at(arr.ctypes.data + 8))
+
+SMEM_ISA = {"gfx1100": "rdna3", "gfx1201": "rdna4", "gfx942": "cdna", "gfx950": "cdna"}
+
+def plain_scalar_loads(arch) -> list:
+  """The SMEM load ops regions take (regions.plain_smem's op test), by enum member."""
+  enum = importlib.import_module(f"tinygrad.runtime.autogen.amd.{SMEM_ISA[arch]}.enum").SMEMOp
+  out = []
+  for op in enum:
+    try: c = get_op(arch, op)
+    except Exception: continue
+    if c.mem == "r" and c.reads <= {"ADDR", "MEM"} and c.writes == {"SDATA"}: out.append(op)
+  return out
+
+def scalar_load(arch, op, sdata:int, sbase:int|None, offset:int, soffset:int|None):
+  """The SMEM instruction `op`: base SGPRs at `sbase` (a pair, four for buffer loads; None: NULL), an immediate offset, SOFFSET an
+  SGPR or None (gfx9: IMM=1 with SOFFSET_EN when there is one)."""
+  mod = importlib.import_module(f"tinygrad.runtime.autogen.amd.{SMEM_ISA[arch]}.ins")
+  k = max(1, get_op(arch, op).widths["SDATA"] // 32)
+  base = mod.NULL if sbase is None else mod.s[sbase:sbase + (3 if "BUFFER" in op.name else 1)]
+  off = mod.s[soffset] if soffset is not None else mod.NULL
+  if SMEM_ISA[arch] == "rdna4": return mod.SMEM(op, sdata=mod.s[sdata:sdata + k - 1], sbase=base, soffset=off, ioffset=offset)
+  if SMEM_ISA[arch] == "rdna3": return mod.SMEM(op, sdata=mod.s[sdata:sdata + k - 1], sbase=base, soffset=off, offset=offset)
+  return mod.SMEM(op, sdata=mod.s[sdata:sdata + k - 1], sbase=base, soffset=off if soffset is not None else mod.s[0], offset=offset,
+                  imm=1, soffset_en=int(soffset is not None))
+
+@pytest.mark.parametrize("arch", sorted(SMEM_ISA))
+@pytest.mark.parametrize("soffset", [None, 30])
+def test_every_plain_scalar_load_op_matches_the_numpy_path(monkeypatch, native_runs, arch, soffset, both):
+  from emu.amd.exec_salu import SmemStep
+  numpy_runs, real = [], SmemStep.run
+  monkeypatch.setattr(SmemStep, "run", lambda self, m, ws: (numpy_runs.append(len(ws)), real(self, m, ws))[1])
+  lanes = 64 if SMEM_ISA[arch] == "cdna" else 32
+  mem = MemoryMap()
+  buf = _buffer(mem, 256, seed=3)
+  # a raw buffer resource: base, stride 4 (bits 48-61: not part of the base), num_records, LLVM's word3
+  resource = buf.ctypes.data | (4 << 48) | (256 << 64) | (0x27000 << 96)
+  for op in plain_scalar_loads(arch):
+    native_runs.clear(), numpy_runs.clear()
+    sgprs = {20: resource if "BUFFER" in op.name else buf.ctypes.data, 30: 24}
+    st = both([scalar_load(arch, op, 40, 20, 6, soffset), scalar_load(arch, op, 60, 20, 70, None)], arch=arch,
+              lanes=lanes, waves=2, memory=mem, sgprs=sgprs)
+    assert native_runs == [2] and numpy_runs == [2, 2], op.name   # no wave fell back: the numpy path ran only for the reference
+    width = get_op(arch, op).widths["SDATA"]
+    nbytes = {"8": 1, "16": 2}[op.name.rsplit("_", 1)[1][1:]] if op.name.rsplit("_", 1)[1][0] in "IU" else width // 8
+    assert st.stats.bytes_read == 2 * 2 * nbytes, op.name   # both waves, both loads
+    if nbytes >= 4:   # dword loads ignore ADDR[1:0]: base + 6 (+ 24) reads from base + 4 (+ 28)
+      start = (6 + (24 if soffset is not None else 0)) & ~3
+      np.testing.assert_array_equal(st.sgpr[:, 40:40 + width // 32], np.tile(buf[start:start + width // 8].view(np.uint32), (2, 1)), op.name)
+
+def test_a_scalar_load_outside_the_table_faults_as_on_the_numpy_path(monkeypatch, native_runs):
+  from tinygrad.runtime.autogen.amd.rdna3.enum import SMEMOp
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v, v_mov_b32_e32
+  mem = MemoryMap()
+  buf = _buffer(mem, 64)
+  prog = [v_mov_b32_e32(v[1], 5), scalar_load("gfx1100", SMEMOp.S_LOAD_B128, 8, 20, 0, 30), v_mov_b32_e32(v[2], 7)]
+  faults = []
+  for flag in ("1", "0"):
+    monkeypatch.setenv("EMU_REGIONS", flag)
+    with pytest.raises(GPUMemoryFault) as e: run_program(prog, memory=mem, sgprs={20: buf.ctypes.data, 30: 56})   # 16 bytes at 56 of 64
+    faults.append(str(e.value))
+  assert faults[0] == faults[1] and native_runs == []

@@ -164,6 +164,13 @@ def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_run
   assert int(st.sgpr[0, 11]) == mask and (st.vgpr[0, :, 4] == (mask + LANES[:32]) & 0xffffffff).all()
   assert len(native_runs) == 2   # the s_and had to see the whole compare mask: the region ends before it
 
+def _fresh_process(monkeypatch, cache:str):
+  """What a new process starts from: no steps or step cache files in memory, no regions; the step cache at `cache` (0: off)."""
+  from emu.amd.step_cache import STEP_CACHE
+  monkeypatch.setenv("EMU_STEP_CACHE", cache)
+  STEP_CACHE.forget()
+  monkeypatch.setattr(regions, "_built", {})
+
 def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tmp_path):
   # a 4-instruction region, hot at 12 instructions: a process running it twice leaves 8 of heat, so the next one goes native on
   # its first run (and keeps what it compiled); the one after that is native from its first run without lowering it again; an
@@ -180,9 +187,7 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
   x = LANES[:32].astype(np.float32)
   def process(cache:str) -> tuple[list[int], int]:
     """Two runs of the program in a fresh 'process' (no regions, no steps in memory): which ran natively, and how many lowerings."""
-    monkeypatch.setenv("EMU_STEP_CACHE", cache)
-    STEP_CACHE.forget()
-    monkeypatch.setattr(regions, "_built", {})
+    _fresh_process(monkeypatch, cache)
     done = []
     lowered.clear()
     for _ in range(2):
@@ -200,4 +205,24 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
     assert process(str(tmp_path)) == ([1, 1], 0)   # restored: native without lowering
     monkeypatch.setattr(native.NATIVE, "cpu", lambda: "another CPU")
     assert process(str(tmp_path)) == ([1, 1], 1)   # not restored on another CPU: lowered again (hot by its heat)
+  finally: STEP_CACHE.forget()
+
+def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_processes(monkeypatch, native_runs, tmp_path):
+  # v_exp_f32 (a transcendental) does not lower: the candidate from it is cut to that step, the rest is a region of its own. A later
+  # process learns both from the step cache and lowers nothing; the numbers stay the numpy path's
+  from emu.amd.step_cache import STEP_CACHE
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_exp_f32_e32
+  lowered, lower = [], regions.Region._lower
+  monkeypatch.setattr(regions.Region, "_lower", lambda self: lowered.append(self.count) or lower(self))
+  prog = [v_exp_f32_e32(v[2], v[0]), v_add_f32_e32(v[3], v[0], v[1]), v_mul_f32_e32(v[4], v[3], v[3])]
+  x = LANES[:32].astype(np.float32) / 8
+  try:
+    for want_lowered in ([3, 2], []):
+      _fresh_process(monkeypatch, str(tmp_path))
+      lowered.clear(), native_runs.clear()
+      st = run_program(prog, vgprs={0: x, 1: 0.25})
+      STEP_CACHE.write()
+      assert lowered == want_lowered and native_runs == [1]   # the add and the mul natively, in both processes
+      np.testing.assert_array_equal(as_f32(st.vgpr[0, :, 4]), (x + np.float32(0.25)) * (x + np.float32(0.25)))
+      np.testing.assert_allclose(as_f32(st.vgpr[0, :, 2]), np.exp2(x), rtol=1e-6)
   finally: STEP_CACHE.forget()
