@@ -14,7 +14,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import describe
 from emu.amd.memory import MemoryMap
 from emu.amd.step import Machine
-from emu.amd.steps import Program
+from emu.amd.steps import Program, ProgramCache
 from emu.amd.step_cache import STEP_CACHE
 from emu.amd.exec_salu import ControlStep
 from emu.amd.wave import HWREG_MODE, WaveState, RUNNING, BARRIER, mode_from_rsrc1
@@ -109,9 +109,11 @@ def release_barriers(status:np.ndarray, groups:np.ndarray):
     status[release] = rows
 
 class Dispatcher:
-  """Runs one Dispatch to completion against a MemoryMap, within `watchdog`'s budgets; `observers` (emu.amd.observe) see it run."""
-  def __init__(self, spec:ArchSpec, mem:MemoryMap, watchdog:Watchdog, observers:list[DispatchObserver]|tuple=()):
-    self.spec, self.mem, self.watchdog, self.observers = spec, mem, watchdog, list(observers)
+  """Runs one Dispatch to completion against a MemoryMap, within `watchdog`'s budgets; `observers` (emu.amd.observe) see it run;
+  `programs`: where the code of earlier dispatches on this memory map is kept (else every dispatch fetches its code afresh)."""
+  def __init__(self, spec:ArchSpec, mem:MemoryMap, watchdog:Watchdog, observers:list[DispatchObserver]|tuple=(),
+               programs:ProgramCache|None=None):
+    self.spec, self.mem, self.watchdog, self.observers, self.programs = spec, mem, watchdog, list(observers), programs
 
   def run(self, d:Dispatch) -> DispatchStats:
     t0 = time.perf_counter()
@@ -119,17 +121,21 @@ class Dispatcher:
     cfg.validate(self.spec, d)
     stats = DispatchStats(workgroups=d.grid[0] * d.grid[1] * d.grid[2], lds_bytes=cfg.lds_bytes)
     stats.waves = stats.workgroups * cfg.waves_per_wg
-    prog = Program(self.spec, self.mem)
+    key = (d.code_addr, cfg.lanes, d.rsrc1)
+    prog = self.programs.get(key) if self.programs is not None else Program(self.spec, self.mem)
     per_chunk = cfg.chunk_workgroups(d)
     self.watchdog.arm()
     if self.observers:   # the launch shape and occupancy inputs (VGPRs from RSRC1, LDS per workgroup)
       launch = Launch(stats.waves, cfg.lanes, cfg.waves_per_wg, ((d.rsrc1 & 0x3f) + 1) * self.spec.vgpr_granule32 * 32 // cfg.lanes, cfg.lds_bytes)
       for o in self.observers: o.launch(launch)
-    for c in range(0, stats.workgroups, per_chunk):
-      wgs = workgroup_ids(d.grid, c, min(per_chunk, stats.workgroups - c))
-      st = _init_waves(self.spec, d, cfg, wgs)
-      m = Machine(self.spec, st, self.mem, stats, cfg.lds_bytes, len(wgs))
-      self.schedule(m, prog, cfg.waves_per_wg, stats, c * cfg.waves_per_wg)
+    try:
+      for c in range(0, stats.workgroups, per_chunk):
+        wgs = workgroup_ids(d.grid, c, min(per_chunk, stats.workgroups - c))
+        st = _init_waves(self.spec, d, cfg, wgs)
+        m = Machine(self.spec, st, self.mem, stats, cfg.lds_bytes, len(wgs))
+        self.schedule(m, prog, cfg.waves_per_wg, stats, c * cfg.waves_per_wg)
+    finally:   # (a fault included: what it fetched is checked before a later dispatch may reuse it)
+      if self.programs is not None: self.programs.done(key, prog)
     t1 = time.perf_counter()
     for o in self.observers: o.done(stats)
     t2 = time.perf_counter()

@@ -5,6 +5,7 @@ from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher
 from emu.amd.memory import MemoryMap
+from emu.amd.steps import ProgramCache
 from emu.amd.trace import TraceFilter, Tracer
 from emu.amd.watchdog import Watchdog
 
@@ -27,6 +28,7 @@ class AMDGPU:
     self.watchdog = Watchdog(watchdog, watchdog_s)
     self.trace = TraceFilter(trace if trace is not None else os.environ.get("EMU_TRACE", "0"))
     self.timing, self.defer_timing, self.dispatches = timing, defer_timing, 0
+    self.programs = ProgramCache(self.spec, self.memory)   # a later dispatch of unchanged code reuses what an earlier one fetched
 
   def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
     """Run one dispatch to completion. `timing`: a TimingModel to use instead of a fresh one (e.g. one keeping a timeline)."""
@@ -34,7 +36,7 @@ class AMDGPU:
     tm = timing if timing is not None else TimingModel(self.spec, deferred=self.defer_timing) if self.timing else None
     index, self.dispatches = self.dispatches, self.dispatches + 1
     observers = ([Tracer()] if self.trace.wants(index, d.name) else []) + ([tm] if tm is not None else [])
-    return Dispatcher(self.spec, self.memory, self.watchdog, observers).run(d)
+    return Dispatcher(self.spec, self.memory, self.watchdog, observers, self.programs).run(d)
 
   def cancel(self, reason:str):
     """Stop the dispatch in flight (from any thread) at its next instruction batch with GPUHangFault naming `reason`."""

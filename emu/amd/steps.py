@@ -1,7 +1,9 @@
 """Instruction fetch and compilation: PC -> `Step`, decoded once per PC per dispatch and compiled once per instruction bytes (per
-process; emu.amd.step_cache keeps them on disk for the next process)."""
+process; emu.amd.step_cache keeps them on disk for the next process). `ProgramCache` lets a later dispatch of unchanged code reuse
+what an earlier one fetched."""
 from __future__ import annotations
 import time
+from collections import OrderedDict
 from emu.amd import regions
 from emu.amd.api import GPUFault, GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
@@ -11,7 +13,7 @@ from emu.amd.exec_ds import DsCounterStep, DsSwizzleStep
 from emu.amd.cdna import AccMoveStep, MubufStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
-from emu.amd.memory import MemoryMap
+from emu.amd.memory import Mapping, MemoryMap
 from emu.amd.operands import register_overrun
 from emu.amd.semantics import get_op
 from emu.amd.step import Step
@@ -75,6 +77,27 @@ class Program:
     self.spec, self.mem, self.steps = spec, mem, {}
     self.regions: dict[int, regions.Region | None] = {}
     self.load_s = 0.0   # host seconds spent fetching, decoding and building steps
+    self.fetched: dict[int, bytes] = {}   # PC -> the code bytes its step was decoded from
+    self.snapshot: tuple[Mapping, int, bytes] | None = None   # seal(): (the mapping, first PC, its bytes up to the last fetched)
+    self.sealed = 0   # len(fetched) when the snapshot was taken
+
+  def seal(self) -> bool:
+    """After a dispatch: keep a snapshot of the code bytes it fetched, for `unchanged`; False when they do not lie in one mapping,
+    or changed while the dispatch ran (a step was decoded from bytes that are no longer there)."""
+    if not self.fetched: return False
+    if self.snapshot is not None and self.sealed == len(self.fetched): return True
+    lo, hi = min(self.fetched), max(pc + len(data) for pc, data in self.fetched.items())
+    if (m := self.mem.find(lo, hi - lo)) is None: return False
+    code = m.view[lo - m.addr:hi - m.addr].tobytes()
+    if any(code[pc - lo:pc - lo + len(data)] != data for pc, data in self.fetched.items()): return False
+    self.snapshot, self.sealed = (m, lo, code), len(self.fetched)
+    return True
+
+  def unchanged(self) -> bool:
+    """Whether the code the sealed snapshot holds is still mapped by the same mapping with the same bytes."""
+    if self.snapshot is None: return False
+    m, lo, code = self.snapshot
+    return self.mem.find(lo, len(code)) is m and not m.gone() and m.view[lo - m.addr:lo - m.addr + len(code)].tobytes() == code
 
   def region(self, pc:int, lanes:int, mode:int) -> regions.Region | None:
     """The native region (emu.amd.regions) of the straight-line VALU and load run starting at pc, None when there is none; found once per
@@ -102,4 +125,28 @@ class Program:
 
   def _load(self, pc:int) -> Step:
     if (m := self.mem.find(pc, 4)) is None: raise GPUMemoryFault(pc, False, pc=pc, detail="instruction fetch")
-    return load_step(bytes(m.view[pc - m.addr: min(pc - m.addr + 16, m.size)]), self.spec, pc)
+    data = self.fetched[pc] = bytes(m.view[pc - m.addr: min(pc - m.addr + 16, m.size)])
+    return load_step(data, self.spec, pc)
+
+class ProgramCache:
+  """The Programs of recent dispatches on one memory map, by (entry PC, wave size, RSRC1): a dispatch of code whose bytes are
+  unchanged since the last one (`Program.unchanged`: one comparison of the bytes fetched before) reuses its steps and regions
+  instead of fetching every PC again (~10-70 us each). The MAX most recently used are kept."""
+  MAX = 256
+  def __init__(self, spec:ArchSpec, mem:MemoryMap):
+    self.spec, self.mem, self.programs = spec, mem, OrderedDict()
+
+  def get(self, key:tuple) -> Program:
+    """The Program for a dispatch: the one kept under `key` when its code is unchanged, else a fresh one."""
+    if (p := self.programs.get(key)) is not None and p.unchanged():
+      self.programs.move_to_end(key)
+      p.load_s = 0.0
+      return p
+    p = self.programs[key] = Program(self.spec, self.mem)
+    self.programs.move_to_end(key)
+    while len(self.programs) > self.MAX: self.programs.popitem(last=False)
+    return p
+
+  def done(self, key:tuple, p:Program):
+    """After the dispatch ran `p`: keep it for the next dispatch under `key` if its code can be checked (`Program.seal`)."""
+    if not p.seal() and self.programs.get(key) is p: del self.programs[key]
