@@ -10,6 +10,7 @@ Programs:
   matmul     fp32 256 x 256 @ 256 x 256
   axpy       a * b + c over 2M floats
   mlp_step   one SGD step of a 2-layer MLP (64 x 256 inputs, 512 hidden, 64 outputs, MSE loss)
+  dispatch   32 kernels in a row, each `+ 1` over 64 floats realized on its own: the whole stack's cost per dispatch
 
 `--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
 once in a fresh process, as tinygrad's test files do, with the mock's host time split by part.
@@ -37,7 +38,14 @@ def _mlp_step(T, rng):
     w1.assign(w1 - 0.01 * g1).realize(); w2.assign(w2 - 0.01 * g2).realize()
   return step
 
-PROGRAMS = {"matmul": _matmul, "axpy": _axpy, "mlp_step": _mlp_step}
+def _dispatch(T, rng):
+  a = T(rng.standard_normal(64, dtype=np.float32)).realize()
+  def step():
+    x = a
+    for _ in range(32): x = (x + 1).realize()
+  return step
+
+PROGRAMS = {"matmul": _matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch}
 
 def _child(name:str, repeat:int) -> int:
   """Inside a process started with DEV set: warm the program up, then time `repeat` steps; one JSON line."""

@@ -65,6 +65,16 @@ class Engine:
     """Dword `index` (in dwords from ring start, wrapping) of the ring."""
     return self.read32(self.ring_addr + (index * 4) % self.ring_size)
 
+  def ring_words(self, index:int, n:int) -> list[int]:
+    """Dwords index .. index + n - 1 of the ring (wrapping), read at most two spans at a time (a packet body costs ~7 us a dword
+    read one by one)."""
+    out, start = [], (index * 4) % self.ring_size
+    while n:
+      k = min(n, (self.ring_size - start) // 4)
+      out += struct.unpack(f"<{k}I", self.gpu.memory.read(self.ring_addr + start, 4 * k))
+      n, start = n - k, 0
+    return out
+
   def ring_where(self) -> str: return f"ring offset {(self.rptr * self.unit) % self.ring_size:#x}"
 
   def need(self, units:int, what:str):

@@ -6,9 +6,9 @@ and hands it to the GPU; everything cache-related (ACQUIRE_MEM, EVENT_WRITE flus
 because emulated memory is coherent.
 """
 from __future__ import annotations
-import collections
+import collections, struct
 from typing import TYPE_CHECKING, Callable
-from emu.amd.api import Dispatch, DispatchStats
+from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
 from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
 from mockgpu.amd.registers import CMP_NAMES, ComputeRegs, compare
 if TYPE_CHECKING: from mockgpu.amd.sqtt import ThreadTrace
@@ -58,6 +58,17 @@ class PM4Engine(Engine):
     self.need(i + 1, "PM4 packet")
     return self.ring_dword(self.rptr + i)
 
+  def _words(self, i:int, n:int) -> list[int]:
+    """Dwords i .. i + n - 1 of the current stream (as _fetch), in one read where the memory allows (an IB across two mappings is
+    read dword by dword, and a fault names the first dword that is not mapped)."""
+    if not self.ibs:
+      self.need(i + n, "PM4 packet")
+      return self.ring_words(self.rptr + i, n)
+    addr, size, pos = self.ibs[-1]
+    if pos + i + n > size: raise PacketError(f"PM4 packet runs past the end of {self._where()} (IB size {size} dwords)")
+    try: return list(struct.unpack(f"<{n}I", self.gpu.memory.read(addr + (pos + i) * 4, 4 * n)))
+    except GPUMemoryFault: return [self._fetch(i + k) for k in range(n)]
+
   def _advance(self, n:int):
     if self.ibs:
       self.ibs[-1][2] += n
@@ -80,7 +91,7 @@ class PM4Engine(Engine):
     if (handler:=self.handlers.get(op)) is None: raise PacketError(f"PM4: unsupported opcode {op:#x} (header {hdr:#010x}) at {where}")
     self.packet = f"{NAMES[op]} at {where}"
     if not self.ibs: self.need(1 + count, f"PM4 {NAMES[op]} ({1 + count} dwords)")
-    body = [self._fetch(1 + i) for i in range(count)]
+    body = self._words(1, count)
     self._next_ib: list[int] | None = None
     skip = handler(body, where)  # may raise Stall: nothing has advanced yet, the packet is retried later
     self._advance(1 + count + (skip or 0))

@@ -206,3 +206,23 @@ def test_abort_resets_a_queue_whose_dispatch_is_running():
   assert started.wait(10)   # the worker is inside the dispatch; the host thread is free
   assert sched.abort("host exit") == [eng]
   assert sched.wait_idle(10) and isinstance(eng.dead, GPUHangFault) and gpu.faults
+
+def test_pm4_packet_bodies_read_across_the_ring_end_and_across_two_mappings():
+  # a packet body is read in one go where it can be: a RELEASE_MEM that wraps past the ring's end, and an IB whose packet crosses
+  # from one mapping into the adjacent one, run exactly as when read a dword at a time
+  gpu, sched = FakeGPU(), Scheduler()
+  half = 0x3010
+  gpu.memory.unmap(gpu.base)
+  gpu.memory.map(gpu.base, half, "low", backing=gpu.buf[:half])
+  gpu.memory.map(gpu.base + half, gpu.buf.size - half, "high", backing=gpu.buf[half:])
+  eng = pm4(gpu)
+  sched.add(eng)
+  rel = lambda off, val: pkt3(0x49, 0, 1 << 29, (gpu.base + off) & 0xffffffff, (gpu.base + off) >> 32, val, 0, 0)
+  submit(gpu, eng, sched, pkt3(0x10, *[0] * (0x1000 // 4 - 4 - 1)))   # a NOP up to 16 bytes before the ring's end
+  submit(gpu, eng, sched, rel(0x400, 0x1234))                         # 8 dwords: 4 at the end, 4 from the start
+  assert gpu.u32(0x400) == 0x1234 and not gpu.faults and eng.rptr == eng.wptr
+  ib = rel(0x404, 0x5678)
+  gpu.put(half - 8, ib)   # two dwords in "low", six in "high"
+  ib_addr = gpu.base + half - 8
+  submit(gpu, eng, sched, pkt3(0x3F, ib_addr & 0xffffffff, ib_addr >> 32, len(ib) | 1 << 23))
+  assert gpu.u32(0x404) == 0x5678 and not gpu.faults
