@@ -24,9 +24,9 @@ addresses are never touched.
 Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
 arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
 region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default
-runs the numpy path for the whole batch. Compiling costs 10-200 ms, so a region is compiled only once it has run REGION_HOT
-instructions on the numpy path, on a background thread while the emulation goes on, or loaded at once when its object is in the
-disk cache (emu.native).
+runs the numpy path for the whole batch. Compiling costs ~18 ms + ~4 ms per instruction, so a region is compiled only once the
+numpy path has spent about that on it (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run), on a
+background thread while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native).
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
 natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
@@ -44,7 +44,12 @@ from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
 from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, literal, lower
 
 CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
-REGION_HOT = 0 if CHECK else 400   # instructions (per batch) a region runs on the numpy path before it is compiled (~10 ms of it)
+# A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
+# once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions: on the suite
+# workload's 388 regions (medians, one machine, 2026-12-03) LLVM took ~18 ms + ~4 ms per instruction and the numpy path ~0.15 ms per
+# instruction and batch, so a region of n instructions is hot once it has run REGION_HOT + REGION_HOT_PER_INSTR * n of them.
+REGION_HOT = 0 if CHECK else 120           # instructions (per batch) that cost what compiling's fixed part does
+REGION_HOT_PER_INSTR = 0 if CHECK else 27  # and per instruction of the region, what compiling one more costs
 BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
@@ -616,7 +621,7 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
 class Region:
   """A run of straight-line steps that may become native: `steps` [(byte offset from the first, Step)], `size` bytes, `count`
   instructions; one object per code bytes (the same code at another address is the same region). It starts as the whole
-  candidate run, executed on the numpy path; once it has run REGION_HOT instructions (per batch; in this process, plus what
+  candidate run, executed on the numpy path; once it has run `hot_at` instructions (per batch; in this process, plus what
   earlier processes ran of the same code: the step cache keeps that heat) it is lowered (cut to the prefix
   that lowers; a region whose first step does not lower keeps just that step, on the numpy path for good) and its native function
   is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. Code an
@@ -627,9 +632,10 @@ class Region:
     self.lanes, self.spec, self.mode = lanes, spec, mode
     self._set_steps(steps)
     self.fn, self.ir, self.queued, self.failed, self.load_bytes = None, None, -1, False, 0
-    # what earlier processes ran of this code (step_cache) counts towards REGION_HOT; what one compiled it into is restored
+    # what earlier processes ran of this code (step_cache) counts towards hot_at; what one compiled it into is restored
     self.key = (lanes, mode, b"".join(s.instr.raw for s in steps))
     self.pending = STEP_CACHE.heat(spec, self.key)
+    self.hot_at = REGION_HOT + REGION_HOT_PER_INSTR * self.count   # (the candidate's instructions: what lowering it would compile)
     self.record = None if CHECK else STEP_CACHE.compiled_region(spec, self.key)
 
   def _set_steps(self, steps:list[Step]):
@@ -641,9 +647,9 @@ class Region:
     """Whether the native function is there (see the class docstring for when it comes)."""
     if self.fn is None and not self.failed:
       if self.record is not None and (self._restore() or self.failed): return self.fn is not None
-      if self.pending < REGION_HOT: STEP_CACHE.warm(self.spec, self.key, self.count)
+      if self.pending < self.hot_at: STEP_CACHE.warm(self.spec, self.key, self.count)
       self.pending += self.count
-      if self.pending >= REGION_HOT and self.queued != native.NATIVE.generation:
+      if self.pending >= self.hot_at and self.queued != native.NATIVE.generation:
         self.queued = native.NATIVE.generation
         if self.ir is None: self._lower()
         if not self.failed: self._compile()

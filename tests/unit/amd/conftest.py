@@ -11,6 +11,7 @@ def native_runs(monkeypatch):
   (Region.run returning True)."""
   from emu.amd import regions
   monkeypatch.setattr(regions, "REGION_HOT", 0)
+  monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   runs, real = [], regions.Region.run

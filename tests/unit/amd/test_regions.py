@@ -119,6 +119,7 @@ def test_the_trace_sees_every_instruction_on_the_numpy_path(native_runs, capsys)
 def test_a_hot_region_compiles_in_the_background_and_then_runs_natively(monkeypatch):
   import secrets, time
   monkeypatch.setattr(regions, "REGION_HOT", 0)   # BACKGROUND stays on, as in use
+  monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
   k = secrets.randbits(30) | 1   # a literal no earlier run compiled: the object cannot come from the disk cache
   prog = [v_add_nc_u32_e32(v[2], k, v[1]), v_mul_f32_e32(v[3], 2.0, v[2])]
   runs, real = [], regions.Region.run
@@ -177,6 +178,7 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
   # object compiled for another CPU is not used (lowered again instead). Without the step cache none of this happens.
   from emu.amd.step_cache import STEP_CACHE
   monkeypatch.setattr(regions, "REGION_HOT", 12)
+  monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   native_calls, lowered, run, lower = [], [], regions.Region.run, regions.Region._lower
@@ -226,3 +228,23 @@ def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_
       np.testing.assert_array_equal(as_f32(st.vgpr[0, :, 4]), (x + np.float32(0.25)) * (x + np.float32(0.25)))
       np.testing.assert_allclose(as_f32(st.vgpr[0, :, 2]), np.exp2(x), rtol=1e-6)
   finally: STEP_CACHE.forget()
+
+def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(monkeypatch):
+  # compiling costs a fixed part and a part per instruction (REGION_HOT + REGION_HOT_PER_INSTR * n instructions of numpy-path
+  # running): with 6 + 3 per instruction, one instruction is hot at 9 (its 9th run is native), four at 18 (their 5th run)
+  monkeypatch.setattr(regions, "REGION_HOT", 6)
+  monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 3)
+  monkeypatch.setattr(regions, "BACKGROUND", False)
+  monkeypatch.delenv("EMU_REGIONS", raising=False)
+  _fresh_process(monkeypatch, "0")
+  calls, real = [], regions.Region.run
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: calls.append(self.count) or real(self, m, ws))
+  one = [v_mul_f32_e32(v[3], v[1], v[2])]
+  four = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]), v_max_f32_e32(v[5], v[4], v[1])]
+  for prog, first_native in ((one, 9), (four, 5)):
+    native = []
+    for _ in range(10):
+      calls.clear()
+      run_program(prog, vgprs={0: LANES[:32], 1: 1.5, 2: 2.0})
+      native.append(bool(calls))
+    assert native == [k + 1 >= first_native for k in range(10)], (len(prog), native)
