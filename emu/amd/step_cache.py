@@ -33,6 +33,7 @@ from emu.pcode.abi import CompiledOp
 MAX_ENTRIES = 100_000   # ~70 MB of entries at ~700 bytes each
 KEEP_FILES = 8          # files per arch (one per version of the source) kept in the folder: the most recently written
 FLUSH_AT = 4096         # new entries that make a process write after its dispatch
+MAX_WINDOWS = 1 << 20   # code windows a process remembers the Step of (each ~200 bytes with its key)
 FLUSH_S = 30.0          # otherwise at most this often (after a dispatch), and at exit: a write reads and rewrites the whole file
 
 def cache_dir() -> str | None:
@@ -149,6 +150,7 @@ class StepCache:
   def __init__(self):
     self.files: dict[str, _ArchFile] = {}
     self.live: dict[tuple, Step] = {}   # entries loaded (or kept) in this process, by key
+    self.windows: dict[tuple[str, bytes], Step] = {}   # the same by (arch, 16-byte code window): no key to compute on a repeat
     self.new, self.last_write, self.lock = 0, time.monotonic(), threading.Lock()
 
   def _file(self, spec:ArchSpec) -> _ArchFile:
@@ -160,6 +162,7 @@ class StepCache:
   def load(self, data:bytes, spec:ArchSpec) -> Step | None:
     """The Step of the instruction at the start of `data` (16 bytes of code) if a file or this process has it, else None."""
     if len(data) != 16: return None   # fewer only at the end of a mapping: rare, and keyed otherwise by decode
+    if (step := self.windows.get((spec.name, data))) is not None: return step
     with self.lock:
       if (hit := self._file(spec).find(data)) is None: return None
       key, pickled = hit
@@ -167,7 +170,11 @@ class StepCache:
         try: step = self.live[key] = loads(pickled)
         except Exception: return None   # an entry this code cannot read (it names an op that no longer exists ...): built again
       self.files[spec.name].used.add(key)
+      self._window(spec, data, step)
       return step
+
+  def _window(self, spec:ArchSpec, data:bytes, step:Step):
+    if len(self.windows) < MAX_WINDOWS: self.windows[(spec.name, data)] = step
 
   def keep(self, data:bytes, spec:ArchSpec, step:Step):
     """Remember a Step just built from the code at the start of `data`; written to the file later (module docstring)."""
@@ -180,6 +187,7 @@ class StepCache:
       key = own_key(data, spec, step.size)
       f._add(f.pending, key, pickled)
       self.live[key] = step
+      self._window(spec, data, step)
       self.new += 1
 
   def heat(self, spec:ArchSpec, key:tuple) -> int:
@@ -220,7 +228,7 @@ class StepCache:
 
   def forget(self):
     """Drop what this process holds (files untouched): the next lookup reads them again."""
-    with self.lock: self.files.clear(); self.live.clear(); self.new = 0
+    with self.lock: self.files.clear(); self.live.clear(); self.windows.clear(); self.new = 0
 
 STEP_CACHE = StepCache()
 atexit.register(STEP_CACHE.write)

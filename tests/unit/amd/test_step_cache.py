@@ -229,3 +229,16 @@ def test_a_dispatch_writes_when_enough_is_new_or_the_last_write_is_old(cache_at,
   monkeypatch.setattr(step_cache, "FLUSH_S", 0.0)
   cache.dispatch_done()
   assert step_cache.StepCache().load(code[2], spec) is not None   # the last write is old enough
+
+def test_a_window_seen_before_in_this_process_is_answered_without_a_lookup(cache_at, monkeypatch):
+  spec = get_spec("gfx1100")
+  data = (amd_exec.code(amd_exec.generate("rdna3", random.Random(5), classes=["VOP2"])) + bytes(16))[:16]
+  built = S.load_step(data, spec, 0)
+  finds, real = [], step_cache._ArchFile.find
+  monkeypatch.setattr(step_cache._ArchFile, "find", lambda self, d: finds.append(d) or real(self, d))
+  assert S.load_step(data, spec, 0) is built and finds == []   # kept: remembered by its window
+  step_cache.STEP_CACHE.write()
+  step_cache.STEP_CACHE.forget()   # a new process: looked up (once) in the file
+  loaded = S.load_step(data, spec, 0)
+  assert finds == [data] and S.load_step(data, spec, 0) is loaded and finds == [data]
+  same(built, loaded)
