@@ -209,7 +209,7 @@ def _load(a:str, arch:str, op, text:str, reason:str, waves:bool=False) -> Compil
     entry = disk.store(a, op, text, gen, src, meta)
   src, meta = entry
   ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
-  try: exec(compile(src, f"<pcode {a} {op.name}{' waves' if waves else ''}>", "exec"), ns)
+  try: exec(disk.code_object(src, f"<pcode {a} {op.name}{' waves' if waves else ''}>"), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
                     frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""),
