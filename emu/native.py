@@ -7,7 +7,9 @@ other case (rounding modes, flushing, NaN payloads), which its tests compare aga
 A kernel returns nonzero (its results then unused) when the calling thread's SSE control register is not IEEE's default: a
 library in the process that turned on flush-to-zero or another rounding mode would otherwise change results silently. The
 compiled object is kept on disk next to the pcode cache, keyed by the IR, the CPU's feature flags and tinygrad's version
-(compiling costs about 0.2 s, loading a kept one about 1 ms). x86-64 Linux only; elsewhere, without a loadable libLLVM, or with
+(compiling costs about 0.2 s, loading a kept one about 1 ms; an object whose loaded image does not depend on its address, one
+without calls into libm, also keeps that image, which a later process copies into place in ~0.1 ms instead of running the ELF
+loader). x86-64 Linux only; elsewhere, without a loadable libLLVM, or with
 EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (1
 
 ARENA_BYTES = 4 << 20   # executable memory mapped at a time (see _Native._place)
 NAN_RESULT = 1   # a kernel's return bit: some result is NaN (the MXCSR bits it reports never include bit 0)
+IMAGE_PROBE = 0x12340   # a second load address for _place's test (not a multiple of 2**32: relocations keep 32 bits)
 
 def _fma_ir(name:str, t:str, suffix:str) -> str:
   """`i32 name(a, b, c, o, i64 n, i64 off)`: out[i] = fma(a[i], b[i], c[i]) over the numpy arrays a, b, c, o (object addresses:
@@ -170,21 +173,36 @@ class _Native:
     self._lock, self._compiling, self._jobs, self._worker, self._queued = threading.RLock(), threading.Lock(), None, None, 0
     self.generation += 1
 
-  def _place(self, obj:bytes) -> int:
+  def _place(self, obj:bytes, key:str|None=None) -> int:
     """Load an object's code into executable memory kept for the life of the process; its address. Code goes into arenas of
     ARENA_BYTES, the first mapped at import: a mapping made later could cover a range the program just unmapped, making a stale
-    address that the emulated GPU must fault on readable again."""
+    address that the emulated GPU must fault on readable again. With `key` (the object's disk cache name), its loaded image is
+    kept on disk too when it does not depend on where it is placed, for `_place_image`."""
     from tinygrad.runtime.support.elf import jit_loader
     with self._lock:
       if self._libm is None: self._libm = ctypes.CDLL("libm.so.6")
-      need = -(-len(obj) // 64) * 64   # the loaded image is no larger than the object; 64-byte aligned starts
-      if not self._mems or self._used + need > len(self._mems[-1]): self._arena(need)
-      mem, start = self._mems[-1], self._used
-      addr = ctypes.addressof(ctypes.c_char.from_buffer(mem)) + start
+      mem, start, addr = self._reserve(len(obj))   # the loaded image is no larger than the object
       image = jit_loader(obj, addr, link_libs=[self._libm])
-      assert len(image) <= need, "loaded image larger than its object"
+      assert len(image) <= len(obj), "loaded image larger than its object"
       mem[start:start + len(image)] = image
-      self._used = start + need
+    # the same bytes loaded elsewhere: every relocation is relative to the image itself (no call into libm ...), so a later process
+    # may copy it anywhere without the ELF loader (~0.3 ms an object)
+    if key is not None and jit_loader(obj, addr + IMAGE_PROBE, link_libs=[self._libm]) == image: self._write(key, ".img", bytes(image))
+    return addr
+
+  def _reserve(self, size:int) -> tuple[mmap.mmap, int, int]:
+    """Room for `size` bytes of code at a 64-byte aligned start: (arena, offset in it, address)."""
+    need = -(-size // 64) * 64
+    if not self._mems or self._used + need > len(self._mems[-1]): self._arena(need)
+    mem, start = self._mems[-1], self._used
+    self._used = start + need
+    return mem, start, ctypes.addressof(ctypes.c_char.from_buffer(mem)) + start
+
+  def _place_image(self, image:bytes) -> int:
+    """Copy a position-independent loaded image (`_place`) into executable memory; its address."""
+    with self._lock:
+      mem, start, addr = self._reserve(len(image))
+      mem[start:start + len(image)] = image
       return addr
 
   @staticmethod
@@ -200,20 +218,32 @@ class _Native:
     return hashlib.sha256(_cpu_flags().encode()).hexdigest()[:16]
 
   @staticmethod
-  def _path(key:str) -> str:
+  def _path(key:str, ext:str=".o") -> str:
     from emu.pcode.cache import cache_dir
-    return os.path.join(os.path.dirname(cache_dir()), "native", f"{key}.o")
+    return os.path.join(os.path.dirname(cache_dir()), "native", f"{key}{ext}")
 
-  def _read(self, key:str) -> bytes | None:
+  def _read(self, key:str, ext:str=".o") -> bytes | None:
     try:
-      with open(self._path(key), "rb") as f: return f.read()
+      with open(self._path(key, ext), "rb") as f: return f.read()
     except OSError: return None
+
+  def _write(self, key:str, ext:str, data:bytes):
+    """Keep `data` in the disk cache (atomically; failures ignored: the cache is an optimisation)."""
+    path = self._path(key, ext)
+    try:
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+      with os.fdopen(fd, "wb") as f: f.write(data)
+      os.replace(tmp, path)
+    except OSError: pass
 
   def function_by_key(self, key:str, signature):
     """The function of the object the disk cache holds under `key` (`key(ir)` of its module, on this CPU), None when it holds none
-    or the kernels are unavailable here."""
+    or the kernels are unavailable here: its position-independent image when one was kept, else the object, loaded."""
     if self.fns() is None: return None
-    try: return None if (obj := self._read(key)) is None else signature(self._place(obj))
+    try:
+      if (image := self._read(key, ".img")) is not None: return signature(self._place_image(image))
+      return None if (obj := self._read(key)) is None else signature(self._place(obj, key))
     except Exception: return None
 
   def _object(self, ir:str) -> bytes:
@@ -223,13 +253,7 @@ class _Native:
         from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
         self._compiler = CPULLVMCompiler(["x86_64", "native"])
       obj = self._compiler.compile(ir)
-    path = self._path(key)
-    try:
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-      with os.fdopen(fd, "wb") as f: f.write(obj)
-      os.replace(tmp, path)
-    except OSError: pass
+    self._write(key, ".o", obj)
     return obj
 
 NATIVE = _Native()

@@ -56,3 +56,38 @@ def test_emu_native_0_turns_the_kernels_off():
   code = "from emu import native; print(native.available(), native.NATIVE.why)"
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "EMU_NATIVE": "0"}, check=True).stdout
   assert out.strip() == "False EMU_NATIVE=0"
+
+TABLE_IR = """@table = private unnamed_addr constant [4 x i64] [i64 11, i64 -22, i64 33, i64 4000000000]
+define i64 @pick(i64 %i) {
+  %j = and i64 %i, 3
+  %p = getelementptr inbounds [4 x i64], ptr @table, i64 0, i64 %j
+  %v = load i64, ptr %p
+  ret i64 %v
+}
+"""
+SIN_IR = """declare double @sin(double)
+define double @f(double %x) {
+  %y = call double @sin(double %x)
+  ret double %y
+}
+"""
+
+def test_an_object_loaded_again_uses_its_kept_image_only_when_it_does_not_depend_on_its_address(tmp_path, monkeypatch):
+  # the table's address is relative to the code (a PC-relative relocation): its image is kept and copied as it is by later loads;
+  # a call into libm is not (the image holds where libm is): it is loaded from its object every time
+  import ctypes
+  monkeypatch.setenv("EMU_PCODE_CACHE", str(tmp_path / "pcode"))
+  n = native.NATIVE
+  pick, f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64), ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)
+  for ir, sig, args, want, kept in ((TABLE_IR, pick, range(8), [11, -22, 33, 4000000000] * 2, True),
+                                    (SIN_IR, f, [0.5, -2.0], [float(np.sin(0.5)), float(np.sin(-2.0))], False)):
+    key = n.key(ir)
+    assert [n.function(ir, sig)(x) for x in args] == want   # compiled (the object kept)
+    placed = []
+    monkeypatch.setattr(type(n), "_place_image", lambda self, image, real=type(n)._place_image: placed.append(1) or real(self, image))
+    for _ in range(2):   # loaded by key: from the object (keeping its image if it may), then again
+      fn = n.function_by_key(key, sig)
+      assert [fn(x) for x in args] == want
+    assert (tmp_path / "native" / f"{key}.img").exists() == kept and placed == ([1] if kept else [])
+    monkeypatch.undo()
+    monkeypatch.setenv("EMU_PCODE_CACHE", str(tmp_path / "pcode"))
