@@ -203,13 +203,15 @@ def vop1_twin(op):
 def _load(a:str, arch:str, op, text:str, reason:str, waves:bool=False) -> CompiledOp:
   """The CompiledOp of `text` (generated, or read from the disk cache; `waves`: across waves, see generate)."""
   gen = GENERATOR_VERSION + ("-waves" if waves else "")
-  entry = disk.load(a, op, text, gen)
+  entry, fresh = disk.load(a, op, text, gen), False
   if entry is None:
     src, meta = generate(a, op, text, waves)
-    entry = disk.store(a, op, text, gen, src, meta)
+    entry, fresh = disk.store(a, op, text, gen, src, meta), True
   src, meta = entry
   ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
-  try: exec(disk.code_object(src, f"<pcode {a} {op.name}{' waves' if waves else ''}>"), ns)
+  # bytecode is kept from the second process on: the first, which generated the source, pays no second write
+  name = f"<pcode {a} {op.name}{' waves' if waves else ''}>"
+  try: exec(compile(src, name, "exec") if fresh else disk.code_object(src, name), ns)
   except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
                     frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""),
