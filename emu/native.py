@@ -250,8 +250,12 @@ class _Native:
     if (obj := self._read(key := self.key(ir))) is not None: return obj
     with self._compiling:
       if self._compiler is None:
+        from tinygrad.runtime.autogen import llvm
         from tinygrad.runtime.support.compiler_llvm import CPULLVMCompiler
         self._compiler = CPULLVMCompiler(["x86_64", "native"])
+        # compile() verifies the module once before the passes; verifying it again after each pass (tinygrad's setting, a check
+        # of LLVM itself) costs ~15-20% of compiling a region
+        llvm.LLVMPassBuilderOptionsSetVerifyEach(self._compiler.pbo, False)
       obj = self._compiler.compile(ir)
     self._write(key, ".o", obj)
     return obj
