@@ -25,7 +25,8 @@ Nothing is half applied: a wave's results are stored only when the whole run is 
 arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
 region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default
 runs the numpy path for the whole batch. Compiling costs ~18 ms + ~4 ms per instruction, so a region is compiled only once the
-numpy path has spent about that on it (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run), on a
+numpy path has spent about that on it (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most
+REGION_HOT_MAX), on a
 background thread while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native).
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
 natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
@@ -47,9 +48,12 @@ CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at 
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
 # once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions: on the suite
 # workload's 388 regions (medians, one machine, 2026-12-03) LLVM took ~18 ms + ~4 ms per instruction and the numpy path ~0.15 ms per
-# instruction and batch, so a region of n instructions is hot once it has run REGION_HOT + REGION_HOT_PER_INSTR * n of them.
+# instruction and batch, so a region of n instructions is hot once it has run REGION_HOT + REGION_HOT_PER_INSTR * n of them; but
+# never later than REGION_HOT_MAX: its object then serves every later process from the disk cache, and a test suite runs the same
+# code in process after process (a 50-instruction region run once per process would otherwise wait for 29 of them, not 8).
 REGION_HOT = 0 if CHECK else 120           # instructions (per batch) that cost what compiling's fixed part does
 REGION_HOT_PER_INSTR = 0 if CHECK else 27  # and per instruction of the region, what compiling one more costs
+REGION_HOT_MAX = 0 if CHECK else 400       # the most any region waits
 BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
@@ -635,7 +639,7 @@ class Region:
     # what earlier processes ran of this code (step_cache) counts towards hot_at; what one compiled it into is restored
     self.key = (lanes, mode, b"".join(s.instr.raw for s in steps))
     self.pending = STEP_CACHE.heat(spec, self.key)
-    self.hot_at = REGION_HOT + REGION_HOT_PER_INSTR * self.count   # (the candidate's instructions: what lowering it would compile)
+    self.hot_at = min(REGION_HOT_MAX, REGION_HOT + REGION_HOT_PER_INSTR * self.count)   # (the candidate's instructions: what it compiles)
     self.record = None if CHECK else STEP_CACHE.compiled_region(spec, self.key)
 
   def _set_steps(self, steps:list[Step]):

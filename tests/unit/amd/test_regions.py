@@ -231,9 +231,11 @@ def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_
 
 def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(monkeypatch):
   # compiling costs a fixed part and a part per instruction (REGION_HOT + REGION_HOT_PER_INSTR * n instructions of numpy-path
-  # running): with 6 + 3 per instruction, one instruction is hot at 9 (its 9th run is native), four at 18 (their 5th run)
+  # running, at most REGION_HOT_MAX): with 6 + 3 per instruction, one instruction is hot at 9 (its 9th run is native), four at 18
+  # (their 5th run), or at 15 under a cap of 15 (their 4th)
   monkeypatch.setattr(regions, "REGION_HOT", 6)
   monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 3)
+  monkeypatch.setattr(regions, "REGION_HOT_MAX", 400)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   _fresh_process(monkeypatch, "0")
@@ -241,7 +243,9 @@ def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(mo
   monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: calls.append(self.count) or real(self, m, ws))
   one = [v_mul_f32_e32(v[3], v[1], v[2])]
   four = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]), v_max_f32_e32(v[5], v[4], v[1])]
-  for prog, first_native in ((one, 9), (four, 5)):
+  for prog, first_native, cap in ((one, 9, 400), (four, 5, 400), (four, 4, 15)):
+    monkeypatch.setattr(regions, "REGION_HOT_MAX", cap)
+    _fresh_process(monkeypatch, "0")
     native = []
     for _ in range(10):
       calls.clear()
