@@ -10,8 +10,8 @@ VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, cla
 loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
 (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across / SmemStep.across: a kernel's
 argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops between them (s_delay_alu,
-s_nop, s_waitcnt ...); a branch
-(s_branch, s_cbranch_scc0/1) is its last instruction (the function then stores each wave's next PC). It ends before anything else,
+s_nop, s_waitcnt ...); a branch (s_branch, s_cbranch_scc0/1) is its last instruction (the function then stores each wave's next
+PC). It ends before anything else,
 or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
 SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
 Nothing in a region writes memory, so its loads may run wave by wave.
@@ -26,8 +26,8 @@ arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load l
 region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default
 runs the numpy path for the whole batch. Compiling costs ~18 ms + ~4 ms per instruction, so a region is compiled only once the
 numpy path has spent about that on it (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most
-REGION_HOT_MAX), on a
-background thread while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native).
+REGION_HOT_MAX), on a background thread while the emulation goes on, or loaded at once when its object is in the disk cache
+(emu.native).
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
 natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
