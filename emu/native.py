@@ -183,7 +183,7 @@ class _Native:
       if self._libm is None: self._libm = ctypes.CDLL("libm.so.6")
       mem, start, addr = self._reserve(len(obj))   # the loaded image is no larger than the object
       image = jit_loader(obj, addr, link_libs=[self._libm])
-      assert len(image) <= len(obj), "loaded image larger than its object"
+      assert start + len(image) <= self._used, "loaded image larger than the room reserved for its object"
       mem[start:start + len(image)] = image
     # the same bytes loaded elsewhere: every relocation is relative to the image itself (no call into libm ...), so a later process
     # may copy it anywhere without the ELF loader (~0.3 ms an object)
