@@ -173,19 +173,20 @@ class Dispatcher:
 
   def _region(self, m:Machine, prog:Program, region:regions.Region, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
     """Run the native region at `pc` for the batch ws, or its steps one by one on the numpy path when it is not compiled (yet) or
-    cannot run for these waves; observers see every instruction either way."""
+    cannot run for these waves; observers see every instruction either way, all of them at once (`ran`: no observer here reads
+    registers, and a fault part way ends the dispatch)."""
     st = m.st
+    done = False
     if region.ready():
       try: done = region.run(m, ws)
       except GPUFault: raise
       except Exception as e:   # as _execute: never anything but a GPUFault out of the emulator
         raise GPUEmulatorError(pc, describe(region.steps[0][1].instr), st.wave_id[int(ws[0])], e) from e
-      if done:
-        for o in self.observers: o.ran(st, ws, region.steps, pc, first_wave)
-        stats.wave_instructions += len(ws) * region.count
-        self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]))
-        return
-    for off, _ in region.steps: self._step(m, prog, pc + off, ws, stats, first_wave)
+    if not done:
+      for off, _ in region.steps: self._execute(m, prog, pc + off, ws, first_wave, observe=False)
+    for o in self.observers: o.ran(st, ws, region.steps, pc, first_wave)
+    stats.wave_instructions += len(ws) * region.count
+    self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]))
 
   def _step(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
     """Run the instruction at `pc` for waves ws on the numpy path, count it and let the watchdog see it; the Step."""
@@ -194,15 +195,17 @@ class Dispatcher:
     self.watchdog.check(stats.wave_instructions, pc, m.st.wave_id, int(ws[0]))
     return step
 
-  def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int):
-    """Decode (once per PC) and run the instruction at `pc` for waves `ws`. Any failure that is not a modelled GPU fault
-    becomes GPUEmulatorError naming the instruction, so the public API raises GPUFault subclasses only."""
+  def _execute(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, first_wave:int, observe:bool=True):
+    """Decode (once per PC) and run the instruction at `pc` for waves `ws` (observers see it unless `observe` is off). Any failure
+    that is not a modelled GPU fault becomes GPUEmulatorError naming the instruction, so the public API raises GPUFault subclasses
+    only."""
     step = None
+    observers = self.observers if observe else ()
     try:
       step = prog.at(pc)
-      for o in self.observers: o.before(m.st, ws, step, pc, first_wave)
+      for o in observers: o.before(m.st, ws, step, pc, first_wave)
       step.run(m, ws)
-      for o in self.observers: o.after(m.st, ws, step)
+      for o in observers: o.after(m.st, ws, step)
     except GPUIllegalInstruction as e:   # decoded or compiled without a wave in view: name the first wave that reached it
       if e.wave is not None: raise
       raise GPUIllegalInstruction(e.pc, e.word, e.reason, wave=m.st.wave_id[int(ws[0])]) from None

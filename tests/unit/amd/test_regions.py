@@ -92,19 +92,28 @@ def test_an_op_lowered_for_another_mode_is_not_used(monkeypatch, native_runs, bo
   assert native_runs == [1]   # v_max alone: the add's toward-zero code does not lower
   assert (as_f32(st.vgpr[0, :, 2]) == 1.0).all() and (as_f32(st.vgpr[0, :, 3]) == 1.0).all()
 
-def test_tinygrad_matmul_and_timing_agree_with_the_numpy_path(monkeypatch, native_runs):
+@pytest.mark.parametrize("compiled", [True, False], ids=["native", "not-yet-hot"])
+def test_tinygrad_matmul_and_timing_agree_with_the_numpy_path(monkeypatch, native_runs, compiled):
+  # regions native, or still below their threshold (their steps run on the numpy path and observers hear of them all at once):
+  # the same numbers, cycles and instruction counts as without regions
   from emu.amd.gpu import AMDGPU
   from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
+  if not compiled:   # (fresh regions: those of an earlier test may be compiled)
+    monkeypatch.setattr(regions, "REGION_HOT", 10 ** 9)
+    monkeypatch.setattr(regions, "REGION_HOT_MAX", 10 ** 9)
+    _fresh_process(monkeypatch, "0")
   k = compile_kernel(lambda a, b: a @ b, (32, 32), (32, 32))
   rng = np.random.default_rng(1)
   a, b = rng.standard_normal((32, 32)).astype(np.float32), rng.standard_normal((32, 32)).astype(np.float32)
-  results = []
+  results, ran = [], []
+  from emu.amd.timing import TimingModel
+  monkeypatch.setattr(TimingModel, "ran", lambda self, *a, real=TimingModel.ran: ran.append(1) or real(self, *a))
   for flag in ("1", "0"):
     monkeypatch.setenv("EMU_REGIONS", flag)
     out, bufs = np.zeros(32 * 32, dtype=np.float32), Buffers()
     stats = AMDGPU("gfx1100", bufs.mem, timing=True).dispatch(kernel_dispatch(k, [a, b], out, bufs))
     results.append((out.copy(), stats.cycles, stats.wave_instructions))
-  assert len(native_runs) > 0
+  assert (len(native_runs) > 0) == compiled and len(ran) > 0
   np.testing.assert_array_equal(results[0][0], results[1][0])
   assert results[0][1:] == results[1][1:]
   np.testing.assert_allclose(results[0][0].reshape(32, 32), a @ b, rtol=1e-4, atol=1e-4)
