@@ -35,7 +35,7 @@ from __future__ import annotations
 import ctypes, os
 import numpy as np
 from emu import native
-from emu.amd.exec_salu import ControlStep, SaluStep, SmemStep
+from emu.amd.exec_salu import MASK64, ControlStep, SaluStep, SmemStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.operands import Src, resolve_src
@@ -59,7 +59,6 @@ VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "W
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "n", "WAVE32", "WAVE64"})
 BRANCH_READS = frozenset({"PC", "SCC", "n"})
-MASK64 = (1 << 64) - 1
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
@@ -635,7 +634,7 @@ class Region:
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
     self.lanes, self.spec, self.mode = lanes, spec, mode
     self._set_steps(steps)
-    self.fn, self.ir, self.queued, self.failed, self.load_bytes = None, None, -1, False, 0
+    self.fn, self.ir, self.queued, self.failed = None, None, -1, False
     # what earlier processes ran of this code (step_cache) counts towards hot_at; what one compiled it into is restored
     self.key = (lanes, mode, b"".join(s.instr.raw for s in steps))
     self.pending = STEP_CACHE.heat(spec, self.key)
@@ -661,10 +660,10 @@ class Region:
 
   def _restore(self) -> bool:
     """Become what an earlier process compiled this code into (its step cache record: the prefix that lowered, the MODE it needs,
-    the bytes it reads, its object), native at once without lowering; False (nothing changed) when that object is not there or
+    its object), native at once without lowering; False (nothing changed) when that object is not there or
     was compiled for another CPU. A record of no prefix (its first step did not lower: that does not depend on the CPU) makes it
     that first step on the numpy path for good (`failed`) without lowering it again."""
-    take, mode, load_bytes, key, cpu = self.record
+    take, mode, key, cpu = self.record
     self.record = None
     if not take:
       self._set_steps([s for _, s in self.steps][:1])
@@ -672,7 +671,7 @@ class Region:
       return False
     if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
     self._set_steps([s for _, s in self.steps][:take])
-    self.mode, self.load_bytes, self.fn = mode, load_bytes, fn
+    self.mode, self.fn = mode, fn
     return True
 
   def _compile(self):
@@ -686,7 +685,7 @@ class Region:
     self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
     if fn is not None:
       self.ir = None   # not needed again (a big region's IR is ~70 KB)
-      STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, self.load_bytes, self.native_key, native.NATIVE.cpu()))
+      STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, self.native_key, native.NATIVE.cpu()))
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
@@ -707,7 +706,7 @@ class Region:
     if not take:
       self._set_steps(steps[:1])
       self.failed = True
-      if not CHECK: STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, 0, None, None))   # later processes skip lowering it
+      if not CHECK: STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, None, None))   # later processes skip lowering it
       return
     self._set_steps(steps[:take])
     self.mode = self.mode if reads_mode else None
@@ -715,7 +714,6 @@ class Region:
     # the helpers come after the region's function: emu.native enters a module's code at its start
     helpers = MEMORY_HELPERS if code.load_bytes or code.scalar_bytes else ""
     self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{helpers}"
-    self.load_bytes = code.load_bytes
 
   def run(self, m:Machine, ws:np.ndarray) -> bool:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""

@@ -10,7 +10,7 @@ starts a new file, so nothing built by other code is ever used.
 
 Each file also keeps, by (lanes, MODE, code bytes), the heat of native-region candidates (emu.amd.regions: how many instructions
 earlier processes ran in one; concurrent writers' heat adds up) and what those that were compiled became (the prefix that lowered,
-the MODE it needs, the bytes it reads per lane, the native object's key and the CPU it was compiled for). Code a test suite runs
+the MODE it needs, the native object's key and the CPU it was compiled for). Code a test suite runs
 again and again in short bursts becomes native over several processes, as a long kernel does within one, and once compiled it is
 native from its first run in every later process (loading its object costs ~0.2 ms; lowering it again would cost ~0.07 ms per
 instruction).

@@ -142,12 +142,12 @@ def test_processes_writing_at_once_merge_their_entries_heat_and_compiled_regions
   region = (32, 0, b"".join(code))
   first.warm(spec, region, 5); second.warm(spec, region, 7); second.warm(spec, region, 1)
   other = (64,) + region[1:]
-  first.keep_compiled(spec, region, (3, None, 0, "a" * 24, "cpu")); second.keep_compiled(spec, other, (2, 0, 8, "b" * 24, "cpu"))
+  first.keep_compiled(spec, region, (3, None, "a" * 24, "cpu")); second.keep_compiled(spec, other, (2, 0, "b" * 24, "cpu"))
   first.write(); second.write()
   third = step_cache.StepCache()
   for data in code: same(S.compile_step(D.decode(data, spec), spec, 0), third.load(data, spec))
   assert third.heat(spec, region) == 13 and third.heat(spec, other) == 0   # heat adds up, per region key
-  assert third.compiled_region(spec, region)[3] == "a" * 24 and third.compiled_region(spec, other)[3] == "b" * 24
+  assert third.compiled_region(spec, region)[2] == "a" * 24 and third.compiled_region(spec, other)[2] == "b" * 24
 
 def test_a_full_file_keeps_the_writers_entries(cache_at, monkeypatch):
   spec, code = get_spec("gfx1100"), instructions(5)
