@@ -13,7 +13,7 @@ loader). x86-64 Linux only; elsewhere, without a loadable libLLVM, or with
 EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 """
 from __future__ import annotations
-import atexit, ctypes, functools, hashlib, mmap, os, platform, queue, sys, tempfile, threading, time
+import atexit, ctypes, functools, hashlib, mmap, os, platform, queue, sys, threading, time
 import numpy as np
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
@@ -228,14 +228,8 @@ class _Native:
     except OSError: return None
 
   def _write(self, key:str, ext:str, data:bytes):
-    """Keep `data` in the disk cache (atomically; failures ignored: the cache is an optimisation)."""
-    path = self._path(key, ext)
-    try:
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-      with os.fdopen(fd, "wb") as f: f.write(data)
-      os.replace(tmp, path)
-    except OSError: pass
+    from emu.pcode.cache import write_atomic
+    write_atomic(self._path(key, ext), data)
 
   def function_by_key(self, key:str, signature):
     """The function of the object the disk cache holds under `key` (`key(ir)` of its module, on this CPU), None when it holds none

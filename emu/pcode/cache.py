@@ -34,8 +34,8 @@ def load(arch:str, op, text:str, gen:str):
   if len(lines) < 4 or not lines[2].startswith("# meta: "): return None
   return lines[3], json.loads(lines[2][8:])
 
-def _write(path:str, data:bytes|str):
-  """Write a cache file atomically (a temp file moved into place); failures are ignored: the cache is an optimisation."""
+def write_atomic(path:str, data:bytes|str):
+  """Write a cache file atomically (a temp file moved into place; folders made); failures are ignored: a cache is an optimisation."""
   try:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
@@ -52,10 +52,10 @@ def code_object(src:str, filename:str):
     with open(path, "rb") as f: return marshal.loads(f.read())
   except (OSError, EOFError, ValueError, TypeError): pass
   code = compile(src, filename, "exec")
-  _write(path, marshal.dumps(code))
+  write_atomic(path, marshal.dumps(code))
   return code
 
 def store(arch:str, op, text:str, gen:str, src:str, meta:dict):
   """Write (atomically) and return (source, meta); cache write failures are ignored."""
-  _write(_path(arch, op, text, gen), header(arch, op, gen, meta) + src)
+  write_atomic(_path(arch, op, text, gen), header(arch, op, gen, meta) + src)
   return src, meta
