@@ -59,11 +59,10 @@ class PM4Engine(Engine):
     return self.ring_dword(self.rptr + i)
 
   def _words(self, i:int, n:int) -> list[int]:
-    """Dwords i .. i + n - 1 of the current stream (as _fetch), in one read where the memory allows (an IB across two mappings is
-    read dword by dword, and a fault names the first dword that is not mapped)."""
-    if not self.ibs:
-      self.need(i + n, "PM4 packet")
-      return self.ring_words(self.rptr + i, n)
+    """Dwords i .. i + n - 1 of the current stream (as _fetch; on the ring the caller has checked that they are published), in
+    one read where the memory allows (an IB across two mappings is read dword by dword, and a fault names the first dword that
+    is not mapped)."""
+    if not self.ibs: return self.ring_words(self.rptr + i, n)
     addr, size, pos = self.ibs[-1]
     if pos + i + n > size: raise PacketError(f"PM4 packet runs past the end of {self._where()} (IB size {size} dwords)")
     try: return list(struct.unpack(f"<{n}I", self.gpu.memory.read(addr + (pos + i) * 4, 4 * n)))
