@@ -37,14 +37,14 @@ class SDMAEngine(Engine):
     op, sub = hdr & 0xff, (hdr >> 8) & 0xff
     name = NAMES.get(op, f"opcode {op}")
     self.packet = f"{name} at {where}"
-    dw = lambda i: self.ring_dword(self.rptr // 4 + i)
     if op == OP_NOP: size = 1 + ((hdr >> 16) & 0x3fff)
     elif op == OP_WRITE:
       self.need(16, "SDMA WRITE")
-      size = 4 + (dw(3) & 0xfffff) + 1
+      size = 4 + (self.ring_dword(self.rptr // 4 + 3) & 0xfffff) + 1
     elif (op, sub) in SIZES: size = SIZES[(op, sub)]
     else: raise PacketError(f"SDMA: unsupported opcode {op} sub-opcode {sub} (header {hdr:#010x}) at {where}")
     self.need(4 * size, f"SDMA {name} ({size} dwords)")   # the whole packet is published before any of it executes
+    dw = self.ring_words(self.rptr // 4, size).__getitem__ if op != OP_NOP else None   # one read (a NOP's body is never read)
     if op == OP_COPY:
       nbytes, src, dst = (dw(1) & self.count_mask) + 1, dw(3) | (dw(4) << 32), dw(5) | (dw(6) << 32)
       for off in range(0, nbytes, COPY_CHUNK):
