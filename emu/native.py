@@ -70,7 +70,42 @@ done:
 }}
 """
 
-KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64")}
+def _libm_ir(name:str) -> str:
+  """`i32 name_f64(x, unused, unused, o, i64 n, i64 off)`: out[i] = name(x[i]) over float64 arrays (the fma kernels' signature and
+  argument passing), `name` the C library's function; returns the MXCSR bits that are not IEEE's default."""
+  return f"""
+declare double @{name}(double)
+declare void @llvm.x86.sse.stmxcsr(ptr)
+define i32 @{name}_f64(ptr %xo, ptr %unused1, ptr %unused2, ptr %oo, i64 %n, i64 %off) {{
+entry:
+  %csr = alloca i32
+  call void @llvm.x86.sse.stmxcsr(ptr %csr)
+  %mx = load i32, ptr %csr
+  %bad = and i32 %mx, {MXCSR_NON_DEFAULT}
+  %xa = getelementptr i8, ptr %xo, i64 %off
+  %oa = getelementptr i8, ptr %oo, i64 %off
+  %x = load ptr, ptr %xa
+  %o = load ptr, ptr %oa
+  %empty = icmp eq i64 %n, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %px = getelementptr inbounds double, ptr %x, i64 %i
+  %po = getelementptr inbounds double, ptr %o, i64 %i
+  %v = load double, ptr %px
+  %r = call double @{name}(double %v)
+  store double %r, ptr %po
+  %next = add nuw i64 %i, 1
+  %end = icmp eq i64 %next, %n
+  br i1 %end, label %done, label %loop
+done:
+  ret i32 %bad
+}}
+"""
+
+LIBM = ("exp2", "log2")   # the C library's functions that native regions call (emu.pcode.lanes_ir) and numerics calls through `libm`
+KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64"),
+           **{f"{name}_f64": _libm_ir(name) for name in LIBM}}
 _SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 @functools.cache
@@ -275,3 +310,12 @@ def fma(a, b, c) -> tuple[np.ndarray, bool] | None:
   out = np.empty(a.shape, dt)
   r = fns["fma_f32" if dt == np.float32 else "fma_f64"](id(a), id(b), id(c), id(out), out.size, NATIVE.data_offset)
   return None if r & ~NAN_RESULT else (out, bool(r & NAN_RESULT))
+
+def libm(name:str, x:np.ndarray) -> np.ndarray | None:
+  """The C library's `name` (one of LIBM) of each value of float64 array x, as native regions' code calls it (numpy's own loop for
+  it may be another library's on some CPUs: numerics calls this so that both paths compute the same function); None when the
+  native kernels are unavailable or the thread's floating-point mode is not IEEE's default."""
+  if (fns := NATIVE.fns()) is None or x.dtype != np.float64: return None
+  c = np.ascontiguousarray(x)   # (at least one dimension: a 0-d x is given back its shape)
+  out = np.empty(c.shape, np.float64)
+  return None if fns[f"{name}_f64"](id(c), id(c), id(c), id(out), out.size, NATIVE.data_offset) else out.reshape(x.shape)

@@ -131,6 +131,8 @@ INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f
 FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
 PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
+INT_EXTREMES = {f"i{w}_{s}": (w, s) for w in ("max", "min") for s in (True, False)}   # helpers' imax_True ...: (which, signed)
+VIA_F64 = {"log2_": "log2", "rsq_": "rsq"}   # helpers computed in double by numerics._via_f64 (and pow_f(2, x): exp2)
 
 def _vsuffix(b:Builder, dt:np.dtype) -> str:
   """The overload suffix of a float intrinsic on b's vectors of dt: v32f32 ..."""
@@ -389,7 +391,48 @@ class Lowering:
       return b.emit(f"{'sext' if signed else 'zext'} {b.t('i32')} {r.ref} to {b.t('i64')}", U64)
     if name in ("f32_to_f64", "f64_to_f32") and len(args) == 1 and not kws:
       return b.cast(x, F64 if name == "f32_to_f64" else F32)
+    if name in INT_EXTREMES and not kws: return self._int_extreme(*INT_EXTREMES[name], args)
+    if name in ("reverse_bits", "reverse_bits32") and not kws:
+      w = 32 if name == "reverse_bits32" else args[1] if len(args) == 2 else None
+      if len(args) != (1 if name == "reverse_bits32" else 2) or x.dt != U64 or not isinstance(w, int) or not 0 < w <= 64:
+        raise NotLowerable(f"{name} of these operands")
+      r = b.call(f"llvm.bitreverse.v{b.width}i64", "i64", [("i64", x.ref)], U64)   # all 64 reversed, then the low w's bits brought down
+      return r if w == 64 else b.emit(f"lshr {b.t('i64')} {r.ref}, {b.c('i64', str(64 - w))}", U64)
+    if name == "pow_f" and len(args) == 2 and not kws and self._is_two(args[0]): return self._via_f64("exp2", args[1])   # helpers.pow_f
+    if name in VIA_F64 and len(args) == 1 and not kws: return self._via_f64(VIA_F64[name], x)
     raise NotLowerable(f"helper {name}")
+
+  def _int_extreme(self, which:str, signed:bool, args:list) -> Val:
+    """helpers' imax_/imin_: the largest or smallest of integer lane values, compared as int64 when signed (runtime.i64's view of the
+    bits) or as uint64."""
+    b = self.b
+    if not all(isinstance(a, Val) and a.dt in (U64, I64) for a in args) or (not signed and len({a.dt for a in args}) > 1):
+      raise NotLowerable(f"integer {which} of these operands")   # (unsigned numpy mixes int64 and uint64 into float64)
+    pred = {("max", True): "sgt", ("max", False): "ugt", ("min", True): "slt", ("min", False): "ult"}
+    def pick(kind, x, y):
+      c = b.emit(f"icmp {pred[(kind, signed)]} {b.t('i64')} {x.ref}, {y.ref}", BOOL)
+      return b.emit(f"select {b.t('i1')} {c.ref}, {b.t('i64')} {x.ref}, {b.t('i64')} {y.ref}", U64 if signed else args[0].dt)
+    r = args[0]
+    for y in args[1:]: r = pick(which, r, y)
+    return r if len(args) > 1 else (Val(r.ref, U64) if signed else r)
+
+  def _via_f64(self, fn:str, x) -> Val:
+    """numerics' _via_f64: `fn` of the float value widened to double (exactly), rounded back to its own type (nearest-even, as numpy's
+    cast; a NaN result is reported as float arithmetic's are): exp2 and log2 are the C library's, the same function numerics calls
+    through emu.native, sqrt and the division IEEE's."""
+    b = self.b
+    if not isinstance(x, Val) or x.dt not in FLOAT_BITS: raise NotLowerable(f"{fn} of {x.dt if isinstance(x, Val) else type(x).__name__}")
+    v = b.cast(x, F64)
+    if fn == "rsq":
+      root = b.call(f"llvm.sqrt.v{b.width}f64", "double", [("double", v.ref)], F64)
+      r = b.emit(f"fdiv {b.t('double')} {b.c('double', literal(1.0, F64))}, {root.ref}", F64, arith=True)
+    else: r = b.call(f"llvm.{fn}.v{b.width}f64", "double", [("double", v.ref)], F64, arith=True)
+    return b.cast(r, x.dt)
+
+  def _is_two(self, a) -> bool:
+    """Whether `a` is 2.0: a Python float or a float constant in every lane (np.float32(2.0) lowers to one)."""
+    if isinstance(a, Val): return a.dt.kind == "f" and a.ref == self.b.const(2.0, a.dt).ref
+    return isinstance(a, (int, float)) and not isinstance(a, bool) and a == 2.0
 
   def _float_bits(self, name:str, x:Val) -> Val:
     """NaN tests, quieting and the sign bit, on the float's bits (numerics.is_nan / is_signal_nan / quiet_nan / sign_bit)."""

@@ -1046,14 +1046,26 @@ def rsq(x) -> np.ndarray:
   return _via_f64(lambda v: 1.0 / np.sqrt(v), x)
 
 
+def _libm(name, numpy_fn):
+  """The C library's `name` over float64 values through emu.native, the function a native region calls for it (numpy's loop may
+  be a vector library's on some CPUs, a different approximation); numpy's where the native kernels do not run."""
+  def f(v):
+    r = native.libm(name, v)
+    return numpy_fn(v) if r is None else r
+  return f
+
+
+_LOG2, _EXP2 = _libm("log2", np.log2), _libm("exp2", np.exp2)
+
+
 def log2(x) -> np.ndarray:
   """log2 (<= 1 ulp). log2(0) = -inf, log2(negative) = NaN."""
-  return _via_f64(np.log2, x)
+  return _via_f64(_LOG2, x)
 
 
 def exp2(x) -> np.ndarray:
   """2**x, the pcode's pow(2.0, x) (<= 1 ulp)."""
-  return _via_f64(np.exp2, x)
+  return _via_f64(_EXP2, x)
 
 
 def _rev(x):

@@ -52,6 +52,32 @@ def test_the_nan_flag_says_whether_any_result_is_nan(dt):
     r, some_nan = native.fma(av, bv, cv)
     assert some_nan is True and np.isnan(r).sum() == 1
 
+@pytest.mark.parametrize("name", native.LIBM)
+def test_libm_is_the_c_librarys_function(name):
+  # what numerics and native regions both compute for exp2/log2: the C library's double function, as Python's math module calls it
+  import math
+  rng = np.random.default_rng(1)
+  x = np.concatenate([rng.uniform(-1000, 1000, 20_000), rng.standard_normal(20_000), 2.0 ** rng.integers(-1074, 1023, 5_000),
+                      [0.0, -0.0, 1.0, 1024.0, -1075.0, np.inf, -np.inf, np.nan, -1.0, 5e-324]])
+  got = native.libm(name, x)
+  def c_library(t):
+    try: return getattr(math, name)(t)
+    except OverflowError: return math.inf   # (exp2 past the largest double: the C function's result)
+    except ValueError: return math.nan       # (log2 of a negative: NaN; of zero, -inf below)
+  want = np.array([-math.inf if name == "log2" and t == 0 else c_library(t) for t in x])
+  same = (got == want) | (np.isnan(got) & np.isnan(want))
+  assert same.all(), [(x[i], got[i], want[i]) for i in np.nonzero(~same)[0][:5]]
+  assert native.libm(name, np.float64(3.0)).shape == () and native.libm(name, x.astype(np.float32)) is None   # float64 only
+
+def test_numerics_exp2_and_log2_compute_through_the_c_library(monkeypatch):
+  # numpy's own loops may be another library's on some CPUs (a vector library's): the numpy path takes native.libm's results (here a
+  # stand-in library's, 3.0 for everything) so that it agrees with native regions, and numpy's only where native.libm gives none
+  x = np.array([1.5, -3.25, 100.0], np.float32)
+  monkeypatch.setattr(native, "libm", lambda name, v: np.full(np.shape(v), 3.0))
+  assert N.exp2(x).tolist() == [3.0] * 3 and N.log2(x).tolist() == [3.0] * 3
+  monkeypatch.setattr(native, "libm", lambda name, v: None)
+  assert N.exp2(x).tolist() == np.exp2(x.astype(np.float64)).astype(np.float32).tolist()
+
 def test_emu_native_0_turns_the_kernels_off():
   code = "from emu import native; print(native.available(), native.NATIVE.why)"
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "EMU_NATIVE": "0"}, check=True).stdout

@@ -18,7 +18,7 @@ def path(request, monkeypatch):
   if request.param == "numpy":
     monkeypatch.setenv("EMU_REGIONS", "0")
     return None
-  if not native.available(): pytest.skip("native code needs x86-64 Linux with a loadable libLLVM")
+  if not native.available(): pytest.skip(f"no native code here: {native.NATIVE.why}")
   request.getfixturevalue("native_runs")
   calls, real = [], SmemStep.run
   monkeypatch.setattr(SmemStep, "run", lambda self, m, ws: (calls.append(len(ws)), real(self, m, ws))[1])

@@ -14,7 +14,7 @@ from emu.amd.semantics import get_op
 from emu.amd.steps import Program
 from emu.amd.arch import get_spec
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
+pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
 ISA = {"gfx1100": ("rdna3", "GLOBAL", "GLOBALOp", "addr", "offset"), "gfx1201": ("rdna4", "VGLOBAL", "VGLOBALOp", "vaddr", "ioffset"),
        "gfx942": ("cdna", "GLOBAL", "GLOBALOp", "addr", "offset")}
 NO_SADDR = {"gfx1100": "NULL", "gfx1201": "NULL", "gfx942": "EXEC_HI"}   # no SGPR base: NULL on RDNA, 0x7f (off) on gfx9

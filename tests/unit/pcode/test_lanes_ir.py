@@ -11,7 +11,7 @@ from emu.pcode.abi import OpState
 from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, N_SENTINEL, lower
 from emu.amd.wave import MODE_DEFAULT, MODE_IEEE, mode_state
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="native code needs x86-64 Linux with a loadable libLLVM")
+pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
 
 INPUTS = ("S0", "S1", "S2", "D0", "VCC")
 SCALAR_INPUTS = ("S0", "S1", "D0", "SCC", "PC")   # a scalar op's numpy code over waves: one lane per wave (as many inputs as INPUTS)
