@@ -174,8 +174,9 @@ def plain_valu(s:Step) -> bool:
       and not any(op.fn is None for op, _, _, _ in s.halves)
   if not isinstance(s, ValuStep) or s.op.kind != "vector" or s.op.fn is None: return False
   if s.dpp is not None or s.instr.variant not in ("", "LIT") or s.per_wave or s.scalar_dst or s.sdwa_dst is not None: return False
-  if s.omod or s.clamp or s.int_clamp is not None or s.d_hi or s.d_bits not in (32, 64) or s.store_bits != s.d_bits: return False
   op = s.op
+  if s.omod or s.clamp or s.int_clamp is not None: return False
+  if "D0" in op.writes and "D0" not in op.lane_masks and (s.d_hi or s.d_bits not in (32, 64) or s.store_bits != s.d_bits): return False
   if not op.reads <= VALU_READS | set(s.fields) or "EXEC" in op.writes or not op.writes <= {"D0"} | op.lane_masks: return False
   if "EXEC" in op.reads and "EXEC" not in op.lane_masks: return False
   for sp in s.srcs.values():

@@ -4,9 +4,9 @@ where they must: lane-mask results read as scalars, NaN results (that wave re-ru
 model and the trace."""
 import numpy as np
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, v_add_f32_e32, v_mul_f32_e32, v_fma_f32, v_add_co_u32, v_add_co_ci_u32,
-  v_cmp_gt_f32_e32, v_cmp_gt_u32_e64, v_cndmask_b32_e32, v_add_nc_u32_e32, v_lshlrev_b64, v_add_f64, v_fmamk_f32_e32, v_max_f32_e32, VOPD, VOPDOp,
-  s_delay_alu, s_round_mode, s_nop)
+from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, VCC, v_add_f32_e32, v_mul_f32_e32, v_fma_f32, v_add_co_u32, v_add_co_ci_u32,
+  v_cmp_gt_f32_e32, v_cmp_gt_f32_e64, v_cmp_gt_u32_e64, v_cndmask_b32_e32, v_add_nc_u32_e32, v_lshlrev_b64, v_add_f64, v_fmamk_f32_e32, v_max_f32_e32,
+  VOPD, VOPDOp, s_delay_alu, s_round_mode, s_nop)
 from emu import native
 from emu.amd import regions, run_program
 from emu.amd.exec_valu import ValuStep
@@ -31,10 +31,18 @@ def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs, both):
   assert (st.vgpr[1, :, 5] == np.where(on, second & np.uint64(0xffffffff), 0xbeef)).all()
   assert int(st.sgpr[0, 12]) == sum(1 << i for i in range(32) if on[i] and second[i] >> np.uint64(32))
 
-def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs, both):
-  prog = [v_cmp_gt_f32_e32(v[1], v[2]), v_cndmask_b32_e32(v[3], v[4], v[5])]
+def _region_sizes(monkeypatch) -> list:
+  """The instruction counts of the regions that run natively, in order (with the native_runs fixture's batch sizes)."""
+  sizes, real = [], regions.Region.run
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (done := real(self, m, ws)) and sizes.append(self.count) or done)
+  return sizes
+
+@pytest.mark.parametrize("cmp", [v_cmp_gt_f32_e32, lambda a, b: v_cmp_gt_f32_e64(VCC, a, b)], ids=["e32", "e64"])
+def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs, both, cmp):
+  sizes = _region_sizes(monkeypatch)
+  prog = [cmp(v[1], v[2]), v_cndmask_b32_e32(v[3], v[4], v[5])]
   st = both(prog, lanes=64, vgprs={1: f32(LANES - 20.0), 2: f32(3.0), 3: 1, 4: 10, 5: 20}, exec_mask=(1 << 64) - 1 - (1 << 40))
-  assert native_runs == [1]
+  assert native_runs == [1] and sizes == [2]   # the compare and the select in one region
   gt = LANES - 20.0 > 3.0
   on = LANES != 40
   assert (st.vgpr[0, :, 3] == np.where(on, np.where(gt, 20, 10), 1)).all()
