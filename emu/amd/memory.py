@@ -25,11 +25,13 @@ def values_to_rows(values:np.ndarray, nbytes:int) -> np.ndarray:
 class Mapping:
   """One mapped range [addr, addr+size), viewed as bytes in place. `present()`, when given, says whether the range can still be
   reached (host memory the process may unmap); every access to a range that is not faults."""
-  __slots__ = ("addr", "size", "name", "writable", "view", "present", "_words")
+  __slots__ = ("addr", "size", "name", "writable", "view", "present", "_words", "native_row")
   def __init__(self, addr:int, size:int, name:str, writable:bool, backing:np.ndarray|None, present:Callable[[], bool]|None=None):
     self.addr, self.size, self.name, self.writable, self.present = addr, size, name, writable, present
     self.view = backing if backing is not None else np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(addr))
     self._words: dict[int, np.ndarray] = {}
+    # its row of MemoryMap.native_table, as int64 values (made once: the view's data address costs ~2 us to ask for)
+    self.native_row = tuple(x - (1 << 64) if x >= 1 << 63 else x for x in (addr, size, self.view.ctypes.data - addr))
   def words(self, nbytes:int) -> np.ndarray | None:
     """The range as little-endian words of `nbytes` (1, 2, 4, 8) when it starts and ends on such a word, else None."""
     if (w := self._words.get(nbytes)) is None and self.addr % nbytes == 0 and self.size % nbytes == 0:
@@ -82,9 +84,7 @@ class MemoryMap:
     """(start, size, host address - start) int64 rows, sorted by start, of the ranges native code may read in place: every range
     whose reach cannot change under it (host memory the process may unmap, `present`, is left out: native readers then take the
     checked path). Valid until the next map, unmap or clear; a native reader must find each access inside one row."""
-    if self._table is None:
-      rows = [(m.addr, m.size, m.view.ctypes.data - m.addr) for m in self._maps if m.present is None]
-      self._table = np.array([[x - (1 << 64) if x >= 1 << 63 else x for x in r] for r in rows], dtype=np.int64).reshape(-1, 3)
+    if self._table is None: self._table = np.array([m.native_row for m in self._maps if m.present is None], dtype=np.int64).reshape(-1, 3)
     return self._table
 
   def find(self, addr:int, size:int=1) -> Mapping | None:
