@@ -70,13 +70,13 @@ done:
 }}
 """
 
-def _libm_ir(name:str) -> str:
-  """`i32 name_f64(x, unused, unused, o, i64 n, i64 off)`: out[i] = name(x[i]) over float64 arrays (the fma kernels' signature and
-  argument passing), `name` the C library's function; returns the MXCSR bits that are not IEEE's default."""
+def _libm_ir(name:str, index:int) -> str:
+  """`i32 name_f64(x, fns, unused, o, i64 n, i64 off)`: out[i] = name(x[i]) over float64 arrays (the fma kernels' argument passing),
+  `name` the C library's function, called through entry `index` of the table `fns` (LIBM, `_Native.libm_table`); returns the MXCSR
+  bits that are not IEEE's default."""
   return f"""
-declare double @{name}(double)
 declare void @llvm.x86.sse.stmxcsr(ptr)
-define i32 @{name}_f64(ptr %xo, ptr %unused1, ptr %unused2, ptr %oo, i64 %n, i64 %off) {{
+define i32 @{name}_f64(ptr %xo, ptr %fns, ptr %unused, ptr %oo, i64 %n, i64 %off) {{
 entry:
   %csr = alloca i32
   call void @llvm.x86.sse.stmxcsr(ptr %csr)
@@ -86,6 +86,8 @@ entry:
   %oa = getelementptr i8, ptr %oo, i64 %off
   %x = load ptr, ptr %xa
   %o = load ptr, ptr %oa
+  %fnp = getelementptr inbounds ptr, ptr %fns, i64 {index}
+  %fn = load ptr, ptr %fnp
   %empty = icmp eq i64 %n, 0
   br i1 %empty, label %done, label %loop
 loop:
@@ -93,7 +95,7 @@ loop:
   %px = getelementptr inbounds double, ptr %x, i64 %i
   %po = getelementptr inbounds double, ptr %o, i64 %i
   %v = load double, ptr %px
-  %r = call double @{name}(double %v)
+  %r = call double %fn(double %v)
   store double %r, ptr %po
   %next = add nuw i64 %i, 1
   %end = icmp eq i64 %next, %n
@@ -103,9 +105,12 @@ done:
 }}
 """
 
-LIBM = ("exp2", "log2")   # the C library's functions that native regions call (emu.pcode.lanes_ir) and numerics calls through `libm`
+# the C library's functions that native regions call (emu.pcode.lanes_ir) and numerics calls through `libm`: code reaches them through
+# a table of their addresses made in each process (`_Native.libm_table`), so that no object holds an address outside itself (its
+# loaded image is then the same wherever it goes, and kept: see _place), nor needs libm within a 32-bit reach
+LIBM = ("exp2", "log2")
 KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64"),
-           **{f"{name}_f64": _libm_ir(name) for name in LIBM}}
+           **{f"{name}_f64": _libm_ir(name, i) for i, name in enumerate(LIBM)}}
 _SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 @functools.cache
@@ -129,6 +134,7 @@ class _Native:
     self._lock, self._fns, self._mems, self.why = threading.RLock(), None, [], ""
     self._compiling = threading.Lock()   # held only around LLVM: a background compile must not stall the emulation's own calls
     self._compiler, self._libm, self._used, self._jobs, self._worker, self._queued = None, None, 0, None, None, 0
+    self._libm_table = None
     self.generation = 0   # +1 in each forked child: work queued before the fork (function_later) is lost there
     if self._allowed() is None: self._arena()   # mapped now, at import, not later over a hole the program may have just unmapped
     self.data_offset = 0   # where a numpy array object holds its data pointer (found when the kernels load)
@@ -208,6 +214,19 @@ class _Native:
     self._lock, self._compiling, self._jobs, self._worker, self._queued = threading.RLock(), threading.Lock(), None, None, 0
     self.generation += 1
 
+  def _c_library(self) -> ctypes.CDLL:
+    if self._libm is None: self._libm = ctypes.CDLL("libm.so.6")
+    return self._libm
+
+  def libm_table(self) -> int:
+    """The address of this process's table of the LIBM functions' addresses (what kernels and regions call them through)."""
+    if self._libm_table is None:
+      with self._lock:
+        if self._libm_table is None:
+          lib = self._c_library()
+          self._libm_table = (ctypes.c_void_p * len(LIBM))(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in LIBM))
+    return ctypes.addressof(self._libm_table)
+
   def _place(self, obj:bytes, key:str|None=None) -> int:
     """Load an object's code into executable memory kept for the life of the process; its address. Code goes into arenas of
     ARENA_BYTES, the first mapped at import: a mapping made later could cover a range the program just unmapped, making a stale
@@ -215,14 +234,13 @@ class _Native:
     kept on disk too when it does not depend on where it is placed, for `_place_image`."""
     from tinygrad.runtime.support.elf import jit_loader
     with self._lock:
-      if self._libm is None: self._libm = ctypes.CDLL("libm.so.6")
       mem, start, addr = self._reserve(len(obj))   # the loaded image is no larger than the object
-      image = jit_loader(obj, addr, link_libs=[self._libm])
+      image = jit_loader(obj, addr, link_libs=[self._c_library()])
       assert start + len(image) <= self._used, "loaded image larger than the room reserved for its object"
       mem[start:start + len(image)] = image
     # the same bytes loaded elsewhere: every relocation is relative to the image itself (no call into libm ...), so a later process
     # may copy it anywhere without the ELF loader (~0.3 ms an object)
-    if key is not None and jit_loader(obj, addr + IMAGE_PROBE, link_libs=[self._libm]) == image: self._write(key, ".img", bytes(image))
+    if key is not None and jit_loader(obj, addr + IMAGE_PROBE, link_libs=[self._c_library()]) == image: self._write(key, ".img", bytes(image))
     return addr
 
   def _reserve(self, size:int) -> tuple[mmap.mmap, int, int]:
@@ -318,4 +336,4 @@ def libm(name:str, x:np.ndarray) -> np.ndarray | None:
   if (fns := NATIVE.fns()) is None or x.dtype != np.float64: return None
   c = np.ascontiguousarray(x)   # (at least one dimension: a 0-d x is given back its shape)
   out = np.empty(c.shape, np.float64)
-  return None if fns[f"{name}_f64"](id(c), id(c), id(c), id(out), out.size, NATIVE.data_offset) else out.reshape(x.shape)
+  return None if fns[f"{name}_f64"](id(c), NATIVE.libm_table(), id(c), id(out), out.size, NATIVE.data_offset) else out.reshape(x.shape)

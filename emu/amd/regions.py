@@ -63,7 +63,8 @@ N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_void_p)
 
 # what a region with global loads calls (_WaveCode.load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
 # sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
@@ -556,22 +557,24 @@ def _lower_smem(step:SmemStep, code:_WaveCode):
   for j, col in enumerate(v.columns): code.write_sgpr(step.sdata + j, 32, col)
 
 def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
-  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0) (arrays by
-  object address, `off` the data pointer's place in a numpy array object: emu.native; `table` the MemoryMap's native_table,
-  `counts[0]` where the bytes the stored waves loaded are added; scc and pc the waves' SCC and PC, pc0 the region's address);
-  returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
+  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0, libm) (arrays
+  by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` the MemoryMap's native_table,
+  `counts[0]` where the bytes the stored waves loaded are added; scc and pc the waves' SCC and PC, pc0 the region's address; libm
+  the table of the C library's functions, emu.native.LIBM); returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
   b, v64, vb = code.b, code.b.t("i64"), code.b.t("i1")
   body, b.lines = b.lines, []   # the instructions' code; what is emitted from here on is taken block by block
   def taken() -> list[str]:
     out, b.lines[:] = b.lines[:], []
     return out
   L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co, ptr %scco, "
-       "ptr %pco, i64 %pc0) {",
+       "ptr %pco, i64 %pc0, ptr %lm) {",
        "entry:\n  %csr = alloca i32\n  call void @llvm.x86.sse.stmxcsr(ptr %csr)\n  %mx = load i32, ptr %csr",
        f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
        f"  %bad = and i32 %mx, {native.MXCSR_NON_DEFAULT}\n  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
   for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co"), ("sccp", "scco"), ("pcp", "pco")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
+  for fn in sorted(b.libm_used | code.sb.libm_used):
+    L.append(f"  %libm.{fn}.p = getelementptr inbounds ptr, ptr %lm, i64 {native.LIBM.index(fn)}\n  %libm.{fn} = load ptr, ptr %libm.{fn}.p")
   L.append("  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]")
   L.append(f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}")
   L.append(f"  %vbase = mul i64 %w, {lanes}")
@@ -740,7 +743,7 @@ class Region:
     ws = np.ascontiguousarray(ws, dtype=np.int64)
     fallback, counts, table = np.zeros(len(ws), dtype=np.int8), np.zeros(1, dtype=np.int64), m.mem.native_table()
     r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), len(ws), st.n * st.lanes, id(fallback), native.NATIVE.data_offset, id(table),
-                len(table), id(counts), id(st.scc), id(st.pc), int(st.pc[ws[0]]))
+                len(table), id(counts), id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table())
     if r: return False   # the thread's MXCSR is not IEEE's default: nothing was stored
     m.stats.bytes_read += int(counts[0])
     if fallback.any():

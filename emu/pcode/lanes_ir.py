@@ -57,6 +57,18 @@ class Builder:
   intrinsics used (`declarations`), the float results to test for NaN."""
   def __init__(self, prefix:str, width:int):
     self.prefix, self.width, self.lines, self.count, self.float_results, self.intrinsics = prefix, width, [], 0, [], {}
+    self.libm_used: set[str] = set()   # C library functions called (`libm_call`): the caller defines their pointers
+
+  def libm_call(self, name:str, x:Val) -> Val:
+    """The C library's double function `name` of each lane of double x, called through the pointer `%libm.<name>`, which the
+    caller loads before the code (so that the object holds no address outside itself: emu.native.LIBM)."""
+    self.libm_used.add(name)
+    r = "poison"
+    for i in range(self.width):
+      lane = self.emit(f"extractelement {self.t('double')} {x.ref}, i64 {i}", F64)
+      y = self.emit(f"call double %libm.{name}(double {lane.ref})", F64)
+      r = self.emit(f"insertelement {self.t('double')} {r}, double {y.ref}, i64 {i}", F64).ref
+    return Val(r, F64)
 
   def t(self, scalar:str) -> str: return f"<{self.width} x {scalar}>"
   def c(self, scalar:str, lit:str) -> str:
@@ -418,15 +430,17 @@ class Lowering:
 
   def _via_f64(self, fn:str, x) -> Val:
     """numerics' _via_f64: `fn` of the float value widened to double (exactly), rounded back to its own type (nearest-even, as numpy's
-    cast; a NaN result is reported as float arithmetic's are): exp2 and log2 are the C library's, the same function numerics calls
-    through emu.native, sqrt and the division IEEE's."""
+    cast; a NaN result is reported as float arithmetic's are): exp2 and log2 are the C library's (`libm_call`), the same functions
+    numerics calls through emu.native, sqrt and the division IEEE's."""
     b = self.b
     if not isinstance(x, Val) or x.dt not in FLOAT_BITS: raise NotLowerable(f"{fn} of {x.dt if isinstance(x, Val) else type(x).__name__}")
     v = b.cast(x, F64)
     if fn == "rsq":
       root = b.call(f"llvm.sqrt.v{b.width}f64", "double", [("double", v.ref)], F64)
       r = b.emit(f"fdiv {b.t('double')} {b.c('double', literal(1.0, F64))}, {root.ref}", F64, arith=True)
-    else: r = b.call(f"llvm.{fn}.v{b.width}f64", "double", [("double", v.ref)], F64, arith=True)
+    else:
+      r = b.libm_call(fn, v)
+      b.float_results.append(r)
     return b.cast(r, x.dt)
 
   def _is_two(self, a) -> bool:

@@ -48,6 +48,25 @@ def test_vopc_lane_mask_feeds_cndmask_wave64(monkeypatch, native_runs, both, cmp
   assert (st.vgpr[0, :, 3] == np.where(on, np.where(gt, 20, 10), 1)).all()
   assert st.get_mask(0, 106) == sum(1 << i for i in range(64) if gt[i] and on[i])
 
+def test_exp_log_and_rsq_run_natively_and_their_object_is_position_independent(monkeypatch, native_runs, both, tmp_path):
+  # V_EXP/V_LOG: the C library's exp2/log2 of the value in double, rounded to f32 (numerics); V_RSQ: 1/sqrt in double. The region
+  # reaches exp2/log2 through emu.native's table, so its loaded image holds no outside address and is kept for later processes
+  import math
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_exp_f32_e32, v_log_f32_e32, v_rsq_f32_e32
+  monkeypatch.setenv("EMU_PCODE_CACHE", str(tmp_path / "pcode"))   # (the native objects are kept beside it)
+  sizes = _region_sizes(monkeypatch)
+  x = (LANES[:32] / 4 - 3).astype(np.float32)
+  st = both([v_exp_f32_e32(v[2], v[1]), v_log_f32_e32(v[3], v[2]), v_rsq_f32_e32(v[4], v[1])], vgprs={1: f32(x)})
+  assert native_runs == [1] and sizes == [3]
+  e = np.array([np.float32(math.exp2(float(t))) for t in x])
+  assert (as_f32(st.vgpr[0, :, 2]) == e).all()
+  assert (as_f32(st.vgpr[0, :, 3]) == np.array([np.float32(math.log2(float(t))) for t in e])).all()
+  r = as_f32(st.vgpr[0, :, 4])
+  assert (r[x > 0] == np.array([np.float32(1 / math.sqrt(float(t))) for t in x[x > 0]])).all() and np.isnan(r[x < 0]).all()
+  (obj,) = (tmp_path / "native").glob("*.o")
+  assert native.NATIVE.function_by_key(obj.stem, regions.SIGNATURE) is not None   # as a later process loads it: the image is kept
+  assert (tmp_path / "native" / f"{obj.stem}.img").exists()
+
 def test_a_lane_mask_read_as_a_scalar_ends_the_region(monkeypatch, native_runs, both):
   prog = [v_cmp_gt_u32_e64(s[4], v[1], 9), v_add_nc_u32_e32(v[2], s[4], v[1])]
   st = both(prog, vgprs={1: LANES[:32]})

@@ -21,8 +21,8 @@ W = 32       # lanes per vector, as a wave32 region runs them
 CHUNK = 16   # cases per compiled module
 FIELDS = {"SIMM32": 0x40490fdb, "SIMM16": 0xc248}   # SIMM16 negative as a signed 16-bit offset
 MODES = {"default": MODE_DEFAULT, "ieee off": MODE_DEFAULT & ~MODE_IEEE}
-# f(which, inputs..., laneId, outputs x4, nan flags, n)
-SIG = ctypes.CFUNCTYPE(None, ctypes.c_int64, *([ctypes.c_void_p] * (len(INPUTS) + 1 + 4 + 1)), ctypes.c_int64)
+# f(which, inputs..., laneId, outputs x4, nan flags, n, the C library's functions (emu.native.LIBM))
+SIG = ctypes.CFUNCTYPE(None, ctypes.c_int64, *([ctypes.c_void_p] * (len(INPUTS) + 1 + 4 + 1)), ctypes.c_int64, ctypes.c_void_p)
 
 def _vector_ops(arch):
   for op in compiler.ops_for(arch):
@@ -62,7 +62,9 @@ def _harness(cases:list[str], first:int, end:int) -> str:
   """One function `void f(which, S0..VCC, laneId, out0..out3, nan, n)` that runs case `which` of cases[first:end] (a module holds
   one function; LLVM's optimiser takes minutes on one function of a thousand cases, a second on one of CHUNK)."""
   args = ", ".join(f"ptr %p.{k}" for k in [str(i) for i in range(len(INPUTS))] + ["laneId"])
-  head = [f"define void @f(i64 %which, {args}, ptr %o0, ptr %o1, ptr %o2, ptr %o3, ptr %nf, i64 %n) {{", "entry:",
+  head = [f"define void @f(i64 %which, {args}, ptr %o0, ptr %o1, ptr %o2, ptr %o3, ptr %nf, i64 %n, ptr %lm) {{", "entry:",
+          *(f"  %libm.{fn}.p = getelementptr inbounds ptr, ptr %lm, i64 {i}\n  %libm.{fn} = load ptr, ptr %libm.{fn}.p"
+            for i, fn in enumerate(native.LIBM)),
           f"  switch i64 %which, label %done [{' '.join(f'i64 {k}, label %case{k}' for k in range(first, min(end, len(cases))))}]"]
   return "\n".join(head + cases[first:end] + ["done:\n  ret void\n}"])
 
@@ -113,7 +115,8 @@ def _compare(ops, names_in:tuple, min_cases:int):
     lane_id = np.arange(N, dtype=np.uint64) % np.uint64(32)
     outs = [np.zeros(N, dtype=np.uint64) for _ in range(4)]
     nan = np.zeros(N, dtype=np.uint8)
-    fns[k // CHUNK](k, *(ops[name].ctypes.data for name in names_in), lane_id.ctypes.data, *(o.ctypes.data for o in outs), nan.ctypes.data, N)
+    fns[k // CHUNK](k, *(ops[name].ctypes.data for name in names_in), lane_id.ctypes.data, *(o.ctypes.data for o in outs), nan.ctypes.data, N,
+                    native.NATIVE.libm_table())
     st = OpState(n=N, laneId=lane_id, WAVE32=True, WAVE64=False, **mode_state(mode), **FIELDS, **{k: ops[k].copy() for k in names_in})
     c.fn(st)
     ok = nan == 0
