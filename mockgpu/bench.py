@@ -1,4 +1,4 @@
-"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json]`.
+"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json] [--suite [--steady]]`.
 
 Runs each tinygrad program, steady state (compiled and warmed up first), once on an emulated device (default
 `MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
@@ -13,7 +13,8 @@ Programs:
   dispatch   32 kernels in a row, each `+ 1` over 64 floats realized on its own: the whole stack's cost per dispatch
 
 `--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
-once in a fresh process, as tinygrad's test files do, with the mock's host time split by part.
+once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
+compile every native region, so the timed runs show what a suite run many times settles to.
 """
 from __future__ import annotations
 import argparse, json, os, resource, subprocess, sys, time
@@ -99,12 +100,14 @@ def main(argv=None) -> int:
   p.add_argument("--ref", default="CPU:LLVM", help="the reference device (default CPU:LLVM)")
   p.add_argument("--json", action="store_true")
   p.add_argument("--suite", action="store_true", help="time the test-suite-shaped workload instead of the programs")
+  p.add_argument("--steady", action="store_true", help="--suite: its first run compiles every native region (EMU_REGIONS=eager), "
+                 "so the timed runs show the steady state of a suite run many times")
   p.add_argument("--child", help=argparse.SUPPRESS)
   a = p.parse_args(argv)
   if a.child: return _child(a.child, a.repeat)
   log = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)   # noqa: E731
   if a.suite:
-    res = bench_suite.run(a.dev, a.ref, a.repeat, log)
+    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady)
     print(json.dumps(res, indent=1) if a.json else bench_suite.report(res, a.dev, a.ref))
     return 0
   names = a.programs.split(",")

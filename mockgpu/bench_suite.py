@@ -88,17 +88,19 @@ def child(names:list[str]|None=None) -> int:
                     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), flush=True)
   return 0
 
-def profile_env(dev:str) -> dict:
-  """The child's environment: DEV, and the mock's host-time profile on mock devices (its hooks are all this workload costs)."""
+def profile_env(dev:str, eager:bool=False) -> dict:
+  """The child's environment: DEV, and the mock's host-time profile on mock devices (its hooks are all this workload costs);
+  `eager`: every native region compiled at its first run (EMU_REGIONS=eager)."""
   env = {**os.environ, "DEV": dev}
+  if eager: env["EMU_REGIONS"] = "eager"
   if dev.startswith("MOCK"): env["MOCKGPU_PROFILE"] = "1"
   else: env.pop("MOCKGPU_PROFILE", None)
   return env
 
-def measure(dev:str, ops:list[str]|None=None, timeout:float=1800) -> dict:
+def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=False) -> dict:
   """One run of the ops (all, or those named) on `dev` in a fresh child process: its JSON result."""
   cmd = [sys.executable, "-m", "mockgpu.bench_suite", *(ops or [])]
-  try: proc = subprocess.run(cmd, env=profile_env(dev), capture_output=True, text=True, timeout=timeout)
+  try: proc = subprocess.run(cmd, env=profile_env(dev, eager), capture_output=True, text=True, timeout=timeout)
   except subprocess.TimeoutExpired: raise TimeoutError(f"suite on {dev}: no result after {timeout:.0f}s") from None
   lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
   if proc.returncode != 0 or not lines:
@@ -106,16 +108,18 @@ def measure(dev:str, ops:list[str]|None=None, timeout:float=1800) -> dict:
     raise RuntimeError(f"suite on {dev} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
   return json.loads(lines[-1])
 
-def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None) -> dict:
+def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None, steady:bool=False) -> dict:
   """The ops on `dev` and on `ref`, a first run each (it fills tinygrad's compile cache and the emulator's disk caches, as a
   developer's earlier runs would), then `repeat` runs each, in turn: {dev: ..., ref: ..., ratio}; per device `first` (the first
-  run's seconds) and the run of median seconds, whose `ops` and `mock` figures the report shows."""
+  run's seconds) and the run of median seconds, whose `ops` and `mock` figures the report shows. `steady`: the first run on `dev`
+  compiles every native region (EMU_REGIONS=eager), so the timed runs see the state many earlier runs would have left (each
+  region restored native from its first batch) instead of regions still gathering heat."""
   runs: dict[str, list] = {dev: [], ref: []}
   first = {}
   for k in range(repeat + 1):
     for d in (dev, ref):
-      log(f"suite: {d} run {k + 1} of {repeat + 1}")
-      r = measure(d, ops)
+      log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if steady and k == 0 and d == dev else ""))
+      r = measure(d, ops, eager=steady and k == 0 and d == dev)
       if k == 0: first[d] = r["seconds"]
       else: runs[d].append(r)
   med = {d: sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2] | {"first": first[d]} for d, rs in runs.items()}

@@ -45,16 +45,17 @@ from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
 from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, literal, lower
 
 CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
+EAGER = CHECK or os.environ.get("EMU_REGIONS", "") == "eager"   # every region native at once (compiled before its first run)
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
 # once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions: on the suite
 # workload's 388 regions (medians, one machine, 2026-12-03) LLVM took ~18 ms + ~4 ms per instruction and the numpy path ~0.15 ms per
 # instruction and batch, so a region of n instructions is hot once it has run REGION_HOT + REGION_HOT_PER_INSTR * n of them; but
 # never later than REGION_HOT_MAX: its object then serves every later process from the disk cache, and a test suite runs the same
 # code in process after process (a 50-instruction region run once per process would otherwise wait for 29 of them, not 8).
-REGION_HOT = 0 if CHECK else 120           # instructions (per batch) that cost what compiling's fixed part does
-REGION_HOT_PER_INSTR = 0 if CHECK else 27  # and per instruction of the region, what compiling one more costs
-REGION_HOT_MAX = 0 if CHECK else 400       # the most any region waits
-BACKGROUND = not CHECK             # compile on the background thread (off: the native code at once, as tests and CHECK want)
+REGION_HOT = 0 if EAGER else 120           # instructions (per batch) that cost what compiling's fixed part does
+REGION_HOT_PER_INSTR = 0 if EAGER else 27  # and per instruction of the region, what compiling one more costs
+REGION_HOT_MAX = 0 if EAGER else 400       # the most any region waits
+BACKGROUND = not EAGER             # compile on the background thread (off: the native code at once, as tests and EAGER want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "n", "WAVE32", "WAVE64"})

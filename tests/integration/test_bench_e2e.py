@@ -29,3 +29,14 @@ def test_the_suite_workload_splits_the_mocks_time_by_part():
   assert mock["dispatches"] >= 2 and mock["deferred"] == mock["dispatches"]
   assert abs(mock["decode_s"] + mock["execute_s"] + mock["timing_s"] - mock["emulated_s"]) < 1e-9
   assert "ratio" in bench_suite.report(r, "MOCKKFD+AMD", "CPU:LLVM")
+
+def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
+  from mockgpu import bench_suite
+  seen = []
+  def measure(dev, ops=None, timeout=1800, eager=False):
+    seen.append((dev, eager, bench_suite.profile_env(dev, eager).get("EMU_REGIONS")))
+    return {"seconds": 1.0, "ops": {}, "mock": None}
+  monkeypatch.setattr(bench_suite, "measure", measure)
+  monkeypatch.delenv("EMU_REGIONS", raising=False)
+  bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 2, steady=True)
+  assert seen == [("MOCKKFD+AMD", True, "eager"), ("CPU:LLVM", False, None)] + [("MOCKKFD+AMD", False, None), ("CPU:LLVM", False, None)] * 2

@@ -288,3 +288,16 @@ def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(mo
       run_program(prog, vgprs={0: LANES[:32], 1: 1.5, 2: 2.0})
       native.append(bool(calls))
     assert native == [k + 1 >= first_native for k in range(10)], (len(prog), native)
+
+def test_emu_regions_eager_compiles_a_region_before_its_first_run():
+  # the process-wide setting (read at import): the region of two adds is native at its first batch, compiled in this thread
+  code = ("import numpy as np; from emu.amd import regions, run_program\n"
+          "from tinygrad.runtime.autogen.amd.rdna3.ins import v, v_add_f32_e32\n"
+          "runs, real = [], regions.Region.run\n"
+          "regions.Region.run = lambda self, m, ws: runs.append(self.count) or real(self, m, ws)\n"
+          "st = run_program([v_add_f32_e32(v[2], v[1], v[1]), v_add_f32_e32(v[3], v[2], v[1])], vgprs={1: np.float32(1.5).view(np.uint32)})\n"
+          "print(runs, regions.BACKGROUND, st.vgpr[0, 0, 3].view(np.float32))")
+  import os, subprocess, sys
+  for flag, want in (("eager", "[2] False 4.5"), ("1", "[] True 4.5")):
+    env = {**os.environ, "EMU_REGIONS": flag, "EMU_STEP_CACHE": "0"}
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip() == want
