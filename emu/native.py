@@ -22,8 +22,9 @@ ARENA_BYTES = 4 << 20   # executable memory mapped at a time (see _Native._place
 NAN_RESULT = 1   # a kernel's return bit: some result is NaN (the MXCSR bits it reports never include bit 0)
 IMAGE_PROBE = 0x12340   # a second load address for _place's test (not a multiple of 2**32: relocations keep 32 bits)
 
-# a kernel's first block: %bad holds the MXCSR bits that are not IEEE's default (returned; the results are then not used)
-_ENTRY = f"""entry:
+# the first block of kernels and native regions: %bad holds the MXCSR bits that are not IEEE's default (returned; nothing computed
+# is used then)
+MXCSR_ENTRY = f"""entry:
   %csr = alloca i32
   call void @llvm.x86.sse.stmxcsr(ptr %csr)
   %mx = load i32, ptr %csr
@@ -37,7 +38,7 @@ def _fma_ir(name:str, t:str, suffix:str) -> str:
 declare {t} @llvm.fma.{suffix}({t}, {t}, {t})
 declare void @llvm.x86.sse.stmxcsr(ptr)
 define i32 @{name}(ptr %ao, ptr %bo, ptr %co, ptr %oo, i64 %n, i64 %off) {{
-{_ENTRY}
+{MXCSR_ENTRY}
   %aa = getelementptr i8, ptr %ao, i64 %off
   %ba = getelementptr i8, ptr %bo, i64 %off
   %ca = getelementptr i8, ptr %co, i64 %off
@@ -80,7 +81,7 @@ def _libm_ir(name:str, index:int) -> str:
   return f"""
 declare void @llvm.x86.sse.stmxcsr(ptr)
 define i32 @{name}_f64(ptr %xo, ptr %fns, ptr %unused, ptr %oo, i64 %n, i64 %off) {{
-{_ENTRY}
+{MXCSR_ENTRY}
   %xa = getelementptr i8, ptr %xo, i64 %off
   %oa = getelementptr i8, ptr %oo, i64 %off
   %x = load ptr, ptr %xa

@@ -118,18 +118,21 @@ def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=N
   first = {}
   for k in range(repeat + 1):
     for d in (dev, ref):
-      log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if steady and k == 0 and d == dev else ""))
-      r = measure(d, ops, eager=steady and k == 0 and d == dev)
+      eager = steady and k == 0 and d == dev
+      log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if eager else ""))
+      r = measure(d, ops, eager=eager)
       if k == 0: first[d] = r["seconds"]
       else: runs[d].append(r)
   med = {d: sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2] | {"first": first[d]} for d, rs in runs.items()}
-  return {"emulated": med[dev], "reference": med[ref], "ratio": med[dev]["seconds"] / med[ref]["seconds"], "ops": len(med[dev]["ops"])}
+  return {"emulated": med[dev], "reference": med[ref], "ratio": med[dev]["seconds"] / med[ref]["seconds"], "ops": len(med[dev]["ops"]),
+          "steady": steady}
 
 def report(res:dict, dev:str, ref:str) -> str:
   """The text `python -m mockgpu.bench --suite` prints."""
   emu, base, mock = res["emulated"], res["reference"], res["emulated"]["mock"] or {}
   own = sum(mock.get(k, 0.0) for k in ("emulated_s", "PM4_s", "SDMA_s", "ioctl_s"))
-  out = [f"suite: {res['ops']} small ops, each once in a fresh process (median run; first run in brackets)",
+  first = "first run, which compiled every native region," if res.get("steady") else "first run"
+  out = [f"suite: {res['ops']} small ops, each once in a fresh process (median run; {first} in brackets)",
          f"  {dev}: {emu['seconds']:.2f} s ({emu['first']:.2f})   {ref}: {base['seconds']:.2f} s ({base['first']:.2f})   ratio {res['ratio']:.2f}",
          f"  compile (tinygrad, disk cache included): {emu['compile_s']:.2f} s / {base['compile_s']:.2f} s",
          f"  the mock's own host time {own:.2f} s: emulator {mock.get('emulated_s', 0):.2f} (decode {mock.get('decode_s', 0):.2f}, execute "

@@ -569,9 +569,9 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
     return out
   L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co, ptr %scco, "
        "ptr %pco, i64 %pc0, ptr %lm) {",
-       "entry:\n  %csr = alloca i32\n  call void @llvm.x86.sse.stmxcsr(ptr %csr)\n  %mx = load i32, ptr %csr",
+       native.MXCSR_ENTRY,
        f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
-       f"  %bad = and i32 %mx, {native.MXCSR_NON_DEFAULT}\n  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
+       "  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
   for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co"), ("sccp", "scco"), ("pcp", "pco")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
   for fn in sorted(b.libm_used | code.sb.libm_used):
