@@ -27,7 +27,9 @@ region's steps then run for that wave on the numpy path. A thread whose floating
 runs the numpy path for the whole batch. Compiling costs ~18 ms + ~4 ms per instruction, so a region is compiled only once the
 numpy path has spent about that on it (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most
 REGION_HOT_MAX), on a background thread while the emulation goes on, or loaded at once when its object is in the disk cache
-(emu.native).
+(emu.native). A region an earlier process compiled is found from its code bytes and runs natively without its steps being
+loaded (emu.amd.steps.Program.region, `restored`): they stand in until a wave falls back to the numpy path or a timing replay
+needs them.
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
 natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
@@ -636,20 +638,20 @@ class Region:
   earlier process compiled is native from its first run (`_restore`), and code whose first step an earlier process found does not
   lower is cut to that step at its first run. `mode`: the
   MODE register value the code is lowered for (None once lowered when no op of it reads the MODE)."""
-  def __init__(self, steps:list[Step], lanes:int, spec, mode:int):
-    self.lanes, self.spec, self.mode = lanes, spec, mode
-    self._set_steps(steps)
+  def __init__(self, steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None, key:tuple|None=None, writes_pc:bool|None=None):
+    self.lanes, self.spec, self.mode, self.tail = lanes, spec, mode, tail
+    self._set_steps(steps, writes_pc)
     self.fn, self.ir, self.queued, self.failed = None, None, -1, False
     # what earlier processes ran of this code (step_cache) counts towards hot_at; what one compiled it into is restored
-    self.key = (lanes, mode, b"".join(s.instr.raw for s in steps))
+    self.key = key or (lanes, mode, b"".join(s.instr.raw for s in steps))
     self.pending = STEP_CACHE.heat(spec, self.key)
     self.hot_at = min(REGION_HOT_MAX, REGION_HOT + REGION_HOT_PER_INSTR * self.count)   # (the candidate's instructions: what it compiles)
     self.record = None if CHECK else STEP_CACHE.compiled_region(spec, self.key)
 
-  def _set_steps(self, steps:list[Step]):
+  def _set_steps(self, steps:list[Step], writes_pc:bool|None=None):
     self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
     self.size, self.count = sum(s.size for s in steps), len(steps)
-    self.writes_pc = ends(steps[-1])   # it ends with a branch: each wave's next PC is the branch's
+    self.writes_pc = ends(steps[-1]) if writes_pc is None else writes_pc   # it ends with a branch: each wave's next PC is the branch's
 
   def ready(self) -> bool:
     """Whether the native function is there (see the class docstring for when it comes)."""
@@ -668,14 +670,14 @@ class Region:
     its object), native at once without lowering; False (nothing changed) when that object is not there or
     was compiled for another CPU. A record of no prefix (its first step did not lower: that does not depend on the CPU) makes it
     that first step on the numpy path for good (`failed`) without lowering it again."""
-    take, mode, key, cpu = self.record
+    take, mode, key, cpu, _, _, writes_pc = self.record
     self.record = None
     if not take:
       self._set_steps([s for _, s in self.steps][:1])
       self.failed = True
       return False
     if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
-    self._set_steps([s for _, s in self.steps][:take])
+    self._set_steps([s for _, s in self.steps][:take], writes_pc)
     self.mode, self.fn = mode, fn
     return True
 
@@ -690,7 +692,8 @@ class Region:
     self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
     if fn is not None:
       self.ir = None   # not needed again (a big region's IR is ~70 KB)
-      STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, self.native_key, native.NATIVE.cpu()))
+      sizes = tuple(s.size for _, s in self.steps)
+      STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, self.native_key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc))
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
@@ -711,7 +714,7 @@ class Region:
     if not take:
       self._set_steps(steps[:1])
       self.failed = True
-      if not CHECK: STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, None, None))   # later processes skip lowering it
+      if not CHECK: STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, None, None, None, (), False))   # later processes skip lowering it
       return
     self._set_steps(steps[:take])
     self.mode = self.mode if reads_mode else None
@@ -754,11 +757,21 @@ class Region:
     if not self.writes_pc: st.pc[ws] += self.size   # (a branch at the end stored each wave's next PC)
     return True
 
-_built: dict[tuple, Region | None] = {}
+_built: dict[tuple, Region | None] = {}   # by region key: (lanes, MODE, code bytes)
 
-def build(steps:list[Step], lanes:int, spec, mode:int) -> Region | None:
-  """The region of `steps` (consecutive steps that `joins`, a branch only last) for waves of `lanes` in MODE `mode`, cached on the
-  step objects (steps are cached on their bytes); None when all of them are control steps."""
-  key = (lanes, mode, tuple(id(s) for s in steps))
-  if key not in _built: _built[key] = Region(steps, lanes, spec, mode) if any(not isinstance(s, ControlStep) for s in steps) else None
+def build(steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None) -> Region | None:
+  """The region of `steps` (consecutive steps that `joins`, a branch only last, followed by the 16 code bytes `tail`, None when
+  unknown) for waves of `lanes` in MODE `mode`, one per code bytes; None when all of them are control steps."""
+  key = (lanes, mode, b"".join(s.instr.raw for s in steps))
+  if key not in _built: _built[key] = Region(steps, lanes, spec, mode, tail, key) if any(not isinstance(s, ControlStep) for s in steps) else None
   return _built[key]
+
+def restored(key:tuple, record:tuple, steps:list, spec) -> Region | None:
+  """The native region that an earlier process compiled candidate `key` into (`record`: STEP_CACHE.compiled_at), with `steps` for
+  the prefix it took (stand-ins that load when something needs more than their size: emu.amd.steps.LazyStep); None when its
+  object cannot be loaded here."""
+  if key in _built: return _built[key]
+  r = Region(steps, key[0], spec, key[1], record[4], key, record[6])
+  if r.record is None or not r._restore(): return None
+  _built[key] = r
+  return r

@@ -10,10 +10,11 @@ starts a new file, so nothing built by other code is ever used.
 
 Each file also keeps, by (lanes, MODE, code bytes), the heat of native-region candidates (emu.amd.regions: how many instructions
 earlier processes ran in one; concurrent writers' heat adds up) and what those that were compiled became (the prefix that lowered,
-the MODE it needs, the native object's key and the CPU it was compiled for). Code a test suite runs
-again and again in short bursts becomes native over several processes, as a long kernel does within one, and once compiled it is
-native from its first run in every later process (loading its object costs ~0.2 ms; lowering it again would cost ~0.07 ms per
-instruction).
+the MODE it needs, the native object's key and the CPU it was compiled for, its instructions' sizes, and the 16 code bytes after
+the candidate run: `compiled_at` finds it by its first bytes, so a later process knows it from the code alone). Code a test suite
+runs again and again in short bursts becomes native over several processes, as a long kernel does within one, and once compiled
+it is native from its first run in every later process, its steps not even loaded (emu.amd.steps.Program.region: loading its
+object costs ~0.1 ms; loading its steps would cost ~30-90 us each, lowering it again ~0.07 ms per instruction).
 
 Location: $EMU_STEP_CACHE, default ~/.cache/tinygrad-emu/steps/; EMU_STEP_CACHE=0 turns it off. New entries and heat are merged
 into the file under an flock (concurrent writers lose nothing) and written atomically (os.replace): after a dispatch when a process
@@ -90,9 +91,11 @@ class _ArchFile:
     self.warmed: dict[tuple, int] = {}
     self.compiled: dict[tuple, tuple] = {}
     self.new_compiled: dict[tuple, tuple] = {}
+    self.heads: dict[tuple, list[tuple]] = {}   # (lanes, MODE, first 16 bytes of its code and tail) -> compiled region keys
     if path is not None:
       steps, self.heat, self.compiled = self._read()
       for key, data in steps.items(): self._add(self.stored, key, data)
+    self._index(self.compiled)
 
   def _read(self) -> tuple[dict[tuple, bytes], dict[tuple, int], dict[tuple, tuple]]:
     try:
@@ -104,6 +107,12 @@ class _ArchFile:
   def _add(self, where:dict, key:tuple, data:bytes):
     where[key] = data
     if (n := len(key[1])) not in (s := self.sizes.get(first := key[1][:4], ())): self.sizes[first] = s + (n,)
+
+  def _index(self, compiled:dict[tuple, tuple]):
+    """Index the compiled regions that have a tail (record[4]: the 16 code bytes after their candidate run) by their head."""
+    for key, record in compiled.items():
+      if record[4] is None: continue
+      if key not in (known := self.heads.setdefault((key[0], key[1], (key[2] + record[4])[:16]), [])): known.append(key)
 
   def find(self, data:bytes) -> tuple[tuple, bytes] | None:
     for n in self.sizes.get(data[:4], ()):
@@ -135,7 +144,8 @@ class _ArchFile:
     self.pending.clear()
     self.warmed.clear()
     self.new_compiled.clear()
-    self.heat, self.compiled = heat, compiled
+    self.heat, self.compiled, self.heads = heat, compiled, {}
+    self._index(compiled)
     self._prune()
 
   def _prune(self):
@@ -208,9 +218,20 @@ class StepCache:
       return f.new_compiled.get(key) or f.compiled.get(key)
 
   def keep_compiled(self, spec:ArchSpec, key:tuple, record:tuple):
-    """Remember what region candidate `key` was compiled into (written for later processes with the steps)."""
+    """Remember what region candidate `key` was compiled into (written for later processes with the steps); record[4] is the tail
+    (the 16 code bytes after the candidate, None when unknown) that `compiled_at` finds it by."""
     with self.lock:
-      if (f := self._file(spec)).path is not None: f.new_compiled[key] = record
+      if (f := self._file(spec)).path is not None:
+        f.new_compiled[key] = record
+        f._index({key: record})
+
+  def compiled_at(self, spec:ArchSpec, lanes:int, mode:int, head:bytes) -> list[tuple[tuple, tuple]]:
+    """The compiled region candidates (key, record) for waves of `lanes` in MODE `mode` whose code and tail start with the 16 bytes
+    `head`: code that may be one of them (emu.amd.steps.Program.region compares the rest)."""
+    with self.lock:
+      f = self._file(spec)
+      found = ((key, f.new_compiled.get(key) or f.compiled.get(key)) for key in f.heads.get((lanes, mode, head), ()))
+      return [(key, record) for key, record in found if record is not None]
 
   def dispatch_done(self):
     """After a dispatch: write when FLUSH_AT entries are new, or anything is (entries, heat, compiled regions) and the last write

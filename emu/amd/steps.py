@@ -4,6 +4,7 @@ what an earlier one fetched."""
 from __future__ import annotations
 import time
 from collections import OrderedDict
+import numpy as np
 from emu.amd import regions
 from emu.amd.api import GPUFault, GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
@@ -70,6 +71,21 @@ def load_step(data:bytes, spec:ArchSpec, pc:int) -> Step:
   return s
 
 MAX_REGION = 256   # instructions in one native region (bounds its IR and compile time)
+TAIL = 16          # code bytes after a region's candidate run that decided where it ends (its last window, the next instruction's)
+
+class LazyStep:
+  """Stands in for the Step of one instruction of a native region restored without loading its steps (Program.region): its `size`
+  is known, and the Step is loaded (from the step cache, else decoded and built) only when something reads more of it: a wave
+  the native code hands back to the numpy path, a timing replay."""
+  __slots__ = ("size", "window", "spec", "_step")
+  def __init__(self, window:bytes, spec:ArchSpec, size:int): self.window, self.spec, self.size, self._step = window, spec, size, None
+
+  def step(self) -> Step:
+    # (pc 0 would name a failure, but these bytes were decoded and built before: the same code cannot fail now)
+    if self._step is None: self._step = load_step(self.window, self.spec, 0)
+    return self._step
+
+  def __getattr__(self, name:str): return getattr(self.step(), name)
 
 class Program:
   """The code one dispatch runs: steps by PC, fetched from mapped memory on first use; native regions by their first PC."""
@@ -101,10 +117,14 @@ class Program:
 
   def region(self, pc:int, lanes:int, mode:int) -> regions.Region | None:
     """The native region (emu.amd.regions) of the straight-line VALU and load run starting at pc, None when there is none; found once per
-    dispatch (the first batch's lanes and MODE), built once per code bytes."""
+    dispatch (the first batch's lanes and MODE), built once per code bytes; one an earlier process compiled is recognised by its
+    bytes, without loading its steps (`_compiled_region`)."""
     if pc in self.regions: return self.regions[pc]
     t, before, run, at = time.perf_counter(), self.load_s, [], pc
     try:
+      if (r := self._compiled_region(pc, lanes, mode)) is not None:
+        self.regions[pc] = r
+        return r
       while len(run) < MAX_REGION:
         try: s = self.at(at)
         except GPUFault: break   # past the end of the code, or an instruction that faults when (if ever) a wave reaches it
@@ -112,9 +132,28 @@ class Program:
         run.append(s)
         at += s.size
         if regions.ends(s): break
-      r = self.regions[pc] = regions.build(run, lanes, self.spec, mode) if run else None
+      r = self.regions[pc] = regions.build(run, lanes, self.spec, mode, self._tail(pc, at)) if run else None
     finally: self.load_s = before + time.perf_counter() - t   # (the steps' own loading, inside, is part of it once)
     return r
+
+  def _tail(self, pc:int, end:int) -> bytes | None:
+    """The TAIL code bytes at `end` when the mapping of `pc` holds them, else None."""
+    if (m := self.mem.find(pc, end + TAIL - pc)) is None: return None
+    return bytes(m.view[end - m.addr:end - m.addr + TAIL])
+
+  def _compiled_region(self, pc:int, lanes:int, mode:int) -> regions.Region | None:
+    """The native region an earlier process compiled from the code at `pc`, found by its bytes and the TAIL after them (the same
+    bytes make the same steps and the same candidate run), its steps not loaded; None when there is none or it cannot load."""
+    if regions.CHECK or (m := self.mem.find(pc, TAIL)) is None: return None
+    at = pc - m.addr
+    for key, record in STEP_CACHE.compiled_at(self.spec, lanes, mode, bytes(m.view[at:at + TAIL])):
+      code = key[2] + record[4]
+      if at + len(code) > m.size or bytes(m.view[at:at + len(code)]) != code: continue
+      offsets = np.cumsum((0,) + record[5][:-1]).tolist()
+      lazy = [LazyStep(code[off:off + TAIL], self.spec, size) for off, size in zip(offsets, record[5])]
+      if (r := regions.restored(key, record, lazy, self.spec)) is not None: self.fetched[pc] = code   # (what seal() checks)
+      return r
+    return None
 
   def at(self, pc:int) -> Step:
     if (s := self.steps.get(pc)) is None:

@@ -165,18 +165,19 @@ def classify(step:Step) -> OpInfo:
   return OpInfo("valu", "valu", size=size)
 
 class ReplayMemo:
-  """What the timing model keeps across dispatches (process-wide): each step's replay form (holding the step, so its id is never
-  reused), one number per (step, pc) so a wave's instruction stream is the same byte string in every dispatch, and the end cycle
-  of every CU workload replayed so far, keyed by a 128-bit digest of everything the replay reads (the parameters, the waves'
-  streams and workgroups); beyond `limit` workloads the least recently used is dropped. A dispatch whose CUs run what an
-  earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays nothing. A native region's
-  step ids and pcs are listed once per (region, pc) (`run_keys`), and recent waves' streams are kept by their codes (`stream`).
+  """What the timing model keeps across dispatches (process-wide): each step's replay form (made when a replay first needs it;
+  the step is held, so its id is never reused), one number per (step, pc) so a wave's instruction stream is the same byte string
+  in every dispatch, and the end cycle of every CU workload replayed so far, keyed by a 128-bit digest of everything the replay
+  reads (the parameters, the waves' streams and workgroups); beyond `limit` workloads the least recently used is dropped. A
+  dispatch whose CUs run what an earlier one ran (a training loop, a benchmark's repeats, a test calling a kernel again) replays
+  nothing. A native region's step ids and pcs are listed once per (region, pc) (`run_keys`), and recent waves' streams are kept
+  by their codes (`stream`).
 
   The numbering grows with every (step, pc) a process runs (a test suite loads thousands of programs at fresh addresses):
   beyond `max_codes` it starts over as a new generation, dropping the end cycles too, since their digests are of the old numbers;
   a dispatch numbered in the old generation keeps its own table and puts the generation into its digests."""
   def __init__(self, limit:int=65536, max_codes:int=1 << 20):
-    self.ops: dict[int, tuple[Step, ReplayOp]] = {}
+    self.ops: dict[int, list] = {}   # step id -> [the step, its ReplayOp once classified]
     self.runs: dict[tuple[int, int], tuple[list, list[int], list[int]]] = {}   # run_keys
     self.streams: OrderedDict[tuple[int, bytes], Stream] = OrderedDict()   # stream(): by (generation, digest of the codes)
     self.stream_budget, self.stream_size = 400_000, 0   # instructions the kept streams may hold (a matmul's: ~60k, ~8 MB)
@@ -191,17 +192,22 @@ class ReplayMemo:
     self.ends: OrderedDict[bytes, int] = OrderedDict()
     self.generation += 1
 
-  def op(self, step:Step) -> ReplayOp:
-    """The replay form of `step` (classified once per process)."""
-    if (hit := self.ops.get(sid := id(step))) is None: hit = self.ops[sid] = (step, replay_op(classify(step)))
+  def hold(self, step:Step):
+    """Keep `step` for the replays that will need its replay form (`op`): it is classified only when one does, and its id is not
+    reused meanwhile. (A native region's steps may not be loaded yet, emu.amd.steps.LazyStep: a replay that never runs loads none.)"""
+    if id(step) not in self.ops: self.ops[id(step)] = [step, None]
+
+  def op(self, sid:int) -> ReplayOp:
+    """The replay form of the held step of id `sid` (classified once per process)."""
+    if (hit := self.ops[sid])[1] is None: hit[1] = replay_op(classify(hit[0]))
     return hit[1]
 
   def run_keys(self, steps:list[tuple[int, Step]], pc:int) -> tuple[list[int], list[int]]:
-    """(step ids, pcs) of a native region's `steps` ([(offset, Step)]) run at `pc`, each step classified: made once per (steps
+    """(step ids, pcs) of a native region's `steps` ([(offset, Step)]) run at `pc`, each step held: made once per (steps
     object, pc), the steps object held so that its id is not reused."""
     with self._lock:
       if (hit := self.runs.get(key := (id(steps), pc))) is None:
-        for _, step in steps: self.op(step)
+        for _, step in steps: self.hold(step)
         hit = self.runs[key] = (steps, [id(step) for _, step in steps], [pc + off for off, _ in steps])
         while len(self.runs) > self.limit: self.runs.pop(next(iter(self.runs)))
     return hit[1], hit[2]
@@ -226,7 +232,7 @@ class ReplayMemo:
         self.streams.move_to_end(key)
         return hit, digest
     sp = [pairs[c] for c in codes.tolist()]
-    ops, pcl = [self.ops[sid][1] for sid, _ in sp], [pc for _, pc in sp]
+    ops, pcl = [self.op(sid) for sid, _ in sp], [pc for _, pc in sp]
     stream = make_stream(ops, pcl)
     with self._lock:
       self.streams[key], self.stream_size = stream, self.stream_size + len(ops)
@@ -330,7 +336,7 @@ class TimingModel(DispatchObserver):
 
   def issue(self, step:Step, ws:np.ndarray, pc:int=0):
     """Record that waves `ws` (dispatch-wide numbers) executed `step` at `pc`."""
-    REPLAY_MEMO.op(step)
+    REPLAY_MEMO.hold(step)
     self.lockstep &= len(ws) == self.n_waves
     self.batches.append((id(step), pc, np.asarray(ws)))
     self.recorded += len(ws)

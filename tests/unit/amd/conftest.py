@@ -37,3 +37,16 @@ def both(monkeypatch):
     assert got.stats.bytes_read == want.stats.bytes_read
     return got
   return run
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+  """start(cache): what a new process starts from: no steps or step cache files in memory, no native regions; the step cache at
+  `cache` (a folder, or "0": off). What the test's 'processes' held is forgotten again at its end."""
+  from emu.amd import regions
+  from emu.amd.step_cache import STEP_CACHE
+  def start(cache:str):
+    monkeypatch.setenv("EMU_STEP_CACHE", cache)
+    STEP_CACHE.forget()
+    monkeypatch.setattr(regions, "_built", {})
+  yield start
+  STEP_CACHE.forget()

@@ -120,7 +120,7 @@ def test_an_op_lowered_for_another_mode_is_not_used(monkeypatch, native_runs, bo
   assert (as_f32(st.vgpr[0, :, 2]) == 1.0).all() and (as_f32(st.vgpr[0, :, 3]) == 1.0).all()
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["native", "not-yet-hot"])
-def test_tinygrad_matmul_and_timing_agree_with_the_numpy_path(monkeypatch, native_runs, compiled):
+def test_tinygrad_matmul_and_timing_agree_with_the_numpy_path(monkeypatch, native_runs, compiled, fresh_process):
   # regions native, or still below their threshold (their steps run on the numpy path and observers hear of them all at once):
   # the same numbers, cycles and instruction counts as without regions
   from emu.amd.gpu import AMDGPU
@@ -128,7 +128,7 @@ def test_tinygrad_matmul_and_timing_agree_with_the_numpy_path(monkeypatch, nativ
   if not compiled:   # (fresh regions: those of an earlier test may be compiled)
     monkeypatch.setattr(regions, "REGION_HOT", 10 ** 9)
     monkeypatch.setattr(regions, "REGION_HOT_MAX", 10 ** 9)
-    _fresh_process(monkeypatch, "0")
+    fresh_process("0")
   k = compile_kernel(lambda a, b: a @ b, (32, 32), (32, 32))
   rng = np.random.default_rng(1)
   a, b = rng.standard_normal((32, 32)).astype(np.float32), rng.standard_normal((32, 32)).astype(np.float32)
@@ -201,14 +201,7 @@ def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_run
   assert int(st.sgpr[0, 11]) == mask and (st.vgpr[0, :, 4] == (mask + LANES[:32]) & 0xffffffff).all()
   assert len(native_runs) == 2   # the s_and had to see the whole compare mask: the region ends before it
 
-def _fresh_process(monkeypatch, cache:str):
-  """What a new process starts from: no steps or step cache files in memory, no regions; the step cache at `cache` (0: off)."""
-  from emu.amd.step_cache import STEP_CACHE
-  monkeypatch.setenv("EMU_STEP_CACHE", cache)
-  STEP_CACHE.forget()
-  monkeypatch.setattr(regions, "_built", {})
-
-def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tmp_path):
+def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tmp_path, fresh_process):
   # a 4-instruction region, hot at 12 instructions: a process running it twice leaves 8 of heat, so the next one goes native on
   # its first run (and keeps what it compiled); the one after that is native from its first run without lowering it again; an
   # object compiled for another CPU is not used (lowered again instead). Without the step cache none of this happens.
@@ -225,7 +218,7 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
   x = LANES[:32].astype(np.float32)
   def process(cache:str) -> tuple[list[int], int]:
     """Two runs of the program in a fresh 'process' (no regions, no steps in memory): which ran natively, and how many lowerings."""
-    _fresh_process(monkeypatch, cache)
+    fresh_process(cache)
     done = []
     lowered.clear()
     for _ in range(2):
@@ -245,7 +238,7 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
     assert process(str(tmp_path)) == ([1, 1], 1)   # not restored on another CPU: lowered again (hot by its heat)
   finally: STEP_CACHE.forget()
 
-def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_processes(monkeypatch, native_runs, tmp_path):
+def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_processes(monkeypatch, native_runs, tmp_path, fresh_process):
   # v_sin_f32 (a transcendental numpy computes) does not lower: the candidate from it is cut to that step, the rest is a region of its own. A later
   # process learns both from the step cache and lowers nothing; the numbers stay the numpy path's
   from emu.amd.step_cache import STEP_CACHE
@@ -256,7 +249,7 @@ def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_
   x = LANES[:32].astype(np.float32) / 8
   try:
     for want_lowered in ([3, 2], []):
-      _fresh_process(monkeypatch, str(tmp_path))
+      fresh_process(str(tmp_path))
       lowered.clear(), native_runs.clear()
       st = run_program(prog, vgprs={0: x, 1: 0.25})
       STEP_CACHE.write()
@@ -265,7 +258,7 @@ def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_
       np.testing.assert_allclose(as_f32(st.vgpr[0, :, 2]), np.sin(2 * np.pi * x.astype(np.float64)), atol=1e-6)   # (x in revolutions)
   finally: STEP_CACHE.forget()
 
-def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(monkeypatch):
+def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(monkeypatch, fresh_process):
   # compiling costs a fixed part and a part per instruction (REGION_HOT + REGION_HOT_PER_INSTR * n instructions of numpy-path
   # running, at most REGION_HOT_MAX): with 6 + 3 per instruction, one instruction is hot at 9 (its 9th run is native), four at 18
   # (their 5th run), or at 15 under a cap of 15 (their 4th)
@@ -274,14 +267,14 @@ def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(mo
   monkeypatch.setattr(regions, "REGION_HOT_MAX", 400)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
-  _fresh_process(monkeypatch, "0")
+  fresh_process("0")
   calls, real = [], regions.Region.run
   monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: calls.append(self.count) or real(self, m, ws))
   one = [v_mul_f32_e32(v[3], v[1], v[2])]
   four = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]), v_max_f32_e32(v[5], v[4], v[1])]
   for prog, first_native, cap in ((one, 9, 400), (four, 5, 400), (four, 4, 15)):
     monkeypatch.setattr(regions, "REGION_HOT_MAX", cap)
-    _fresh_process(monkeypatch, "0")
+    fresh_process("0")
     native = []
     for _ in range(10):
       calls.clear()

@@ -354,6 +354,20 @@ def test_a_deferred_replay_runs_when_the_cycles_are_read_and_gives_the_same_coun
   assert stats.cycles == eager.cycles > 0 and not stats.pending and id(stats) not in DEFERRED.waiting
   assert stats.host["observe"] > observe and (out == 2).all()
 
+def test_a_deferred_replay_classifies_the_instructions_only_when_it_runs(monkeypatch):
+  # the timing view of each instruction (classify) is made when a replay needs it: a dispatch whose cycles are never read makes
+  # none (nor loads a restored native region's steps for one: emu.amd.steps.LazyStep)
+  from emu.amd import timing
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
+  classified, real = [], timing.classify
+  monkeypatch.setattr(timing, "classify", lambda step: classified.append(step.instr.name) or real(step))
+  k = compile_kernel(lambda a, b: a * b - 3.25, (256,), (256,))   # (a constant no other test uses: steps not classified before)
+  ins, out, bufs = [np.full(256, 2, np.float32), np.ones(256, np.float32)], np.zeros(256, np.float32), Buffers()
+  stats = AMDGPU("gfx1100", bufs.mem, defer_timing=True).dispatch(kernel_dispatch(k, ins, out, bufs))
+  assert stats.pending and classified == [] and (out == -1.25).all()
+  assert stats.cycles > 0 and len(classified) > 0
+
 def test_deferred_replays_beyond_the_budget_run_oldest_first(monkeypatch):
   from emu.amd import timing
   spec = get_spec("gfx1100")
