@@ -166,7 +166,9 @@ class Dispatcher:
         continue
       step = self._step(m, prog, pc, ws, stats, first_wave)
       effect = isinstance(step, ControlStep) and step.effect is not None
-      if effect: release_barriers(st.status.reshape(-1, wpg), np.unique(st.wg[ws]))
+      if effect:   # the batch's workgroups: ws is sorted and so are their groups (np.unique's first call imports numpy.ma: ~25 ms)
+        wg = st.wg[ws]
+        release_barriers(st.status.reshape(-1, wpg), wg[np.concatenate(([True], wg[1:] != wg[:-1]))])
       # a batch of every running wave that the step moved on to its next instruction (no branch, no end or barrier) is the next batch
       if every and not effect and not step.writes_pc: pc += step.size
       else: ws = None
