@@ -24,12 +24,13 @@ addresses are never touched.
 Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
 arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
 region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default
-runs the numpy path for the whole batch. Compiling costs ~18 ms + ~4 ms per instruction, so a region is compiled only once the
-numpy path has spent about that on it (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most
-REGION_HOT_MAX), on a background thread while the emulation goes on, or loaded at once when its object is in the disk cache
-(emu.native). A region an earlier process compiled is found from its code bytes and runs natively without its steps being
-loaded (emu.amd.steps.Program.region, `restored`): they stand in until a wave falls back to the numpy path or a timing replay
-needs them.
+runs the numpy path for the whole batch. A region is compiled only once the numpy path has spent about what compiling it costs
+(REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most REGION_HOT_MAX), on a background thread
+while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native): in LLVM's QUICK tier when
+earlier processes ran most of that (a test suite's code, run in short bursts process after process), FULL when this process did
+(a long kernel or a loop); a QUICK region that then runs long is compiled again as FULL (PROMOTE). A region an earlier process
+compiled is found from its code bytes and runs natively without its steps being loaded (emu.amd.steps.Program.region,
+`restored`): they stand in until a wave falls back to the numpy path or a timing replay needs them.
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
 natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
@@ -50,13 +51,18 @@ CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at 
 EAGER = CHECK or os.environ.get("EMU_REGIONS", "") == "eager"   # every region native at once (compiled before its first run)
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
 # once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions: on the suite
-# workload's 388 regions (medians, one machine, 2026-12-03) LLVM took ~18 ms + ~4 ms per instruction and the numpy path ~0.15 ms per
-# instruction and batch, so a region of n instructions is hot once it has run REGION_HOT + REGION_HOT_PER_INSTR * n of them; but
-# never later than REGION_HOT_MAX: its object then serves every later process from the disk cache, and a test suite runs the same
-# code in process after process (a 50-instruction region run once per process would otherwise wait for 29 of them, not 8).
-REGION_HOT = 0 if EAGER else 120           # instructions (per batch) that cost what compiling's fixed part does
-REGION_HOT_PER_INSTR = 0 if EAGER else 27  # and per instruction of the region, what compiling one more costs
+# workload's 383 region modules (fits, one machine, 2026-12-03 night) LLVM's QUICK tier (emu.native) took ~10 ms + ~0.84 ms per
+# instruction and the numpy path ~0.11 ms per instruction and batch, so a region of n instructions is hot once it has run
+# REGION_HOT + REGION_HOT_PER_INSTR * n of them; but never later than REGION_HOT_MAX: its object then serves every later process
+# from the disk cache, and a test suite runs the same code in process after process.
+REGION_HOT = 0 if EAGER else 90            # instructions (per batch) that cost what compiling's fixed part does
+REGION_HOT_PER_INSTR = 0 if EAGER else 8   # and per instruction of the region, what compiling one more costs
 REGION_HOT_MAX = 0 if EAGER else 400       # the most any region waits
+# A QUICK region is compiled again as FULL (emu.native) once it has run natively as many wave-instructions as that costs: FULL's
+# compile ~6.4 ms + ~3 ms per instruction, and its code runs a wave-instruction ~0.036 us sooner (emu.bench matmul: ~21 against
+# ~12 M wave-instructions/s); EAGER compiles FULL at once.
+PROMOTE = 180_000          # wave-instructions run natively that pay for FULL's fixed part
+PROMOTE_PER_INSTR = 80_000  # and per instruction of the region
 BACKGROUND = not EAGER             # compile on the background thread (off: the native code at once, as tests and EAGER want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
@@ -628,23 +634,39 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
   L.append("  br i1 %k.end, label %done, label %wave\ndone:\n  %ret = phi i32 [%bad, %entry], [0, %wave.next]\n  ret i32 %ret\n}")
   return "\n".join(L)
 
+class LazyStep:
+  """Stands in for the Step of one instruction of a native region restored without loading its steps (emu.amd.steps.Program.region):
+  its `size` is known, and the Step is loaded (from the step cache, else decoded and built) only when something reads more of it:
+  a wave the native code hands back to the numpy path, a timing replay, lowering it again to promote it (Region)."""
+  __slots__ = ("size", "window", "spec", "_step")
+  def __init__(self, window:bytes, spec, size:int): self.window, self.spec, self.size, self._step = window, spec, size, None
+
+  def step(self) -> Step:
+    from emu.amd import steps   # (steps imports this module)
+    # (pc 0 would name a failure, but these bytes were decoded and built before: the same code cannot fail now)
+    if self._step is None: self._step = steps.load_step(self.window, self.spec, 0)
+    return self._step
+
+  def __getattr__(self, name:str): return getattr(self.step(), name)
+
 class Region:
   """A run of straight-line steps that may become native: `steps` [(byte offset from the first, Step)], `size` bytes, `count`
   instructions; one object per code bytes (the same code at another address is the same region). It starts as the whole
   candidate run, executed on the numpy path; once it has run `hot_at` instructions (per batch; in this process, plus what
-  earlier processes ran of the same code: the step cache keeps that heat) it is lowered (cut to the prefix
-  that lowers; a region whose first step does not lower keeps just that step, on the numpy path for good) and its native function
-  is loaded from the disk cache or compiled: on the background compile thread, or at once when BACKGROUND is off. Code an
-  earlier process compiled is native from its first run (`_restore`), and code whose first step an earlier process found does not
-  lower is cut to that step at its first run. `mode`: the
-  MODE register value the code is lowered for (None once lowered when no op of it reads the MODE)."""
+  earlier processes ran of the same code: the step cache keeps that heat) it is lowered (cut to the prefix that lowers; a region
+  whose first step does not lower keeps just that step, on the numpy path for good) and its native function is loaded from the
+  disk cache or compiled (in the tier `_tier` picks): on the background compile thread, or at once when BACKGROUND is off. Code
+  an earlier process compiled is native from its first run (`_restore`), and code whose first step an earlier process found does
+  not lower is cut to that step at its first run. `mode`: the MODE register value the code is lowered for (None once lowered when
+  no op of it reads the MODE)."""
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None, key:tuple|None=None, writes_pc:bool|None=None):
     self.lanes, self.spec, self.mode, self.tail = lanes, spec, mode, tail
     self._set_steps(steps, writes_pc)
     self.fn, self.ir, self.queued, self.failed = None, None, -1, False
+    self.tier, self.native_work, self.promoting = None, 0, False   # the native function's tier; wave-instructions it ran
     # what earlier processes ran of this code (step_cache) counts towards hot_at; what one compiled it into is restored
     self.key = key or (lanes, mode, b"".join(s.instr.raw for s in steps))
-    self.pending = STEP_CACHE.heat(spec, self.key)
+    self.pending = self.inherited = STEP_CACHE.heat(spec, self.key)
     self.hot_at = min(REGION_HOT_MAX, REGION_HOT + REGION_HOT_PER_INSTR * self.count)   # (the candidate's instructions: what it compiles)
     self.record = None if CHECK else STEP_CACHE.compiled_region(spec, self.key)
 
@@ -662,15 +684,22 @@ class Region:
       if self.pending >= self.hot_at and self.queued != native.NATIVE.generation:
         self.queued = native.NATIVE.generation
         if self.ir is None: self._lower()
-        if not self.failed: self._compile()
+        if not self.failed: self._compile(self._tier())
     return self.fn is not None
+
+  def _tier(self) -> str:
+    """The tier a region is first compiled as: FULL when this process ran most of its heat (a kernel that runs long, or a loop:
+    its code will likely run on) or EAGER wants the best code at once; QUICK when earlier processes did (code a test suite runs
+    in short bursts, process after process: its compile is the cost that matters). A QUICK region that then runs long is
+    promoted (`_promote`)."""
+    return native.FULL if EAGER or self.pending - self.inherited >= self.inherited else native.QUICK
 
   def _restore(self) -> bool:
     """Become what an earlier process compiled this code into (its step cache record: the prefix that lowered, the MODE it needs,
     its object), native at once without lowering; False (nothing changed) when that object is not there or
     was compiled for another CPU. A record of no prefix (its first step did not lower: that does not depend on the CPU) makes it
     that first step on the numpy path for good (`failed`) without lowering it again."""
-    take, mode, key, cpu, _, _, writes_pc = self.record
+    take, mode, key, cpu, _, _, writes_pc, tier = self.record
     self.record = None
     if not take:
       self._set_steps([s for _, s in self.steps][:1])
@@ -678,50 +707,50 @@ class Region:
       return False
     if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
     self._set_steps([s for _, s in self.steps][:take], writes_pc)
-    self.mode, self.fn = mode, fn
+    self.mode, self.fn, self.tier = mode, fn, tier
     return True
 
-  def _compile(self):
-    """The function from the disk cache, else compiled: in the background, or here when BACKGROUND is off."""
-    self.native_key = native.NATIVE.key(self.ir)
-    if (fn := native.NATIVE.function_by_key(self.native_key, SIGNATURE)) is not None: self._compiled(fn)
-    elif BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, self._compiled)
-    else: self._compiled(native.NATIVE.function(self.ir, SIGNATURE))
+  def _compile(self, tier:str):
+    """The function compiled as `tier` (emu.native) from the disk cache, else compiled: in the background, or here when
+    BACKGROUND is off."""
+    key = native.NATIVE.key(self.ir, tier)
+    done = lambda fn: self._compiled(fn, tier, key)
+    if (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is not None: done(fn)
+    elif BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, done, tier)
+    else: done(native.NATIVE.function(self.ir, SIGNATURE, tier))
 
-  def _compiled(self, fn):
-    self.fn, self.failed = fn, fn is None   # None: LLVM rejected it or native code is unavailable; the numpy path, for good
-    if fn is not None:
-      self.ir = None   # not needed again (a big region's IR is ~70 KB)
-      sizes = tuple(s.size for _, s in self.steps)
-      STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, self.native_key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc))
+  def _compiled(self, fn, tier:str, key:str):
+    self.ir = None   # not needed again (a big region's IR is ~70 KB; a promotion lowers it again)
+    if fn is None:   # LLVM rejected it or native code is unavailable: the numpy path for good (a promotion keeps the QUICK code)
+      self.failed = self.fn is None
+      return
+    self.fn, self.tier = fn, tier
+    sizes = tuple(s.size for _, s in self.steps)
+    STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc, tier))
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
     steps = [s for _, s in self.steps]
-    code, reads_mode, take = _WaveCode(self.lanes, self.spec), False, 0
-    for off, s in self.steps:
-      at = code.mark()
-      try:
-        if not isinstance(s, ControlStep):
-          if code.conflicts(*_step_regs(s)): break
-          _lower_step(s, code, mode_state(self.mode), off)
-          reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
-      except NotLowerable:
-        code.rewind(at)   # the region ends before the step that did not lower
-        break
-      take += 1
-    while take and isinstance(steps[take - 1], ControlStep): take -= 1
+    take, ir, reads_mode = _lowered(steps, self.lanes, self.spec, self.key[1])
     if not take:
       self._set_steps(steps[:1])
       self.failed = True
-      if not CHECK: STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, None, None, None, (), False))   # later processes skip lowering it
+      if not CHECK:   # later processes skip lowering it
+        STEP_CACHE.keep_compiled(self.spec, self.key, (0, self.mode, None, None, None, (), False, None))
       return
     self._set_steps(steps[:take])
     self.mode = self.mode if reads_mode else None
-    fn = _function(FUNCTION, code, self.lanes, self.spec)
-    # the helpers come after the region's function: emu.native enters a module's code at its start
-    helpers = MEMORY_HELPERS if code.load_bytes or code.scalar_bytes else ""
-    self.ir = f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{helpers}"
+    self.ir = ir
+
+  def _promote(self):
+    """Compile the QUICK region again as FULL (in the background; its QUICK code runs meanwhile), lowering its steps again (the
+    same steps lower the same)."""
+    self.promoting = True
+    steps = [s.step() if isinstance(s, LazyStep) else s for _, s in self.steps]
+    take, ir, _ = _lowered(steps, self.lanes, self.spec, self.key[1])
+    if take != len(steps): return
+    self.ir = ir
+    self._compile(native.FULL)
 
   def run(self, m:Machine, ws:np.ndarray) -> bool:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
@@ -755,7 +784,32 @@ class Region:
       for _, step in self.steps: step.run(m, redo)
       ws = ws[fallback == 0]
     if not self.writes_pc: st.pc[ws] += self.size   # (a branch at the end stored each wave's next PC)
+    if self.tier == native.QUICK and not self.promoting:
+      self.native_work += len(ws) * self.count
+      if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
     return True
+
+def _lowered(steps:list[Step], lanes:int, spec, mode:int) -> tuple[int, str | None, bool]:
+  """(how many of `steps` lower, the region IR of those, whether any reads the MODE) for waves of `lanes` in MODE `mode`; the
+  region never ends with a control step (0 and None when nothing lowers)."""
+  code, reads_mode, take = _WaveCode(lanes, spec), False, 0
+  for off, s in zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps):
+    at = code.mark()
+    try:
+      if not isinstance(s, ControlStep):
+        if code.conflicts(*_step_regs(s)): break
+        _lower_step(s, code, mode_state(mode), off)
+        reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
+    except NotLowerable:
+      code.rewind(at)   # the region ends before the step that did not lower
+      break
+    take += 1
+  while take and isinstance(steps[take - 1], ControlStep): take -= 1
+  if not take: return 0, None, False
+  fn = _function(FUNCTION, code, lanes, spec)
+  # the helpers come after the region's function: emu.native enters a module's code at its start
+  helpers = MEMORY_HELPERS if code.load_bytes or code.scalar_bytes else ""
+  return take, f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{helpers}", reads_mode
 
 _built: dict[tuple, Region | None] = {}   # by region key: (lanes, MODE, code bytes)
 
@@ -768,7 +822,7 @@ def build(steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None) -> 
 
 def restored(key:tuple, record:tuple, steps:list, spec) -> Region | None:
   """The native region that an earlier process compiled candidate `key` into (`record`: STEP_CACHE.compiled_at), with `steps` for
-  the prefix it took (stand-ins that load when something needs more than their size: emu.amd.steps.LazyStep); None when its
+  the prefix it took (`LazyStep`s); None when its
   object cannot be loaded here."""
   if key in _built: return _built[key]
   r = Region(steps, key[0], spec, key[1], record[4], key, record[6])

@@ -73,20 +73,6 @@ def load_step(data:bytes, spec:ArchSpec, pc:int) -> Step:
 MAX_REGION = 256   # instructions in one native region (bounds its IR and compile time)
 TAIL = 16          # code bytes after a region's candidate run that decided where it ends (its last window, the next instruction's)
 
-class LazyStep:
-  """Stands in for the Step of one instruction of a native region restored without loading its steps (Program.region): its `size`
-  is known, and the Step is loaded (from the step cache, else decoded and built) only when something reads more of it: a wave
-  the native code hands back to the numpy path, a timing replay."""
-  __slots__ = ("size", "window", "spec", "_step")
-  def __init__(self, window:bytes, spec:ArchSpec, size:int): self.window, self.spec, self.size, self._step = window, spec, size, None
-
-  def step(self) -> Step:
-    # (pc 0 would name a failure, but these bytes were decoded and built before: the same code cannot fail now)
-    if self._step is None: self._step = load_step(self.window, self.spec, 0)
-    return self._step
-
-  def __getattr__(self, name:str): return getattr(self.step(), name)
-
 class Program:
   """The code one dispatch runs: steps by PC, fetched from mapped memory on first use; native regions by their first PC."""
   def __init__(self, spec:ArchSpec, mem:MemoryMap):
@@ -150,7 +136,7 @@ class Program:
       code = key[2] + record[4]
       if at + len(code) > m.size or bytes(m.view[at:at + len(code)]) != code: continue
       offsets = np.cumsum((0,) + record[5][:-1]).tolist()
-      lazy = [LazyStep(code[off:off + TAIL], self.spec, size) for off, size in zip(offsets, record[5])]
+      lazy = [regions.LazyStep(code[off:off + TAIL], self.spec, size) for off, size in zip(offsets, record[5])]
       if (r := regions.restored(key, record, lazy, self.spec)) is not None: self.fetched[pc] = code   # (what seal() checks)
       return r
     return None

@@ -194,7 +194,7 @@ class ReplayMemo:
 
   def hold(self, step:Step):
     """Keep `step` for the replays that will need its replay form (`op`): it is classified only when one does, and its id is not
-    reused meanwhile. (A native region's steps may not be loaded yet, emu.amd.steps.LazyStep: a replay that never runs loads none.)"""
+    reused meanwhile. (A native region's steps may not be loaded yet, emu.amd.regions.LazyStep: a replay that never runs loads none.)"""
     if id(step) not in self.ops: self.ops[id(step)] = [step, None]
 
   def op(self, sid:int) -> ReplayOp:

@@ -287,10 +287,38 @@ def test_emu_regions_eager_compiles_a_region_before_its_first_run():
   code = ("import numpy as np; from emu.amd import regions, run_program\n"
           "from tinygrad.runtime.autogen.amd.rdna3.ins import v, v_add_f32_e32\n"
           "runs, real = [], regions.Region.run\n"
-          "regions.Region.run = lambda self, m, ws: runs.append(self.count) or real(self, m, ws)\n"
+          "regions.Region.run = lambda self, m, ws: runs.append((self.count, self.tier)) or real(self, m, ws)\n"
           "st = run_program([v_add_f32_e32(v[2], v[1], v[1]), v_add_f32_e32(v[3], v[2], v[1])], vgprs={1: np.float32(1.5).view(np.uint32)})\n"
           "print(runs, regions.BACKGROUND, st.vgpr[0, 0, 3].view(np.float32))")
   import os, subprocess, sys
-  for flag, want in (("eager", "[2] False 4.5"), ("1", "[] True 4.5")):
+  for flag, want in (("eager", "[(2, 'full')] False 4.5"), ("1", "[] True 4.5")):   # eager: the FULL tier at once
     env = {**os.environ, "EMU_REGIONS": flag, "EMU_STEP_CACHE": "0"}
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip() == want
+
+def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_long(monkeypatch, native_runs, fresh_process, tmp_path):
+  # heat mostly from earlier processes (a suite's short bursts): compiled QUICK; once it has run PROMOTE + PROMOTE_PER_INSTR * n
+  # wave-instructions natively it is compiled FULL (here at once: BACKGROUND is off), the same numbers either way, and a later
+  # process restores the FULL code. Heat mostly from this process (a long kernel): FULL at once
+  from emu.amd.step_cache import STEP_CACHE
+  monkeypatch.setattr(regions, "REGION_HOT", 6)   # two instructions: hot when 6 have run (per batch)
+  monkeypatch.setattr(regions, "PROMOTE", 6)
+  monkeypatch.setattr(regions, "PROMOTE_PER_INSTR", 1)   # FULL after 8 wave-instructions: the 2nd native run of 2 waves
+  tiers, real = [], regions.Region.run
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (tiers.append(self.tier), real(self, m, ws))[1])
+  prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2])]
+  x = LANES[:32].astype(np.float32) / 3
+  want = (x + np.float32(1.5)) * (x + np.float32(1.5))
+  def runs(n:int) -> list:
+    tiers.clear()
+    for _ in range(n): np.testing.assert_array_equal(as_f32(run_program(prog, waves=2, vgprs={0: f32(x), 1: 1.5}).vgpr[:, :, 3]), [want, want])
+    STEP_CACHE.write()
+    return list(tiers)
+  fresh_process(str(tmp_path))
+  assert runs(2) == [] and native_runs == []   # 4 of heat, not yet hot
+  fresh_process(str(tmp_path))
+  assert runs(3) == [native.QUICK, native.QUICK, native.FULL] and native_runs == [2, 2, 2]   # hot at 4 + 2: QUICK
+  fresh_process(str(tmp_path))
+  assert runs(1) == [native.FULL]   # restored as FULL
+  fresh_process(str(tmp_path / "another"))
+  assert runs(3) == [native.FULL]   # hot at its 3rd run (native from it on), all of the heat this process's: FULL at once
+  assert native.NATIVE.key("ir", native.QUICK) != native.NATIVE.key("ir", native.FULL)   # the tiers' objects are kept apart

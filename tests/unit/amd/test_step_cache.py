@@ -143,8 +143,8 @@ def test_processes_writing_at_once_merge_their_entries_heat_and_compiled_regions
   first.warm(spec, region, 5); second.warm(spec, region, 7); second.warm(spec, region, 1)
   other = (64,) + region[1:]
   tail = bytes(range(16))
-  first.keep_compiled(spec, region, (3, None, "a" * 24, "cpu", tail, (4, 4, 4), False))
-  second.keep_compiled(spec, other, (2, 0, "b" * 24, "cpu", None, (4, 4), False))
+  first.keep_compiled(spec, region, (3, None, "a" * 24, "cpu", tail, (4, 4, 4), False, "full"))
+  second.keep_compiled(spec, other, (2, 0, "b" * 24, "cpu", None, (4, 4), False, "quick"))
   assert first.compiled_at(spec, 32, 0, code[0]) == [(region, first.compiled_region(spec, region))]   # found in the writer at once
   first.write(); second.write()
   third = step_cache.StepCache()

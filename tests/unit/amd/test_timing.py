@@ -356,7 +356,7 @@ def test_a_deferred_replay_runs_when_the_cycles_are_read_and_gives_the_same_coun
 
 def test_a_deferred_replay_classifies_the_instructions_only_when_it_runs(monkeypatch):
   # the timing view of each instruction (classify) is made when a replay needs it: a dispatch whose cycles are never read makes
-  # none (nor loads a restored native region's steps for one: emu.amd.steps.LazyStep)
+  # none (nor loads a restored native region's steps for one: emu.amd.regions.LazyStep)
   from emu.amd import timing
   from emu.amd.gpu import AMDGPU
   from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch
