@@ -90,3 +90,26 @@ def test_code_rewritten_in_place_after_a_dispatch_is_not_reused(native_runs, fre
     STEP_CACHE.write()
   assert "V_MOV_B32" not in loaded and native_runs == [1, 1]   # restored, not fetched
   assert (dispatch_once(9) == 9 + LANES).all() and native_runs == [1, 1, 1]
+
+def test_a_restored_region_times_as_the_numpy_path_does(native_runs, fresh_process, tmp_path, loaded, monkeypatch):
+  # the timing model classifies a restored region's stand-in steps when it replays: the same cycles and instruction count as
+  # without regions
+  from emu.amd.api import Dispatch
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers
+  def dispatch() -> tuple[int, int]:
+    bufs = Buffers()
+    addr, out_addr = bufs.add(_kernel(5), "code"), bufs.add(np.zeros(32, dtype=np.uint32), "out")
+    stats = AMDGPU("gfx1100", bufs.mem, timing=True).dispatch(
+      Dispatch(code_addr=addr, grid=(1, 1, 1), workgroup=(32, 1, 1), user_sgprs=[out_addr & 0xffffffff, out_addr >> 32], rsrc2=2 << 1))
+    assert (bufs.keep[1] == 5 + LANES).all()
+    return stats.cycles, stats.wave_instructions
+  fresh_process(str(tmp_path))
+  dispatch()
+  STEP_CACHE.write()
+  fresh_process(str(tmp_path))
+  native_runs.clear(), loaded.clear()
+  restored = dispatch()
+  assert native_runs == [1] and "V_MOV_B32_E32" in loaded   # run natively, its steps loaded for the replay only
+  monkeypatch.setenv("EMU_REGIONS", "0")
+  assert restored == dispatch()
