@@ -229,14 +229,12 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
       done.append(len(native_calls))
     STEP_CACHE.write()
     return done, len(lowered)
-  try:
-    assert process("0") == ([0, 0], 0) and process("0") == ([0, 0], 0)
-    assert process(str(tmp_path)) == ([0, 0], 0)   # 4 + 4 < 12; it leaves 8
-    assert process(str(tmp_path)) == ([1, 1], 1)   # 8 + 4: hot on the first run, lowered and compiled once
-    assert process(str(tmp_path)) == ([1, 1], 0)   # restored: native without lowering
-    monkeypatch.setattr(native.NATIVE, "cpu", lambda: "another CPU")
-    assert process(str(tmp_path)) == ([1, 1], 1)   # not restored on another CPU: lowered again (hot by its heat)
-  finally: STEP_CACHE.forget()
+  assert process("0") == ([0, 0], 0) and process("0") == ([0, 0], 0)
+  assert process(str(tmp_path)) == ([0, 0], 0)   # 4 + 4 < 12; it leaves 8
+  assert process(str(tmp_path)) == ([1, 1], 1)   # 8 + 4: hot on the first run, lowered and compiled once
+  assert process(str(tmp_path)) == ([1, 1], 0)   # restored: native without lowering
+  monkeypatch.setattr(native.NATIVE, "cpu", lambda: "another CPU")
+  assert process(str(tmp_path)) == ([1, 1], 1)   # not restored on another CPU: lowered again (hot by its heat)
 
 def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_processes(monkeypatch, native_runs, tmp_path, fresh_process):
   # v_sin_f32 (a transcendental numpy computes) does not lower: the candidate from it is cut to that step, the rest is a region of its own. A later
@@ -247,16 +245,14 @@ def test_a_region_whose_first_step_does_not_lower_is_not_lowered_again_in_later_
   monkeypatch.setattr(regions.Region, "_lower", lambda self: lowered.append(self.count) or lower(self))
   prog = [v_sin_f32_e32(v[2], v[0]), v_add_f32_e32(v[3], v[0], v[1]), v_mul_f32_e32(v[4], v[3], v[3])]
   x = LANES[:32].astype(np.float32) / 8
-  try:
-    for want_lowered in ([3, 2], []):
-      fresh_process(str(tmp_path))
-      lowered.clear(), native_runs.clear()
-      st = run_program(prog, vgprs={0: x, 1: 0.25})
-      STEP_CACHE.write()
-      assert lowered == want_lowered and native_runs == [1]   # the add and the mul natively, in both processes
-      np.testing.assert_array_equal(as_f32(st.vgpr[0, :, 4]), (x + np.float32(0.25)) * (x + np.float32(0.25)))
-      np.testing.assert_allclose(as_f32(st.vgpr[0, :, 2]), np.sin(2 * np.pi * x.astype(np.float64)), atol=1e-6)   # (x in revolutions)
-  finally: STEP_CACHE.forget()
+  for want_lowered in ([3, 2], []):
+    fresh_process(str(tmp_path))
+    lowered.clear(), native_runs.clear()
+    st = run_program(prog, vgprs={0: x, 1: 0.25})
+    STEP_CACHE.write()
+    assert lowered == want_lowered and native_runs == [1]   # the add and the mul natively, in both processes
+    np.testing.assert_array_equal(as_f32(st.vgpr[0, :, 4]), (x + np.float32(0.25)) * (x + np.float32(0.25)))
+    np.testing.assert_allclose(as_f32(st.vgpr[0, :, 2]), np.sin(2 * np.pi * x.astype(np.float64)), atol=1e-6)   # (x in revolutions)
 
 def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(monkeypatch, fresh_process):
   # compiling costs a fixed part and a part per instruction (REGION_HOT + REGION_HOT_PER_INSTR * n instructions of numpy-path
