@@ -1,4 +1,4 @@
-"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json] [--suite [--steady]]`.
+"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json] [--suite [--steady | --fresh]]`.
 
 Runs each tinygrad program, steady state (compiled and warmed up first), once on an emulated device (default
 `MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
@@ -14,7 +14,9 @@ Programs:
 
 `--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
 once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
-compile every native region, so the timed runs show what a suite run many times settles to.
+compile every native region, so the timed runs show what a suite run many times settles to; `--fresh` starts the mock's runs
+from empty emulator caches of their own, so the first run is what a new machine or a cacheless CI job pays and the next ones show
+how it converges.
 """
 from __future__ import annotations
 import argparse, json, os, resource, subprocess, sys, time
@@ -102,12 +104,15 @@ def main(argv=None) -> int:
   p.add_argument("--suite", action="store_true", help="time the test-suite-shaped workload instead of the programs")
   p.add_argument("--steady", action="store_true", help="--suite: its first run compiles every native region (EMU_REGIONS=eager), "
                  "so the timed runs show the steady state of a suite run many times")
+  p.add_argument("--fresh", action="store_true", help="--suite: the mock's runs start from empty emulator caches of their own (a first "
+                 "run on a new machine or a CI job without caches, then how the next runs converge)")
   p.add_argument("--child", help=argparse.SUPPRESS)
   a = p.parse_args(argv)
   if a.child: return _child(a.child, a.repeat)
   log = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)   # noqa: E731
   if a.suite:
-    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady)
+    if a.steady and a.fresh: p.error("--steady and --fresh exclude each other")
+    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh)
     print(json.dumps(res, indent=1) if a.json else bench_suite.report(res, a.dev, a.ref))
     return 0
   names = a.programs.split(",")

@@ -11,7 +11,7 @@ The ops are ours, written in the style of test_ops' forward checks (45 x 65 floa
 dtypes); they are not tinygrad's test files, which are not in the wheel.
 """
 from __future__ import annotations
-import json, os, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, tempfile, time
 import numpy as np
 
 def _ops(T, dtypes) -> dict:
@@ -88,19 +88,21 @@ def child(names:list[str]|None=None) -> int:
                     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), flush=True)
   return 0
 
-def profile_env(dev:str, eager:bool=False) -> dict:
+def profile_env(dev:str, eager:bool=False, caches:str|None=None) -> dict:
   """The child's environment: DEV, and the mock's host-time profile on mock devices (its hooks are all this workload costs);
-  `eager`: every native region compiled at its first run (EMU_REGIONS=eager)."""
+  `eager`: every native region compiled at its first run (EMU_REGIONS=eager); `caches`: the emulator's disk caches (steps,
+  generated pcode, native objects) in this folder instead of the user's."""
   env = {**os.environ, "DEV": dev}
   if eager: env["EMU_REGIONS"] = "eager"
+  if caches is not None: env["EMU_STEP_CACHE"], env["EMU_PCODE_CACHE"] = os.path.join(caches, "steps"), os.path.join(caches, "pcode")
   if dev.startswith("MOCK"): env["MOCKGPU_PROFILE"] = "1"
   else: env.pop("MOCKGPU_PROFILE", None)
   return env
 
-def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=False) -> dict:
-  """One run of the ops (all, or those named) on `dev` in a fresh child process: its JSON result."""
+def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=False, caches:str|None=None) -> dict:
+  """One run of the ops (all, or those named) on `dev` in a fresh child process (`eager`, `caches`: profile_env): its JSON result."""
   cmd = [sys.executable, "-m", "mockgpu.bench_suite", *(ops or [])]
-  try: proc = subprocess.run(cmd, env=profile_env(dev, eager), capture_output=True, text=True, timeout=timeout)
+  try: proc = subprocess.run(cmd, env=profile_env(dev, eager, caches), capture_output=True, text=True, timeout=timeout)
   except subprocess.TimeoutExpired: raise TimeoutError(f"suite on {dev}: no result after {timeout:.0f}s") from None
   lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
   if proc.returncode != 0 or not lines:
@@ -108,30 +110,41 @@ def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=Fal
     raise RuntimeError(f"suite on {dev} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
   return json.loads(lines[-1])
 
-def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None, steady:bool=False) -> dict:
+def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None, steady:bool=False, fresh:bool=False) -> dict:
   """The ops on `dev` and on `ref`, a first run each (it fills tinygrad's compile cache and the emulator's disk caches, as a
   developer's earlier runs would), then `repeat` runs each, in turn: {dev: ..., ref: ..., ratio}; per device `first` (the first
-  run's seconds) and the run of median seconds, whose `ops` and `mock` figures the report shows. `steady`: the first run on `dev`
-  compiles every native region (EMU_REGIONS=eager), so the timed runs see the state many earlier runs would have left (each
-  region restored native from its first batch) instead of regions still gathering heat."""
+  run's seconds) and the run of median seconds, whose `ops` and `mock` figures the report shows; `own`: the mock's own host
+  seconds of each run, the first included. `steady`: the first run on `dev` compiles every native region (EMU_REGIONS=eager), so
+  the timed runs see the state many earlier runs would have left (each region restored native from its first batch) instead of
+  regions still gathering heat. `fresh`: the runs on `dev` start from empty emulator caches of their own (a temporary folder,
+  removed after; tinygrad's compile cache stays): what a first run on a new machine, or a CI job without caches, pays, and how
+  the next runs converge."""
+  if steady and fresh: raise ValueError("steady and fresh exclude each other")
   runs: dict[str, list] = {dev: [], ref: []}
-  first = {}
-  for k in range(repeat + 1):
-    for d in (dev, ref):
-      eager = steady and k == 0 and d == dev
-      log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if eager else ""))
-      r = measure(d, ops, eager=eager)
-      if k == 0: first[d] = r["seconds"]
-      else: runs[d].append(r)
+  first, own = {}, []
+  with tempfile.TemporaryDirectory(prefix="emu-bench-caches-") as tmp:
+    for k in range(repeat + 1):
+      for d in (dev, ref):
+        eager = steady and k == 0 and d == dev
+        log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if eager else ""))
+        r = measure(d, ops, eager=eager, caches=tmp if fresh and d == dev else None)
+        if d == dev: own.append(own_seconds(r.get("mock") or {}))
+        if k == 0: first[d] = r["seconds"]
+        else: runs[d].append(r)
   med = {d: sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2] | {"first": first[d]} for d, rs in runs.items()}
   return {"emulated": med[dev], "reference": med[ref], "ratio": med[dev]["seconds"] / med[ref]["seconds"], "ops": len(med[dev]["ops"]),
-          "steady": steady}
+          "steady": steady, "fresh": fresh, "own": own}
+
+def own_seconds(mock:dict) -> float:
+  """The mock's own host seconds in a run's profile: the emulator, PM4, SDMA and ioctls."""
+  return sum(mock.get(k, 0.0) for k in ("emulated_s", "PM4_s", "SDMA_s", "ioctl_s"))
 
 def report(res:dict, dev:str, ref:str) -> str:
   """The text `python -m mockgpu.bench --suite` prints."""
   emu, base, mock = res["emulated"], res["reference"], res["emulated"]["mock"] or {}
-  own = sum(mock.get(k, 0.0) for k in ("emulated_s", "PM4_s", "SDMA_s", "ioctl_s"))
-  first = "first run, which compiled every native region," if res.get("steady") else "first run"
+  own = own_seconds(mock)
+  first = "first run, which compiled every native region," if res.get("steady") else \
+    "first run, from empty emulator caches," if res.get("fresh") else "first run"
   out = [f"suite: {res['ops']} small ops, each once in a fresh process (median run; {first} in brackets)",
          f"  {dev}: {emu['seconds']:.2f} s ({emu['first']:.2f})   {ref}: {base['seconds']:.2f} s ({base['first']:.2f})   ratio {res['ratio']:.2f}",
          f"  compile (tinygrad, disk cache included): {emu['compile_s']:.2f} s / {base['compile_s']:.2f} s",
@@ -139,6 +152,7 @@ def report(res:dict, dev:str, ref:str) -> str:
          f"{mock.get('execute_s', 0):.2f}, timing replay {mock.get('timing_s', 0):.2f}), PM4 {mock.get('PM4_s', 0):.2f}, SDMA "
          f"{mock.get('SDMA_s', 0):.2f}, ioctl {mock.get('ioctl_s', 0):.2f}; the rest, {emu['seconds'] - own:.2f} s, is tinygrad's "
          f"({base['seconds']:.2f} s on {ref})",
+         f"  the mock's own host time in each run, the first included: {', '.join(f'{x:.2f}' for x in res.get('own', []))} s",
          f"  timing replays never run (nothing read the GPU clock): {mock.get('deferred', 0)} of {mock.get('dispatches', 0)} dispatches",
          "  ops with the largest excess (s on each): " + ", ".join(
            f"{n} {emu['ops'][n]:.3f}/{base['ops'][n]:.3f}" for n in sorted(emu["ops"], key=lambda n: base["ops"][n] - emu["ops"][n])[:8])]

@@ -33,10 +33,28 @@ def test_the_suite_workload_splits_the_mocks_time_by_part():
 def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
   from mockgpu import bench_suite
   seen = []
-  def measure(dev, ops=None, timeout=1800, eager=False):
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None):
     seen.append((dev, eager, bench_suite.profile_env(dev, eager).get("EMU_REGIONS")))
     return {"seconds": 1.0, "ops": {}, "mock": None}
   monkeypatch.setattr(bench_suite, "measure", measure)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 2, steady=True)
   assert seen == [("MOCKKFD+AMD", True, "eager"), ("CPU:LLVM", False, None)] + [("MOCKKFD+AMD", False, None), ("CPU:LLVM", False, None)] * 2
+
+def test_fresh_gives_the_mocks_runs_their_own_empty_caches_and_reports_each_runs_own_time(monkeypatch, tmp_path):
+  import os
+  from mockgpu import bench_suite
+  seen, own = [], iter([3.0, 2.0, 1.5])
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None):
+    env = bench_suite.profile_env(dev, eager, caches)
+    seen.append((dev, env.get("EMU_STEP_CACHE"), env.get("EMU_PCODE_CACHE"), caches is not None and os.listdir(caches) == []))
+    return {"seconds": 1.0, "ops": {}, "compile_s": 0.0, "mock": {"emulated_s": next(own)} if dev.startswith("MOCK") else None}
+  monkeypatch.setattr(bench_suite, "measure", measure)
+  monkeypatch.setenv("EMU_STEP_CACHE", str(tmp_path / "mine"))
+  monkeypatch.delenv("EMU_PCODE_CACHE", raising=False)
+  res = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 2, fresh=True)
+  folder = os.path.dirname(seen[0][1])
+  assert [s[1:3] for s in seen] == [(f"{folder}/steps", f"{folder}/pcode"), (str(tmp_path / "mine"), None)] * 3   # one folder, the mock's runs only
+  assert seen[0][3] and not os.path.exists(folder)   # empty at the start, removed at the end
+  assert res["own"] == [3.0, 2.0, 1.5] and "3.00, 2.00, 1.50 s" in bench_suite.report(res, "MOCKKFD+AMD", "CPU:LLVM")
+  with pytest.raises(ValueError): bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, steady=True, fresh=True)
