@@ -232,7 +232,8 @@ class ReplayMemo:
         self.streams.move_to_end(key)
         return hit, digest
     sp = [pairs[c] for c in codes.tolist()]
-    ops, pcl = [self.op(sid) for sid, _ in sp], [pc for _, pc in sp]
+    held = self.ops   # (inline: a stream holds up to ~60k instructions; `op` only for those not classified yet)
+    ops, pcl = [h[1] if (h := held[sid])[1] is not None else self.op(sid) for sid, _ in sp], [pc for _, pc in sp]
     stream = make_stream(ops, pcl)
     with self._lock:
       self.streams[key], self.stream_size = stream, self.stream_size + len(ops)
