@@ -31,8 +31,8 @@ earlier processes ran most of that (a test suite's code, run in short bursts pro
 (a long kernel or a loop); a QUICK region that then runs long is compiled again as FULL (PROMOTE). A region an earlier process
 compiled is found from its code bytes and runs natively without its steps being loaded (emu.amd.steps.Program.region,
 `restored`): they stand in until a wave falls back to the numpy path or a timing replay needs them.
-EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once and runs each batch both
-natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
+EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once (QUICK, FULL once promoted)
+and runs each batch both natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
 from __future__ import annotations
 import ctypes, os
@@ -691,7 +691,8 @@ class Region:
     """The tier a region is first compiled as: FULL when this process ran most of its heat (a kernel that runs long, or a loop:
     its code will likely run on) or EAGER wants the best code at once; QUICK when earlier processes did (code a test suite runs
     in short bursts, process after process: its compile is the cost that matters). A QUICK region that then runs long is
-    promoted (`_promote`)."""
+    promoted (`_promote`). EMU_REGIONS=check compiles QUICK first, so that it checks both tiers' code (FULL where promoted)."""
+    if CHECK: return native.QUICK
     return native.FULL if EAGER or self.pending - self.inherited >= self.inherited else native.QUICK
 
   def _restore(self) -> bool:

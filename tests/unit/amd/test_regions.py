@@ -287,7 +287,8 @@ def test_emu_regions_eager_compiles_a_region_before_its_first_run():
           "st = run_program([v_add_f32_e32(v[2], v[1], v[1]), v_add_f32_e32(v[3], v[2], v[1])], vgprs={1: np.float32(1.5).view(np.uint32)})\n"
           "print(runs, regions.BACKGROUND, st.vgpr[0, 0, 3].view(np.float32))")
   import os, subprocess, sys
-  for flag, want in (("eager", "[(2, 'full')] False 4.5"), ("1", "[] True 4.5")):   # eager: the FULL tier at once
+  # eager: the FULL tier at once; check: QUICK first (FULL once promoted), so both tiers' code is checked
+  for flag, want in (("eager", "[(2, 'full')] False 4.5"), ("check", "[(2, 'quick')] False 4.5"), ("1", "[] True 4.5")):
     env = {**os.environ, "EMU_REGIONS": flag, "EMU_STEP_CACHE": "0"}
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip() == want
 
