@@ -35,7 +35,7 @@ EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles ev
 and runs each batch both natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
 from __future__ import annotations
-import ctypes, os
+import ctypes, itertools, os
 import numpy as np
 from emu import native
 from emu.amd.exec_salu import MASK64, ControlStep, SaluStep, SmemStep
@@ -671,7 +671,7 @@ class Region:
     self.record = None if CHECK else STEP_CACHE.compiled_region(spec, self.key)
 
   def _set_steps(self, steps:list[Step], writes_pc:bool|None=None):
-    self.steps = list(zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps))
+    self.steps = list(zip(offsets([s.size for s in steps]), steps))
     self.size, self.count = sum(s.size for s in steps), len(steps)
     self.writes_pc = ends(steps[-1]) if writes_pc is None else writes_pc   # it ends with a branch: each wave's next PC is the branch's
 
@@ -732,7 +732,7 @@ class Region:
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
     steps = [s for _, s in self.steps]
-    take, ir, reads_mode = _lowered(steps, self.lanes, self.spec, self.key[1])
+    take, ir, reads_mode = _lowered(self.steps, self.lanes, self.spec, self.key[1])
     if not take:
       self._set_steps(steps[:1])
       self.failed = True
@@ -747,7 +747,7 @@ class Region:
     """Compile the QUICK region again as FULL (in the background; its QUICK code runs meanwhile), lowering its steps again (the
     same steps lower the same)."""
     self.promoting = True
-    steps = [s.step() if isinstance(s, LazyStep) else s for _, s in self.steps]
+    steps = [(off, s.step() if isinstance(s, LazyStep) else s) for off, s in self.steps]
     take, ir, _ = _lowered(steps, self.lanes, self.spec, self.key[1])
     if take != len(steps): return
     self.ir = ir
@@ -790,11 +790,15 @@ class Region:
       if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
     return True
 
-def _lowered(steps:list[Step], lanes:int, spec, mode:int) -> tuple[int, str | None, bool]:
-  """(how many of `steps` lower, the region IR of those, whether any reads the MODE) for waves of `lanes` in MODE `mode`; the
-  region never ends with a control step (0 and None when nothing lowers)."""
+def offsets(sizes:list[int]|tuple[int, ...]) -> list[int]:
+  """Each instruction's byte offset from the first, from the instructions' sizes."""
+  return [0, *itertools.accumulate(sizes[:-1])]
+
+def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[int, str | None, bool]:
+  """(how many of `steps` ([(byte offset, Step)]) lower, the region IR of those, whether any reads the MODE) for waves of `lanes`
+  in MODE `mode`; the region never ends with a control step (0 and None when nothing lowers)."""
   code, reads_mode, take = _WaveCode(lanes, spec), False, 0
-  for off, s in zip(np.cumsum([0] + [s.size for s in steps[:-1]]).tolist(), steps):
+  for off, s in steps:
     at = code.mark()
     try:
       if not isinstance(s, ControlStep):
@@ -805,7 +809,7 @@ def _lowered(steps:list[Step], lanes:int, spec, mode:int) -> tuple[int, str | No
       code.rewind(at)   # the region ends before the step that did not lower
       break
     take += 1
-  while take and isinstance(steps[take - 1], ControlStep): take -= 1
+  while take and isinstance(steps[take - 1][1], ControlStep): take -= 1
   if not take: return 0, None, False
   fn = _function(FUNCTION, code, lanes, spec)
   # the helpers come after the region's function: emu.native enters a module's code at its start
@@ -823,8 +827,7 @@ def build(steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None) -> 
 
 def restored(key:tuple, record:tuple, steps:list, spec) -> Region | None:
   """The native region that an earlier process compiled candidate `key` into (`record`: STEP_CACHE.compiled_at), with `steps` for
-  the prefix it took (`LazyStep`s); None when its
-  object cannot be loaded here."""
+  the prefix it took (`LazyStep`s); None when its object cannot be loaded here."""
   if key in _built: return _built[key]
   r = Region(steps, key[0], spec, key[1], record[4], key, record[6])
   if r.record is None or not r._restore(): return None

@@ -4,7 +4,6 @@ what an earlier one fetched."""
 from __future__ import annotations
 import time
 from collections import OrderedDict
-import numpy as np
 from emu.amd import regions
 from emu.amd.api import GPUFault, GPUIllegalInstruction, GPUMemoryFault
 from emu.amd.arch import ArchSpec
@@ -135,8 +134,7 @@ class Program:
     for key, record in STEP_CACHE.compiled_at(self.spec, lanes, mode, bytes(m.view[at:at + TAIL])):
       code = key[2] + record[4]
       if at + len(code) > m.size or bytes(m.view[at:at + len(code)]) != code: continue
-      offsets = np.cumsum((0,) + record[5][:-1]).tolist()
-      lazy = [regions.LazyStep(code[off:off + TAIL], self.spec, size) for off, size in zip(offsets, record[5])]
+      lazy = [regions.LazyStep(code[off:off + TAIL], self.spec, size) for off, size in zip(regions.offsets(record[5]), record[5])]
       if (r := regions.restored(key, record, lazy, self.spec)) is not None: self.fetched[pc] = code   # (what seal() checks)
       return r
     return None
