@@ -40,6 +40,7 @@ class LaunchConfig:
     self.tidig_comps = ((d.rsrc2 >> 11) & 3) + 1
     self.scratch_en = d.rsrc2 & 1
     self.lds_bytes = d.lds_bytes if d.lds_bytes is not None else ((d.rsrc2 >> 15) & 0x1ff) * spec.lds_granule
+    self.vgprs = ((d.rsrc1 & 0x3f) + 1) * spec.vgpr_granule32 * 32 // self.lanes   # RSRC1.VGPRS: the registers a wave allocates
 
   def validate(self, spec:ArchSpec, d:Dispatch):
     """Raise GPUInvalidDispatch for a launch the hardware cannot run (before any memory is allocated for it)."""
@@ -67,7 +68,7 @@ def workgroup_ids(grid:tuple[int, int, int], first:int, count:int) -> np.ndarray
 
 def _init_waves(spec:ArchSpec, d:Dispatch, cfg:LaunchConfig, wgs:np.ndarray) -> WaveState:
   n_wg, wpg = len(wgs), cfg.waves_per_wg
-  st = WaveState(spec, n_wg * wpg, cfg.lanes, MAX_VGPRS + spec.n_agprs, d.scratch_per_lane)
+  st = WaveState(spec, n_wg * wpg, cfg.lanes, MAX_VGPRS + spec.n_agprs, d.scratch_per_lane, cfg.vgprs)
   st.pc[:] = d.code_addr
   st.hwreg[:, HWREG_MODE] = mode_from_rsrc1(spec, d.rsrc1)
   user = (list(d.user_sgprs) + [0] * cfg.user_sgprs)[:cfg.user_sgprs]
@@ -126,7 +127,7 @@ class Dispatcher:
     per_chunk = cfg.chunk_workgroups(d)
     self.watchdog.arm()
     if self.observers:   # the launch shape and occupancy inputs (VGPRs from RSRC1, LDS per workgroup)
-      launch = Launch(stats.waves, cfg.lanes, cfg.waves_per_wg, ((d.rsrc1 & 0x3f) + 1) * self.spec.vgpr_granule32 * 32 // cfg.lanes, cfg.lds_bytes)
+      launch = Launch(stats.waves, cfg.lanes, cfg.waves_per_wg, cfg.vgprs, cfg.lds_bytes)
       for o in self.observers: o.launch(launch)
     try:
       for c in range(0, stats.workgroups, per_chunk):

@@ -7,7 +7,7 @@ consecutive waves -- what a lockstep VALU op reads and writes -- is one contiguo
 it, and results are stored with one copy.
 """
 from __future__ import annotations
-import mmap
+import mmap, sys, weakref
 from functools import cache
 import numpy as np
 from emu.amd.api import IllegalOperand
@@ -36,24 +36,60 @@ def mode_state(mode:int) -> dict:
 
 MODE_INPUTS = frozenset(mode_state(MODE_DEFAULT))   # the op inputs that depend on the wave's MODE
 
-LAZY_ZERO_BYTES = 1 << 20   # arrays from this size on come from fresh anonymous pages (`zeroed`)
+LAZY_ZERO_BYTES = 1 << 20   # arrays from this size on live on anonymous mappings (`zeroed`)
+PAGE = mmap.PAGESIZE
 
-def zeroed(shape:tuple, dtype) -> np.ndarray:
-  """np.zeros(shape, dtype), large ones on their own anonymous mapping: its pages are zero until first touched, so a VGPR file of
-  which a kernel uses a few registers costs those pages. (np.zeros of a large block can memset all of it: once glibc has freed a
-  mapped block of that size it serves the next from its heap, and calloc must clear it; 16 MiB per 512-wave chunk.) The mapping
-  is released with the array."""
-  dt = np.dtype(dtype)
-  nbytes = int(np.prod(shape)) * dt.itemsize
-  if nbytes < LAZY_ZERO_BYTES: return np.zeros(shape, dtype=dt)
-  return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dt).reshape(shape)
+class _ZeroMappings:
+  """Large zero-filled arrays on anonymous mappings, reused once no array sees them any more.
+
+  A fresh mapping costs nothing for pages never touched (a VGPR file of which a kernel uses a few registers), but every page
+  touched faults on first use (~1-5 us each, the kernel clearing it): 224 pages per 512-wave chunk of an elementwise kernel
+  writing 14 VGPRs, a third of its time. A mapping given back is made zero again in place: its first `hot_bytes` (what its user
+  expected to touch) are cleared and stay mapped, so the next user does not fault on them; the rest is dropped with MADV_DONTNEED,
+  which costs next to nothing for pages never touched and leaves any that were zero again. (np.zeros is no alternative at these
+  sizes: calloc must clear all of a block it serves from its heap, 16 MiB per chunk.) Linux only (elsewhere MADV_DONTNEED need
+  not zero): other systems get fresh mappings."""
+  def __init__(self, keep:int=4):
+    self.keep, self.free = keep, []   # free: zeroed mappings, most recently given back last
+    self.recycle = sys.platform == "linux"
+
+  def array(self, shape:tuple, dtype, hot_bytes:int) -> np.ndarray:
+    """A zero array of `shape` on a mapping of its own (a free one of its size if there is one); `hot_bytes`: how much of it
+    (from the start) the caller expects to touch."""
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dt.itemsize
+    mm = next((m for m in reversed(self.free) if len(m) == nbytes), None)
+    if mm is not None: self.free.remove(mm)
+    else: mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)   # (not the default MAP_SHARED: DONTNEED keeps shmem pages)
+    root = np.frombuffer(mm, dtype=np.uint8)   # every array made from it, views included, keeps it alive
+    if self.recycle: weakref.finalize(root, self._give_back, mm, hot_bytes).atexit = False
+    return root.view(dt).reshape(shape)
+
+  def _give_back(self, mm:mmap.mmap, hot_bytes:int):
+    """Called when the last array over `mm` is gone: make it zero again and keep it (the `keep` most recent)."""
+    hot = min(len(mm), -(-hot_bytes // PAGE) * PAGE)
+    if hot: np.frombuffer(mm, dtype=np.uint8, count=hot)[:] = 0
+    if hot < len(mm): mm.madvise(mmap.MADV_DONTNEED, hot, len(mm) - hot)
+    self.free.append(mm)
+    if len(self.free) > self.keep: self.free.pop(0)
+
+ZERO_MAPPINGS = _ZeroMappings()
+
+def zeroed(shape:tuple, dtype, hot_bytes:int=0) -> np.ndarray:
+  """np.zeros(shape, dtype); large ones on an anonymous mapping of their own, recycled (`_ZeroMappings`; `hot_bytes`: how much
+  of the array, from its start, is expected to be touched)."""
+  if int(np.prod(shape)) * np.dtype(dtype).itemsize < LAZY_ZERO_BYTES: return np.zeros(shape, dtype=dtype)
+  return ZERO_MAPPINGS.array(shape, dtype, hot_bytes)
 
 class WaveState:
   """State of `n` waves of `lanes` lanes each. Per-wave arrays are indexed by wave number 0..n-1."""
-  def __init__(self, spec:ArchSpec, n:int, lanes:int, n_vgprs:int, scratch_bytes:int=0):
+  def __init__(self, spec:ArchSpec, n:int, lanes:int, n_vgprs:int, scratch_bytes:int=0, vgprs_used:int=0):
+    """`vgprs_used`: how many VGPRs (from v0) the code is expected to touch (the kernel's RSRC1 allocation; only a hint for
+    reusing memory: any register may be used)."""
     self.spec, self.n, self.lanes, self.n_vgprs = spec, n, lanes, n_vgprs
     self.sgpr = np.zeros((n, N_SREGS), dtype=np.uint32)
-    self.vgpr_store = zeroed((n_vgprs, n, lanes), np.uint32)   # the storage, [reg, wave, lane] (native regions index it)
+    # the storage, [reg, wave, lane] (native regions index it)
+    self.vgpr_store = zeroed((n_vgprs, n, lanes), np.uint32, min(vgprs_used, n_vgprs) * n * lanes * 4)
     self.vgpr = self.vgpr_store.transpose(1, 2, 0)
     self.scc = np.zeros(n, dtype=np.uint32)
     self.pc = np.zeros(n, dtype=np.int64)
