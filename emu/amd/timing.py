@@ -410,24 +410,30 @@ class TimingModel(DispatchObserver):
     inputs = repr((generation, self.params, self.passes, self.wg_slots, self.fetch, self.wpg)).encode()   # the rest of what the replay reads
     per_dispatch: dict[tuple, list] = {}   # with a timeline: each distinct CU workload's full result
     end = 0
+    # the waves of each CU in order: its workgroups are cu, cu + n_cus, ...
+    wave_cu = (np.arange(self.n_waves) // self.wpg) % self.n_cus
+    by_cu = np.argsort(wave_cu, kind="stable")
+    bounds = np.searchsorted(wave_cu[by_cu], np.arange(min(self.n_cus, n_wg) + 1)).tolist()
+    digest_rows = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(self.n_waves, -1)   # (digests have one length)
     for cu in range(min(self.n_cus, n_wg)):
-      wgs = list(range(cu, n_wg, self.n_cus))
-      ids = [w for g in wgs for w in range(g * self.wpg, min((g + 1) * self.wpg, self.n_waves))]
+      ids = by_cu[bounds[cu]:bounds[cu + 1]]
       if not self.keep_timeline:
-        key = hashlib.blake2b(inputs + b"".join(digests[w] for w in ids), digest_size=16).digest()
+        key = hashlib.blake2b(inputs + digest_rows[ids].tobytes(), digest_size=16).digest()
         if (cu_end := REPLAY_MEMO.end(key)) is None:
           cu_end = max(r[1] for r in self._replay(streams, ids))
           REPLAY_MEMO.store(key, cu_end)
         end = max(end, cu_end)
         continue
-      if (res := per_dispatch.get(local := tuple(id(streams[w][0]) for w in ids))) is None: res = per_dispatch[local] = self._replay(streams, ids)
+      waves = ids.tolist()
+      if (res := per_dispatch.get(local := tuple(id(streams[w][0]) for w in waves))) is None: res = per_dispatch[local] = self._replay(streams, ids)
       end = max([end] + [r[1] for r in res])
-      for w, (start, _, times, dram) in zip(ids, res):
+      for w, (start, _, times, dram) in zip(waves, res):
         self.timeline.append((w, -1, start, "start", False))
         ops, pcs = streams[w][:2]
         self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
     return end, self.clock_mhz
 
-  def _replay(self, streams:list[Stream], ids:list[int]) -> list:
+  def _replay(self, streams:list[Stream], ids:np.ndarray) -> list:
     """simulate_cu for the waves `ids` of one CU (consecutive workgroups of `wpg` waves)."""
-    return simulate_cu([streams[w] for w in ids], [k // self.wpg for k in range(len(ids))], self.passes, self.wg_slots, self.params, self.fetch)
+    waves = [streams[w] for w in ids.tolist()]
+    return simulate_cu(waves, [k // self.wpg for k in range(len(waves))], self.passes, self.wg_slots, self.params, self.fetch)
