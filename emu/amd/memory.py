@@ -49,7 +49,7 @@ class MemoryMap:
   def __init__(self):
     self._starts: list[int] = []
     self._maps: list[Mapping] = []
-    self._table: np.ndarray | None = None   # native_table(), rebuilt after the next map change
+    self._tables: tuple[np.ndarray, np.ndarray] | None = None   # native_table() for reads and for writes, rebuilt after a map change
 
   def map(self, addr:int, size:int, name:str="", writable:bool=True, backing:np.ndarray|None=None,
           present:Callable[[], bool]|None=None) -> Mapping:
@@ -63,7 +63,7 @@ class MemoryMap:
     m = Mapping(addr, size, name, writable, backing, present)
     self._starts.insert(i, addr)
     self._maps.insert(i, m)
-    self._table = None
+    self._tables = None
     return m
 
   def unmap(self, addr:int) -> Mapping:
@@ -71,21 +71,24 @@ class MemoryMap:
     i = bisect.bisect_left(self._starts, addr)
     if i == len(self._starts) or self._starts[i] != addr: raise KeyError(f"no mapping starts at {addr:#x}")
     self._starts.pop(i)
-    self._table = None
+    self._tables = None
     return self._maps.pop(i)
 
   def clear(self):
     """Remove every range (a translation that is rebuilt from scratch)."""
     self._starts.clear()
     self._maps.clear()
-    self._table = None
+    self._tables = None
 
-  def native_table(self) -> np.ndarray:
-    """(start, size, host address - start) int64 rows, sorted by start, of the ranges native code may read in place: every range
-    whose reach cannot change under it (host memory the process may unmap, `present`, is left out: native readers then take the
-    checked path). Valid until the next map, unmap or clear; a native reader must find each access inside one row."""
-    if self._table is None: self._table = np.array([m.native_row for m in self._maps if m.present is None], dtype=np.int64).reshape(-1, 3)
-    return self._table
+  def native_table(self, write:bool=False) -> np.ndarray:
+    """(start, size, host address - start) int64 rows, sorted by start, of the ranges native code may read (`write`: and write) in
+    place: every range whose reach cannot change under it (host memory the process may unmap, `present`, is left out: native code
+    then takes the checked path); with `write`, only writable ones. Valid until the next map, unmap or clear; native code must find
+    each access inside one row."""
+    if self._tables is None:
+      rows = [(m.native_row, m.writable) for m in self._maps if m.present is None]
+      self._tables = tuple(np.array([r for r, w in rows if w or not writes], dtype=np.int64).reshape(-1, 3) for writes in (False, True))
+    return self._tables[write]
 
   def find(self, addr:int, size:int=1) -> Mapping | None:
     """The mapping that holds all of [addr, addr+size), or None."""

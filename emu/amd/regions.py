@@ -7,14 +7,19 @@ Each instruction's semantics are its pcode op's generated code, lowered by `emu.
 executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
 registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
-loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
+loads (no atomics, ADDTID, block or LDS forms) and, after all of those, plain GLOBAL stores, scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
 (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across / SmemStep.across: a kernel's
 argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops between them (s_delay_alu,
 s_nop, s_waitcnt ...); a branch (s_branch, s_cbranch_scc0/1) is its last instruction (the function then stores each wave's next
 PC). It ends before anything else,
 or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
 SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
-Nothing in a region writes memory, so its loads may run wave by wave.
+The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only
+stores follow): the loop only checks each wave's store spans against the writable native table, and once every wave of the batch
+has run, each of the stores' writes is done for every wave in turn, from the registers the loop stored (nothing after a region's
+first store writes one): the numpy path's order, every wave's loads before any store and each write for all lanes before the next.
+If any wave fell back, no store is written natively: the numpy path then runs the stores for every wave of the batch (a fault
+leaves memory untouched, as there).
 
 A load reads in place only what the memory map's native table vouches for (MemoryMap.native_table: ranges whose host memory
 cannot go away under it): the span every active lane of the wave reaches (a scalar load: the wave's one span) must lie in one of its
@@ -66,6 +71,8 @@ PROMOTE_PER_INSTR = 80_000  # and per instruction of the region
 BACKGROUND = not EAGER             # compile on the background thread (off: the native code at once, as tests and EAGER want)
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
+STORE_READS = LOAD_READS
+STORES_LEFT = 1   # a region function's result: its waves ran, but its stores are left to the numpy path (MXCSR bits never have bit 0)
 SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "n", "WAVE32", "WAVE64"})
 BRANCH_READS = frozenset({"PC", "SCC", "n"})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
@@ -73,7 +80,7 @@ N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after t
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                              ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                             ctypes.c_void_p)
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
 # what a region with global loads calls (_WaveCode.load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
 # sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
@@ -172,6 +179,49 @@ done:
   ret void
 }
 """
+# what a region with stores calls (_StoreWrite): @scatter, the low `nbytes` (1, 2, 4, 8) of each active lane's value v[lane] to its
+# address a[lane] + delta, lane by lane (the last lane wins, as MemoryMap.store); inactive lanes' addresses are never touched
+STORE_HELPERS = """define internal void @scatter(ptr %a, ptr %v, i64 %delta, i64 %exec, i64 %n, i64 %nbytes) {
+entry:
+  br label %lane
+lane:
+  %i = phi i64 [0, %entry], [%i.next, %lane.end]
+  %bits = lshr i64 %exec, %i
+  %bit = trunc i64 %bits to i1
+  br i1 %bit, label %put, label %lane.end
+put:
+  %ap = getelementptr inbounds i64, ptr %a, i64 %i
+  %addr = load i64, ptr %ap
+  %host = add i64 %addr, %delta
+  %p = inttoptr i64 %host to ptr
+  %vp = getelementptr inbounds i64, ptr %v, i64 %i
+  %val = load i64, ptr %vp
+  switch i64 %nbytes, label %w8 [i64 1, label %w1
+                                 i64 2, label %w2
+                                 i64 4, label %w4]
+w1:
+  %v1 = trunc i64 %val to i8
+  store i8 %v1, ptr %p, align 1
+  br label %lane.end
+w2:
+  %v2 = trunc i64 %val to i16
+  store i16 %v2, ptr %p, align 1
+  br label %lane.end
+w4:
+  %v4 = trunc i64 %val to i32
+  store i32 %v4, ptr %p, align 1
+  br label %lane.end
+w8:
+  store i64 %val, ptr %p, align 1
+  br label %lane.end
+lane.end:
+  %i.next = add i64 %i, 1
+  %idone = icmp eq i64 %i.next, %n
+  br i1 %idone, label %done, label %lane
+done:
+  ret void
+}
+"""
 
 def enabled() -> bool:
   """Whether regions may run in this process (EMU_REGIONS and EMU_NATIVE not 0, native code loadable)."""
@@ -209,6 +259,13 @@ def _scalar_sources(s:SaluStep) -> list[Src]:
   """The register and constant operands a scalar op reads: its sources, and its destination when it reads it (s_cmovk, s_addk)."""
   return list(s.srcs.values()) + ([s.d0] if "D0" in s.op.reads else [])
 
+def plain_store(s:Step) -> bool:
+  """A GLOBAL store from VGPRs: no atomic, block or ADDTID form (a region holds stores only after all its other instructions)."""
+  if not isinstance(s, VmemStep) or s.fmt != "GLOBAL" or s.block is not None or s.addtid: return False
+  op = s.op
+  return op.kind == "vector" and op.fn is not None and op.mem == "w" and not op.mem_rmw and not op.writes and \
+    op.reads <= STORE_READS | set(s.fields) and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
+
 def plain_salu(s:Step) -> bool:
   """A scalar ALU op from registers and constants into an SGPR (not EXEC) and SCC, with numpy code over waves (SaluStep.across)."""
   if type(s) is not SaluStep or not s.pure or s.across is None or s.mode_dep: return False
@@ -233,8 +290,8 @@ def joins(s:Step) -> bool:
   (which ends it: `ends`), or a control step without effect (s_nop, s_delay_alu, s_waitcnt ...). Decided once per step (every
   dispatch's region search asks again for the steps it scans)."""
   if (hit := _joins.get(id(s))) is None:
-    hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s) or plain_salu(s)
-                           or plain_smem(s) or plain_branch(s))
+    hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s) or plain_store(s)
+                           or plain_salu(s) or plain_smem(s) or plain_branch(s))
   return hit[1]
 
 def ends(s:Step) -> bool:
@@ -256,6 +313,24 @@ class _ScalarMemory(_Memory):
     return self.code.scalar_load(addr, nbytes, 1)[0]
   def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.scalar_load(addr, 4, k)))
 
+class _StoreCheck:
+  """The MEM input of a store lowered into a region's wave loop: each write only checks that the span every active lane reaches
+  lies in one row of the writable native table (else the wave falls back); the writes themselves come after every wave of the
+  batch has run (`_store_function`), in the numpy path's order."""
+  def __init__(self, code:_WaveCode): self.code, self.calls = code, 0
+  def write(self, addr:Val, value:Val, nbytes:int):
+    if nbytes not in (1, 2, 4, 8): raise NotLowerable(f"a {nbytes}-byte write")
+    self.code.span_check(addr, nbytes, "%wtab", "%nwtab")
+    self.calls += 1
+
+class _StoreWrite:
+  """The MEM input of a store lowered into one of its write functions: the op's write number `which` (in the op's order) is
+  emitted, the others only computed (and dropped by LLVM)."""
+  def __init__(self, code:_WaveCode, which:int): self.code, self.which, self.calls = code, which, 0
+  def write(self, addr:Val, value:Val, nbytes:int):
+    if self.calls == self.which: self.code.scatter(addr, value, nbytes)
+    self.calls += 1
+
 class _WaveCode:
   """The IR of one wave running a region, all its lanes at once (one vector element each): the VGPR and lane-mask values each
   instruction leaves. Registers are loaded where first read (SGPRs from %sb, VGPRs from %vgpr at %vbase); stores wait for the end."""
@@ -271,6 +346,7 @@ class _WaveCode:
     self.sgprs: dict[int, str] = {}       # SGPR -> its current i32 value, for those scalar ops wrote in the region
     self.scc: str | None = None           # SCC's current i32 value once read or written in the region
     self.next_pc: str | None = None       # the i64 PC a branch ending the region left
+    self.stores: list[tuple[VmemStep, int]] = []   # the region's writes: (store step, its write number), in order
 
   # ---- operand reads ----
   def vreg(self, r:int) -> str:
@@ -382,14 +458,7 @@ class _WaveCode:
     branches to its fallback (the numpy path then reads it, or faults as it would)."""
     b, v64, n = self.b, self.b.t("i64"), self.lanes
     self.load_bytes += nbytes * k
-    for fn in ("umin", "umax"): b.intrinsics[f"llvm.vector.reduce.{fn}.v{n}i64"] = f"declare i64 @llvm.vector.reduce.{fn}.v{n}i64({v64})"
-    lo = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} {b.c('i64', '-1')}", U64)
-    hi = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} zeroinitializer", U64)
-    lo, hi = (b.emit(f"call i64 @llvm.vector.reduce.{fn}.v{n}i64({v64} {x.ref})", U64) for fn, x in (("umin", lo), ("umax", hi)))
-    ok = b.emit(f"call i1 @find(ptr %tab, i64 %ntab, i64 {lo.ref}, i64 {hi.ref}, i64 {nbytes * k}, ptr %delta.slot)", BOOL)
-    label, b.count = f"{b.prefix}ld{b.count}", b.count + 1
-    b.lines.append(f"  br i1 {ok.ref}, label %{label}, label %fallback\n{label}:")
-    delta = b.emit("load i64, ptr %delta.slot", U64)
+    delta = self.span_check(addr, nbytes * k, "%tab", "%ntab")
     b.lines.append(f"  store {v64} {addr.ref}, ptr %addr.buf, align 8")
     b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta.ref}, i64 %exec, i64 {n}, i64 {k}, i64 {nbytes}, ptr %data.buf)")
     cols = []
@@ -398,6 +467,33 @@ class _WaveCode:
       c = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
       cols.append(b.emit(f"zext {b.t('i32')} {c.ref} to {v64}", U64))
     return cols
+
+  def span_check(self, addr:Val, span:int, table:str, rows:str, miss:str="fallback") -> Val:
+    """Branch to `miss` unless [lo, hi + span) of the active lanes' addresses lies in one row of `table` (`rows` rows, sorted);
+    the row's host-address delta (an i64)."""
+    b, v64, n = self.b, self.b.t("i64"), self.lanes
+    for fn in ("umin", "umax"): b.intrinsics[f"llvm.vector.reduce.{fn}.v{n}i64"] = f"declare i64 @llvm.vector.reduce.{fn}.v{n}i64({v64})"
+    lo = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} {b.c('i64', '-1')}", U64)
+    hi = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} zeroinitializer", U64)
+    lo, hi = (b.emit(f"call i64 @llvm.vector.reduce.{fn}.v{n}i64({v64} {x.ref})", U64) for fn, x in (("umin", lo), ("umax", hi)))
+    ok = b.emit(f"call i1 @find(ptr {table}, i64 {rows}, i64 {lo.ref}, i64 {hi.ref}, i64 {span}, ptr %delta.slot)", BOOL)
+    label, b.count = f"{b.prefix}ld{b.count}", b.count + 1
+    b.lines.append(f"  br i1 {ok.ref}, label %{label}, label %{miss}\n{label}:")
+    return b.emit("load i64, ptr %delta.slot", U64)
+
+  def scatter(self, addr:Val, value:Val, nbytes:int):
+    """Write the low `nbytes` of each active lane's value at its address, in lane order (inside a store function, whose waves
+    all passed their `span_check` in the region: a wave that did not find its span now skips the write), and count the bytes."""
+    b = self.b
+    delta = self.span_check(addr, nbytes, "%wtab", "%nwtab", "wave.next")
+    b.lines.append(f"  store {b.t('i64')} {addr.ref}, ptr %addr.buf, align 8\n  store {b.t('i64')} {b.cast(value, U64).ref}, ptr %val.buf, align 8")
+    b.lines.append(f"  call void @scatter(ptr %addr.buf, ptr %val.buf, i64 {delta.ref}, i64 %exec, i64 {self.lanes}, i64 {nbytes})")
+    b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
+    on = b.emit("call i64 @llvm.ctpop.i64(i64 %exec)", U64)
+    cp = b.emit("getelementptr inbounds i64, ptr %cp, i64 1", U64)
+    old = b.emit(f"load i64, ptr {cp.ref}", U64)
+    moved = b.emit(f"mul i64 {on.ref}, {nbytes}", U64)
+    b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {moved.ref}', U64).ref}, ptr {cp.ref}")
 
   def scalar_address(self, step:SmemStep) -> Val:
     """A scalar load's address (SmemStep._addresses): base (an SGPR pair, a buffer resource's 48-bit base, 0 for NULL) + offset
@@ -456,10 +552,11 @@ class _WaveCode:
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
-    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, self.scalar_bytes, dict(self.sgprs), self.scc
+    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, self.scalar_bytes, dict(self.sgprs), self.scc, \
+      len(self.stores)
   def rewind(self, at:tuple):
-    n_lines, n_float, vgpr, self.load_bytes, self.scalar_bytes, self.sgprs, self.scc = at
-    del self.b.lines[n_lines:], self.b.float_results[n_float:]
+    n_lines, n_float, vgpr, self.load_bytes, self.scalar_bytes, self.sgprs, self.scc, n_stores = at
+    del self.b.lines[n_lines:], self.b.float_results[n_float:], self.stores[n_stores:]
     self.vgpr = vgpr
 
   # ---- conflicts: a later instruction may see a lane-mask write only lane by lane (results are stored at the end) ----
@@ -503,7 +600,7 @@ def _lower_step(step, code:_WaveCode, mode:dict, off:int):
   """Append the code of one step (at byte `off` of the region) for a wave's lanes (NotLowerable may leave part of it behind: the
   caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
-  if isinstance(step, VmemStep): return _lower_load(step, code, mode)
+  if isinstance(step, VmemStep): return _lower_store(step, code, mode) if "w" in step.op.mem else _lower_load(step, code, mode)
   if isinstance(step, SmemStep): return _lower_smem(step, code)
   if isinstance(step, SaluStep): return _lower_scalar(step, code, off)
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
@@ -553,6 +650,50 @@ def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
   if 32 * len(v.columns) != bits: raise NotLowerable(f"{len(v.columns)} dwords for a {bits}-bit VDATA")
   for j, col in enumerate(v.columns): code.write_vgpr(step.vdst + j, 32, col)
 
+def _store_inputs(step:VmemStep, code:_WaveCode, mode:dict, mem) -> dict:
+  """A plain store's op state for a wave's lanes (VmemStep.execute's reads: VDATA as Src.read_lanes gives it)."""
+  src = step.data["VDATA"]
+  if src.bits > 64: vdata = Words(tuple(code.read(Src("vgpr", src.reg + j, 32)) for j in range(src.nregs)))
+  else:
+    vdata = code.read(Src("vgpr", src.reg, 64 if src.bits == 64 else 32))
+    if src.bits == 16: vdata = code.b.emit(f"and {code.b.t('i64')} {vdata.ref}, {code.b.c('i64', str(0xffff))}", U64)
+  return {**_wave_inputs(code, mode), **step.fields, "ADDR": code.address(step), "VDATA": vdata, "MEM": mem}
+
+def _lower_store(step:VmemStep, code:_WaveCode, mode:dict):
+  """A plain global store in a region's wave loop: its spans checked (`_StoreCheck`); its writes are listed for `_store_function`."""
+  check = _StoreCheck(code)
+  if lower(step.op.source, _store_inputs(step, code, mode, check), code.b): raise NotLowerable("a store with outputs")
+  code.stores.extend((step, j) for j in range(check.calls))
+
+def _wave_loop(code:_WaveCode, lanes:int, spec) -> list[str]:
+  """A wave loop's head (from its `%k` phi to `%act`: the wave's number `%w`, its SGPR row `%sb`, VGPR column `%vbase` and
+  EXEC), emitted through `code`'s builder and taken from it."""
+  b, v64 = code.b, code.b.t("i64")
+  head = ["  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]",
+          f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}",
+          f"  %vbase = mul i64 %w, {lanes}"]
+  start = len(b.lines)
+  b.lines.append(f"  %exec = or i64 {code.mask_word(spec.exec_lo)}, 0")
+  ex = b.splat("i64", "%exec", U64)
+  bit = b.emit(f"and {v64} {b.emit(f'lshr {v64} {ex.ref}, {b.lane_ids()}', U64).ref}, {b.c('i64', '1')}", U64)
+  out = b.lines[start:] + [f"  %act = icmp ne {v64} {bit.ref}, zeroinitializer"]
+  del b.lines[start:]
+  return head + out
+
+def _store_function(name:str, step:VmemStep, which:int, lanes:int, spec, mode:int) -> tuple[str, dict]:
+  """(the IR of void name(vgpr, sgpr, ws, nws, stride, wtable, nwtable, counts), the intrinsics it declares): write number `which` of store
+  `step` for every wave of the batch in order, reading its address and data from the registers the region stored (nothing after
+  a region's first store writes one), counting the bytes in counts[1]."""
+  code = _WaveCode(lanes, spec)
+  if lower(step.op.source, _store_inputs(step, code, mode_state(mode), _StoreWrite(code, which)), code.b): raise NotLowerable("a store with outputs")
+  body, code.b.lines = code.b.lines, []
+  head = _wave_loop(code, lanes, spec)
+  L = [f"define internal void @{name}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp) {{",
+       f"start:\n  %addr.buf = alloca [{lanes} x i64], align 64\n  %val.buf = alloca [{lanes} x i64], align 64\n  %delta.slot = alloca i64",
+       *head, *body, "  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws",
+       "  br i1 %k.end, label %done, label %wave\ndone:\n  ret void\n}"]
+  return "\n".join(L), code.b.intrinsics
+
 def _lower_smem(step:SmemStep, code:_WaveCode):
   """A plain scalar load for one wave, from its numpy code over waves (SmemStep.execute's across-waves path): SDATA's dwords."""
   inputs = {"n": N_SENTINEL, "WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, "ADDR": code.scalar_address(step),
@@ -565,33 +706,31 @@ def _lower_smem(step:SmemStep, code:_WaveCode):
   if step.sdata == step.spec.null_reg: return
   for j, col in enumerate(v.columns): code.write_sgpr(step.sdata + j, 32, col)
 
-def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
-  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0, libm) (arrays
-  by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` the MemoryMap's native_table,
-  `counts[0]` where the bytes the stored waves loaded are added; scc and pc the waves' SCC and PC, pc0 the region's address; libm
-  the table of the C library's functions, emu.native.LIBM); returns the MXCSR bits that are not IEEE's default (then nothing ran)."""
+def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> str:
+  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0, libm,
+  wtable, nwtable) (arrays by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` and
+  `wtable` the MemoryMap's native_table for reads and for writes, `counts[0]` and `counts[1]` where the bytes the stored waves
+  loaded and stored are added; scc and pc the waves' SCC and PC, pc0 the region's address; libm the table of the C library's
+  functions, emu.native.LIBM; `stores`: the store functions it calls, in order, once every wave has run). Returns the MXCSR bits
+  that are not IEEE's default (then nothing ran), STORES_LEFT when some wave fell back (its stores, then, are the numpy path's
+  for every wave), else 0."""
   b, v64, vb = code.b, code.b.t("i64"), code.b.t("i1")
   body, b.lines = b.lines, []   # the instructions' code; what is emitted from here on is taken block by block
   def taken() -> list[str]:
     out, b.lines[:] = b.lines[:], []
     return out
   L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co, ptr %scco, "
-       "ptr %pco, i64 %pc0, ptr %lm) {",
+       "ptr %pco, i64 %pc0, ptr %lm, ptr %wto, i64 %nwtab) {",
        native.MXCSR_ENTRY,
        f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
+       "  %fell = alloca i8\n  store i8 0, ptr %fell",
        "  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
-  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co"), ("sccp", "scco"), ("pcp", "pco")):
+  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co"), ("sccp", "scco"), ("pcp", "pco"),
+                   ("wtab", "wto")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
   for fn in sorted(b.libm_used | code.sb.libm_used):
     L.append(f"  %libm.{fn}.p = getelementptr inbounds ptr, ptr %lm, i64 {native.LIBM.index(fn)}\n  %libm.{fn} = load ptr, ptr %libm.{fn}.p")
-  L.append("  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]")
-  L.append(f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}")
-  L.append(f"  %vbase = mul i64 %w, {lanes}")
-  exec_word = code.mask_word(spec.exec_lo)
-  b.lines.append(f"  %exec = or i64 {exec_word}, 0")
-  ex = b.splat("i64", "%exec", U64)
-  bit = b.emit(f"and {v64} {b.emit(f'lshr {v64} {ex.ref}, {b.lane_ids()}', U64).ref}, {b.c('i64', '1')}", U64)
-  L.extend(taken() + [f"  %act = icmp ne {v64} {bit.ref}, zeroinitializer"] + body)
+  L.extend(_wave_loop(code, lanes, spec) + body)
   nan = "zeroinitializer"
   for v in b.float_results:
     isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", BOOL)
@@ -601,7 +740,8 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
   for t, fn in reduce_or.items(): b.intrinsics[fn] = f"declare {t} @{fn}({b.t(t)})"
   any_nan = b.emit(f"call i1 @{reduce_or['i1']}({vb} {nan_act.ref})", BOOL)
   L.extend(taken() + [f"  br i1 {any_nan.ref}, label %fallback, label %commit"])
-  L.append("fallback:\n  %fbp = getelementptr inbounds i8, ptr %fp, i64 %k\n  store i8 1, ptr %fbp\n  br label %wave.next\ncommit:")
+  L.append("fallback:\n  %fbp = getelementptr inbounds i8, ptr %fp, i64 %k\n  store i8 1, ptr %fbp\n  store i8 1, ptr %fell")
+  L.append("  br label %wave.next\ncommit:")
   for r, bits in code.masks.items():   # inactive lanes write 0 (exec_valu.store_lane_bits)
     on = b.emit(f"and {vb} %act, {bits.ref}", BOOL)
     placed = b.emit(f"shl {v64} {b.emit(f'zext {vb} {on.ref} to {v64}', U64).ref}, {b.lane_ids()}", U64)
@@ -631,7 +771,14 @@ def _function(name:str, code:_WaveCode, lanes:int, spec) -> str:
     b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {got.ref}', U64).ref}, ptr %cp")
   L.extend(taken())
   L.append("  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws")
-  L.append("  br i1 %k.end, label %done, label %wave\ndone:\n  %ret = phi i32 [%bad, %entry], [0, %wave.next]\n  ret i32 %ret\n}")
+  if not stores:
+    L.append("  br i1 %k.end, label %done, label %wave\ndone:\n  %ret = phi i32 [%bad, %entry], [0, %wave.next]\n  ret i32 %ret\n}")
+    return "\n".join(L)
+  # the stores, once every wave has run: each write for every wave in turn (the numpy path's order); none when a wave fell back
+  L.append("  br i1 %k.end, label %stores, label %wave\nstores:\n  %fell.v = load i8, ptr %fell\n  %fell.any = icmp ne i8 %fell.v, 0")
+  L.append("  br i1 %fell.any, label %done, label %write\nwrite:")
+  L.extend(f"  call void @{fn}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp)" for fn in stores)
+  L.append(f"  br label %done\ndone:\n  %ret = phi i32 [%bad, %entry], [{STORES_LEFT}, %stores], [0, %write]\n  ret i32 %ret\n}}")
   return "\n".join(L)
 
 class LazyStep:
@@ -756,39 +903,83 @@ class Region:
   def run(self, m:Machine, ws:np.ndarray) -> bool:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
     if not CHECK: return self._run(m, ws)
-    st, read = m.st, m.stats.bytes_read
-    before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy()
+    st, read, written = m.st, m.stats.bytes_read, m.stats.bytes_written
+    regs = lambda: (st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy())
+    before = regs()
+    memory = self._written(m, ws) if self._stores_at() < self.count else []
+    saved = [v.copy() for _, v in memory]
     if not self._run(m, ws): return False
-    native_state = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy(), np.array([m.stats.bytes_read - read])
+    native_state = (*regs(), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v.copy() for _, v in memory])
     st.vgpr_store[...], st.sgpr[...], st.pc[...], st.scc[...] = before
-    m.stats.bytes_read = read
+    for (_, v), old in zip(memory, saved): v[...] = old
+    m.stats.bytes_read, m.stats.bytes_written = read, written
     for _, step in self.steps: step.run(m, ws)
-    numpy_state = st.vgpr_store, st.sgpr, st.pc, st.scc, np.array([m.stats.bytes_read - read])
-    for what, got, want in zip(("VGPR", "SGPR", "PC", "SCC", "bytes read"), native_state, numpy_state):
+    numpy_state = (*regs(), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v for _, v in memory])
+    for what, got, want in zip(("VGPR", "SGPR", "PC", "SCC", "bytes read/written"), native_state, numpy_state):
       if not np.array_equal(got, want):
         at = tuple(int(i) for i in np.argwhere(got != want)[0])
         raise RuntimeError(f"EMU_REGIONS=check: the native region differs from the numpy path at {what}{list(at)}: "
                            f"{int(got[at]):#x}, numpy {int(want[at]):#x}")
+    for (addr, _), got, want in zip(memory, native_state[5], numpy_state[5]):
+      if not np.array_equal(got, want):
+        i = int(np.argwhere(got != want)[0][0])
+        raise RuntimeError(f"EMU_REGIONS=check: the native region's stores differ from the numpy path's at address {addr + i:#x}: "
+                           f"{int(got[i]):#x}, numpy {int(want[i]):#x}")
     return True
+
+  def _written(self, m:Machine, ws:np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(address, view) of each run of writable memory the region's stores reach for waves ws (their addresses from the registers
+    the region's other steps leave, run here on the numpy path and undone): what EMU_REGIONS=check compares. Only those bytes:
+    the host may write other memory meanwhile."""
+    st, read = m.st, m.stats.bytes_read
+    before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy()
+    body = self._stores_at()
+    for _, step in self.steps[:body]: step.run(m, ws)
+    lanes, starts, ends = m.active(ws), [], []
+    for _, step in self.steps[body:]:
+      if isinstance(step, ControlStep): continue
+      lo, size = step.span
+      a = step._addresses(st, lanes.wv, lanes.ln, lanes.dense) + np.uint64(lo & MASK64)
+      starts.append(a)
+      ends.append(a + np.uint64(size))
+    st.vgpr_store[...], st.sgpr[...], st.pc[...], st.scc[...] = before
+    m.stats.bytes_read = read
+    order = np.argsort(start := np.concatenate(starts))
+    if not len(order): return []
+    start, end = start[order], np.maximum.accumulate(np.concatenate(ends)[order])
+    new = np.concatenate(([True], start[1:] > end[:-1]))   # runs of overlapping or adjacent spans
+    out = []
+    for lo, hi in zip(start[new].tolist(), np.r_[end[:-1][new[1:]], end[-1:]].tolist()):
+      if (mp := m.mem.find(lo, hi - lo)) is not None and mp.writable: out.append((lo, mp.view[lo - mp.addr:hi - mp.addr]))
+    return out
 
   def _run(self, m:Machine, ws:np.ndarray) -> bool:
     st = m.st
     if self.mode is not None and not (st.hwreg[ws, HWREG_MODE] == self.mode).all(): return False
     ws = np.ascontiguousarray(ws, dtype=np.int64)
-    fallback, counts, table = np.zeros(len(ws), dtype=np.int8), np.zeros(1, dtype=np.int64), m.mem.native_table()
+    fallback, counts = np.zeros(len(ws), dtype=np.int8), np.zeros(2, dtype=np.int64)
+    table, wtable = m.mem.native_table(), m.mem.native_table(write=True)
     r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), len(ws), st.n * st.lanes, id(fallback), native.NATIVE.data_offset, id(table),
-                len(table), id(counts), id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table())
-    if r: return False   # the thread's MXCSR is not IEEE's default: nothing was stored
+                len(table), id(counts), id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table(), id(wtable), len(wtable))
+    if r and r != STORES_LEFT: return False   # the thread's MXCSR is not IEEE's default: nothing was stored
     m.stats.bytes_read += int(counts[0])
+    m.stats.bytes_written += int(counts[1])
+    body = self._stores_at() if r == STORES_LEFT or fallback.any() else self.count   # the steps before the stores
     if fallback.any():
-      redo = ws[fallback != 0]
-      for _, step in self.steps: step.run(m, redo)
-      ws = ws[fallback == 0]
-    if not self.writes_pc: st.pc[ws] += self.size   # (a branch at the end stored each wave's next PC)
+      for _, step in self.steps[:body]: step.run(m, ws[fallback != 0])
+    done = ws[fallback == 0]
+    if r == STORES_LEFT:   # every wave's stores on the numpy path, in order, after every wave's loads (as EMU_REGIONS=0 runs them)
+      st.pc[done] += self.steps[body][0]
+      for _, step in self.steps[body:]: step.run(m, ws)
+    elif not self.writes_pc: st.pc[done] += self.size   # (a branch at the end stored each wave's next PC)
     if self.tier == native.QUICK and not self.promoting:
-      self.native_work += len(ws) * self.count
+      self.native_work += len(done) * self.count
       if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
     return True
+
+  def _stores_at(self) -> int:
+    """The index of the region's first store step (its count when it has none; loads lazily restored steps)."""
+    return next((i for i, (_, s) in enumerate(self.steps) if plain_store(s.step() if isinstance(s, LazyStep) else s)), self.count)
 
 def offsets(sizes:list[int]|tuple[int, ...]) -> list[int]:
   """Each instruction's byte offset from the first, from the instructions' sizes."""
@@ -802,6 +993,7 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     at = code.mark()
     try:
       if not isinstance(s, ControlStep):
+        if code.stores and not plain_store(s): break   # after a store only stores (they write once every wave has run)
         if code.conflicts(*_step_regs(s)): break
         _lower_step(s, code, mode_state(mode), off)
         reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
@@ -811,10 +1003,17 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     take += 1
   while take and isinstance(steps[take - 1][1], ControlStep): take -= 1
   if not take: return 0, None, False
-  fn = _function(FUNCTION, code, lanes, spec)
+  writes, declarations = [], {}
+  for i, (store, which) in enumerate(code.stores):
+    text, intrinsics = _store_function(f"store{i}", store, which, lanes, spec, mode)
+    writes.append(text)
+    declarations.update(intrinsics)
+  fn = _function(FUNCTION, code, lanes, spec, [f"store{i}" for i in range(len(writes))])
+  declarations.update(code.b.intrinsics)
   # the helpers come after the region's function: emu.native enters a module's code at its start
-  helpers = MEMORY_HELPERS if code.load_bytes or code.scalar_bytes else ""
-  return take, f"declare void @llvm.x86.sse.stmxcsr(ptr)\n{code.b.declarations()}\n{fn}\n{helpers}", reads_mode
+  helpers = (MEMORY_HELPERS if code.load_bytes or code.scalar_bytes or writes else "") + (STORE_HELPERS if writes else "")
+  head = "\n".join(sorted(declarations.values()))
+  return take, "\n".join(["declare void @llvm.x86.sse.stmxcsr(ptr)", head, fn, *writes, helpers]), reads_mode
 
 _built: dict[tuple, Region | None] = {}   # by region key: (lanes, MODE, code bytes)
 

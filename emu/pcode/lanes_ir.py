@@ -196,6 +196,8 @@ class Lowering:
     elif isinstance(s, ast.Return) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id in self.fns:
       raise _Return(self.run(s.value.func.id, self.inputs))
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant): pass
+    elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == "mwrite":
+      self._expr(s.value, env)   # a store: MEM's `write` emits it
     else: raise NotLowerable(f"statement {type(s).__name__}")
 
   def _set_columns(self, array, index, v) -> Words:
@@ -208,6 +210,17 @@ class Lowering:
     if not (isinstance(v, Words) and isinstance(a, int) and isinstance(b, int) and 0 <= a <= b <= len(array.columns) and len(v.columns) == b - a):
       raise NotLowerable("column assignment of these shapes")
     return Words(array.columns[:a] + v.columns + array.columns[b:])
+
+  def _column(self, e, env:dict) -> Val | None:
+    """Column j of an (n, k) uint32 array (a Words) for `X[:, j]` with a constant j, else None (uint32 arithmetic on it would
+    not lower exactly: only its widening to uint64 reads it)."""
+    if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and isinstance(e.slice, ast.Tuple) and len(e.slice.elts) == 2):
+      return None
+    whole, j = e.slice.elts
+    if not (isinstance(whole, ast.Slice) and whole.lower is None and whole.upper is None and whole.step is None): return None
+    array, j = self._expr(e.value, env), self._expr(j, env)
+    if not isinstance(array, Words) or not isinstance(j, int) or not 0 <= j < len(array.columns): return None
+    return array.columns[j]
 
   @staticmethod
   def _is_guard(e) -> bool:
@@ -303,6 +316,7 @@ class Lowering:
     f, b = e.func, self.b
     kw = {k.arg: k.value for k in e.keywords}
     if isinstance(f, ast.Attribute) and f.attr == "astype" and len(e.args) == 1 and (dt := self._numpy_type(e.args[0])) is not None:
+      if dt == U64 and (col := self._column(f.value, env)) is not None: return col   # X[:, j].astype(np.uint64): dword j, widened
       return b.cast(self._expr(f.value, env), dt)
     if (dt := self._numpy_type(f)) is not None and len(e.args) == 1 and not kw:   # np.uint64(1): a typed scalar
       v = self._expr(e.args[0], env)
@@ -336,6 +350,10 @@ class Lowering:
       mem, addr, size = args[0], b.cast(args[1], U64), args[2]   # runtime.mread(MEM, addr, nbytes, n) / mread_words(MEM, addr, k, n)
       if not hasattr(mem, "read"): raise NotLowerable(f"{name} of {type(mem).__name__}")
       return mem.read(addr, size) if name == "mread" else mem.read_words(addr, size)
+    if name == "mwrite" and len(args) == 5 and not kws and isinstance(args[3], int):   # runtime.mwrite(MEM, addr, value, nbytes, n)
+      mem, addr, value, size = args[0], b.cast(args[1], U64), b.cast(args[2], U64), args[3]
+      if not hasattr(mem, "write"): raise NotLowerable(f"{name} of {type(mem).__name__}")
+      return mem.write(addr, value, size)
     if name == "signext" and len(args) == 1: return args[0]   # helpers.signext: marks a value signed, changes nothing
     if name in ("bits2f", "f2bits") and len(args) == 2 and not isinstance(args[1], Val):
       x, w = args
@@ -473,6 +491,7 @@ def lower(source:str, inputs:dict, b:Builder) -> dict:
   """The outputs (`st.NAME = ...` of the generated `op` function) as lane vectors or Python scalars, emitting the wave's IR into b.
   `inputs`: the op state's attributes: Val for per-lane operands (uint64 bits, lane masks as uint64 0/1), Python values for
   fields and mode inputs, N_SENTINEL for `n`, and for MEM an object whose `read(addr, nbytes)` emits a load of `nbytes` (1, 2, 4)
-  at each lane's uint64 address Val (a uint64 Val) and `read_words(addr, k)` one of k dwords (Words). Raises NotLowerable (see the
-  module docstring)."""
+  at each lane's uint64 address Val (a uint64 Val) and `read_words(addr, k)` one of k dwords (Words), and a store's MEM one whose
+  `write(addr, value, nbytes)` emits the write of each lane's low `nbytes` of value (uint64 Vals), in the op's order. Raises
+  NotLowerable (see the module docstring)."""
   return Lowering(source, b).run("op", inputs)
