@@ -31,7 +31,7 @@ times the best of --repeat runs.
   --json                        print one JSON object at the end instead of the summary table
 """
 from __future__ import annotations
-import argparse, contextlib, json, math, os, statistics, subprocess, sys, tempfile, time
+import argparse, contextlib, gc, json, math, os, statistics, subprocess, sys, tempfile, time
 import numpy as np
 
 def _log(msg:str): print(f"[bench] {msg}", file=sys.stderr, flush=True)
@@ -41,6 +41,7 @@ def _timed(fn, repeat:int, before=None):
   best, res = float("inf"), None
   for _ in range(repeat):
     if before is not None: before()
+    gc.collect()   # the garbage of what ran before (a replay's streams) is not this run's to collect
     t = time.process_time()
     res = fn()
     best = min(best, time.process_time() - t)
@@ -127,24 +128,31 @@ def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
           "fma_warp_inst_per_s": fma_stats.warp_instructions / fma_s,
           "ptx_lines": text.count("\n")}
 
-def throughput(make, repeat:int, before=None) -> dict:
-  """Steady state of the dispatch `make()` returns: one untimed warm-up run, then the best of `repeat` (each after `before`)."""
+def settle(*runs, most:int=30):
+  """Run each of `runs` (untimed) until a round of them queues no background compile and every compile is done: native regions
+  made hot, and QUICK ones promoted to FULL (emu.amd.regions), are then in place, so that no compile thread's CPU time lands in a
+  timed run (at most `most` rounds)."""
   from emu import native
+  for _ in range(most):
+    queued = native.NATIVE.submitted
+    for run in runs: run()
+    native.NATIVE.wait_idle()
+    if native.NATIVE.submitted == queued: return
+
+def throughput(make, repeat:int, before=None) -> dict:
+  """Steady state of the dispatch `make()` returns: untimed runs until nothing more compiles (`settle`), then the best of `repeat`
+  (each after `before`)."""
   run = make()
-  run()
-  native.NATIVE.wait_idle()   # native regions the warm-up made hot are compiled in the background: the timed runs use them
+  settle(run)
   secs, stats = _timed(run, repeat, before)
   return {"wave_instructions": stats.wave_instructions, "waves": stats.waves, "seconds": secs, "winst_per_s": stats.wave_instructions / secs}
 
 def timing_overhead(make, rounds:int) -> dict:
   """CPU seconds (medians over `rounds`) of the dispatch make(timing): off, on (repeated) and new (every CU workload replayed), timed
   in turn so that the machine's drift touches all three alike."""
-  from emu import native
   from emu.amd.timing import REPLAY_MEMO
   off, on = make(False), make(True)
-  for run in (off, on, off, on):
-    run()
-    native.NATIVE.wait_idle()
+  settle(off, on)
   times: dict[str, list[float]] = {"off": [], "on": [], "new": []}
   for _ in range(rounds):
     for key, run, before in (("off", off, None), ("on", on, None), ("new", on, REPLAY_MEMO.forget_results)):

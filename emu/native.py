@@ -140,6 +140,7 @@ class _Native:
     self._compiling = threading.Lock()   # held only around LLVM: a background compile must not stall the emulation's own calls
     self._compilers: dict[str, object] = {}   # by tier (FULL, QUICK), made on first use
     self._libm, self._used, self._jobs, self._worker, self._queued = None, 0, None, None, 0
+    self.submitted = 0   # background compiles ever queued (a benchmark's warm-up is over once a run queues none)
     self._libm_table = None
     self.generation = 0   # +1 in each forked child: work queued before the fork (function_later) is lost there
     if self._allowed() is None: self._arena()   # mapped now, at import, not later over a hole the program may have just unmapped
@@ -188,6 +189,7 @@ class _Native:
         self._worker = threading.Thread(target=self._compile_jobs, args=(self._jobs,), name="emu-native-compile", daemon=True)
         self._worker.start()
       self._queued += 1
+      self.submitted += 1
       self._jobs.put((ir, signature, done, tier))
 
   def _compile_jobs(self, jobs:queue.SimpleQueue):

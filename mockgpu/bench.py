@@ -55,8 +55,12 @@ def _child(name:str, repeat:int) -> int:
   from tinygrad import Device, Tensor
   step = PROGRAMS[name](Tensor, np.random.default_rng(0))
   dev = Device[Device.DEFAULT]
-  for _ in range(2): step()   # compile, and fill every cache
-  dev.synchronize()
+  from emu.bench import settle
+  def synced():
+    step()
+    dev.synchronize()
+  synced()   # compile, and fill every cache
+  settle(synced)   # until the emulator's native code is in place (no background compile runs in the timed steps)
   counters = None
   if os.environ.get("DEV", "").startswith("MOCK"):
     from mockgpu import stats

@@ -7,11 +7,11 @@ Each instruction's semantics are its pcode op's generated code, lowered by `emu.
 executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
 registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
-loads (no atomics, ADDTID, block or LDS forms) and, after all of those, plain GLOBAL stores, scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
+loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
 (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across / SmemStep.across: a kernel's
 argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops between them (s_delay_alu,
-s_nop, s_waitcnt ...); a branch (s_branch, s_cbranch_scc0/1) is its last instruction (the function then stores each wave's next
-PC). It ends before anything else,
+s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms) after all of those; a branch (s_branch,
+s_cbranch_scc0/1) is the last instruction of a region without stores (the function then stores each wave's next PC). It ends before anything else,
 or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
 SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
 The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only

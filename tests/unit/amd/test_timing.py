@@ -283,6 +283,31 @@ def test_a_repeated_dispatch_takes_its_cycles_from_the_replay_memo_and_they_equa
   assert run().cycles == fresh                                                            # and a fresh replay agrees
   assert valu_loop(waves=64, iters=9)().cycles > fresh   # one more loop trip: other streams, a longer kernel (not a memo hit)
 
+def test_a_dispatch_that_ran_otherwise_is_not_taken_for_a_recorded_one():
+  """A whole dispatch's end is kept by its recording (each batch's instruction and waves): the same code on other data, which runs
+  its loop another number of times, is replayed, and gives what a fresh replay gives."""
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s, s_load_b32, s_lshl_b32, s_sub_u32, s_cmp_lg_u32, s_cbranch_scc1, v_fma_f32, s_endpgm
+  from emu.amd.api import Dispatch
+  from emu.amd.gpu import AMDGPU
+  from emu.amd.kernel import Buffers
+  from emu.amd.timing import REPLAY_MEMO
+  body = [v_fma_f32(v[1], v[1], v[0], 1.0), s_sub_u32(s[2], s[2], 1), s_cmp_lg_u32(s[2], 0)]
+  back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4
+  head = [s_lshl_b32(s[3], s[2], 2), s_load_b32(s[2], s[0:1], s[3]), s_waitcnt(0)]   # each workgroup's trips: its waves part ways
+  code = b"".join(i.to_bytes() for i in [*head, *body, s_cbranch_scc1(simm16=back & 0xffff), s_endpgm()])
+  bufs = Buffers()
+  trips = np.array([3, 4, 5, 6], dtype=np.uint32)
+  t = bufs.add(trips, "trips", writable=False)
+  addr = bufs.add(np.frombuffer(code + bytes(64), dtype=np.uint8).copy(), "code", writable=False)
+  d = Dispatch(code_addr=addr, grid=(4, 1, 1), workgroup=(64, 1, 1), user_sgprs=[t & 0xffffffff, t >> 32], rsrc2=(2 << 1) | (1 << 7))
+  gpu = AMDGPU("gfx1100", bufs.mem, timing=True)
+  first = gpu.dispatch(d).cycles
+  assert gpu.dispatch(d).cycles == first   # the same recording: its end from the memo
+  trips[3] = 9
+  other = gpu.dispatch(d).cycles
+  REPLAY_MEMO.forget_results()
+  assert gpu.dispatch(d).cycles == other > first
+
 def test_the_replay_memo_numbering_starts_over_beyond_its_bound_and_cycles_stay_those_of_a_fresh_replay():
   from emu.bench import valu_loop
   from emu.amd import timing
@@ -301,12 +326,13 @@ def test_chunks_in_lockstep_share_streams_as_the_general_path_builds_them(monkey
   """Several 4-wave chunks (workgroups of 2 waves) each in lockstep: the per-range streams give the cycles and the per-wave digests
   the general path (every wave's issue sequence sorted out of all batches) gives."""
   from emu import bench
+  from emu.amd.timing import REPLAY_MEMO
   from emu.amd import dispatcher
   monkeypatch.setattr(dispatcher, "CHUNK_WAVES", 4)
   seen = []
   real_streams = TimingModel._streams
-  def spy(self):
-    out = real_streams(self)
+  def spy(self, numbered, groups):
+    out = real_streams(self, numbered, groups)
     seen.append(out[1])
     return out
   monkeypatch.setattr(TimingModel, "_streams", spy)
@@ -314,10 +340,12 @@ def test_chunks_in_lockstep_share_streams_as_the_general_path_builds_them(monkey
   fast = run()
   by_range = TimingModel._by_range
   monkeypatch.setattr(TimingModel, "_by_range", lambda self: None)
+  REPLAY_MEMO.forget_results()   # (else the same recording's end is known)
   general = run()
   assert fast.waves >= 8 and fast.cycles == general.cycles and seen[0] == seen[1]
   ranges = []
   monkeypatch.setattr(TimingModel, "_by_range", lambda self: (r := by_range(self), ranges.append(r))[0])
+  REPLAY_MEMO.forget_results()
   run()
   assert ranges[0] is not None and len(ranges[0]) == fast.waves // 4   # the fast path was the one taken
 
@@ -329,7 +357,11 @@ def test_waves_batches_bitmap_gives_the_streams_the_sort_by_wave_gives(monkeypat
   from emu.amd.timing import REPLAY_MEMO
   seen = []
   real_streams = TimingModel._streams
-  monkeypatch.setattr(TimingModel, "_streams", lambda self: (out := real_streams(self), seen.append((self._by_range(), out[1])))[0])
+  def spy(self, numbered, groups):
+    out = real_streams(self, numbered, groups)
+    seen.append((groups, out[1]))
+    return out
+  monkeypatch.setattr(TimingModel, "_streams", spy)
   run = bench.boxmuller(1 << 12)
   bitmap = run()
   monkeypatch.setattr(timing, "MEMBERSHIP_CELLS", 0)
