@@ -128,16 +128,18 @@ def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
           "fma_warp_inst_per_s": fma_stats.warp_instructions / fma_s,
           "ptx_lines": text.count("\n")}
 
-def settle(*runs, most:int=30):
-  """Run each of `runs` (untimed) until a round of them queues no background compile and every compile is done: native regions
-  made hot, and QUICK ones promoted to FULL (emu.amd.regions), are then in place, so that no compile thread's CPU time lands in a
-  timed run (at most `most` rounds)."""
+def settle(*runs, quiet:int=3, most:int=40):
+  """Run each of `runs` (untimed) until `quiet` rounds in a row queue no background compile, and every compile is done: native
+  regions made hot (code a dispatch runs only a few batches of gathers its heat over several), and QUICK ones promoted to FULL
+  (emu.amd.regions), are then in place, so that no compile thread's CPU time lands in a timed run (at most `most` rounds)."""
   from emu import native
+  calm = 0
   for _ in range(most):
     queued = native.NATIVE.submitted
     for run in runs: run()
     native.NATIVE.wait_idle()
-    if native.NATIVE.submitted == queued: return
+    calm = calm + 1 if native.NATIVE.submitted == queued else 0
+    if calm == quiet: return
 
 def throughput(make, repeat:int, before=None) -> dict:
   """Steady state of the dispatch `make()` returns: untimed runs until nothing more compiles (`settle`), then the best of `repeat`
