@@ -819,6 +819,7 @@ class Region:
 
   def _set_steps(self, steps:list[Step], writes_pc:bool|None=None):
     self.steps = list(zip(offsets([s.size for s in steps]), steps))
+    self.stores_at: int | None = None   # _stores_at, once asked
     self.size, self.count = sum(s.size for s in steps), len(steps)
     self.writes_pc = ends(steps[-1]) if writes_pc is None else writes_pc   # it ends with a branch: each wave's next PC is the branch's
 
@@ -978,8 +979,15 @@ class Region:
     return True
 
   def _stores_at(self) -> int:
-    """The index of the region's first store step (its count when it has none; loads lazily restored steps)."""
-    return next((i for i, (_, s) in enumerate(self.steps) if plain_store(s.step() if isinstance(s, LazyStep) else s)), self.count)
+    """The index of the region's first store step (its count when it has none). Stores are last: the scan goes back from the end,
+    loading (of lazily restored steps) only the stores, the control steps between them and the step before them."""
+    if self.stores_at is None:
+      real = lambda i: self.steps[i][1].step() if isinstance(self.steps[i][1], LazyStep) else self.steps[i][1]
+      i = self.count
+      while i and (plain_store(step := real(i - 1)) or isinstance(step, ControlStep)): i -= 1
+      while i < self.count and isinstance(real(i), ControlStep): i += 1   # (no-ops before the first store belong to the rest)
+      self.stores_at = i
+    return self.stores_at
 
 def offsets(sizes:list[int]|tuple[int, ...]) -> list[int]:
   """Each instruction's byte offset from the first, from the instructions' sizes."""

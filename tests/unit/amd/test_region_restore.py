@@ -113,3 +113,20 @@ def test_a_restored_region_times_as_the_numpy_path_does(native_runs, fresh_proce
   assert native_runs == [1] and "V_MOV_B32_E32" in loaded   # run natively, its steps loaded for the replay only
   monkeypatch.setenv("EMU_REGIONS", "0")
   assert restored == dispatch()
+
+def test_a_restored_region_leaves_its_stores_to_the_numpy_path_where_the_table_cannot_vouch_for_them(native_runs, fresh_process, tmp_path, loaded):
+  # compiled with its store in an earlier process; restored where the output is host memory the process may unmap (not in the
+  # native table): every wave falls back from its store's check, its steps load, and the numpy path runs them (stores last)
+  from emu.amd.memory import MemoryMap
+  prog = [v_add_nc_u32_e32(v[1], 5, v[0]), v_add_nc_u32_e32(v[2], v[0], v[0]), v_add_nc_u32_e32(v[2], v[2], v[2]),
+          global_store_b32(addr=v[2], data=v[1], saddr=s[0:1], offset=0)]
+  for host in (False, True):
+    fresh_process(str(tmp_path))
+    out, mem = np.zeros(32, dtype=np.uint32), MemoryMap()
+    mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8), present=(lambda: True) if host else None)
+    native_runs.clear(), loaded.clear()
+    st = run_program(prog, memory=mem, sgprs={0: out.ctypes.data}, vgprs={0: LANES}, waves=2)
+    assert (out == LANES + 5).all() and st.stats.bytes_written == 2 * 4 * 32 and native_runs == [2]
+    STEP_CACHE.write()
+  assert all(isinstance(x, regions.LazyStep) for r in regions._built.values() if r for _, x in r.steps)   # restored, not rebuilt
+  assert sorted(loaded) == ["GLOBAL_STORE_B32", "S_ENDPGM"] + ["V_ADD_NC_U32_E32"] * 3   # its stand-ins loaded once needed
