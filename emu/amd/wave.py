@@ -7,7 +7,7 @@ consecutive waves -- what a lockstep VALU op reads and writes -- is one contiguo
 it, and results are stored with one copy.
 """
 from __future__ import annotations
-import mmap, sys, weakref
+import mmap, sys, threading, weakref
 from functools import cache
 import numpy as np
 from emu.amd.api import IllegalOperand
@@ -51,16 +51,16 @@ class _ZeroMappings:
   not zero): other systems get fresh mappings."""
   def __init__(self, keep:int=4):
     self.keep, self.free = keep, []   # free: zeroed mappings, most recently given back last
-    self.recycle = sys.platform == "linux"
+    self.recycle, self.lock = sys.platform == "linux", threading.Lock()   # (GPUs may dispatch from several threads)
 
   def array(self, shape:tuple, dtype, hot_bytes:int) -> np.ndarray:
     """A zero array of `shape` on a mapping of its own (a free one of its size if there is one); `hot_bytes`: how much of it
     (from the start) the caller expects to touch."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
-    mm = next((m for m in reversed(self.free) if len(m) == nbytes), None)
-    if mm is not None: self.free.remove(mm)
-    else: mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)   # (not the default MAP_SHARED: DONTNEED keeps shmem pages)
+    with self.lock:
+      if (mm := next((m for m in reversed(self.free) if len(m) == nbytes), None)) is not None: self.free.remove(mm)
+    if mm is None: mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)   # (not MAP_SHARED: DONTNEED keeps shmem)
     root = np.frombuffer(mm, dtype=np.uint8)   # every array made from it, views included, keeps it alive
     if self.recycle: weakref.finalize(root, self._give_back, mm, hot_bytes).atexit = False
     return root.view(dt).reshape(shape)
@@ -70,8 +70,9 @@ class _ZeroMappings:
     hot = min(len(mm), -(-hot_bytes // PAGE) * PAGE)
     if hot: np.frombuffer(mm, dtype=np.uint8, count=hot)[:] = 0
     if hot < len(mm): mm.madvise(mmap.MADV_DONTNEED, hot, len(mm) - hot)
-    self.free.append(mm)
-    if len(self.free) > self.keep: self.free.pop(0)
+    with self.lock:
+      self.free.append(mm)
+      if len(self.free) > self.keep: self.free.pop(0)
 
 ZERO_MAPPINGS = _ZeroMappings()
 
