@@ -189,6 +189,7 @@ class ReplayMemo:
     # fresh objects rather than clearing in place: a dispatch still reading the old table keeps a consistent one
     self.codes: dict[tuple[int, int], int] = {}
     self.pairs: list[tuple[int, int]] = []
+    self.run_codes: dict[tuple[int, int], np.ndarray] = {}   # a region run's codes (number_parts), by its run_keys key
     self.ends: OrderedDict[bytes, int] = OrderedDict()
     self.generation += 1
 
@@ -202,26 +203,41 @@ class ReplayMemo:
     if (hit := self.ops[sid])[1] is None: hit[1] = replay_op(classify(hit[0]))
     return hit[1]
 
-  def run_keys(self, steps:list[tuple[int, Step]], pc:int) -> tuple[list[int], list[int]]:
-    """(step ids, pcs) of a native region's `steps` ([(offset, Step)]) run at `pc`, each step held: made once per (steps
-    object, pc), the steps object held so that its id is not reused."""
+  def run_keys(self, steps:list[tuple[int, Step]], pc:int) -> tuple[tuple[int, int], tuple]:
+    """(its key, (steps, step ids, pcs)) of a native region's `steps` ([(offset, Step)]) run at `pc`, each step held: made once
+    per (steps object, pc), the steps object held so that its id is not reused while the key names it."""
     with self._lock:
       if (hit := self.runs.get(key := (id(steps), pc))) is None:
         for _, step in steps: self.hold(step)
         hit = self.runs[key] = (steps, [id(step) for _, step in steps], [pc + off for off, _ in steps])
-        while len(self.runs) > self.limit: self.runs.pop(next(iter(self.runs)))
-    return hit[1], hit[2]
+        while len(self.runs) > self.limit:   # (its codes go with it: the key's steps id may be reused once the steps are freed)
+          self.run_codes.pop(gone := next(iter(self.runs)), None)
+          self.runs.pop(gone)
+    return key, hit
 
-  def number(self, keys:list[tuple[int, int]]) -> tuple[int, list[tuple[int, int]], np.ndarray]:
-    """Number each (step id, pc) of `keys`: (the generation, its code -> (step id, pc) table, the codes as int32)."""
+  def number_parts(self, parts:list[tuple], n:int) -> tuple[int, list[tuple[int, int]], np.ndarray]:
+    """Number each (step id, pc) of a dispatch's `n` recorded batches, as TimingModel keeps them: parts (run key, run_keys's entry)
+    of native region runs, whose codes are made once per generation, and (None, (step id, pc)) of single steps. (The generation,
+    its code -> (step id, pc) table, the codes as int32.)"""
     with self._lock:
-      if len(self.codes) + len(keys) > self.max_codes: self._new_generation()
-      codes, pairs = self.codes, self.pairs
-      for key in keys:
-        if key not in codes:
-          codes[key] = len(pairs)
-          pairs.append(key)
-      return self.generation, pairs, np.array([codes[k] for k in keys], dtype=np.int32)
+      if len(self.codes) + n > self.max_codes: self._new_generation()
+      codes, pairs, run_codes = self.codes, self.pairs, self.run_codes
+      def code(key:tuple[int, int]) -> int:
+        if (c := codes.get(key)) is None: c = codes[key] = len(pairs); pairs.append(key)
+        return c
+      out, singles = [], []
+      for key, entry in parts:
+        if key is None:
+          singles.append(code(entry))
+          continue
+        if singles: out.append(np.array(singles, dtype=np.int32)); singles = []
+        current = self.runs.get(key) is entry   # (the part holds its entry's steps: their id is this key's while it lives)
+        if (c := run_codes.get(key) if current else None) is None:
+          c = np.array([code(k) for k in zip(entry[1], entry[2])], dtype=np.int32)
+          if current: run_codes[key] = c
+        out.append(c)
+      if singles: out.append(np.array(singles, dtype=np.int32))
+      return self.generation, pairs, np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
 
   def stream(self, generation:int, codes:np.ndarray, pairs:list[tuple[int, int]]) -> tuple[Stream, bytes]:
     """One wave's (ops, pcs, cache-line spans) from its issue codes (int32) numbered in `generation`, and the digest of the codes;
@@ -315,9 +331,10 @@ class TimingModel(DispatchObserver):
   reads_registers = False   # it records which waves issued which step, nothing of their state
   def before(self, st, ws:np.ndarray, step:Step, pc:int, first_wave:int): self.issue(step, ws + first_wave if first_wave else ws, pc)
   def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int):
-    sids, pcs = REPLAY_MEMO.run_keys(steps, pc)
+    key, entry = REPLAY_MEMO.run_keys(steps, pc)
     self.lockstep &= len(ws) == self.n_waves
-    self.batches.extend(zip(sids, pcs, itertools.repeat(ws + first_wave if first_wave else ws)))
+    self.batches.extend(zip(entry[1], entry[2], itertools.repeat(ws + first_wave if first_wave else ws)))
+    self.parts.append((key, entry))
     self.recorded += len(ws)
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
@@ -332,6 +349,7 @@ class TimingModel(DispatchObserver):
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, self.spec.lds_per_cu // lds_bytes) if lds_bytes else by_waves
     self.batches: list[tuple[int, int, np.ndarray]] = []
+    self.parts: list[tuple] = []   # the batches as ReplayMemo.number_parts takes them: a region run as one part
     self.recorded = 0      # wave numbers the batches' arrays hold (arrays shared by several batches counted for each issue)
     self.lockstep = True   # every batch so far held every wave
 
@@ -340,6 +358,7 @@ class TimingModel(DispatchObserver):
     REPLAY_MEMO.hold(step)
     self.lockstep &= len(ws) == self.n_waves
     self.batches.append((id(step), pc, np.asarray(ws)))
+    self.parts.append((None, (id(step), pc)))
     self.recorded += len(ws)
 
   def recorded_bytes(self) -> int:
@@ -352,8 +371,8 @@ class TimingModel(DispatchObserver):
 
   def _streams(self, numbered:tuple[int, list, np.ndarray], groups:dict|None) -> tuple[list[Stream], list[bytes], int]:
     """Each wave's (ops, pcs, cache-line spans) in issue order, a digest of it (waves with the same sequence share one Stream
-    object), and the replay memo's generation that numbered them (`numbered`: ReplayMemo.number of the batches; `groups`: their
-    `_by_range`, None when not lockstep chunks)."""
+    object), and the replay memo's generation that numbered them (`numbered`: ReplayMemo.number_parts of the batches;
+    `groups`: their `_by_range`, None when not lockstep chunks)."""
     if not self.batches: return [make_stream([], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
     generation, pairs, per_batch = numbered
     if self.lockstep:   # every batch held every wave (one lockstep chunk): one sequence
@@ -406,7 +425,7 @@ class TimingModel(DispatchObserver):
   def finish(self) -> tuple[int, float]:
     """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""
     # (step id, pc) -> an int: one array to sort and compare instead of two
-    numbered = REPLAY_MEMO.number([(sid, pc) for sid, pc, _ in self.batches])
+    numbered = REPLAY_MEMO.number_parts(self.parts, len(self.batches))
     inputs = repr((numbered[0], self.params, self.passes, self.wg_slots, self.fetch, self.wpg)).encode()   # the rest of what the replay reads
     groups = None if self.lockstep else self._by_range()
     whole_key = None

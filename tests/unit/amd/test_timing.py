@@ -308,6 +308,20 @@ def test_a_dispatch_that_ran_otherwise_is_not_taken_for_a_recorded_one():
   REPLAY_MEMO.forget_results()
   assert gpu.dispatch(d).cycles == other > first
 
+def test_region_runs_numbered_once_give_a_fresh_replays_cycles_also_when_the_memo_drops_them():
+  """A region run's instruction codes are made once per generation (ReplayMemo.number_parts); a memo bounded below the runs a
+  dispatch makes drops runs and their codes as it goes, and the cycles stay those of a fresh replay."""
+  from emu import bench
+  from emu.amd import timing
+  run = bench.boxmuller(1 << 10)
+  timing.REPLAY_MEMO.forget_results()
+  fresh = run().cycles
+  saved, timing.REPLAY_MEMO = timing.REPLAY_MEMO, timing.ReplayMemo(limit=2)
+  try:
+    assert run().cycles == fresh and run().cycles == fresh
+    assert len(timing.REPLAY_MEMO.runs) <= 2 and set(timing.REPLAY_MEMO.run_codes) <= set(timing.REPLAY_MEMO.runs)
+  finally: timing.REPLAY_MEMO = saved
+
 def test_the_replay_memo_numbering_starts_over_beyond_its_bound_and_cycles_stay_those_of_a_fresh_replay():
   from emu.bench import valu_loop
   from emu.amd import timing
@@ -318,7 +332,7 @@ def test_the_replay_memo_numbering_starts_over_beyond_its_bound_and_cycles_stay_
     memo = timing.REPLAY_MEMO
     assert run().cycles == fresh and memo.generation == 1
     assert run().cycles == fresh and memo.generation == 2   # each dispatch overflows the bound: numbered afresh, replayed afresh
-    tables = memo.number([(1, 0)])
+    tables = memo.number_parts([(None, (1, 0))], 1)
     assert tables[0] == 3 and len(memo.codes) == 1 and list(tables[2]) == [0]
   finally: timing.REPLAY_MEMO = saved
 
