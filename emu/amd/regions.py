@@ -905,17 +905,16 @@ class Region:
     """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
     if not CHECK: return self._run(m, ws)
     st, read, written = m.st, m.stats.bytes_read, m.stats.bytes_written
-    regs = lambda: (st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy())
-    before = regs()
+    before = _registers(st)
     memory = self._written(m, ws) if self._stores_at() < self.count else []
     saved = [v.copy() for _, v in memory]
     if not self._run(m, ws): return False
-    native_state = (*regs(), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v.copy() for _, v in memory])
-    st.vgpr_store[...], st.sgpr[...], st.pc[...], st.scc[...] = before
+    native_state = (*_registers(st), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v.copy() for _, v in memory])
+    _put_back(st, before)
     for (_, v), old in zip(memory, saved): v[...] = old
     m.stats.bytes_read, m.stats.bytes_written = read, written
     for _, step in self.steps: step.run(m, ws)
-    numpy_state = (*regs(), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v for _, v in memory])
+    numpy_state = (*_registers(st), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v for _, v in memory])
     for what, got, want in zip(("VGPR", "SGPR", "PC", "SCC", "bytes read/written"), native_state, numpy_state):
       if not np.array_equal(got, want):
         at = tuple(int(i) for i in np.argwhere(got != want)[0])
@@ -933,7 +932,7 @@ class Region:
     the region's other steps leave, run here on the numpy path and undone): what EMU_REGIONS=check compares. Only those bytes:
     the host may write other memory meanwhile."""
     st, read = m.st, m.stats.bytes_read
-    before = st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy()
+    before = _registers(st)
     body = self._stores_at()
     for _, step in self.steps[:body]: step.run(m, ws)
     lanes, starts, ends = m.active(ws), [], []
@@ -943,7 +942,7 @@ class Region:
       a = step._addresses(st, lanes.wv, lanes.ln, lanes.dense) + np.uint64(lo & MASK64)
       starts.append(a)
       ends.append(a + np.uint64(size))
-    st.vgpr_store[...], st.sgpr[...], st.pc[...], st.scc[...] = before
+    _put_back(st, before)
     m.stats.bytes_read = read
     order = np.argsort(start := np.concatenate(starts))
     if not len(order): return []
@@ -989,6 +988,14 @@ class Region:
       self.stores_at = i
     return self.stores_at
 
+def _registers(st) -> tuple[np.ndarray, ...]:
+  """Copies of what a region may change in a batch's wave state (EMU_REGIONS=check runs a batch twice): VGPRs, SGPRs, PC, SCC."""
+  return st.vgpr_store.copy(), st.sgpr.copy(), st.pc.copy(), st.scc.copy()
+
+def _put_back(st, saved:tuple[np.ndarray, ...]):
+  """Restore the wave state `_registers` copied."""
+  st.vgpr_store[...], st.sgpr[...], st.pc[...], st.scc[...] = saved
+
 def offsets(sizes:list[int]|tuple[int, ...]) -> list[int]:
   """Each instruction's byte offset from the first, from the instructions' sizes."""
   return [0, *itertools.accumulate(sizes[:-1])]
@@ -1011,17 +1018,15 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     take += 1
   while take and isinstance(steps[take - 1][1], ControlStep): take -= 1
   if not take: return 0, None, False
-  writes, declarations = [], {}
+  writes = []
   for i, (store, which) in enumerate(code.stores):
     text, intrinsics = _store_function(f"store{i}", store, which, lanes, spec, mode)
     writes.append(text)
-    declarations.update(intrinsics)
+    code.b.intrinsics.update(intrinsics)   # (one module: its declarations once)
   fn = _function(FUNCTION, code, lanes, spec, [f"store{i}" for i in range(len(writes))])
-  declarations.update(code.b.intrinsics)
   # the helpers come after the region's function: emu.native enters a module's code at its start
   helpers = (MEMORY_HELPERS if code.load_bytes or code.scalar_bytes or writes else "") + (STORE_HELPERS if writes else "")
-  head = "\n".join(sorted(declarations.values()))
-  return take, "\n".join(["declare void @llvm.x86.sse.stmxcsr(ptr)", head, fn, *writes, helpers]), reads_mode
+  return take, "\n".join(["declare void @llvm.x86.sse.stmxcsr(ptr)", code.b.declarations(), fn, *writes, helpers]), reads_mode
 
 _built: dict[tuple, Region | None] = {}   # by region key: (lanes, MODE, code bytes)
 

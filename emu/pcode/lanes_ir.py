@@ -162,6 +162,10 @@ def _functions(source:str) -> dict[str, ast.FunctionDef] | None:
   except SyntaxError: return None
   return {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
 
+def _whole(index) -> bool:
+  """Whether a subscript's index is `:` (every lane)."""
+  return isinstance(index, ast.Slice) and index.lower is None and index.upper is None and index.step is None
+
 class Lowering:
   """Lowers the functions of one generated module (source text) for given inputs; see `lower`."""
   def __init__(self, source:str, b:Builder):
@@ -202,8 +206,7 @@ class Lowering:
 
   def _set_columns(self, array, index, v) -> Words:
     """`X[:, a:b] = v` on an (n, k) uint32 array: columns a..b-1 replaced by v's (a Words of b - a columns)."""
-    whole = lambda sl: isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None and sl.step is None
-    if not (isinstance(array, Words) and isinstance(index, ast.Tuple) and len(index.elts) == 2 and whole(index.elts[0])
+    if not (isinstance(array, Words) and isinstance(index, ast.Tuple) and len(index.elts) == 2 and _whole(index.elts[0])
             and isinstance(sl := index.elts[1], ast.Slice) and sl.step is None):
       raise NotLowerable("subscript assignment")
     a, b = (self._expr(x, {}) for x in (sl.lower, sl.upper))
@@ -216,8 +219,8 @@ class Lowering:
     not lower exactly: only its widening to uint64 reads it)."""
     if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and isinstance(e.slice, ast.Tuple) and len(e.slice.elts) == 2):
       return None
-    whole, j = e.slice.elts
-    if not (isinstance(whole, ast.Slice) and whole.lower is None and whole.upper is None and whole.step is None): return None
+    lanes, j = e.slice.elts
+    if not _whole(lanes): return None
     array, j = self._expr(e.value, env), self._expr(j, env)
     if not isinstance(array, Words) or not isinstance(j, int) or not 0 <= j < len(array.columns): return None
     return array.columns[j]
