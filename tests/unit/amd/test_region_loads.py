@@ -34,15 +34,20 @@ def load(arch, op, vdst:int, addr:int, saddr:int|None, offset:int):
     except TypeError:
       if n == 1: raise
 
-def plain_loads(arch) -> list:
-  """The load ops regions take (regions.plain_load's op test), by enum member."""
+def global_ops(arch, keep) -> list:
+  """The GLOBAL ops of `arch` (enum members) whose compiled op `keep(op, compiled)` accepts (those that compile)."""
   _, _, enum, _, _ = _ins(arch)
   out = []
   for op in enum:
     try: c = get_op(arch, op)
     except Exception: continue
-    if c.kind == "vector" and c.mem == "r" and not c.mem_rmw and c.writes == {"VDATA"} and c.reads <= regions.LOAD_READS: out.append(op)
+    if keep(op, c): out.append(op)
   return out
+
+def plain_loads(arch) -> list:
+  """The load ops regions take (regions.plain_load's op test), by enum member."""
+  return global_ops(arch, lambda op, c: c.kind == "vector" and c.mem == "r" and not c.mem_rmw and c.writes == {"VDATA"} and
+                    c.reads <= regions.LOAD_READS)
 
 def _buffer(mem:MemoryMap, nbytes:int, seed:int=0, **kw) -> np.ndarray:
   buf = np.random.default_rng(seed).integers(0, 256, nbytes).astype(np.uint8)

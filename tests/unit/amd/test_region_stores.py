@@ -11,20 +11,14 @@ from emu.amd import regions, run_program
 from emu.amd.api import GPUEmulatorError, GPUMemoryFault
 from emu.amd.memory import MemoryMap
 from emu.amd.semantics import get_op
-from test_region_loads import ISA, _ins, load
+from test_region_loads import ISA, _ins, global_ops, load
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
 
 def plain_stores(arch) -> list:
   """The store ops regions take (regions.plain_store's op test), by enum member."""
-  _, _, enum, _, _ = _ins(arch)
-  out = []
-  for op in enum:
-    try: c = get_op(arch, op)
-    except Exception: continue
-    if c.kind == "vector" and c.mem == "w" and not c.mem_rmw and not c.writes and c.reads <= regions.STORE_READS and "ADDTID" not in op.name \
-       and "BLOCK" not in op.name: out.append(op)
-  return out
+  return global_ops(arch, lambda op, c: c.kind == "vector" and c.mem == "w" and not c.mem_rmw and not c.writes and
+                    c.reads <= regions.STORE_READS and "ADDTID" not in op.name and "BLOCK" not in op.name)
 
 def store(arch, op, data:int, addr:int, saddr:int|None, offset:int):
   """The GLOBAL store `op` of VGPRs data.. to the address in addr.. (+ the SGPR pair saddr), + offset."""
