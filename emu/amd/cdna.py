@@ -29,7 +29,7 @@ from emu.amd.decode import Instr
 from emu.amd.exec_vmem import alias_rounds
 from emu.amd.mem_access import InRange, footprint
 from emu.amd.mnemonic import parse
-from emu.amd.operands import Src, resolve_src, write_vgpr_lanes
+from emu.amd.operands import Src, code, resolve_src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import AGPR_BASE
@@ -43,10 +43,10 @@ class AccMoveStep(Step):
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
     inst, move = instr.inst, parse(instr.op.name).words[1]   # V_ACCVGPR_READ / _WRITE / _MOV
-    code = inst.src0.offset
+    num = code(inst, "src0")
     from_agpr, to_agpr = move in ("READ", "MOV"), move in ("WRITE", "MOV")
-    self.src = Src("vgpr", code - 256 + AGPR_BASE, 32) if from_agpr else resolve_src(code, 32, None, instr.literal, spec)
-    self.dst = inst.vdst.offset - 256 + (AGPR_BASE if to_agpr else 0)
+    self.src = Src("vgpr", num - 256 + AGPR_BASE, 32) if from_agpr else resolve_src(num, 32, None, instr.literal, spec)
+    self.dst = code(inst, "vdst") - 256 + (AGPR_BASE if to_agpr else 0)
   def execute(self, m:Machine, ws:np.ndarray):
     lanes = m.active(ws)
     if len(lanes) == 0: return
@@ -59,10 +59,10 @@ class MubufStep(Step):
     super().__init__(instr, spec)
     inst = instr.inst
     self.op = op = get_op(spec.name, instr.op, raw=instr.raw)
-    self.vaddr, self.srsrc, self.offset = inst.vaddr.offset - 256, inst.srsrc.offset, inst.offset
-    self.soffset = resolve_src(inst.soffset.offset, 32, None, instr.literal, spec)
+    self.vaddr, self.srsrc, self.offset = code(inst, "vaddr") - 256, code(inst, "srsrc"), inst.offset
+    self.soffset = resolve_src(code(inst, "soffset"), 32, None, instr.literal, spec)
     self.offen, self.idxen = bool(inst.offen), bool(inst.idxen)
-    self.vdata = inst.vdata.offset - 256 + (AGPR_BASE if inst.acc else 0)
+    self.vdata = code(inst, "vdata") - 256 + (AGPR_BASE if inst.acc else 0)
     fp = footprint(op, False)
     self.nbytes, self.multi_write = fp.size, "w" in op.mem and fp.writes > 1
     self.returns = "VDATA" in op.writes or ("RETURN_DATA" in op.writes and bool(inst.sc0))

@@ -3,7 +3,7 @@ which 16-bit results zero the high half of their VGPR."""
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
-from emu.amd.operands import Src, resolve_src
+from emu.amd.operands import Src, code, resolve_src
 
 U64 = np.uint64
 
@@ -58,6 +58,6 @@ class SdwaSrc:
 
 def sdwa_source(inst, i:int, bits:int, fmt, literal, spec:ArchSpec) -> SdwaSrc:
   """Source i (0 or 1) of an SDWA instruction whose op reads it at `bits` in format `fmt`."""
-  reg, sgpr = (inst.vsrc0.offset, inst.s0) if i == 0 else (inst.vsrc1.offset, inst.s1)
+  reg, sgpr = code(inst, f"vsrc{i}"), getattr(inst, f"s{i}")
   src = resolve_src(reg - 256, 32, fmt, literal, spec) if sgpr else Src("vgpr", reg - 256, 32)
   return SdwaSrc(src, getattr(inst, f"src{i}_sel"), bool(getattr(inst, f"src{i}_sext")), bits)

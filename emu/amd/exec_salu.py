@@ -11,10 +11,9 @@ import numpy as np
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
-from emu.amd.operands import rawf
 from emu.amd.mem_access import footprint, locate
 from emu.amd.mnemonic import parse
-from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
+from emu.amd.operands import Src, code, dest_bits, rawf, resolve_src, write_sgpr
 from emu.amd.semantics import get_across, get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
@@ -104,7 +103,7 @@ class SaluStep(Step):
     inst, fmt = instr.inst, instr.fmt
     self.op = op = op or get_op(spec.name, instr.op, raw=instr.raw)
     bits, operands = inst.op_bits, inst.operands
-    self.srcs = {n: resolve_src(getattr(inst, f).offset, op.widths.get(n, bits.get(f, 32)), operands.get(f, (None,))[0], instr.literal, spec)
+    self.srcs = {n: resolve_src(code(inst, f), op.widths.get(n, bits.get(f, 32)), operands.get(f, (None,))[0], instr.literal, spec)
                  for n, f in SRC_FIELDS[fmt].items() if n in op.reads}
     self.sdst = rawf(inst, "sdst") if hasattr(inst, "sdst") else spec.null_reg
     # SRC0/SDST: the raw register numbers s_movrel* index from

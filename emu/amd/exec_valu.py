@@ -5,14 +5,15 @@ lanes, gathers the active lanes of all waves in the batch into one flat call, an
 """
 from __future__ import annotations
 import numpy as np
+from tinygrad.renderer.amd.dsl import SrcField
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr
 from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_control, dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies, int_clamp,
-                              inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, rawf, operand_fmt)
+from emu.amd.operands import (Src, code, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies,
+                              int_clamp, inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, rawf, operand_fmt)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
 from emu.amd.wave import AGPR_BASE, MODE_INPUTS
@@ -106,7 +107,7 @@ class ValuStep(Step):
     self._destination(instr, spec, own_mods, opsel, legacy)
     self._lane_masks(instr, spec)
     self.fields = self._fields(inst, op.reads)
-    if "C_CONST" in op.reads: self.fields["C_CONST"] = matrix_c_const(inst.src2.offset, operand_fmt(inst.operands, "src2"))
+    if "C_CONST" in op.reads: self.fields["C_CONST"] = matrix_c_const(code(inst, "src2"), operand_fmt(inst.operands, "src2"))
     if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
     self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE
@@ -124,14 +125,13 @@ class ValuStep(Step):
     srcs: dict[str, SrcSpec] = {}
     for i, (name, field) in enumerate(SRC_FIELDS[fmt].items()):
       if name not in op.reads or field not in operands and name == "S2": continue
-      code = (inst.vsrc0.offset if instr.variant in ("DPP16", "DPP8", "SDWA") else getattr(inst, field).offset) if field == "src0" else \
-        getattr(inst, field).offset
+      num = code(inst, "vsrc0" if field == "src0" and instr.variant in ("DPP16", "DPP8", "SDWA") else field)
       fm = operand_fmt(operands, field)
       w = op.widths.get(name, bits.get(field, 32))
-      hi = w == 16 and fmt in E32 and spec.true16 and code >= 256 + 128   # true16 e32: v128+ is the high half of v(n-128)
-      if hi: code -= 128
+      hi = w == 16 and fmt in E32 and spec.true16 and num >= 256 + 128   # true16 e32: v128+ is the high half of v(n-128)
+      if hi: num -= 128
       pk = fm is not None and fm.name.startswith("FMT_NUM_PK2") and w in (32, 64)
-      src = resolve_src(code, w, fm, instr.literal, spec)
+      src = resolve_src(num, w, fm, instr.literal, spec)
       if w > 64 and src.kind != "vgpr":   # a 128-bit source (v_mqsad_u32_u8's S2) has only the VGPR register class
         raise GPUIllegalInstruction(0, instr.raw, f"{instr.op.name}: {field} is a {w}-bit operand and must be a VGPR")
       # VOP3 op_sel: bit i picks the high half of a 16-bit register source (VGPR or SGPR; a constant has no high half)
@@ -176,7 +176,7 @@ class ValuStep(Step):
     inst, fmt, operands = instr.inst, instr.fmt, instr.inst.operands
     vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" or getattr(inst, "sd", 0) else spec.vcc_lo   # SDWA: SD picks SDST
     # e64 V_CNDMASK / V_*_CO_CI take the lane mask from src2; ops that read S2 as a value (V_DIV_FMAS) read VCC itself
-    src2 = inst.src2.offset if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in self.op.reads else None
+    src2 = code(inst, "src2") if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in self.op.reads else None
     self.mask_read = {"VCC": src2 if src2 is not None else vcc, "EXEC": spec.exec_lo, "D0": vcc}
     if src2 is not None and src2 >= 128: resolve_src(src2, 64, None, instr.literal, spec)   # a reserved code fails now, not per lane
     self.mask_write = {"VCC": sdst, "EXEC": spec.exec_lo, "D1": sdst, "D0": self.vdst if fmt == "VOP3" else
@@ -203,13 +203,14 @@ class ValuStep(Step):
 
   def _fields(self, inst, reads:frozenset) -> dict:
     """The encoding fields the op reads (`reads`), by their pcode names; only those are fetched (decoding a field costs)."""
-    f = {n: v for name, _ in inst._fields if (n := name.upper()) in reads and isinstance(v := getattr(inst, name), int)}
+    f = {n: v for name, bf in inst._fields
+         if (n := name.upper()) in reads and not isinstance(bf, SrcField) and isinstance(v := getattr(inst, name), int)}
     if "SIMM32" in reads: f["SIMM32"] = self.instr.literal or 0
     if "SIMM16" in reads: f["SIMM16"] = (self.instr.literal or 0) & 0xffff   # gfx9 V_MADAK/MADMK_F16: the K literal
-    if "SRC0" in reads: f["SRC0"] = (inst.src0.offset - 256) if hasattr(inst, "src0") else 0
-    if "VDST" in reads: f["VDST"] = inst.vdst.offset - 256 if hasattr(inst, "vdst") else 0
+    if "SRC0" in reads: f["SRC0"] = (code(inst, "src0") or 256) - 256
+    if "VDST" in reads: f["VDST"] = (code(inst, "vdst") or 256) - 256
     if "CLAMP" in reads: f["CLAMP"] = getattr(inst, "clmp", 0) or 0
-    f.update({n: getattr(inst, f"src{i}").offset - 256 for i in (1, 2) if (n := f"SRC{i}") in reads and hasattr(inst, f"src{i}")})   # WMMA's B, C
+    f.update({n: c - 256 for i in (1, 2) if (n := f"SRC{i}") in reads and (c := code(inst, f"src{i}")) is not None})   # WMMA's B, C
     if "OPSEL_HI" in f: f["OPSEL_HI"] = inst.opsel_hi | (inst.opsel_hi2 << 2)
     return {**{n: v for n, v in ABSENT_FIELD_VALUES.items() if n in reads}, **f}
 
@@ -302,11 +303,10 @@ class VopdStep(Step):
     self.halves = []
     for opf, s0f, s1f, df in (("opx", "srcx0", "vsrcx1", "vdstx"), ("opy", "srcy0", "vsrcy1", "vdsty")):
       op = get_op(spec.name, _vopd_op(spec, getattr(inst, opf)), raw=instr.raw)
-      srcs = {"S0": resolve_src(getattr(inst, s0f).offset, 32, Fmt.FMT_NUM_F32, lit, spec),
-              "S1": Src("vgpr", getattr(inst, s1f).offset - 256, 32)}
+      srcs = {"S0": resolve_src(code(inst, s0f), 32, Fmt.FMT_NUM_F32, lit, spec), "S1": Src("vgpr", code(inst, s1f) - 256, 32)}
       srcs = {k: v for k, v in srcs.items() if k in op.reads}
-      if "D0" in op.reads: srcs["D0"] = Src("vgpr", getattr(inst, df).offset - 256, 32)   # V_DUAL_FMAC's accumulator
-      self.halves.append((op, srcs, getattr(inst, df).offset - 256, {k for k, v in srcs.items() if float_only(op, k, v)}))
+      if "D0" in op.reads: srcs["D0"] = Src("vgpr", code(inst, df) - 256, 32)   # V_DUAL_FMAC's accumulator
+      self.halves.append((op, srcs, code(inst, df) - 256, {k for k, v in srcs.items() if float_only(op, k, v)}))
     self.mode_dep = any(op.reads & MODE_INPUTS for op, _, _, _ in self.halves)
 
   def execute(self, m:Machine, ws:np.ndarray):
