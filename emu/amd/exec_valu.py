@@ -207,8 +207,7 @@ class ValuStep(Step):
          if (n := name.upper()) in reads and not isinstance(bf, SrcField) and isinstance(v := getattr(inst, name), int)}
     if "SIMM32" in reads: f["SIMM32"] = self.instr.literal or 0
     if "SIMM16" in reads: f["SIMM16"] = (self.instr.literal or 0) & 0xffff   # gfx9 V_MADAK/MADMK_F16: the K literal
-    if "SRC0" in reads: f["SRC0"] = (code(inst, "src0") or 256) - 256
-    if "VDST" in reads: f["VDST"] = (code(inst, "vdst") or 256) - 256
+    f.update({n: 0 if (c := code(inst, field)) is None else c - 256 for n, field in (("SRC0", "src0"), ("VDST", "vdst")) if n in reads})
     if "CLAMP" in reads: f["CLAMP"] = getattr(inst, "clmp", 0) or 0
     f.update({n: c - 256 for i in (1, 2) if (n := f"SRC{i}") in reads and (c := code(inst, f"src{i}")) is not None})   # WMMA's B, C
     if "OPSEL_HI" in f: f["OPSEL_HI"] = inst.opsel_hi | (inst.opsel_hi2 << 2)
