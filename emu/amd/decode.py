@@ -12,7 +12,7 @@ although its operand is OPR_SREG_NOVCC.
 from __future__ import annotations
 import functools
 from dataclasses import dataclass
-from tinygrad.renderer.amd import decode_inst
+from tinygrad.renderer.amd import _load_formats
 from tinygrad.renderer.amd.dsl import EnumBitField, FixedBitField, Inst
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
@@ -51,9 +51,9 @@ class Instr:
   size: int           # bytes, literal included
   raw: bytes
 
-  @property
+  @functools.cached_property   # (an enum field's read builds its member anew each time)
   def op(self): return self.inst.opx if self.fmt == "VOPD" else self.inst.op
-  @property
+  @functools.cached_property
   def name(self) -> str:
     return f"{self.inst.opx.name.lower()} :: {self.inst.opy.name.lower()}" if self.fmt == "VOPD" else self.inst.op.name.lower()
   @property
@@ -100,8 +100,46 @@ def own_key(data:bytes, spec:ArchSpec, size:int) -> tuple:
 # the cache invalidations LLVM emits for acquire fences (buffer_gl0_inv, buffer_gl1_inv); its other ops are not emulated (steps.py)
 UNDETECTED = {"rdna3": (("MUBUF", 0x38),)}
 
+VARIANT_SRC0 = (("_SDWA", 0xf9), ("_SDWA_SDST", 0xf9), ("_DPP16", 0xfa))   # class suffix -> its src0 code (bits [8:0]) in the wheel's detection
+
+@functools.cache
+def format_checks(family:str) -> tuple[tuple[type[Inst], int, tuple, tuple, int | None], ...]:
+  """The wheel's format detection (tinygrad.renderer.amd.detect_format) for `family` as data: its encoding classes in its order, each
+  with the bytes its fields need, (dword, mask, value) of its fixed fields (one per dword), (dword, shift, mask, opcodes) of its opcode
+  fields that allow only some opcodes, and the src0 code its variant suffix requires. The wheel checks each class by walking its field
+  objects (decoding the opcode to an enum member for the allowed test): most of a first-seen instruction's decode time."""
+  out = []
+  for cls in _load_formats()[family]:
+    fixed: dict[int, tuple[int, int]] = {}
+    allowed = []
+    for _, f in cls._fields:
+      k, sh = f.lo // 32, f.lo % 32   # the wheel reads each field from its first dword only
+      if isinstance(f, FixedBitField):
+        m, v = (f.mask << sh) & 0xffffffff, f.default << sh   # (a value with bits past the dword never matches, as in the wheel)
+        fixed[k] = (fixed.get(k, (0, 0))[0] | m, fixed.get(k, (0, 0))[1] | v)
+      elif isinstance(f, EnumBitField) and f.allowed is not None: allowed.append((k, sh, f.mask, frozenset(m.value for m in f.allowed)))
+    need = max(4 * (f.lo // 32 + 1) for _, f in cls._fields)
+    src0 = next((code for sfx, code in VARIANT_SRC0 if cls.__name__.endswith(sfx)), None)
+    out.append((cls, need, tuple((k, m, v) for k, (m, v) in fixed.items()), tuple(allowed), src0))
+  return tuple(out)
+
+def detect(data:bytes, family:str) -> type[Inst]:
+  """The encoding class the wheel's detect_format picks for `data` (format_checks); ValueError where it finds none."""
+  if len(data) < 4: raise ValueError(f"need at least 4 bytes, got {len(data)}")
+  words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data) - 3, 4)]
+  for cls, need, fixed, allowed, src0 in format_checks(family):
+    if len(data) < need: continue
+    for k, m, v in fixed:
+      if words[k] & m != v: break
+    else:
+      for k, sh, m, ok in allowed:
+        if (words[k] >> sh) & m not in ok: break
+      else:
+        if src0 is None or words[0] & 0x1ff == src0: return cls
+  raise ValueError(f"unknown {family} format word={words[0]:#010x}")
+
 def _decode_inst(data:bytes, spec:ArchSpec) -> Inst:
-  try: return decode_inst(data, spec.family)
+  try: return detect(data, spec.family).from_bytes(data)
   except ValueError:
     word = int.from_bytes(data[:4], "little")
     if (cls := next((c for c, enc in UNDETECTED.get(spec.family, ()) if word >> 26 == enc), None)) is None: raise
