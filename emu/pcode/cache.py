@@ -1,11 +1,13 @@
 """On-disk cache of generated op source, shared safely by concurrent processes (pytest-xdist workers).
 
 Location: $EMU_PCODE_CACHE, default ~/.cache/tinygrad-emu/pcode/. One file per op, named by a hash of the arch, opcode,
-pcode text and generator version; written to a temp file and moved into place with os.replace (atomic). The bytecode a process
-compiles from source it read here is kept too (`bytecode/`, by a digest of the source, its name and the interpreter's cache tag),
-so every later process loads it: compiling a generated op costs ~0.5-1 ms, loading its bytecode ~0.1 ms."""
+pcode text and generator version; written to a temp file and moved into place with os.replace (atomic). A process that read an
+op's source from here keeps the op compiled as well (`bytecode/`: one marshal record of its source, meta and bytecode, named by
+the same inputs and the interpreter's cache tag), so every later process loads the op from that one file: compiling a generated
+op costs ~0.5-1 ms, loading its record ~0.02 ms."""
 from __future__ import annotations
 import functools, hashlib, json, marshal, os, sys, tempfile
+from types import CodeType
 from importlib.metadata import version
 
 def cache_dir() -> str:
@@ -43,17 +45,21 @@ def write_atomic(path:str, data:bytes|str):
     os.replace(tmp, path)
   except OSError: pass
 
-def code_object(src:str, filename:str):
-  """compile(src, filename, "exec"), from the bytecode kept on disk when there is some (a file that does not load is compiled
-  again); raises SyntaxError as compile does."""
-  digest = hashlib.sha256(f"{sys.implementation.cache_tag}\0{filename}\0{src}".encode()).hexdigest()[:24]
-  path = os.path.join(cache_dir(), "bytecode", f"{digest}.marshal")
+def _record_path(arch:str, op, text:str, gen:str) -> str:
+  h = hashlib.sha256(f"{sys.implementation.cache_tag}\0{arch}\0{type(op).__name__}.{op.name}\0{text}\0{gen}".encode()).hexdigest()[:24]
+  return os.path.join(cache_dir(), "bytecode", f"{h}.marshal")
+
+def load_compiled(arch:str, op, text:str, gen:str):
+  """(source, meta, code object) of an op a process kept (keep_compiled), or None; a record that does not load is a miss."""
   try:
-    with open(path, "rb") as f: return marshal.loads(f.read())
-  except (OSError, EOFError, ValueError, TypeError): pass
-  code = compile(src, filename, "exec")
-  write_atomic(path, marshal.dumps(code))
-  return code
+    with open(_record_path(arch, op, text, gen), "rb") as f: rec = marshal.loads(f.read())
+  except (OSError, EOFError, ValueError, TypeError): return None
+  ok = isinstance(rec, tuple) and len(rec) == 3 and isinstance(rec[0], str) and isinstance(rec[1], dict) and isinstance(rec[2], CodeType)
+  return rec if ok else None
+
+def keep_compiled(arch:str, op, text:str, gen:str, src:str, meta:dict, code) -> None:
+  """Keep an op's source, meta and compiled module for later processes (atomically; failures ignored)."""
+  write_atomic(_record_path(arch, op, text, gen), marshal.dumps((src, meta, code)))
 
 def store(arch:str, op, text:str, gen:str, src:str, meta:dict):
   """Write (atomically) and return (source, meta); cache write failures are ignored."""

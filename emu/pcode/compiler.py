@@ -203,16 +203,20 @@ def vop1_twin(op):
 def _load(a:str, arch:str, op, text:str, reason:str, waves:bool=False) -> CompiledOp:
   """The CompiledOp of `text` (generated, or read from the disk cache; `waves`: across waves, see generate)."""
   gen = GENERATOR_VERSION + ("-waves" if waves else "")
-  entry, fresh = disk.load(a, op, text, gen), False
-  if entry is None:
-    src, meta = generate(a, op, text, waves)
-    entry, fresh = disk.store(a, op, text, gen, src, meta), True
-  src, meta = entry
-  ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
-  # bytecode is kept from the second process on: the first, which generated the source, pays no second write
   name = f"<pcode {a} {op.name}{' waves' if waves else ''}>"
-  try: exec(compile(src, name, "exec") if fresh else disk.code_object(src, name), ns)
-  except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
+  if (rec := disk.load_compiled(a, op, text, gen)) is not None: src, meta, code = rec
+  else:
+    entry, fresh = disk.load(a, op, text, gen), False
+    if entry is None:
+      src, meta = generate(a, op, text, waves)
+      entry, fresh = disk.store(a, op, text, gen, src, meta), True
+    src, meta = entry
+    try: code = compile(src, name, "exec")
+    except SyntaxError as e: raise Unsupported("codegen", f"generated code does not compile: {e}", op.name) from None
+    # kept from the second process on: the first, which generated the source, pays no second write
+    if not fresh: disk.keep_compiled(a, op, text, gen, src, meta, code)
+  ns = namespace(fnuz=FP8_FNUZ.get(arch, False))
+  exec(code, ns)
   return CompiledOp(a, op.name, meta["kind"], ns["op"], frozenset(meta["reads"]), frozenset(meta["writes"]), dict(meta["widths"]),
                     frozenset(meta["lane_masks"]), meta["mem"], meta["mem_rmw"], src, text, reason or overrides.EXECUTOR_RUN.get(op.name, ""),
                     {n: frozenset(k) for n, k in meta["views"].items()})
