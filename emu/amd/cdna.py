@@ -29,7 +29,8 @@ from emu.amd.decode import Instr
 from emu.amd.exec_vmem import alias_rounds
 from emu.amd.mem_access import InRange, footprint
 from emu.amd.mnemonic import parse
-from emu.amd.operands import Src, code, resolve_src, write_vgpr_lanes
+from emu.amd.decode import code
+from emu.amd.operands import Src, resolve_src, write_vgpr_lanes
 from emu.amd.semantics import get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import AGPR_BASE

@@ -3,7 +3,8 @@ which 16-bit results zero the high half of their VGPR."""
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
-from emu.amd.operands import Src, code, resolve_src
+from emu.amd.decode import code
+from emu.amd.operands import Src, resolve_src
 
 U64 = np.uint64
 

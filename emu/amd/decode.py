@@ -10,10 +10,10 @@ operand table's type for vdst, not from the class name: the cdna table makes v_r
 although its operand is OPR_SREG_NOVCC.
 """
 from __future__ import annotations
-import functools
+import functools, sys
 from dataclasses import dataclass
 from tinygrad.renderer.amd import _load_formats
-from tinygrad.renderer.amd.dsl import EnumBitField, FixedBitField, Inst
+from tinygrad.renderer.amd.dsl import AlignedSGPRField, EnumBitField, FixedBitField, Inst, SrcField
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.mnemonic import parse
@@ -40,6 +40,28 @@ def sgpr_dest(inst:Inst) -> bool:
   """The operand table names an SGPR type for the instruction's vdst."""
   dst = inst.operands.get("vdst")
   return dst is not None and dst[2].name.startswith(SGPR_DEST_TYPES)
+
+SIZED_FIELDS = (SrcField, AlignedSGPRField)   # the wheel's register fields whose attribute read resizes the register (offset unchanged)
+
+@functools.cache
+def field_of(cls:type, name:str):
+  """Encoding class `cls`'s field object `name`, None where it has none."""
+  return next((f for n, f in cls._fields if n == name), None)
+
+def rawf(inst, name:str, absent:int|None=None) -> int:
+  """The raw bits of field `name` (register fields decode to operand objects; executors want the number); `absent` where the
+  encoding has no such field (None: AttributeError)."""
+  if (bf := field_of(type(inst), name)) is not None: return (inst._raw >> bf.lo) & bf.mask
+  if absent is None: raise AttributeError(f"{type(inst).__name__} has no field {name}")
+  return absent
+
+def code(inst, name:str) -> int | None:
+  """The operand code (0-511: SGPRs and specials, constants, 256+ VGPRs) of register field `name`, None where the encoding has no such
+  register field: the wheel's `getattr(inst, name).offset`. Source and aligned-SGPR fields are decoded by the field alone, not read
+  as attributes: those also size the register from the operand table on every read, the largest part of building a step."""
+  if (bf := field_of(type(inst), name)) is None: return None
+  if isinstance(bf, SIZED_FIELDS): return bf.decode((inst._raw >> bf.lo) & bf.mask).offset
+  return getattr(getattr(inst, name), "offset", None)   # VOPD's VDSTY (read with VDSTX), plain bit fields (no register: None)
 
 @dataclass(eq=False)
 class Instr:
@@ -138,12 +160,34 @@ def detect(data:bytes, family:str) -> type[Inst]:
         if src0 is None or words[0] & 0x1ff == src0: return cls
   raise ValueError(f"unknown {family} format word={words[0]:#010x}")
 
+UPGRADE_MARKERS = ("_LIT", "_DPP8", "_DPP16", "_SDWA")   # a class whose name holds one is never moved (none has a variant: a shortcut)
+MARKER_VARIANTS = {255: "_LIT", 250: "_DPP16"}   # source code -> variant class suffix (249: _SDWA on CDNA, _DPP8 on RDNA)
+
+@functools.cache
+def _source_fields(cls:type[Inst]) -> tuple[str, ...]:
+  return tuple(n for n, f in cls._fields if isinstance(f, SrcField))
+
+def from_bytes(cls:type[Inst], data:bytes) -> Inst:
+  """The instruction of class `cls` in `data` as the wheel's Inst.from_bytes builds it: a class that is no variant moves to its
+  _LIT / _DPP16 / _DPP8 (CDNA: _SDWA) variant, where the family has one, when its first source field holding a marker code
+  holds 255 / 250 / 249, and a VOPD with an FMAMK/FMAAK half to its _LIT. Read from the bits: the wheel reads each source as a
+  register sized from the operand table, a third of a first-seen instruction's decode time."""
+  inst = object.__new__(cls)
+  inst._raw = int.from_bytes(data[:cls._base_size], "little")
+  if any(m in cls.__name__ for m in UPGRADE_MARKERS): return inst
+  if any(field_of(cls, f) is not None and any(k in getattr(inst, f).name for k in ("FMAMK", "FMAAK")) for f in ("opx", "opy")): suffix = "_LIT"
+  else:
+    c = next((c for n in _source_fields(cls) if (c := code(inst, n)) in (249, 250, 255)), None)
+    suffix = ("_SDWA" if "cdna" in cls.__module__ else "_DPP8") if c == 249 else MARKER_VARIANTS.get(c)
+  variant = getattr(sys.modules[cls.__module__], cls.__name__ + suffix, None) if suffix else None
+  return inst if variant is None else from_bytes(variant, data)
+
 def _decode_inst(data:bytes, spec:ArchSpec) -> Inst:
-  try: return detect(data, spec.family).from_bytes(data)
+  try: return from_bytes(detect(data, spec.family), data)
   except ValueError:
     word = int.from_bytes(data[:4], "little")
     if (cls := next((c for c, enc in UNDETECTED.get(spec.family, ()) if word >> 26 == enc), None)) is None: raise
-    return getattr(spec.ins, cls).from_bytes(data)
+    return from_bytes(getattr(spec.ins, cls), data)
 
 def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
   """Decode the instruction at the start of `data` (up to 16 bytes; fewer only at the end of a mapping)."""
@@ -157,15 +201,15 @@ def decode(data:bytes, spec:ArchSpec, pc:int=0) -> Instr:
     if variant == "" and spec.dpp == "rdna" and base in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P") and \
         (dpp := DPP_SRC0.get(inst._raw & 0x1ff if base in ("VOP1", "VOP2", "VOPC") else (inst._raw >> 32) & 0x1ff)) is not None:
       variant, fi = dpp
-      inst = getattr(spec.ins, f"{base}_{variant}").from_bytes(data)
+      inst = from_bytes(getattr(spec.ins, f"{base}_{variant}"), data)
       if variant == "DPP8": inst.dpp8_fi = fi
     if variant == "" and spec.dpp == "rdna" and base in ("VOP3", "VOP3SD", "VOP3P") and LITERAL in _sources(inst._raw) and \
         (lit := getattr(spec.ins, f"{type(inst).__name__}_LIT", None)) is not None:
-      inst, variant = lit.from_bytes(data), "LIT"
+      inst, variant = from_bytes(lit, data), "LIT"
     if variant == "" and spec.dpp == "gfx9" and base in SDWA_CLASSES and inst._raw & 0x1ff == SDWA_SRC0:
-      inst, variant = getattr(spec.ins, SDWA_CLASSES[base]).from_bytes(data), "SDWA"
+      inst, variant = from_bytes(getattr(spec.ins, SDWA_CLASSES[base]), data), "SDWA"
     if variant == "" and spec.dpp == "gfx9" and base == "VOP3P" and parse(inst.op.name).words[0] in MATRIX_OPS:
-      inst, variant = spec.ins.VOP3P_MFMA.from_bytes(data), "MFMA"
+      inst, variant = from_bytes(spec.ins.VOP3P_MFMA, data), "MFMA"
     if not spec.vop3_literal and base in ("VOP3", "VOP3SD", "VOP3P") and LITERAL in _sources(inst._raw):
       raise ValueError(f"{base} source code {LITERAL} (a literal): {spec.name} VOP3 encodings take no literal dword")
     if base in ("VOP1", "VOP3") and variant != "SDWA": sdst = sdst or sgpr_dest(inst)

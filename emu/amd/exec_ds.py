@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import Instr
-from emu.amd.operands import rawf
+from emu.amd.decode import Instr, rawf
 from emu.amd.step import Machine, Step
 from emu.amd.wave import AGPR_BASE
 

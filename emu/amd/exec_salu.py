@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import Instr
+from emu.amd.decode import Instr, code, rawf
 from emu.amd.mem_access import footprint, locate
 from emu.amd.mnemonic import parse
-from emu.amd.operands import Src, code, dest_bits, rawf, resolve_src, write_sgpr
+from emu.amd.operands import Src, dest_bits, resolve_src, write_sgpr
 from emu.amd.semantics import get_across, get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
@@ -105,10 +105,10 @@ class SaluStep(Step):
     bits, operands = inst.op_bits, inst.operands
     self.srcs = {n: resolve_src(code(inst, f), op.widths.get(n, bits.get(f, 32)), operands.get(f, (None,))[0], instr.literal, spec)
                  for n, f in SRC_FIELDS[fmt].items() if n in op.reads}
-    self.sdst = rawf(inst, "sdst") if hasattr(inst, "sdst") else spec.null_reg
+    self.sdst = rawf(inst, "sdst", spec.null_reg)
     # SRC0/SDST: the raw register numbers s_movrel* index from
     self.fields = {"SIMM16": getattr(inst, "simm16", 0), "SIMM32": instr.literal or 0, "SDST": self.sdst,
-                   "SRC0": rawf(inst, "ssrc0") if hasattr(inst, "ssrc0") else 0}
+                   "SRC0": rawf(inst, "ssrc0", 0)}
     if fmt == "SOPK":   # RDNA pcode names the immediate SIMM16 and S0 the SGPR; CDNA's names it S0 when the SGPR is D0 (s_movk,
       imm = Src("const", bits=16, value=self.fields["SIMM16"])   # s_addk), else S1 (s_cmpk: S0 is the SGPR)
       if "S0" in op.reads: self.srcs["S0"] = imm if "D0" in op.writes else resolve_src(self.sdst, 32, None, None, spec)

@@ -9,11 +9,11 @@ from tinygrad.renderer.amd.dsl import SrcField
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import Instr
+from emu.amd.decode import Instr, code, rawf
 from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_control, dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, code, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies,
-                              int_clamp, inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, rawf, operand_fmt)
+from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies,
+                              int_clamp, inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, operand_fmt)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
 from emu.amd.wave import AGPR_BASE, MODE_INPUTS
@@ -157,7 +157,7 @@ class ValuStep(Step):
     dfmt = operands.get("vdst", (None,))[0]
     self.d_bits = dest_bits(self.op.widths, inst.op_bits, "vdst")
     self.d_hi = False
-    self.vdst = rawf(inst, "vdst") if hasattr(inst, "vdst") else 0
+    self.vdst = rawf(inst, "vdst", 0)
     if self.d_bits == 16 and fmt in E32 and spec.true16 and self.vdst >= 128: self.vdst, self.d_hi = self.vdst - 128, True
     elif self.d_bits == 16 and fmt in ("VOP3", "VOP3SD", "VINTERP") and own_mods: self.d_hi = bool((opsel >> 3) & 1)
     self.store_bits = 32 if legacy and self.d_bits == 16 else self.d_bits   # the zero-extended result over the whole VGPR

@@ -14,8 +14,7 @@ executor runs them (`_block`). Registers past v255 are not part of the block.
 from __future__ import annotations
 import numpy as np
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import Instr
-from emu.amd.operands import rawf
+from emu.amd.decode import Instr, rawf
 from emu.amd.mem_access import footprint, locate
 from emu.amd.mnemonic import parse
 from emu.amd.operands import SADDR_OFF, Src, write_vgpr_lanes

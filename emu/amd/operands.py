@@ -9,10 +9,9 @@ from __future__ import annotations
 import functools, struct
 from dataclasses import dataclass
 import numpy as np
-from tinygrad.renderer.amd.dsl import AlignedSGPRField, SrcField
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import SGPR_DEST_TYPES
+from emu.amd.decode import SGPR_DEST_TYPES, code, field_of
 from emu.amd.mnemonic import parse
 from emu.amd.wave import WaveState
 
@@ -23,25 +22,6 @@ _FLOATS = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4
 _INV_2PI_BITS = {16: 0x3118, 32: 0x3e22f983, 64: 0x3fc45f306dc9c882}
 VCCZ, EXECZ, SCC_SRC, LDS_DIRECT, LIT_SRC = 251, 252, 253, 254, 255
 APERTURES = range(235, 239)   # SHARED_BASE/LIMIT, PRIVATE_BASE/LIMIT (ArchSpec.aperture_values; a 32-bit read gets the low half)
-
-SIZED_FIELDS = (SrcField, AlignedSGPRField)   # the wheel's register fields whose attribute read resizes the register (offset unchanged)
-
-@functools.cache
-def _field(cls:type, name:str):
-  return next((f for n, f in cls._fields if n == name), None)
-
-def rawf(inst, name:str) -> int:
-  """The raw bits of field `name` (register fields decode to operand objects; executors want the number)."""
-  bf = _field(type(inst), name)
-  return (inst._raw >> bf.lo) & bf.mask
-
-def code(inst, name:str) -> int | None:
-  """The operand code (0-511: SGPRs and specials, constants, 256+ VGPRs) of register field `name`, None where the encoding has no such
-  register field: the wheel's `getattr(inst, name).offset`. Source and aligned-SGPR fields are decoded by the field alone, not read
-  as attributes: those also size the register from the operand table on every read, the largest part of building a step."""
-  if (bf := _field(type(inst), name)) is None: return None
-  if isinstance(bf, SIZED_FIELDS): return bf.decode((inst._raw >> bf.lo) & bf.mask).offset
-  return getattr(getattr(inst, name), "offset", None)   # VOPD's VDSTY (read with VDSTX), plain bit fields (no register: None)
 
 def operand_fmt(operands:dict, field:str) -> Fmt | None:
   """The format the wheel's operand table gives encoding field `field`. The tables name a source 'srcN' or 'vsrcN' either way
@@ -158,7 +138,7 @@ def register_overrun(inst) -> str|None:
   SGPR block past s127), or None. Widths come from the wheel's operand table (`inst.operands`: field -> (format, bits, type)),
   so every format is covered the same way; an operand the table does not list is not checked."""
   for name, (_, bits, typ) in inst.operands.items():
-    off = code(inst, f"v{name}") if name.startswith("src") and _field(type(inst), f"v{name}") is not None else code(inst, name)  # DPP/SDWA
+    off = code(inst, f"v{name}") if name.startswith("src") and field_of(type(inst), f"v{name}") is not None else code(inst, name)  # DPP/SDWA
     if off is None or (name == "saddr" and off == SADDR_OFF): continue
     count = max(1, (bits + 31) // 32)
     if typ.name.startswith(SGPR_DEST_TYPES) and "dst" in name:   # an SGPR destination, also in a VGPR-typed field (VOP3 compares)

@@ -1,4 +1,4 @@
-"""operands.code reads a register field's operand code from the instruction bits without the wheel's attribute read (which also
+"""decode.code reads a register field's operand code from the instruction bits without the wheel's attribute read (which also
 sizes the register from the operand table): it must give what the wheel's `getattr(inst, name).offset` gives for every field of
 every encoding class of every family, including the aligned SGPR fields (SMEM's sbase, MUBUF's srsrc: stored shifted) and VOPD's
 vdsty (stored halved, its low bit from vdstx). The wheel's attribute read is the reference."""
@@ -6,7 +6,7 @@ import random
 import pytest
 from tinygrad.renderer.amd.dsl import EnumBitField, FixedBitField, Inst, Reg
 from emu.amd.arch import get_spec
-from emu.amd.operands import code
+from emu.amd.decode import code
 
 def classes(family_arch:str) -> list[type[Inst]]:
   ins = get_spec(family_arch).ins
