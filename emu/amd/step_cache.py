@@ -58,19 +58,20 @@ def source_digest(family:str) -> str:
   for pattern in ("renderer/amd/*.py", "runtime/autogen/amd/*.py", f"runtime/autogen/amd/{family}/*.py"): _hash_files(h, tg, pattern)
   return h.hexdigest()[:24]
 
-class _Pickler(pickle.Pickler):
-  # reducer_override, unlike persistent_id, is not asked about ints, strings and containers: a third of the cost of pickling a Step
-  def reducer_override(self, obj):
-    if isinstance(obj, CompiledOp):
-      if (tok := semantics.token(obj)) is None: raise pickle.PicklingError(f"{obj.name}: not a memoised op")
-      return semantics.from_token, (tok,)
-    if isinstance(obj, ArchSpec): return get_spec, (obj.name,)
-    return NotImplemented
+def _reduce_op(op:CompiledOp):
+  if (tok := semantics.token(op)) is None: raise pickle.PicklingError(f"{op.name}: not a memoised op")
+  return semantics.from_token, (tok,)
+
+# ops and specs by name: a dispatch table is consulted by type inside the pickler, where a reducer_override would be called for every
+# object that is not an int, string or container (a third of the cost of pickling a Step). Neither class has subclasses.
+_BY_NAME = {CompiledOp: _reduce_op, ArchSpec: lambda spec: (get_spec, (spec.name,))}
 
 def dumps(step:Step) -> bytes:
   """The step pickled with its ops and spec by name; raises pickle.PicklingError for a step holding an op it cannot name."""
   buf = io.BytesIO()
-  _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(step)
+  p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+  p.dispatch_table = _BY_NAME
+  p.dump(step)
   return buf.getvalue()
 
 def loads(data:bytes) -> Step:
