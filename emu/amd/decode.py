@@ -76,6 +76,9 @@ class Instr:
   @functools.cached_property   # (an enum field's read builds its member anew each time)
   def op(self): return self.inst.opx if self.fmt == "VOPD" else self.inst.op
   @functools.cached_property
+  def operands(self) -> dict:   # the wheel's operand table entry (field -> (format, bits, type)), looked up by opcode on each read
+    return self.inst.operands
+  @functools.cached_property
   def name(self) -> str:
     return f"{self.inst.opx.name.lower()} :: {self.inst.opy.name.lower()}" if self.fmt == "VOPD" else self.inst.op.name.lower()
   @property

@@ -102,7 +102,7 @@ class SaluStep(Step):
     super().__init__(instr, spec)
     inst, fmt = instr.inst, instr.fmt
     self.op = op = op or get_op(spec.name, instr.op, raw=instr.raw)
-    bits, operands = inst.op_bits, inst.operands
+    bits, operands = inst.op_bits, instr.operands
     self.srcs = {n: resolve_src(code(inst, f), op.widths.get(n, bits.get(f, 32)), operands.get(f, (None,))[0], instr.literal, spec)
                  for n, f in SRC_FIELDS[fmt].items() if n in op.reads}
     self.sdst = rawf(inst, "sdst", spec.null_reg)

@@ -107,7 +107,7 @@ class ValuStep(Step):
     self._destination(instr, spec, own_mods, opsel, legacy)
     self._lane_masks(instr, spec)
     self.fields = self._fields(inst, op.reads)
-    if "C_CONST" in op.reads: self.fields["C_CONST"] = matrix_c_const(code(inst, "src2"), operand_fmt(inst.operands, "src2"))
+    if "C_CONST" in op.reads: self.fields["C_CONST"] = matrix_c_const(code(inst, "src2"), operand_fmt(instr.operands, "src2"))
     if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
     self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE
@@ -118,7 +118,7 @@ class ValuStep(Step):
   def _sources(self, instr:Instr, spec:ArchSpec, own_mods:bool, opsel:int) -> dict[str, SrcSpec]:
     """The op's source operands with their encoding's modifiers (true16 halves, op_sel, SDWA selects, packed halves, neg/abs)."""
     inst, fmt, op = instr.inst, instr.fmt, self.op
-    operands, bits = inst.operands, inst.op_bits
+    operands, bits = instr.operands, inst.op_bits
     neg, abs_ = getattr(inst, "neg", 0) or 0, getattr(inst, "abs", 0) or 0
     if instr.variant in ("DPP16", "SDWA") and fmt in E32:
       neg, abs_ = inst.src0_neg | (inst.src1_neg << 1), inst.src0_abs | (inst.src1_abs << 1)
@@ -153,7 +153,7 @@ class ValuStep(Step):
 
   def _destination(self, instr:Instr, spec:ArchSpec, own_mods:bool, opsel:int, legacy:bool):
     """Where and how the result is stored: register, width and half, output modifiers, float/integer clamp, SDWA destination select."""
-    inst, fmt, operands = instr.inst, instr.fmt, instr.inst.operands
+    inst, fmt, operands = instr.inst, instr.fmt, instr.operands
     dfmt = operands.get("vdst", (None,))[0]
     self.d_bits = dest_bits(self.op.widths, inst.op_bits, "vdst")
     self.d_hi = False
@@ -173,7 +173,7 @@ class ValuStep(Step):
 
   def _lane_masks(self, instr:Instr, spec:ArchSpec):
     """The registers the op's lane masks (VCC, EXEC, carry-outs) are read from and written to."""
-    inst, fmt, operands = instr.inst, instr.fmt, instr.inst.operands
+    inst, fmt, operands = instr.inst, instr.fmt, instr.operands
     vcc, sdst = spec.vcc_lo, rawf(inst, "sdst") if fmt == "VOP3SD" or getattr(inst, "sd", 0) else spec.vcc_lo   # SDWA: SD picks SDST
     # e64 V_CNDMASK / V_*_CO_CI take the lane mask from src2; ops that read S2 as a value (V_DIV_FMAS) read VCC itself
     src2 = code(inst, "src2") if fmt in ("VOP3", "VOP3SD") and "src2" in operands and "S2" not in self.op.reads else None

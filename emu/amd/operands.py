@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from tinygrad.runtime.autogen.amd.common import Fmt
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import SGPR_DEST_TYPES, code, field_of
+from emu.amd.decode import SGPR_DEST_TYPES, Instr, code, field_of
 from emu.amd.mnemonic import parse
 from emu.amd.wave import WaveState
 
@@ -133,11 +133,12 @@ def resolve_src(code:int, bits:int, fmt:Fmt|None, literal:int|None, spec:ArchSpe
 N_SCALAR_OPERANDS, N_VGPRS = 128, 256   # scalar register operand numbers s0..EXEC_HI; VGPRs per lane (each file: VGPRs, CDNA's AGPRs)
 SADDR_OFF = 0x7f   # gfx9 encodes "no SADDR" as 0x7f (RDNA as NULL): no register is read
 
-def register_overrun(inst) -> str|None:
+def register_overrun(instr:Instr) -> str|None:
   """Why an instruction's register operand runs past the end of its register file (a 64-bit source at EXEC_HI, v[255:256], an
-  SGPR block past s127), or None. Widths come from the wheel's operand table (`inst.operands`: field -> (format, bits, type)),
+  SGPR block past s127), or None. Widths come from the wheel's operand table (`Instr.operands`: field -> (format, bits, type)),
   so every format is covered the same way; an operand the table does not list is not checked."""
-  for name, (_, bits, typ) in inst.operands.items():
+  inst = instr.inst
+  for name, (_, bits, typ) in instr.operands.items():
     off = code(inst, f"v{name}") if name.startswith("src") and field_of(type(inst), f"v{name}") is not None else code(inst, name)  # DPP/SDWA
     if off is None or (name == "saddr" and off == SADDR_OFF): continue
     count = max(1, (bits + 31) // 32)

@@ -53,7 +53,7 @@ _steps: dict[tuple[str, bytes], Step] = {}
 def compile_step(instr:Instr, spec:ArchSpec, pc:int) -> Step:
   """The Step for a decoded instruction (cached on its bytes); failures become GPUIllegalInstruction at `pc`."""
   if (s := _steps.get(key := (spec.name, instr.raw))) is not None: return s
-  if (why := register_overrun(instr.inst)) is not None: raise GPUIllegalInstruction(pc, instr.raw, f"{instr.name}: operand {why}")
+  if (why := register_overrun(instr)) is not None: raise GPUIllegalInstruction(pc, instr.raw, f"{instr.name}: operand {why}")
   try: s = _build(instr, spec)
   except GPUIllegalInstruction as e: raise GPUIllegalInstruction(pc, instr.raw, e.reason) from None
   except (KeyError, ValueError, AttributeError, TypeError) as e:
