@@ -1,5 +1,5 @@
 """Built Steps kept on disk, so that a test suite's processes (pytest-xdist workers, the next run, the next test file) decode and
-build each instruction once instead of once per process: about 0.3 ms an instruction against 25 us to load one.
+build each instruction once instead of once per process: about 0.15 ms an instruction against 25 us to load one.
 
 An entry is one instruction's Step (its decoded Instr inside) pickled as soon as it is built, keyed by the arch and what decoding
 depends on (decode.own_key: the instruction's bytes and the format-detection bits of the dwords after it). Compiled pcode ops and
