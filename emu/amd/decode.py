@@ -1,6 +1,8 @@
 """Instruction decoding: bytes -> `Instr`, using the wheel's encoding tables; cached on the instruction bytes.
 
-The wheel's `decode_inst` picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA) variant. What it misses on RDNA is DPP8 (src0 = 233/234,
+The wheel's decoder (`decode_inst`: detect_format, then Inst.from_bytes) picks the format and the _LIT/_DPP16 (CDNA: _SDWA, _MFMA)
+variant; `detect` and `from_bytes` make the same choices from its tables read once as data (its own walk over field objects was most
+of a first-seen instruction's decode time; tests compare the two). What it misses on RDNA is DPP8 (src0 = 233/234,
 'DPP8'/'DPP8FI'), the DPP16 forms of VOP3/VOP3SD/VOP3P (src0 = 250 in the second dword: it only looks at the first), and the
 literal of a VOP3 SDST form (v_cmp/v_cmpx_*_e64) whose vdst field is 250 (it takes that for a DPP marker and drops the literal
 dword), recognised here; on CDNA it decodes gfx942's XF32 MFMAs as plain VOP3P, whose bits the hardware reads in the matrix layout
