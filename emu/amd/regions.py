@@ -7,11 +7,14 @@ Each instruction's semantics are its pcode op's generated code, lowered by `emu.
 executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
 registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
-loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR (not EXEC) and SCC, scalar
+loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR or EXEC and SCC, scalar
 (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across / SmemStep.across: a kernel's
 argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops between them (s_delay_alu,
 s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms) after all of those; a branch (s_branch,
-s_cbranch_scc0/1) is the last instruction of a region without stores (the function then stores each wave's next PC). It ends before anything else,
+s_cbranch_scc0/1, s_cbranch_execz/execnz) is the last instruction of a region without stores (the function then stores each wave's
+next PC). A scalar op may write EXEC (s_and_saveexec, s_or_b32 exec: LLVM's guarded blocks): every later instruction of the region
+runs on the new EXEC, so each VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and
+counts only the lanes then active, and a NaN counts only in a lane active where it was made. It ends before anything else,
 or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
 SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
 The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only
@@ -73,8 +76,8 @@ VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "W
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 STORE_READS = LOAD_READS
 STORES_LEFT = 1   # a region function's result: its waves ran, but its stores are left to the numpy path (MXCSR bits never have bit 0)
-SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "n", "WAVE32", "WAVE64"})
-BRANCH_READS = frozenset({"PC", "SCC", "n"})
+SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "EXEC", "EXECZ", "n", "WAVE32", "WAVE64"})
+BRANCH_READS = frozenset({"PC", "SCC", "EXEC", "EXECZ", "n"})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
@@ -267,11 +270,13 @@ def plain_store(s:Step) -> bool:
     op.reads <= STORE_READS | set(s.fields) and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
 
 def plain_salu(s:Step) -> bool:
-  """A scalar ALU op from registers and constants into an SGPR (not EXEC) and SCC, with numpy code over waves (SaluStep.across)."""
+  """A scalar ALU op from registers, constants and EXEC into an SGPR below EXEC, or EXEC itself, and SCC (s_and_saveexec writes EXEC
+  and an SGPR), with numpy code over waves (SaluStep.across)."""
   if type(s) is not SaluStep or not s.pure or s.across is None or s.mode_dep: return False
   op, spec = s.op, s.spec
-  if not op.reads <= SALU_READS | set(s.fields) or not op.writes <= {"D0", "SCC"} or not op.writes: return False
-  if "D0" in op.writes and (s.d_bits not in (32, 64) or s.sdst + s.d_bits // 32 > spec.exec_lo and s.sdst != spec.null_reg): return False
+  if not op.reads <= SALU_READS | set(s.fields) or not op.writes <= {"D0", "SCC", "EXEC"} or not op.writes: return False
+  if "D0" in op.writes and (s.d_bits not in (32, 64) or s.sdst + s.d_bits // 32 > spec.exec_lo and s.sdst not in (spec.null_reg, spec.exec_lo)):
+    return False
   return all(src.kind in ("sgpr", "const") and src.bits in (32, 64) and not src.hi for src in _scalar_sources(s))
 
 def plain_smem(s:Step) -> bool:
@@ -280,7 +285,7 @@ def plain_smem(s:Step) -> bool:
   return s.sdata == s.spec.null_reg or s.sdata + s.sdata_bits // 32 <= s.spec.exec_lo
 
 def plain_branch(s:Step) -> bool:
-  """s_branch / s_cbranch_scc0/1: the last step of a region, whose function then writes each wave's next PC."""
+  """s_branch / s_cbranch_scc0/1 / s_cbranch_execz/execnz: the last step of a region, whose function then writes each wave's next PC."""
   return type(s) is SaluStep and s.pure and s.across is not None and s.op.writes == {"PC"} and s.op.reads <= BRANCH_READS | set(s.fields)
 
 _joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused
@@ -347,6 +352,9 @@ class _WaveCode:
     self.scc: str | None = None           # SCC's current i32 value once read or written in the region
     self.next_pc: str | None = None       # the i64 PC a branch ending the region left
     self.stores: list[tuple[VmemStep, int]] = []   # the region's writes: (store step, its write number), in order
+    self.exec, self.act = "%exec", "%act"  # EXEC now: the i64 word and each lane's bit (<lanes x i1>); a scalar op may write it
+    self.act_from: list[tuple[int, str]] = [(0, "%act")]   # (first float result, the EXEC it was computed under) per EXEC value
+    self.lane_loads: list[tuple[str, int]] = []   # (EXEC word, bytes per active lane) of each global load, for the bytes read
 
   # ---- operand reads ----
   def vreg(self, r:int) -> str:
@@ -359,10 +367,10 @@ class _WaveCode:
       self.vgpr[r] = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64).ref
     return self.vgpr[r]
 
-  def sreg(self, r:int) -> str:
-    """SGPR r of this wave (a scalar i32): as a scalar op of the region left it, else loaded."""
+  def sreg(self, r:int, fresh:bool=False) -> str:
+    """SGPR r of this wave (a scalar i32): as a scalar op of the region left it (EXEC included), else (or `fresh`) loaded."""
     if not 0 <= r < N_SGPR_ROW: raise NotLowerable(f"s{r} is past the SGPR row")   # (the numpy path faults on it)
-    if r in self.sgprs: return self.sgprs[r]
+    if r in self.sgprs and not fresh: return self.sgprs[r]
     b = self.b
     at = b.emit(f"add i64 %sb, {r}", U64)
     p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {at.ref}", U64)
@@ -388,19 +396,19 @@ class _WaveCode:
     if neg: v = b.emit(f"xor {v64} {v.ref}, {b.const(sign, U64).ref}", U64)
     return v
 
-  def mask_word(self, reg:int) -> str:
-    """The lane mask in SGPR reg (and reg+1 in wave64) of this wave as a scalar i64."""
+  def mask_word(self, reg:int, fresh:bool=False) -> str:
+    """The lane mask in SGPR reg (and reg+1 in wave64) of this wave as a scalar i64 (`fresh`: as the register file holds it)."""
     b = self.b
-    lo = b.emit(f"zext i32 {self.sreg(reg)} to i64", U64)
+    lo = b.emit(f"zext i32 {self.sreg(reg, fresh)} to i64", U64)
     if self.lanes == 32: return lo.ref
-    hi = b.emit(f"zext i32 {self.sreg(reg + 1)} to i64", U64)
+    hi = b.emit(f"zext i32 {self.sreg(reg + 1, fresh)} to i64", U64)
     hs = b.emit(f"shl i64 {hi.ref}, 32", U64)
     return b.emit(f"or i64 {lo.ref}, {hs.ref}", U64).ref
 
   def mask_bits(self, reg:int, literal_value:int|None) -> Val:
     """Each lane's bit (uint64 0/1) of lane-mask operand `reg` (an SGPR pair, EXEC, or a constant / literal: as mask_lane_bits)."""
     b = self.b
-    if reg == self.spec.exec_lo: return b.emit(f"zext {b.t('i1')} %act to {b.t('i64')}", U64)
+    if reg == self.spec.exec_lo: return b.emit(f"zext {b.t('i1')} {self.act} to {b.t('i64')}", U64)
     if reg in self.masks: return b.emit(f"zext {b.t('i1')} {self.masks[reg].ref} to {b.t('i64')}", U64)
     if reg < 128 and reg != self.spec.null_reg: word = b.splat("i64", self.mask_word(reg), U64).ref
     else:
@@ -435,10 +443,26 @@ class _WaveCode:
     if reg == self.spec.null_reg: return
     regs = set(range(reg, reg + bits // 32))
     if regs & self.written_mask_regs(): raise NotLowerable("a scalar write over a lane mask the region wrote")
+    if regs & {self.spec.exec_lo, self.spec.exec_lo + 1}:
+      if (reg, bits) != (self.spec.exec_lo, self.lanes): raise NotLowerable(f"a {bits}-bit write to s{reg} in a wave{self.lanes} (EXEC)")
+      return self.write_exec(value)
     v = self.scalar(value)
     for k in range(bits // 32):
       part = self.b.emit(f"lshr i64 {v}, {32 * k}", U64).ref if k else v
       self.sgprs[reg + k] = self.b.emit(f"trunc i64 {part} to i32", U64).ref
+
+  def write_exec(self, value):
+    """A scalar op's new EXEC (its low `lanes` bits): the lanes every later instruction of the region runs on; stored with the SGPRs."""
+    b = self.b
+    word = b.emit(f"and i64 {self.scalar(value)}, {(1 << 32) - 1 if self.lanes == 32 else -1}", U64).ref
+    for k in range(self.lanes // 32):
+      part = b.emit(f"lshr i64 {word}, {32 * k}", U64).ref if k else word
+      self.sgprs[self.spec.exec_lo + k] = b.emit(f"trunc i64 {part} to i32", U64).ref
+    v64 = b.t("i64")
+    shifted = b.emit(f"lshr {v64} {b.splat('i64', word, U64).ref}, {b.lane_ids()}", U64)
+    bit = b.emit(f"and {v64} {shifted.ref}, {b.c('i64', '1')}", U64)
+    self.exec, self.act = word, b.emit(f"icmp ne {v64} {bit.ref}, zeroinitializer", BOOL).ref
+    self.act_from.append((len(b.float_results), self.act))
 
   def write_scc(self, value):
     self.scc = self.b.emit(f"trunc i64 {self.b.emit(f'and i64 {self.scalar(value)}, 1', U64).ref} to i32", U64).ref
@@ -458,9 +482,10 @@ class _WaveCode:
     branches to its fallback (the numpy path then reads it, or faults as it would)."""
     b, v64, n = self.b, self.b.t("i64"), self.lanes
     self.load_bytes += nbytes * k
+    self.lane_loads.append((self.exec, nbytes * k))
     delta = self.span_check(addr, nbytes * k, "%tab", "%ntab")
     b.lines.append(f"  store {v64} {addr.ref}, ptr %addr.buf, align 8")
-    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta.ref}, i64 %exec, i64 {n}, i64 {k}, i64 {nbytes}, ptr %data.buf)")
+    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta.ref}, i64 {self.exec}, i64 {n}, i64 {k}, i64 {nbytes}, ptr %data.buf)")
     cols = []
     for j in range(k):
       p = b.emit(f"getelementptr inbounds i32, ptr %data.buf, i64 {j * n}", U64)
@@ -473,8 +498,8 @@ class _WaveCode:
     the row's host-address delta (an i64)."""
     b, v64, n = self.b, self.b.t("i64"), self.lanes
     for fn in ("umin", "umax"): b.intrinsics[f"llvm.vector.reduce.{fn}.v{n}i64"] = f"declare i64 @llvm.vector.reduce.{fn}.v{n}i64({v64})"
-    lo = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} {b.c('i64', '-1')}", U64)
-    hi = b.emit(f"select {b.t('i1')} %act, {v64} {addr.ref}, {v64} zeroinitializer", U64)
+    lo = b.emit(f"select {b.t('i1')} {self.act}, {v64} {addr.ref}, {v64} {b.c('i64', '-1')}", U64)
+    hi = b.emit(f"select {b.t('i1')} {self.act}, {v64} {addr.ref}, {v64} zeroinitializer", U64)
     lo, hi = (b.emit(f"call i64 @llvm.vector.reduce.{fn}.v{n}i64({v64} {x.ref})", U64) for fn, x in (("umin", lo), ("umax", hi)))
     ok = b.emit(f"call i1 @find(ptr {table}, i64 {rows}, i64 {lo.ref}, i64 {hi.ref}, i64 {span}, ptr %delta.slot)", BOOL)
     label, b.count = f"{b.prefix}ld{b.count}", b.count + 1
@@ -535,9 +560,10 @@ class _WaveCode:
       high = b.emit(f"and {v64} {old.ref}, {b.c('i64', str(0xffff0000))}", U64)
       low = b.emit(f"and {v64} {v.ref}, {b.c('i64', str(0xffff))}", U64)
       v, bits = b.emit(f"or {v64} {high.ref}, {low.ref}", U64), 32
-    for k in range(bits // 32):
+    for k in range(bits // 32):   # inactive lanes keep their values (EXEC as it is now: a scalar op may change it)
       part = b.emit(f"lshr {b.t('i64')} {v.ref}, {b.c('i64', str(32 * k))}", U64) if k else v
-      self.vgpr[reg + k] = b.emit(f"trunc {b.t('i64')} {part.ref} to {b.t('i32')}", U64).ref
+      new = b.emit(f"trunc {b.t('i64')} {part.ref} to {b.t('i32')}", U64).ref
+      self.vgpr[reg + k] = b.emit(f"select {b.t('i1')} {self.act}, {b.t('i32')} {new}, {b.t('i32')} {self.vreg(reg + k)}", U64).ref
       if reg + k not in self.written: self.written.append(reg + k)
 
   def write_mask(self, reg:int, value):
@@ -548,15 +574,17 @@ class _WaveCode:
     b = self.b
     v = b.cast(value, U64)
     one = b.emit(f"and {b.t('i64')} {v.ref}, {b.c('i64', '1')}", U64)
-    self.masks[reg] = b.emit(f"icmp ne {b.t('i64')} {one.ref}, zeroinitializer", BOOL)
+    bits = b.emit(f"icmp ne {b.t('i64')} {one.ref}, zeroinitializer", BOOL)
+    self.masks[reg] = b.emit(f"and {b.t('i1')} {self.act}, {bits.ref}", BOOL)   # inactive lanes write 0 (exec_valu.store_lane_bits)
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
     return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, self.scalar_bytes, dict(self.sgprs), self.scc, \
-      len(self.stores)
+      len(self.stores), dict(self.masks), list(self.written), self.exec, self.act, len(self.act_from), len(self.lane_loads), self.next_pc
   def rewind(self, at:tuple):
-    n_lines, n_float, vgpr, self.load_bytes, self.scalar_bytes, self.sgprs, self.scc, n_stores = at
-    del self.b.lines[n_lines:], self.b.float_results[n_float:], self.stores[n_stores:]
+    n_lines, n_float, vgpr, self.load_bytes, self.scalar_bytes, self.sgprs, self.scc, n_stores, self.masks, self.written, self.exec, \
+      self.act, n_act, n_loads, self.next_pc = at
+    del self.b.lines[n_lines:], self.b.float_results[n_float:], self.stores[n_stores:], self.act_from[n_act:], self.lane_loads[n_loads:]
     self.vgpr = vgpr
 
   # ---- conflicts: a later instruction may see a lane-mask write only lane by lane (results are stored at the end) ----
@@ -627,6 +655,10 @@ def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
   for name, src in step.srcs.items(): inputs[name] = code.scalar_read(src)
   if "D0" in op.reads: inputs["D0"] = code.scalar_read(step.d0)
   if "SCC" in op.reads: inputs["SCC"] = code.scc_value()
+  if op.reads & {"EXEC", "EXECZ"}:
+    word = sb.emit(f"insertelement <1 x i64> poison, i64 {code.exec}, i64 0", U64)
+    inputs["EXEC"] = word
+    inputs["EXECZ"] = sb.emit(f"zext <1 x i1> {sb.emit(f'icmp eq <1 x i64> {word.ref}, zeroinitializer', BOOL).ref} to <1 x i64>", U64)
   if "PC" in op.reads:
     at = sb.emit(f"add i64 %pc0, {off}", U64)
     inputs["PC"] = sb.emit(f"insertelement <1 x i64> poison, i64 {at.ref}, i64 0", U64)
@@ -636,6 +668,7 @@ def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
   if set(out) != set(op.writes): raise NotLowerable(f"outputs {sorted(out)} for writes {sorted(op.writes)}")
   if "D0" in out: code.write_sgpr(step.sdst, step.d_bits, out["D0"])
   if "SCC" in out: code.write_scc(out["SCC"])
+  if "EXEC" in out: code.write_exec(out["EXEC"])
   if "PC" in out: code.next_pc = code.scalar(out["PC"])
 
 def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
@@ -673,7 +706,7 @@ def _wave_loop(code:_WaveCode, lanes:int, spec) -> list[str]:
           f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}",
           f"  %vbase = mul i64 %w, {lanes}"]
   start = len(b.lines)
-  b.lines.append(f"  %exec = or i64 {code.mask_word(spec.exec_lo)}, 0")
+  b.lines.append(f"  %exec = or i64 {code.mask_word(spec.exec_lo, fresh=True)}, 0")
   ex = b.splat("i64", "%exec", U64)
   bit = b.emit(f"and {v64} {b.emit(f'lshr {v64} {ex.ref}, {b.lane_ids()}', U64).ref}, {b.c('i64', '1')}", U64)
   out = b.lines[start:] + [f"  %act = icmp ne {v64} {bit.ref}, zeroinitializer"]
@@ -731,44 +764,44 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
   for fn in sorted(b.libm_used | code.sb.libm_used):
     L.append(f"  %libm.{fn}.p = getelementptr inbounds ptr, ptr %lm, i64 {native.LIBM.index(fn)}\n  %libm.{fn} = load ptr, ptr %libm.{fn}.p")
   L.extend(_wave_loop(code, lanes, spec) + body)
-  nan = "zeroinitializer"
-  for v in b.float_results:
-    isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", BOOL)
-    nan = b.emit(f"or {vb} {nan}, {isn.ref}", BOOL).ref
-  nan_act = b.emit(f"and {vb} %act, {nan}", BOOL)
+  nan_act = "zeroinitializer"   # a NaN in a lane active when its instruction ran
+  for (first, act), (end, _) in zip(code.act_from, code.act_from[1:] + [(len(b.float_results), None)]):
+    nan = "zeroinitializer"
+    for v in b.float_results[first:end]:
+      isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", BOOL)
+      nan = b.emit(f"or {vb} {nan}, {isn.ref}", BOOL).ref
+    if nan != "zeroinitializer": nan_act = b.emit(f"or {vb} {nan_act}, {b.emit(f'and {vb} {act}, {nan}', BOOL).ref}", BOOL).ref
   reduce_or = {t: f"llvm.vector.reduce.or.v{lanes}{t}" for t in ("i1", "i64")}
   for t, fn in reduce_or.items(): b.intrinsics[fn] = f"declare {t} @{fn}({b.t(t)})"
-  any_nan = b.emit(f"call i1 @{reduce_or['i1']}({vb} {nan_act.ref})", BOOL)
+  any_nan = b.emit(f"call i1 @{reduce_or['i1']}({vb} {nan_act})", BOOL)
   L.extend(taken() + [f"  br i1 {any_nan.ref}, label %fallback, label %commit"])
   L.append("fallback:\n  %fbp = getelementptr inbounds i8, ptr %fp, i64 %k\n  store i8 1, ptr %fbp\n  store i8 1, ptr %fell")
   L.append("  br label %wave.next\ncommit:")
-  for r, bits in code.masks.items():   # inactive lanes write 0 (exec_valu.store_lane_bits)
-    on = b.emit(f"and {vb} %act, {bits.ref}", BOOL)
-    placed = b.emit(f"shl {v64} {b.emit(f'zext {vb} {on.ref} to {v64}', U64).ref}, {b.lane_ids()}", U64)
+  for r, bits in code.masks.items():   # (inactive lanes' bits cleared when written)
+    placed = b.emit(f"shl {v64} {b.emit(f'zext {vb} {bits.ref} to {v64}', U64).ref}, {b.lane_ids()}", U64)
     word = b.emit(f"call i64 @{reduce_or['i64']}({v64} {placed.ref})", U64)
     for k in range(lanes // 32):
       part = b.emit(f"lshr i64 {word.ref}, {32 * k}", U64) if k else word
       dw = b.emit(f"trunc i64 {part.ref} to i32", U64)
       p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {b.emit(f'add i64 %sb, {r + k}', U64).ref}", U64)
       b.lines.append(f"  store i32 {dw.ref}, ptr {p.ref}")
-  for r in code.written:   # inactive lanes keep their values
+  for r in code.written:   # (inactive lanes kept their values when written)
     at = b.emit(f"add i64 {b.emit(f'mul i64 %stride, {r}', U64).ref}, %vbase", U64)
     p = b.emit(f"getelementptr inbounds i32, ptr %vgpr, i64 {at.ref}", U64)
-    old = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
-    new = b.emit(f"select {vb} %act, {b.t('i32')} {code.vgpr[r]}, {b.t('i32')} {old.ref}", U64)
-    b.lines.append(f"  store {b.t('i32')} {new.ref}, ptr {p.ref}, align 4")
+    b.lines.append(f"  store {b.t('i32')} {code.vgpr[r]}, ptr {p.ref}, align 4")
   for r, value in code.sgprs.items():   # scalar results
     p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {b.emit(f'add i64 %sb, {r}', U64).ref}", U64)
     b.lines.append(f"  store i32 {value}, ptr {p.ref}")
   if code.scc is not None: b.lines.append(f"  store i32 {code.scc}, ptr {b.emit('getelementptr inbounds i32, ptr %sccp, i64 %w', U64).ref}")
   if code.next_pc is not None: b.lines.append(f"  store i64 {code.next_pc}, ptr {b.emit('getelementptr inbounds i64, ptr %pcp, i64 %w', U64).ref}")
   if code.load_bytes or code.scalar_bytes:   # the bytes this wave read: its active lanes' vector loads and its scalar loads
-    on = b.emit("call i64 @llvm.ctpop.i64(i64 %exec)", U64)
     b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
-    lanes_got = b.emit(f"mul i64 {on.ref}, {code.load_bytes}", U64)
-    got = b.emit(f"add i64 {lanes_got.ref}, {code.scalar_bytes}", U64)
+    got = str(code.scalar_bytes)
+    for word, nbytes in code.lane_loads:
+      lanes_got = b.emit(f"mul i64 {b.emit(f'call i64 @llvm.ctpop.i64(i64 {word})', U64).ref}, {nbytes}", U64)
+      got = b.emit(f"add i64 {got}, {lanes_got.ref}", U64).ref
     old = b.emit("load i64, ptr %cp", U64)
-    b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {got.ref}', U64).ref}, ptr %cp")
+    b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {got}', U64).ref}, ptr %cp")
   L.extend(taken())
   L.append("  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws")
   if not stores:
