@@ -245,7 +245,7 @@ def plain_valu(s:Step) -> bool:
   for sp in s.srcs.values():
     src = sp.src
     if sp.packed is not None or not isinstance(src, Src) or src.kind not in ("vgpr", "sgpr", "const"): return False
-    if src.hi or src.bits not in (32, 64): return False
+    if src.hi or src.bits not in (16, 32, 64): return False   # (a 16-bit source: the low half; true16/op_sel high halves stay out)
     if (sp.neg or sp.abs) and sp.fkind not in (32, 64): return False
   for name in op.lane_masks & op.reads:
     if name != "EXEC" and 128 <= s.mask_read[name] < 256: return False   # lane masks from SCC/VCCZ & co.
@@ -391,6 +391,7 @@ class _WaveCode:
         hi = b.emit(f"zext {b.t('i32')} {self._dword(src, 1)} to {v64}", U64)
         hs = b.emit(f"shl {v64} {hi.ref}, {b.c('i64', '32')}", U64)
         v = b.emit(f"or {v64} {v.ref}, {hs.ref}", U64)
+      if src.bits == 16: v = b.emit(f"and {v64} {v.ref}, {b.const(0xffff, U64).ref}", U64)   # (Src.read_lanes: the low half)
     sign = 1 << (fkind - 1) if fkind else 0
     if abs_: v = b.emit(f"and {v64} {v.ref}, {b.const(((1 << 64) - 1) ^ sign, U64).ref}", U64)
     if neg: v = b.emit(f"xor {v64} {v.ref}, {b.const(sign, U64).ref}", U64)

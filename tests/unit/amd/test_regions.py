@@ -319,3 +319,22 @@ def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_lo
   fresh_process(str(tmp_path / "another"))
   assert runs(3) == [native.FULL]   # hot at its 3rd run (native from it on), all of the heat this process's: FULL at once
   assert native.NATIVE.key("ir", native.QUICK) != native.NATIVE.key("ir", native.FULL)   # the tiers' objects are kept apart
+
+def test_a_16_bit_source_reads_the_low_half_in_a_region(monkeypatch, native_runs, both):
+  # v_alignbit_b32's shift amount S2 is a 16-bit operand (threefry's rotates in tinygrad's random kernels): it joins the region
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_alignbit_b32
+  sizes = _region_sizes(monkeypatch)
+  x = (LANES[:32] * 0x9e3779b9 & 0xffffffff).astype(np.uint64)
+  shift = 0xabc0000 | LANES[:32]   # the bits above the low half are not the operand's (and its low 5 bits rotate)
+  prog = [v_add_nc_u32_e32(v[3], v[1], v[1]), v_alignbit_b32(v[4], v[3], v[1], v[5]), v_add_nc_u32_e32(v[6], 1, v[4])]
+  st = both(prog, vgprs={1: x.astype(np.uint32), 5: shift.astype(np.uint32)})
+  assert native_runs == [1] and sizes == [3]
+  s0 = (2 * x) & np.uint64(0xffffffff)
+  want = (((s0 << np.uint64(32)) | x) >> (shift & 0x1f).astype(np.uint64)) & np.uint64(0xffffffff)
+  assert (st.vgpr[0, :, 4] == want).all() and (st.vgpr[0, :, 6] == (want + np.uint64(1)) & np.uint64(0xffffffff)).all()
+  # v_mad_u32_u16: S0.u16 * S1.u16 + S2.u32, its generated code trusting the executor for 16-bit inputs
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_mad_u32_u16
+  sizes.clear()
+  st = both([v_mad_u32_u16(v[4], v[1], v[2], v[3]), v_add_nc_u32_e32(v[5], 1, v[4])],
+            vgprs={1: 0x10000 * 7 + LANES[:32], 2: 0xffff0005, 3: 1000})
+  assert sizes == [2] and (st.vgpr[0, :, 4] == LANES[:32] * 5 + 1000).all()
