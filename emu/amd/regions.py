@@ -344,7 +344,6 @@ class _WaveCode:
     self.vgpr: dict[int, str] = {}        # VGPR -> its current <lanes x i32> value
     self.written: list[int] = []          # VGPRs the region writes, in first-write order
     self.masks: dict[int, Val] = {}       # lane-mask register (pair base) -> its lanes' bits (<lanes x i1>) as written in the region
-    self.load_bytes = 0                   # bytes each active lane reads from global memory in the region
     self.scalar_bytes = 0                 # bytes each wave's scalar loads read in the region
     self.sb = Builder("u", 1)             # scalar (per-wave) code: one-element vectors, emitted into the same lines
     self.sb.lines, self.sb.intrinsics = self.b.lines, self.b.intrinsics
@@ -482,7 +481,6 @@ class _WaveCode:
     span every active lane reaches must lie inside one row of the memory's native table (MemoryMap.native_table), else the wave
     branches to its fallback (the numpy path then reads it, or faults as it would)."""
     b, v64, n = self.b, self.b.t("i64"), self.lanes
-    self.load_bytes += nbytes * k
     self.lane_loads.append((self.exec, nbytes * k))
     delta = self.span_check(addr, nbytes * k, "%tab", "%ntab")
     b.lines.append(f"  store {v64} {addr.ref}, ptr %addr.buf, align 8")
@@ -580,10 +578,10 @@ class _WaveCode:
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
-    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.load_bytes, self.scalar_bytes, dict(self.sgprs), self.scc, \
+    return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.scalar_bytes, dict(self.sgprs), self.scc, \
       len(self.stores), dict(self.masks), list(self.written), self.exec, self.act, len(self.act_from), len(self.lane_loads), self.next_pc
   def rewind(self, at:tuple):
-    n_lines, n_float, vgpr, self.load_bytes, self.scalar_bytes, self.sgprs, self.scc, n_stores, self.masks, self.written, self.exec, \
+    n_lines, n_float, vgpr, self.scalar_bytes, self.sgprs, self.scc, n_stores, self.masks, self.written, self.exec, \
       self.act, n_act, n_loads, self.next_pc = at
     del self.b.lines[n_lines:], self.b.float_results[n_float:], self.stores[n_stores:], self.act_from[n_act:], self.lane_loads[n_loads:]
     self.vgpr = vgpr
@@ -795,7 +793,7 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
     b.lines.append(f"  store i32 {value}, ptr {p.ref}")
   if code.scc is not None: b.lines.append(f"  store i32 {code.scc}, ptr {b.emit('getelementptr inbounds i32, ptr %sccp, i64 %w', U64).ref}")
   if code.next_pc is not None: b.lines.append(f"  store i64 {code.next_pc}, ptr {b.emit('getelementptr inbounds i64, ptr %pcp, i64 %w', U64).ref}")
-  if code.load_bytes or code.scalar_bytes:   # the bytes this wave read: its active lanes' vector loads and its scalar loads
+  if code.lane_loads or code.scalar_bytes:   # the bytes this wave read: its active lanes' vector loads and its scalar loads
     b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
     got = str(code.scalar_bytes)
     for word, nbytes in code.lane_loads:
@@ -1059,7 +1057,7 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     code.b.intrinsics.update(intrinsics)   # (one module: its declarations once)
   fn = _function(FUNCTION, code, lanes, spec, [f"store{i}" for i in range(len(writes))])
   # the helpers come after the region's function: emu.native enters a module's code at its start
-  helpers = (MEMORY_HELPERS if code.load_bytes or code.scalar_bytes or writes else "") + (STORE_HELPERS if writes else "")
+  helpers = (MEMORY_HELPERS if code.lane_loads or code.scalar_bytes or writes else "") + (STORE_HELPERS if writes else "")
   return take, "\n".join(["declare void @llvm.x86.sse.stmxcsr(ptr)", code.b.declarations(), fn, *writes, helpers]), reads_mode
 
 _built: dict[tuple, Region | None] = {}   # by region key: (lanes, MODE, code bytes)
