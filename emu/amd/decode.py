@@ -23,7 +23,8 @@ from emu.amd.mnemonic import parse
 # rdna4 renamed the vector memory encodings; executors and the timing model see the rdna3 family names
 FMT_ALIASES = {"VGLOBAL": "GLOBAL", "VFLAT": "FLAT", "VSCRATCH": "SCRATCH"}
 VARIANTS = ("_SDWA_SDST", "_SDWA", "_MFMA", "_SDST_LIT", "_SDST", "_LIT", "_DPP16", "_DPP8")
-DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), 250: ("DPP16", None)}   # src0 code -> variant, DPP8 fetch-inactive (FI) flag
+DPP16_SRC0 = 250                      # source code of a DPP16 marker (its control dword follows)
+DPP_SRC0 = {233: ("DPP8", False), 234: ("DPP8", True), DPP16_SRC0: ("DPP16", None)}   # src0 code -> variant, DPP8 fetch-inactive (FI) flag
 LITERAL = 255                         # source code of a literal dword after the instruction
 SDWA_SRC0 = 0xF9                      # gfx9: src0 code of a VOP1/VOP2/VOPC word followed by an SDWA dword (the wheel decodes it plain)
 SDWA_CLASSES = {"VOP1": "VOP1_SDWA", "VOP2": "VOP2_SDWA", "VOPC": "VOPC_SDWA_SDST"}
@@ -127,7 +128,8 @@ def own_key(data:bytes, spec:ArchSpec, size:int) -> tuple:
 # the cache invalidations LLVM emits for acquire fences (buffer_gl0_inv, buffer_gl1_inv); its other ops are not emulated (steps.py)
 UNDETECTED = {"rdna3": (("MUBUF", 0x38),)}
 
-VARIANT_SRC0 = (("_SDWA", 0xf9), ("_SDWA_SDST", 0xf9), ("_DPP16", 0xfa))   # class suffix -> its src0 code (bits [8:0]) in the wheel's detection
+# class suffix -> the src0 code (bits [8:0]) the wheel's detection requires of it
+VARIANT_SRC0 = (("_SDWA", SDWA_SRC0), ("_SDWA_SDST", SDWA_SRC0), ("_DPP16", DPP16_SRC0))
 
 @functools.cache
 def format_checks(family:str) -> tuple[tuple[type[Inst], int, tuple, tuple, int | None], ...]:
@@ -166,7 +168,7 @@ def detect(data:bytes, family:str) -> type[Inst]:
   raise ValueError(f"unknown {family} format word={words[0]:#010x}")
 
 UPGRADE_MARKERS = ("_LIT", "_DPP8", "_DPP16", "_SDWA")   # a class whose name holds one is never moved (none has a variant: a shortcut)
-MARKER_VARIANTS = {255: "_LIT", 250: "_DPP16"}   # source code -> variant class suffix (249: _SDWA on CDNA, _DPP8 on RDNA)
+MARKER_VARIANTS = {LITERAL: "_LIT", DPP16_SRC0: "_DPP16"}   # source code -> variant class suffix (249: _SDWA on CDNA, _DPP8 on RDNA)
 
 @functools.cache
 def _source_fields(cls:type[Inst]) -> tuple[str, ...]:
@@ -182,8 +184,8 @@ def from_bytes(cls:type[Inst], data:bytes) -> Inst:
   if any(m in cls.__name__ for m in UPGRADE_MARKERS): return inst
   if any(field_of(cls, f) is not None and any(k in getattr(inst, f).name for k in ("FMAMK", "FMAAK")) for f in ("opx", "opy")): suffix = "_LIT"
   else:
-    c = next((c for n in _source_fields(cls) if (c := code(inst, n)) in (249, 250, 255)), None)
-    suffix = ("_SDWA" if "cdna" in cls.__module__ else "_DPP8") if c == 249 else MARKER_VARIANTS.get(c)
+    c = next((c for n in _source_fields(cls) if (c := code(inst, n)) in (SDWA_SRC0, DPP16_SRC0, LITERAL)), None)
+    suffix = ("_SDWA" if "cdna" in cls.__module__ else "_DPP8") if c == SDWA_SRC0 else MARKER_VARIANTS.get(c)
   variant = getattr(sys.modules[cls.__module__], cls.__name__ + suffix, None) if suffix else None
   return inst if variant is None else from_bytes(variant, data)
 
