@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast, functools, struct
 from dataclasses import dataclass
 import numpy as np
-from emu.pcode import runtime
+from emu.pcode import numerics, runtime
 
 class NotLowerable(Exception):
   """The op's generated code uses something this module does not lower; the message says what."""
@@ -145,6 +145,7 @@ ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "ri
 PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
 INT_EXTREMES = {f"i{w}_{s}": (w, s) for w in ("max", "min") for s in (True, False)}   # helpers' imax_True ...: (which, signed)
 VIA_F64 = {"log2_": "log2", "rsq_": "rsq"}   # helpers computed in double by numerics._via_f64 (and pow_f(2, x): exp2)
+LDEXP_F32_REACH = 300   # |e| past which x * 2**e of every finite nonzero f32 x is inf or 0 (f32 spans 2**-149 .. 2**128)
 
 def _vsuffix(b:Builder, dt:np.dtype) -> str:
   """The overload suffix of a float intrinsic on b's vectors of dt: v32f32 ..."""
@@ -410,8 +411,9 @@ class Lowering:
       return b.call(f"llvm.{ROUNDINGS[name]}.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=True)
     if name == "sqrt_" and len(args) == 1 and not kws and x.dt.kind == "f":
       return b.call(f"llvm.sqrt.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=True)
-    if name in ("isnan", "is_snan", "is_qnan", "quiet", "sign") and len(args) == 1:
+    if name in ("isnan", "is_snan", "is_qnan", "quiet", "sign", "exponent", "mantissa") and len(args) == 1 and not kws:
       return self._float_bits(name, x)
+    if name == "ldexp" and len(args) == 2: return self._ldexp(x, args[1], kws)
     if name in INT_TO_FLOAT and len(args) == 1 and not kws:
       signed, fdt = INT_TO_FLOAT[name]
       if x.dt.kind not in "iu": raise NotLowerable(f"{name} of {x.dt}")
@@ -464,17 +466,44 @@ class Lowering:
       b.float_results.append(r)
     return b.cast(r, x.dt)
 
+  def _ldexp(self, x, e, kws:dict) -> Val:
+    """helpers.ldexp(x, e): x * 2**e rounded once (numerics.ldexp), for an f32 x rounded to nearest even. With e clamped to
+    +-LDEXP_F32_REACH (past it every finite nonzero f32 overflows, or rounds to zero, either way) the product in double is exact
+    (2**-449 .. 2**428), and its cast back to f32 is the one rounding; a NaN is reported as float arithmetic's are."""
+    b = self.b
+    if not isinstance(x, Val) or x.dt != F32 or not isinstance(e, Val) or e.dt.kind not in "iu" or set(kws) - {"rm"} \
+       or kws.get("rm", numerics.RM_NE) != numerics.RM_NE:
+      raise NotLowerable("ldexp of these operands")
+    v64, lim = b.t("i64"), LDEXP_F32_REACH
+    e = b.cast(e, U64)   # (the bits of a signed exponent, as runtime.i64 reads them)
+    low = b.emit(f"icmp slt {v64} {e.ref}, {b.c('i64', str(-lim))}", BOOL)
+    e = b.emit(f"select {b.t('i1')} {low.ref}, {v64} {b.c('i64', str(-lim))}, {v64} {e.ref}", U64)
+    high = b.emit(f"icmp sgt {v64} {e.ref}, {b.c('i64', str(lim))}", BOOL)
+    e = b.emit(f"select {b.t('i1')} {high.ref}, {v64} {b.c('i64', str(lim))}, {v64} {e.ref}", U64)
+    biased = b.emit(f"add {v64} {e.ref}, {b.c('i64', '1023')}", U64)
+    power = b.emit(f"shl {v64} {biased.ref}, {b.c('i64', '52')}", U64)   # 2**e's bits
+    scale = b.emit(f"bitcast {v64} {power.ref} to {b.t('double')}", F64)
+    product = b.emit(f"fmul {b.t('double')} {b.cast(x, F64).ref}, {scale.ref}", F64, arith=True)
+    return b.cast(product, F32)
+
   def _is_two(self, a) -> bool:
     """Whether `a` is 2.0: a Python float or a float constant in every lane (np.float32(2.0) lowers to one)."""
     if isinstance(a, Val): return a.dt.kind == "f" and a.ref == self.b.const(2.0, a.dt).ref
     return isinstance(a, (int, float)) and not isinstance(a, bool) and a == 2.0
 
   def _float_bits(self, name:str, x:Val) -> Val:
-    """NaN tests, quieting and the sign bit, on the float's bits (numerics.is_nan / is_signal_nan / quiet_nan / sign_bit)."""
+    """NaN tests, quieting, the sign bit and the exponent and mantissa fields, on the float's bits (numerics.is_nan /
+    is_signal_nan / quiet_nan / sign_bit / exponent_field / mantissa_field)."""
     b = self.b
     if x.dt not in FLOAT_BITS: raise NotLowerable(f"{name} of {x.dt}")
     w, t = FLOAT_BITS[x.dt], b.t(LLVM_TYPE[x.dt])
     it, qbit = b.t(INT_OF_BITS[w]), b.c(INT_OF_BITS[w], str(1 << (22 if w == 32 else 51)))
+    if name in ("exponent", "mantissa"):   # (the biased exponent: 0 for zeros and denormals, all ones for inf and NaN)
+      m = 23 if w == 32 else 52
+      bits = b.emit(f"bitcast {t} {x.ref} to {it}", U64)
+      if name == "exponent": bits = b.emit(f"lshr {it} {bits.ref}, {b.c(INT_OF_BITS[w], str(m))}", U64)
+      field = b.emit(f"and {it} {bits.ref}, {b.c(INT_OF_BITS[w], str((1 << (w - 1 - m)) - 1 if name == 'exponent' else (1 << m) - 1))}", U64)
+      return b.emit(f"zext {it} {field.ref} to {b.t('i64')}", U64) if w == 32 else field
     nan = b.emit(f"fcmp uno {t} {x.ref}, {x.ref}", BOOL)
     if name == "isnan": return nan
     bits = b.emit(f"bitcast {t} {x.ref} to {it}", U64)

@@ -90,9 +90,9 @@ def _operands(rng, c, names_in:tuple=INPUTS) -> dict:
     out[k] = v if w == 64 else v & np.uint64((1 << w) - 1)
   return out
 
-def _compare(ops, names_in:tuple, min_cases:int):
+def _compare(ops, names_in:tuple, min_cases:int, operands=_operands):
   """Lower each (op, CompiledOp) of `ops` in every MODE variant whose code differs, run it as 32-lane vector code over random operands
-  and compare with the CompiledOp's numpy code bit for bit wherever no NaN was reported."""
+  (`operands(rng, c, names_in)`) and compare with the CompiledOp's numpy code bit for bit wherever no NaN was reported."""
   rng = np.random.default_rng(7)
   built, cases, decls = [], [], set()
   for op, c in ops:
@@ -111,7 +111,7 @@ def _compare(ops, names_in:tuple, min_cases:int):
   compared = lanes = 0
   failures = []
   for k, (op, c, mname, mode, names) in enumerate(built):
-    ops = _operands(rng, c, names_in)
+    ops = operands(rng, c, names_in)
     lane_id = np.arange(N, dtype=np.uint64) % np.uint64(32)
     outs = [np.zeros(N, dtype=np.uint64) for _ in range(4)]
     nan = np.zeros(N, dtype=np.uint8)
@@ -136,6 +136,24 @@ def _compare(ops, names_in:tuple, min_cases:int):
 @pytest.mark.parametrize("arch", ["rdna3", "rdna4", "cdna"])
 def test_lowered_ops_match_the_numpy_path(arch):
   _compare(_vector_ops(arch), INPUTS, 300)
+
+def _ldexp_operands(rng, c, names_in:tuple) -> dict:
+  """f32 values of every size (denormals, the largest, specials) and exponents around and past where every result is inf or 0."""
+  out = _operands(rng, c, names_in)
+  small = rng.integers(0, 0x00800000, N // 4, dtype=np.uint64) | rng.integers(0, 2, N // 4, dtype=np.uint64) << np.uint64(31)
+  out["S0"][N // 2:3 * N // 4] = small   # denormals: results that round into and out of the denormal range
+  out["S0"][3 * N // 4:] = rng.integers(0, 1 << 32, N // 4, dtype=np.uint64)
+  out["S1"][:] = rng.integers(-340, 341, N).astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+  out["S1"][:8] = np.array([-(1 << 31), (1 << 31) - 1, -301, -300, -299, 299, 300, 301]).astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+  return out
+
+@pytest.mark.parametrize("arch", ["rdna3", "cdna"])
+def test_lowered_ldexp_rounds_once_at_every_exponent(arch):
+  """V_LDEXP_F32 (lanes_ir's ldexp: x * 2**e in double, e clamped) against numerics.ldexp where rounding, overflow and underflow
+  happen: exponents -340 .. 340 and the int32 extremes, on denormal, ordinary and extreme f32 values."""
+  ops = [(op, c) for op, c in _vector_ops(arch) if op.name == "V_LDEXP_F32"]
+  assert ops, "no V_LDEXP_F32 lowers"
+  _compare(ops, INPUTS, 0, _ldexp_operands)
 
 def _scalar_ops(arch):
   """Scalar ops with numpy code over waves (compile_across_waves) that read registers, SCC, the PC and fields only."""
