@@ -99,6 +99,11 @@ class WaveIds:
     x, y, z = (int(c) for c in self.wgs[w // self.wpg])
     return x, y, z, w % self.wpg
 
+def _together(pcs:np.ndarray, ws:np.ndarray) -> int | None:
+  """The PC every wave of ws is at (after a branch none of them ended at), None when they are not all at one."""
+  first = int(pcs[ws[0]])
+  return first if len(ws) == 1 or (pcs[ws] == first).all() else None
+
 def release_barriers(status:np.ndarray, groups:np.ndarray):
   """`status` is (workgroups, waves per workgroup): in each of `groups` where no wave runs any more and some wave waits at
   the barrier, the waiting waves run again (every unfinished wave has arrived)."""
@@ -162,33 +167,39 @@ class Dispatcher:
         every = len(ws) == len(run)
       if use_regions and (region := prog.region(pc, st.lanes, int(st.hwreg[ws[0], HWREG_MODE]))) is not None:
         self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line code: every wave of the batch runs all of it
-        if every and not region.writes_pc: pc += region.size
-        else: ws = None
+        if not every: ws = None
+        elif not region.writes_pc: pc += region.size
+        elif (pc := _together(st.pc, ws)) is None: ws = None
         continue
       step = self._step(m, prog, pc, ws, stats, first_wave)
       effect = isinstance(step, ControlStep) and step.effect is not None
       if effect:   # the batch's workgroups: ws is sorted and so are their groups (np.unique's first call imports numpy.ma: ~25 ms)
         wg = st.wg[ws]
         release_barriers(st.status.reshape(-1, wpg), wg[np.concatenate(([True], wg[1:] != wg[:-1]))])
-      # a batch of every running wave that the step moved on to its next instruction (no branch, no end or barrier) is the next batch
-      if every and not effect and not step.writes_pc: pc += step.size
-      else: ws = None
+      # a batch of every running wave that the step moved on to its next instruction, or that a branch left together, is the next
+      if not every or effect: ws = None   # (an end or a barrier)
+      elif not step.writes_pc: pc += step.size
+      elif (pc := _together(st.pc, ws)) is None: ws = None
 
   def _region(self, m:Machine, prog:Program, region:regions.Region, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
     """Run the native region at `pc` for the batch ws, or its steps one by one on the numpy path when it is not compiled (yet) or
     cannot run for these waves; observers see every instruction either way, all of them at once (`ran`: no observer here reads
     registers, and a fault part way ends the dispatch)."""
     st = m.st
-    done = False
+    ran = None   # (how many times each wave ran the region, the most, all: a region that loops back to its start may run many times)
     if region.ready():
-      try: done = region.run(m, ws)
+      dog = self.watchdog.instructions
+      try: ran = region.run(m, ws, None if dog is None else dog - stats.wave_instructions)
       except GPUFault: raise
       except Exception as e:   # as _execute: never anything but a GPUFault out of the emulator
         raise GPUEmulatorError(pc, describe(region.steps[0][1].instr), st.wave_id[int(ws[0])], e) from e
-    if not done:
+    if ran is None:
       for off, _ in region.steps: self._execute(m, prog, pc + off, ws, first_wave, observe=False)
-    for o in self.observers: o.ran(st, ws, region.steps, pc, first_wave)
-    stats.wave_instructions += len(ws) * region.count
+    runs, passes, total = ran or (None, 1, len(ws))
+    for i in range(passes):   # what the numpy path would have run: every wave that ran it an i-th time, together
+      run = ws if i == 0 else ws[runs > i]
+      for o in self.observers: o.ran(st, run, region.steps, pc, first_wave)
+    stats.wave_instructions += total * region.count
     self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]))
 
   def _step(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):

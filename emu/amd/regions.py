@@ -75,15 +75,20 @@ BACKGROUND = not EAGER             # compile on the background thread (off: the 
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 STORE_READS = LOAD_READS
-STORES_LEFT = 1   # a region function's result: its waves ran, but its stores are left to the numpy path (MXCSR bits never have bit 0)
-SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "EXEC", "EXECZ", "n", "WAVE32", "WAVE64"})
-BRANCH_READS = frozenset({"PC", "SCC", "EXEC", "EXECZ", "n"})
+FELL = 1   # a region function's result bit: some wave fell back (its stores, if any, are then left to the numpy path; MXCSR bits never have bit 0)
+SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "EXEC", "EXECZ", "VCC", "VCCZ", "n", "WAVE32", "WAVE64"})
+BRANCH_READS = frozenset({"PC", "SCC", "EXEC", "EXECZ", "VCC", "VCCZ", "n"})
+# a VALU result's (bits, bits stored): 32 and 64 bits; 16 into the low half, the high half kept (RDNA) or zeroed (gfx9's 16-bit ops)
+STORES = frozenset({(32, 32), (64, 64), (16, 16), (16, 32)})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
-SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# A region that ends with a branch back to its own start (a loop) runs again for the same wave inside its function, up to a limit
+# per call that keeps each call to about LOOP_BUDGET wave-instructions (the watchdogs and Ctrl-C see the dispatch between calls).
+LOOP_BUDGET = 1 << 20
 
 # what a region with global loads calls (_WaveCode.load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
 # sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
@@ -239,17 +244,15 @@ def plain_valu(s:Step) -> bool:
   if s.dpp is not None or s.instr.variant not in ("", "LIT") or s.per_wave or s.scalar_dst or s.sdwa_dst is not None: return False
   op = s.op
   if s.omod or s.clamp or s.int_clamp is not None: return False
-  if "D0" in op.writes and "D0" not in op.lane_masks and (s.d_hi or s.d_bits not in (32, 64) or s.store_bits != s.d_bits): return False
-  if not op.reads <= VALU_READS | set(s.fields) or "EXEC" in op.writes or not op.writes <= {"D0"} | op.lane_masks: return False
+  if "D0" in op.writes and "D0" not in op.lane_masks and (s.d_hi or (s.d_bits, s.store_bits) not in STORES): return False
+  if not op.reads <= VALU_READS | set(s.fields) or not op.writes <= {"D0"} | op.lane_masks: return False   # (v_cmpx: EXEC a lane mask)
   if "EXEC" in op.reads and "EXEC" not in op.lane_masks: return False
   for sp in s.srcs.values():
     src = sp.src
     if sp.packed is not None or not isinstance(src, Src) or src.kind not in ("vgpr", "sgpr", "const"): return False
     if src.hi or src.bits not in (16, 32, 64): return False   # (a 16-bit source: the low half; true16/op_sel high halves stay out)
     if (sp.neg or sp.abs) and sp.fkind not in (32, 64): return False
-  for name in op.lane_masks & op.reads:
-    if name != "EXEC" and 128 <= s.mask_read[name] < 256: return False   # lane masks from SCC/VCCZ & co.
-  return not any(s.mask_write[n] in (s.spec.exec_lo, s.spec.exec_lo + 1) for n in op.lane_masks & op.writes)
+  return not any(name != "EXEC" and 128 <= s.mask_read[name] < 256 for name in op.lane_masks & op.reads)   # lane masks from SCC/VCCZ & co.
 
 def plain_load(s:Step) -> bool:
   """A GLOBAL load into VGPRs: no atomic, block, ADDTID or LDS form (the structural half of the test, as plain_valu)."""
@@ -344,6 +347,7 @@ class _WaveCode:
     self.vgpr: dict[int, str] = {}        # VGPR -> its current <lanes x i32> value
     self.written: list[int] = []          # VGPRs the region writes, in first-write order
     self.masks: dict[int, Val] = {}       # lane-mask register (pair base) -> its lanes' bits (<lanes x i1>) as written in the region
+                                          # (their words are in `sgprs` too: scalar ops read them there)
     self.scalar_bytes = 0                 # bytes each wave's scalar loads read in the region
     self.sb = Builder("u", 1)             # scalar (per-wave) code: one-element vectors, emitted into the same lines
     self.sb.lines, self.sb.intrinsics = self.b.lines, self.b.intrinsics
@@ -442,27 +446,37 @@ class _WaveCode:
     """A scalar result into SGPR reg (.. reg + 1 for 64 bits; NULL drops it), stored when the wave is done."""
     if reg == self.spec.null_reg: return
     regs = set(range(reg, reg + bits // 32))
-    if regs & self.written_mask_regs(): raise NotLowerable("a scalar write over a lane mask the region wrote")
     if regs & {self.spec.exec_lo, self.spec.exec_lo + 1}:
       if (reg, bits) != (self.spec.exec_lo, self.lanes): raise NotLowerable(f"a {bits}-bit write to s{reg} in a wave{self.lanes} (EXEC)")
       return self.write_exec(value)
-    v = self.scalar(value)
-    for k in range(bits // 32):
-      part = self.b.emit(f"lshr i64 {v}, {32 * k}", U64).ref if k else v
-      self.sgprs[reg + k] = self.b.emit(f"trunc i64 {part} to i32", U64).ref
+    self._put_words(reg, bits // 32, self.scalar(value))
+    self.masks = {r: v for r, v in self.masks.items() if not self.mask_regs(r) & regs}   # (lanes read from the words from here on)
+
+  def _put_words(self, reg:int, k:int, word:str):
+    """SGPRs reg .. reg + k - 1 (k of 1 or 2) hold the i64 `word` now (its low 32 k bits), stored when the wave is done."""
+    for j in range(k):
+      part = self.b.emit(f"lshr i64 {word}, {32 * j}", U64).ref if j else word
+      self.sgprs[reg + j] = self.b.emit(f"trunc i64 {part} to i32", U64).ref
 
   def write_exec(self, value):
     """A scalar op's new EXEC (its low `lanes` bits): the lanes every later instruction of the region runs on; stored with the SGPRs."""
     b = self.b
     word = b.emit(f"and i64 {self.scalar(value)}, {(1 << 32) - 1 if self.lanes == 32 else -1}", U64).ref
-    for k in range(self.lanes // 32):
-      part = b.emit(f"lshr i64 {word}, {32 * k}", U64).ref if k else word
-      self.sgprs[self.spec.exec_lo + k] = b.emit(f"trunc i64 {part} to i32", U64).ref
     v64 = b.t("i64")
     shifted = b.emit(f"lshr {v64} {b.splat('i64', word, U64).ref}, {b.lane_ids()}", U64)
     bit = b.emit(f"and {v64} {shifted.ref}, {b.c('i64', '1')}", U64)
-    self.exec, self.act = word, b.emit(f"icmp ne {v64} {bit.ref}, zeroinitializer", BOOL).ref
-    self.act_from.append((len(b.float_results), self.act))
+    self._set_exec(word, b.emit(f"icmp ne {v64} {bit.ref}, zeroinitializer", BOOL).ref)
+
+  def _set_exec(self, word:str, act:str):
+    """EXEC is the i64 `word` now, `act` its lanes' bits (<lanes x i1>)."""
+    self._put_words(self.spec.exec_lo, self.lanes // 32, word)
+    self.exec, self.act = word, act
+    self.act_from.append((len(self.b.float_results), act))
+
+  def _word(self, bits:Val) -> str:
+    """The lane mask of `bits` (<lanes x i1>, lane i at bit i) as an i64."""
+    packed = self.b.emit(f"bitcast {self.b.t('i1')} {bits.ref} to i{self.lanes}", U64).ref
+    return packed if self.lanes == 64 else self.b.emit(f"zext i32 {packed} to i64", U64).ref
 
   def write_scc(self, value):
     self.scc = self.b.emit(f"trunc i64 {self.b.emit(f'and i64 {self.scalar(value)}, 1', U64).ref} to i32", U64).ref
@@ -566,15 +580,23 @@ class _WaveCode:
       if reg + k not in self.written: self.written.append(reg + k)
 
   def write_mask(self, reg:int, value):
+    """A lane-mask result (VCC, a carry-out, a VOPC result, v_cmpx's EXEC) into SGPR reg (.. reg + 1 in wave64): each active lane's
+    bit, 0 in inactive lanes (exec_valu.store_lane_bits). Its word goes into the SGPRs at once (scalar ops later in the region read
+    it there); EXEC written so narrows the lanes every later instruction runs on."""
     if reg == self.spec.null_reg: return
-    if reg + self.lanes // 32 > N_SGPR_ROW: raise NotLowerable(f"a wave{self.lanes} lane mask at s{reg} runs past the SGPR row")
-    if self.mask_regs(reg) & {self.spec.exec_lo, self.spec.exec_lo + 1}: raise NotLowerable("a lane mask over EXEC")   # (wave64 M0 pair)
-    if self.mask_regs(reg) & set(self.sgprs): raise NotLowerable("a lane mask over an SGPR a scalar op of the region wrote")
+    regs = self.mask_regs(reg)
+    if reg + len(regs) > N_SGPR_ROW: raise NotLowerable(f"a wave{self.lanes} lane mask at s{reg} runs past the SGPR row")
+    if regs & {self.spec.exec_lo, self.spec.exec_lo + 1} and reg != self.spec.exec_lo:
+      raise NotLowerable(f"a wave{self.lanes} lane mask at s{reg} over part of EXEC")   # (wave64's M0 pair, wave32's EXEC_HI)
     b = self.b
     v = b.cast(value, U64)
     one = b.emit(f"and {b.t('i64')} {v.ref}, {b.c('i64', '1')}", U64)
-    bits = b.emit(f"icmp ne {b.t('i64')} {one.ref}, zeroinitializer", BOOL)
-    self.masks[reg] = b.emit(f"and {b.t('i1')} {self.act}, {bits.ref}", BOOL)   # inactive lanes write 0 (exec_valu.store_lane_bits)
+    set_ = b.emit(f"icmp ne {b.t('i64')} {one.ref}, zeroinitializer", BOOL)
+    bits = b.emit(f"and {b.t('i1')} {self.act}, {set_.ref}", BOOL)
+    if reg == self.spec.exec_lo: return self._set_exec(self._word(bits), bits.ref)
+    self._put_words(reg, len(regs), self._word(bits))
+    self.masks = {r: v for r, v in self.masks.items() if not self.mask_regs(r) & regs}
+    self.masks[reg] = bits
 
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
@@ -586,14 +608,7 @@ class _WaveCode:
     del self.b.lines[n_lines:], self.b.float_results[n_float:], self.stores[n_stores:], self.act_from[n_act:], self.lane_loads[n_loads:]
     self.vgpr = vgpr
 
-  # ---- conflicts: a later instruction may see a lane-mask write only lane by lane (results are stored at the end) ----
   def mask_regs(self, reg:int) -> set[int]: return {reg, reg + 1} if self.lanes == 64 else {reg}
-  def written_mask_regs(self) -> set[int]: return set().union(*(self.mask_regs(r) for r in self.masks)) if self.masks else set()
-
-  def conflicts(self, scalar_regs:set[int], mask_reads:set[int], mask_writes:set[int]) -> bool:
-    w = self.written_mask_regs()
-    if scalar_regs & w: return True
-    return any(r not in self.masks and self.mask_regs(r) & w for r in mask_reads | mask_writes if r < 128)
 
 def _wave_inputs(code:_WaveCode, mode:dict) -> dict:
   """What every op state of a wave's lanes holds: the batch-size sentinel, lane ids, the wave size, the MODE's inputs."""
@@ -607,21 +622,6 @@ def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
     inputs[name] = code.mask_bits(step.mask_read[name] if name != "EXEC" else step.spec.exec_lo, step.instr.literal)
   if "D0" in op.reads and "D0" not in op.lane_masks: inputs["D0"] = code.read(step.d0)
   return inputs
-
-def _step_regs(step) -> tuple[set[int], set[int], set[int]]:
-  """(SGPRs read as values, lane-mask registers read, lane-mask registers written) of a plain VALU step or load."""
-  if isinstance(step, VmemStep): return ({step.sgpr_base, step.sgpr_base + 1} if step.sgpr_base is not None else set()), set(), set()
-  if isinstance(step, SmemStep):
-    null = step.spec.null_reg
-    return ({step.sbase, step.sbase + 1} if step.sbase != null else set()) | ({step.soffset} - {null}), set(), set()
-  if isinstance(step, SaluStep):
-    return {src.reg + k for src in _scalar_sources(step) if src.kind == "sgpr" for k in range(src.nregs)}, set(), set()
-  if isinstance(step, VopdStep):
-    scal = {s.reg + k for _, srcs, _, _ in step.halves for s in srcs.values() if s.kind == "sgpr" for k in range(s.nregs)}
-    return scal, {step.spec.vcc_lo for op, _, _, _ in step.halves if "VCC" in op.reads}, set()
-  scal = {sp.src.reg + k for sp in step.srcs.values() if sp.src.kind == "sgpr" for k in range(sp.src.nregs)}
-  op = step.op
-  return scal, {step.mask_read[n] for n in op.lane_masks & op.reads if n != "EXEC"}, {step.mask_write[n] for n in op.lane_masks & op.writes}
 
 def _lower_step(step, code:_WaveCode, mode:dict, off:int):
   """Append the code of one step (at byte `off` of the region) for a wave's lanes (NotLowerable may leave part of it behind: the
@@ -644,8 +644,10 @@ def _lower_step(step, code:_WaveCode, mode:dict, off:int):
   op = step.op
   out = lower(op.source, _inputs(step, code, mode), code.b)
   if set(out) != set(op.writes): raise NotLowerable(f"outputs {sorted(out)} for writes {sorted(op.writes)}")
-  for name in op.lane_masks & op.writes: code.write_mask(step.mask_write[name], out[name])
   if "D0" in op.writes and "D0" not in op.lane_masks: code.write_vgpr(step.vdst, step.store_bits, out["D0"])
+  # every write under the EXEC the instruction ran with: a lane mask into EXEC (v_cmpx; a compare into EXEC_LO) comes last
+  for name in sorted(op.lane_masks & op.writes, key=lambda n: step.mask_write[n] == step.spec.exec_lo):
+    code.write_mask(step.mask_write[name], out[name])
 
 def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
   """A plain scalar op or branch for one wave (SaluStep._grouped's reads and writes), from its numpy code over waves."""
@@ -654,10 +656,11 @@ def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
   for name, src in step.srcs.items(): inputs[name] = code.scalar_read(src)
   if "D0" in op.reads: inputs["D0"] = code.scalar_read(step.d0)
   if "SCC" in op.reads: inputs["SCC"] = code.scc_value()
-  if op.reads & {"EXEC", "EXECZ"}:
-    word = sb.emit(f"insertelement <1 x i64> poison, i64 {code.exec}, i64 0", U64)
-    inputs["EXEC"] = word
-    inputs["EXECZ"] = sb.emit(f"zext <1 x i1> {sb.emit(f'icmp eq <1 x i64> {word.ref}, zeroinitializer', BOOL).ref} to <1 x i64>", U64)
+  for mask, zero, now in (("EXEC", "EXECZ", lambda: code.exec), ("VCC", "VCCZ", lambda: code.mask_word(code.spec.vcc_lo))):
+    if op.reads & {mask, zero}:   # (SaluStep._state: VCCZ / EXECZ are 1 when the whole mask is 0)
+      word = sb.emit(f"insertelement <1 x i64> poison, i64 {now()}, i64 0", U64)
+      inputs[mask] = word
+      inputs[zero] = sb.emit(f"zext <1 x i1> {sb.emit(f'icmp eq <1 x i64> {word.ref}, zeroinitializer', BOOL).ref} to <1 x i64>", U64)
   if "PC" in op.reads:
     at = sb.emit(f"add i64 %pc0, {off}", U64)
     inputs["PC"] = sb.emit(f"insertelement <1 x i64> poison, i64 {at.ref}, i64 0", U64)
@@ -697,13 +700,15 @@ def _lower_store(step:VmemStep, code:_WaveCode, mode:dict):
   if lower(step.op.source, _store_inputs(step, code, mode, check), code.b): raise NotLowerable("a store with outputs")
   code.stores.extend((step, j) for j in range(check.calls))
 
-def _wave_loop(code:_WaveCode, lanes:int, spec) -> list[str]:
+def _wave_loop(code:_WaveCode, lanes:int, spec, iterate:bool=False) -> list[str]:
   """A wave loop's head (from its `%k` phi to `%act`: the wave's number `%w`, its SGPR row `%sb`, VGPR column `%vbase` and
-  EXEC), emitted through `code`'s builder and taken from it."""
+  EXEC), emitted through `code`'s builder and taken from it. `iterate`: the wave may run the region again (`%it`: the runs it has
+  committed; the `commit` block branches back to `iter`, where EXEC is read again)."""
   b, v64 = code.b, code.b.t("i64")
   head = ["  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]",
           f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}",
           f"  %vbase = mul i64 %w, {lanes}"]
+  if iterate: head.append("  br label %iter\niter:\n  %it = phi i64 [0, %wave], [%it.next, %commit]")
   start = len(b.lines)
   b.lines.append(f"  %exec = or i64 {code.mask_word(spec.exec_lo, fresh=True)}, 0")
   ex = b.splat("i64", "%exec", U64)
@@ -739,30 +744,35 @@ def _lower_smem(step:SmemStep, code:_WaveCode):
   for j, col in enumerate(v.columns): code.write_sgpr(step.sdata + j, 32, col)
 
 def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> str:
-  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, fallback, off, table, ntable, counts, scc, pc, pc0, libm,
-  wtable, nwtable) (arrays by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` and
-  `wtable` the MemoryMap's native_table for reads and for writes, `counts[0]` and `counts[1]` where the bytes the stored waves
-  loaded and stored are added; scc and pc the waves' SCC and PC, pc0 the region's address; libm the table of the C library's
-  functions, emu.native.LIBM; `stores`: the store functions it calls, in order, once every wave has run). Returns the MXCSR bits
-  that are not IEEE's default (then nothing ran), STORES_LEFT when some wave fell back (its stores, then, are the numpy path's
-  for every wave), else 0."""
-  b, v64, vb = code.b, code.b.t("i64"), code.b.t("i1")
+  """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, off, table, ntable, out, scc, pc, pc0, libm, wtable, nwtable,
+  limit) (arrays by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` and `wtable` the
+  MemoryMap's native_table for reads and for writes; scc and pc the waves' SCC and PC, pc0 the region's address; libm the table
+  of the C library's functions, emu.native.LIBM; `stores`: the store functions it calls, in order, once every wave has run). It
+  leaves in out[0] and out[1] the bytes the stored waves loaded and stored, in out[4 + k] how many runs wave k committed, or -1 -
+  that when it fell back (in the run after them: the numpy path's), and in out[2] and out[3] the most runs of a wave and the runs
+  of all (a fallen wave's numpy one included). A region ending with a branch runs again for the same wave while the branch goes
+  back to pc0, at most `limit` times. Returns the MXCSR bits that are not IEEE's default (then nothing ran), or FELL when
+  some wave fell back (then no store was written: the numpy path writes every wave's), else 0."""
+  b, vb = code.b, code.b.t("i1")
   body, b.lines = b.lines, []   # the instructions' code; what is emitted from here on is taken block by block
   def taken() -> list[str]:
     out, b.lines[:] = b.lines[:], []
     return out
-  L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, ptr %fo, i64 %off, ptr %to, i64 %ntab, ptr %co, ptr %scco, "
-       "ptr %pco, i64 %pc0, ptr %lm, ptr %wto, i64 %nwtab) {",
+  L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, i64 %off, ptr %to, i64 %ntab, ptr %oo, ptr %scco, "
+       "ptr %pco, i64 %pc0, ptr %lm, ptr %wto, i64 %nwtab, i64 %limit) {",
        native.MXCSR_ENTRY,
        f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
        "  %fell = alloca i8\n  store i8 0, ptr %fell",
        "  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
-  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("fp", "fo"), ("tab", "to"), ("cp", "co"), ("sccp", "scco"), ("pcp", "pco"),
-                   ("wtab", "wto")):
+  loops = code.next_pc is not None
+  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("tab", "to"), ("cp", "oo"), ("sccp", "scco"), ("pcp", "pco"), ("wtab", "wto")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
+  L.append("  call void @llvm.memset.p0.i64(ptr %cp, i8 0, i64 32, i1 false)\n  %rp = getelementptr inbounds i64, ptr %cp, i64 4")
+  b.intrinsics["llvm.memset.p0.i64"] = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"
+  b.intrinsics["llvm.umax.i64"] = "declare i64 @llvm.umax.i64(i64, i64)"
   for fn in sorted(b.libm_used | code.sb.libm_used):
     L.append(f"  %libm.{fn}.p = getelementptr inbounds ptr, ptr %lm, i64 {native.LIBM.index(fn)}\n  %libm.{fn} = load ptr, ptr %libm.{fn}.p")
-  L.extend(_wave_loop(code, lanes, spec) + body)
+  L.extend(_wave_loop(code, lanes, spec, iterate=loops) + body)
   nan_act = "zeroinitializer"   # a NaN in a lane active when its instruction ran
   for (first, act), (end, _) in zip(code.act_from, code.act_from[1:] + [(len(b.float_results), None)]):
     nan = "zeroinitializer"
@@ -770,25 +780,20 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
       isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", BOOL)
       nan = b.emit(f"or {vb} {nan}, {isn.ref}", BOOL).ref
     if nan != "zeroinitializer": nan_act = b.emit(f"or {vb} {nan_act}, {b.emit(f'and {vb} {act}, {nan}', BOOL).ref}", BOOL).ref
-  reduce_or = {t: f"llvm.vector.reduce.or.v{lanes}{t}" for t in ("i1", "i64")}
-  for t, fn in reduce_or.items(): b.intrinsics[fn] = f"declare {t} @{fn}({b.t(t)})"
-  any_nan = b.emit(f"call i1 @{reduce_or['i1']}({vb} {nan_act})", BOOL)
+  reduce_or = f"llvm.vector.reduce.or.v{lanes}i1"
+  b.intrinsics[reduce_or] = f"declare i1 @{reduce_or}({vb})"
+  any_nan = b.emit(f"call i1 @{reduce_or}({vb} {nan_act})", BOOL)
   L.extend(taken() + [f"  br i1 {any_nan.ref}, label %fallback, label %commit"])
-  L.append("fallback:\n  %fbp = getelementptr inbounds i8, ptr %fp, i64 %k\n  store i8 1, ptr %fbp\n  store i8 1, ptr %fell")
+  L.append("fallback:\n  store i8 1, ptr %fell")
+  L.append(f"  %rpf = getelementptr inbounds i64, ptr %rp, i64 %k\n  %fell.runs = sub i64 -1, {'%it' if loops else '0'}")
+  L.append("  store i64 %fell.runs, ptr %rpf\n  %fell.all = sub i64 0, %fell.runs")
+  L.append(_tally("%fell.all", "f"))
   L.append("  br label %wave.next\ncommit:")
-  for r, bits in code.masks.items():   # (inactive lanes' bits cleared when written)
-    placed = b.emit(f"shl {v64} {b.emit(f'zext {vb} {bits.ref} to {v64}', U64).ref}, {b.lane_ids()}", U64)
-    word = b.emit(f"call i64 @{reduce_or['i64']}({v64} {placed.ref})", U64)
-    for k in range(lanes // 32):
-      part = b.emit(f"lshr i64 {word.ref}, {32 * k}", U64) if k else word
-      dw = b.emit(f"trunc i64 {part.ref} to i32", U64)
-      p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {b.emit(f'add i64 %sb, {r + k}', U64).ref}", U64)
-      b.lines.append(f"  store i32 {dw.ref}, ptr {p.ref}")
   for r in code.written:   # (inactive lanes kept their values when written)
     at = b.emit(f"add i64 {b.emit(f'mul i64 %stride, {r}', U64).ref}, %vbase", U64)
     p = b.emit(f"getelementptr inbounds i32, ptr %vgpr, i64 {at.ref}", U64)
     b.lines.append(f"  store {b.t('i32')} {code.vgpr[r]}, ptr {p.ref}, align 4")
-  for r, value in code.sgprs.items():   # scalar results
+  for r, value in code.sgprs.items():   # scalar results, lane masks' words, EXEC
     p = b.emit(f"getelementptr inbounds i32, ptr %sgpr, i64 {b.emit(f'add i64 %sb, {r}', U64).ref}", U64)
     b.lines.append(f"  store i32 {value}, ptr {p.ref}")
   if code.scc is not None: b.lines.append(f"  store i32 {code.scc}, ptr {b.emit('getelementptr inbounds i32, ptr %sccp, i64 %w', U64).ref}")
@@ -802,16 +807,30 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
     old = b.emit("load i64, ptr %cp", U64)
     b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {got}', U64).ref}, ptr %cp")
   L.extend(taken())
+  if loops:   # again while the branch went back to the region's start and the limit allows
+    L.append(f"  %it.next = add i64 %it, 1\n  %back = icmp eq i64 {code.next_pc}, %pc0\n  %room = icmp ult i64 %it.next, %limit")
+    L.append("  %again = and i1 %back, %room\n  br i1 %again, label %iter, label %wave.end\nwave.end:")
+  L.append(f"  %rpe = getelementptr inbounds i64, ptr %rp, i64 %k\n  store i64 {'%it.next' if loops else '1'}, ptr %rpe")
+  L.append(_tally("%it.next" if loops else "1", "e"))
   L.append("  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws")
   if not stores:
-    L.append("  br i1 %k.end, label %done, label %wave\ndone:\n  %ret = phi i32 [%bad, %entry], [0, %wave.next]\n  ret i32 %ret\n}")
+    L.append("  br i1 %k.end, label %waves.done, label %wave\nwaves.done:\n  %fell.v = load i8, ptr %fell\n  %fell.any = icmp ne i8 %fell.v, 0")
+    L.append(f"  %fell.ret = select i1 %fell.any, i32 {FELL}, i32 0\n  br label %done")
+    L.append("done:\n  %ret = phi i32 [%bad, %entry], [%fell.ret, %waves.done]\n  ret i32 %ret\n}")
     return "\n".join(L)
   # the stores, once every wave has run: each write for every wave in turn (the numpy path's order); none when a wave fell back
   L.append("  br i1 %k.end, label %stores, label %wave\nstores:\n  %fell.v = load i8, ptr %fell\n  %fell.any = icmp ne i8 %fell.v, 0")
   L.append("  br i1 %fell.any, label %done, label %write\nwrite:")
   L.extend(f"  call void @{fn}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp)" for fn in stores)
-  L.append(f"  br label %done\ndone:\n  %ret = phi i32 [%bad, %entry], [{STORES_LEFT}, %stores], [0, %write]\n  ret i32 %ret\n}}")
+  L.append(f"  br label %done\ndone:\n  %ret = phi i32 [%bad, %entry], [{FELL}, %stores], [0, %write]\n  ret i32 %ret\n}}")
   return "\n".join(L)
+
+def _tally(runs:str, tag:str) -> str:
+  """IR adding one wave's `runs` (an i64) to the function's out[2] (the most of a wave) and out[3] (all waves'); `tag` names the values."""
+  return (f"  %most.p.{tag} = getelementptr inbounds i64, ptr %cp, i64 2\n  %most.{tag} = load i64, ptr %most.p.{tag}\n"
+          f"  %most.n.{tag} = call i64 @llvm.umax.i64(i64 %most.{tag}, i64 {runs})\n  store i64 %most.n.{tag}, ptr %most.p.{tag}\n"
+          f"  %all.p.{tag} = getelementptr inbounds i64, ptr %cp, i64 3\n  %all.{tag} = load i64, ptr %all.p.{tag}\n"
+          f"  %all.n.{tag} = add i64 %all.{tag}, {runs}\n  store i64 %all.n.{tag}, ptr %all.p.{tag}")
 
 class LazyStep:
   """Stands in for the Step of one instruction of a native region restored without loading its steps (emu.amd.steps.Program.region):
@@ -933,19 +952,24 @@ class Region:
     self.ir = ir
     self._compile(native.FULL)
 
-  def run(self, m:Machine, ws:np.ndarray) -> bool:
-    """Run the region for waves ws (same PC, sorted); False (nothing done) when it cannot run natively for them."""
-    if not CHECK: return self._run(m, ws)
+  def run(self, m:Machine, ws:np.ndarray, budget:int|None=None) -> tuple[np.ndarray, int, int] | None:
+    """Run the region for waves ws (same PC, sorted): (how many times each wave ran it, the most of a wave, the runs of all); a
+    wave runs it more than once only where the region loops back to its start (`_function`), and never past the run in which the
+    batch's wave-instructions pass `budget` (the instruction watchdog's remainder: it then fires where the numpy path's would). None
+    (nothing done) when it cannot run natively for them."""
+    if not CHECK: return self._run(m, ws, budget)
     st, read, written = m.st, m.stats.bytes_read, m.stats.bytes_written
     before = _registers(st)
     memory = self._written(m, ws) if self._stores_at() < self.count else []
     saved = [v.copy() for _, v in memory]
-    if not self._run(m, ws): return False
+    if (ran := self._run(m, ws, budget)) is None: return None
+    runs = ran[0]
     native_state = (*_registers(st), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v.copy() for _, v in memory])
     _put_back(st, before)
     for (_, v), old in zip(memory, saved): v[...] = old
     m.stats.bytes_read, m.stats.bytes_written = read, written
-    for _, step in self.steps: step.run(m, ws)
+    for i in range(ran[1]):   # each wave as many times as it ran natively
+      for _, step in self.steps: step.run(m, ws[runs > i])
     numpy_state = (*_registers(st), np.array([m.stats.bytes_read - read, m.stats.bytes_written - written]), [v for _, v in memory])
     for what, got, want in zip(("VGPR", "SGPR", "PC", "SCC", "bytes read/written"), native_state, numpy_state):
       if not np.array_equal(got, want):
@@ -957,7 +981,7 @@ class Region:
         i = int(np.argwhere(got != want)[0][0])
         raise RuntimeError(f"EMU_REGIONS=check: the native region's stores differ from the numpy path's at address {addr + i:#x}: "
                            f"{int(got[i]):#x}, numpy {int(want[i]):#x}")
-    return True
+    return ran
 
   def _written(self, m:Machine, ws:np.ndarray) -> list[tuple[int, np.ndarray]]:
     """(address, view) of each run of writable memory the region's stores reach for waves ws (their addresses from the registers
@@ -985,29 +1009,36 @@ class Region:
       if (mp := m.mem.find(lo, hi - lo)) is not None and mp.writable: out.append((lo, mp.view[lo - mp.addr:hi - mp.addr]))
     return out
 
-  def _run(self, m:Machine, ws:np.ndarray) -> bool:
+  def _run(self, m:Machine, ws:np.ndarray, budget:int|None) -> tuple[np.ndarray, int, int] | None:
     st = m.st
-    if self.mode is not None and not (st.hwreg[ws, HWREG_MODE] == self.mode).all(): return False
-    ws = np.ascontiguousarray(ws, dtype=np.int64)
-    fallback, counts = np.zeros(len(ws), dtype=np.int8), np.zeros(2, dtype=np.int64)
+    if self.mode is not None and not (st.hwreg[ws, HWREG_MODE] == self.mode).all(): return None
+    n = len(ws)
+    ws, out = np.ascontiguousarray(ws, dtype=np.int64), np.empty(n + 4, dtype=np.int64)
     table, wtable = m.mem.native_table(), m.mem.native_table(write=True)
-    r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), len(ws), st.n * st.lanes, id(fallback), native.NATIVE.data_offset, id(table),
-                len(table), id(counts), id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table(), id(wtable), len(wtable))
-    if r and r != STORES_LEFT: return False   # the thread's MXCSR is not IEEE's default: nothing was stored
-    m.stats.bytes_read += int(counts[0])
-    m.stats.bytes_written += int(counts[1])
-    body = self._stores_at() if r == STORES_LEFT or fallback.any() else self.count   # the steps before the stores
-    if fallback.any():
-      for _, step in self.steps[:body]: step.run(m, ws[fallback != 0])
-    done = ws[fallback == 0]
-    if r == STORES_LEFT:   # every wave's stores on the numpy path, in order, after every wave's loads (as EMU_REGIONS=0 runs them)
-      st.pc[done] += self.steps[body][0]
-      for _, step in self.steps[body:]: step.run(m, ws)
-    elif not self.writes_pc: st.pc[done] += self.size   # (a branch at the end stored each wave's next PC)
+    per_run = self.count * n
+    limit = LOOP_BUDGET // per_run if budget is None else min(LOOP_BUDGET // per_run, -(-(budget + 1) // per_run))   # (a ceiling)
+    r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), n, st.n * st.lanes, native.NATIVE.data_offset, id(table), len(table), id(out),
+                id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table(), id(wtable), len(wtable), max(1, limit))
+    if r & ~FELL: return None   # the thread's MXCSR is not IEEE's default: nothing was stored
+    read, written, most, total = out[:4].tolist()
+    m.stats.bytes_read += read
+    m.stats.bytes_written += written
+    runs = out[4:]
+    if r:   # some wave fell back: its run on the numpy path; every wave's stores too, in order, after every wave's loads
+      fell = runs < 0
+      runs = np.where(fell, -runs, runs)   # (-1 - the runs it committed: with the numpy path's, as many runs as that)
+      body = self._stores_at()   # the steps before the stores
+      for _, step in self.steps[:body]: step.run(m, ws[fell])
+      done = ws[~fell]
+      if body < self.count:
+        st.pc[done] += self.steps[body][0]
+        for _, step in self.steps[body:]: step.run(m, ws)
+      elif not self.writes_pc: st.pc[done] += self.size
+    elif not self.writes_pc: st.pc[ws] += self.size   # (a branch at the end stored each wave's next PC)
     if self.tier == native.QUICK and not self.promoting:
-      self.native_work += len(done) * self.count
+      self.native_work += total * self.count
       if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
-    return True
+    return runs, most, total
 
   def _stores_at(self) -> int:
     """The index of the region's first store step (its count when it has none). Stores are last: the scan goes back from the end,
@@ -1041,7 +1072,6 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     try:
       if not isinstance(s, ControlStep):
         if code.stores and not plain_store(s): break   # after a store only stores (they write once every wave has run)
-        if code.conflicts(*_step_regs(s)): break
         _lower_step(s, code, mode_state(mode), off)
         reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
     except NotLowerable:

@@ -24,7 +24,8 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
                 watchdog:int|None=None, trace:bool=False, watchdog_s:float|None=None) -> WaveState:
   """Run `insts` (DSL objects or raw bytes; s_endpgm is appended) on `waves` waves of one workgroup.
 
-  sgprs: {operand number: value} (values wider than 32 bits fill consecutive registers; VCC is 106, M0 125, EXEC 126).
+  sgprs: {operand number: value, or a list of one value per wave} (values wider than 32 bits fill consecutive registers; VCC is
+  106, M0 125, EXEC 126).
   vgprs: {register: scalar or per-lane sequence} (uint32 bits; floats are stored as f32 bits). exec_mask defaults to all
   lanes. Every wave starts with the same registers. Returns the final WaveState; `.lds` holds the workgroup's LDS bytes and
   `.stats` the DispatchStats. Waves read and write global memory only through `memory`. watchdog / watchdog_s: the
@@ -38,7 +39,8 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
     st = WaveState(spec, waves, lanes, MAX_VGPRS + spec.n_agprs, scratch_bytes)
     st.pc[:] = m_code.addr
     for reg, val in (sgprs or {}).items():
-      for i in range(max(1, (int(val).bit_length() + 31) // 32)): st.sgpr[:, reg + i] = (int(val) >> (32 * i)) & 0xffffffff
+      for w, x in enumerate(val if isinstance(val, (list, tuple)) else [val] * waves):
+        for i in range(max(1, (int(x).bit_length() + 31) // 32)): st.sgpr[w, reg + i] = (int(x) >> (32 * i)) & 0xffffffff
     for reg, val in (vgprs or {}).items():
       arr = np.asarray(val)
       st.vgpr[:, :, reg] = arr.astype(np.float32).view(np.uint32) if arr.dtype.kind == "f" else arr.astype(np.int64).astype(np.uint32)

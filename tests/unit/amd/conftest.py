@@ -15,9 +15,9 @@ def native_runs(monkeypatch):
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   runs, real = [], regions.Region.run
-  def spy(self, m, ws):
-    done = real(self, m, ws)
-    if done: runs.append(len(ws))
+  def spy(self, m, ws, budget=None):
+    done = real(self, m, ws, budget)
+    if done is not None: runs.append(len(ws))
     return done
   monkeypatch.setattr(regions.Region, "run", spy)
   return runs
@@ -25,7 +25,7 @@ def native_runs(monkeypatch):
 @pytest.fixture
 def both(monkeypatch):
   """run(insts, **run_program kwargs) -> the state with native regions, checked against the numpy path (EMU_REGIONS=0): registers,
-  SCC, status and bytes read must agree bit for bit."""
+  SCC, status, bytes read and wave-instructions run must agree bit for bit."""
   import numpy as np
   from emu.amd import run_program
   def run(insts, **kw):
@@ -34,7 +34,7 @@ def both(monkeypatch):
       m.setenv("EMU_REGIONS", "0")
       want = run_program(insts, **kw)
     for name in ("vgpr_store", "sgpr", "scc", "status"): np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
-    assert got.stats.bytes_read == want.stats.bytes_read
+    assert got.stats.bytes_read == want.stats.bytes_read and got.stats.wave_instructions == want.stats.wave_instructions
     return got
   return run
 

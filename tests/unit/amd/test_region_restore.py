@@ -28,7 +28,7 @@ def loaded(monkeypatch):
 def sizes(monkeypatch):
   """The instruction counts of the regions that ran natively, in order."""
   counts, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (done := real(self, m, ws)) and counts.append(self.count) or done)
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (r := real(self, m, ws, *a), r is not None and counts.append(self.count))[0])
   return counts
 
 def _compile_in_an_earlier_process(fresh_process, cache:str, prog:list):

@@ -34,7 +34,7 @@ def test_carry_chain_partial_exec_two_waves(monkeypatch, native_runs, both):
 def _region_sizes(monkeypatch) -> list:
   """The instruction counts of the regions that run natively, in order (with the native_runs fixture's batch sizes)."""
   sizes, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (done := real(self, m, ws)) and sizes.append(self.count) or done)
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (r := real(self, m, ws, *a), r is not None and sizes.append(self.count))[0])
   return sizes
 
 @pytest.mark.parametrize("cmp", [v_cmp_gt_f32_e32, lambda a, b: v_cmp_gt_f32_e64(VCC, a, b)], ids=["e32", "e64"])
@@ -67,12 +67,13 @@ def test_exp_log_and_rsq_run_natively_and_their_object_is_position_independent(m
   assert native.NATIVE.function_by_key(obj.stem, regions.SIGNATURE) is not None   # as a later process loads it: the image is kept
   assert (tmp_path / "native" / f"{obj.stem}.img").exists()
 
-def test_a_lane_mask_read_as_a_scalar_ends_the_region(monkeypatch, native_runs, both):
+def test_a_lane_mask_read_as_a_scalar_in_the_same_region(monkeypatch, native_runs, both):
+  # the compare's word is made when it is written: the add reads the whole mask in every lane, inactive lanes' bits 0
   prog = [v_cmp_gt_u32_e64(s[4], v[1], 9), v_add_nc_u32_e32(v[2], s[4], v[1])]
-  st = both(prog, vgprs={1: LANES[:32]})
-  mask = sum(1 << i for i in range(32) if i > 9)
-  assert (st.vgpr[0, :, 2] == (mask + LANES[:32]) & 0xffffffff).all()
-  assert len(native_runs) == 2   # two regions: the add had to see the whole mask
+  st = both(prog, vgprs={1: LANES[:32], 2: 3}, exec_mask=0xfffff0ff)
+  mask = sum(1 << i for i in range(32) if i > 9 and not 8 <= i < 12)
+  assert (st.vgpr[0, :, 2] == np.where((LANES[:32] < 8) | (LANES[:32] >= 12), (mask + LANES[:32]) & 0xffffffff, 3)).all()
+  assert native_runs == [1]
 
 def test_vopd_halves_read_before_either_writes(monkeypatch, native_runs, both):
   swap = VOPD(VOPDOp.V_DUAL_MOV_B32, VOPDOp.V_DUAL_MOV_B32, vdstx=v[1], vdsty=v[2], srcx0=v[2], srcy0=v[1])
@@ -159,7 +160,7 @@ def test_a_hot_region_compiles_in_the_background_and_then_runs_natively(monkeypa
   k = secrets.randbits(30) | 1   # a literal no earlier run compiled: the object cannot come from the disk cache
   prog = [v_add_nc_u32_e32(v[2], k, v[1]), v_mul_f32_e32(v[3], 2.0, v[2])]
   runs, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (done := real(self, m, ws), runs.append(done))[0])
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (done := real(self, m, ws, *a), runs.append(done is not None))[0])
   first = run_program(prog, vgprs={1: LANES[:32]})   # queues the compile, runs on the numpy path
   deadline = time.monotonic() + 60
   while not runs and time.monotonic() < deadline:
@@ -179,13 +180,15 @@ def test_a_lane_mask_written_over_exec_ends_the_region(monkeypatch, native_runs,
   on = LANES[32:] > 40   # EXEC_LO (the pair's second word) now holds lanes 32-63 of the compare; EXEC_HI is unchanged
   assert (st.vgpr[0, :32, 3] == np.where(on, LANES[:32] + 5, 7)).all() and (st.vgpr[0, 32:, 3] == LANES[32:] + 5).all()
 
-def test_a_scalar_loop_runs_as_one_region_per_trip(monkeypatch, native_runs, both):
+def test_a_scalar_loop_runs_its_trips_in_one_native_call(monkeypatch, native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.ins import s_mov_b32, s_add_i32, s_cmp_lg_u32, s_cbranch_scc1
   body = [v_fma_f32(v[1], v[1], v[0], 1.0), s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
   back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4   # simm16 counts dwords from the next instruction
   prog = [s_mov_b32(s[2], 5), *body, s_cbranch_scc1(simm16=back & 0xffff)]
   st = both(prog, waves=3, vgprs={0: f32(2.0), 1: f32(LANES[:32])}, scc=1)
-  assert native_runs == [3] * 5   # body, counter, compare and branch: one native call per trip for all three waves
+  # the first trip in the region from the s_mov (its branch goes to the body, not its own start); the other four in one call of
+  # the body's region (body, counter, compare and branch), which loops back to its own start natively
+  assert native_runs == [3, 3]
   assert (as_f32(st.vgpr[:, :, 1]) == (LANES[:32] + 1) * 32.0 - 1).all()   # v = 2v + 1, five times (exact)
   assert (st.sgpr[:, 2] == 0).all() and (st.scc == 0).all()
 
@@ -199,7 +202,7 @@ def test_scalar_carries_and_a_lane_mask_read_as_a_scalar(monkeypatch, native_run
   assert (st.vgpr[0, :, 2] == total & 0xffffffff).all() and (st.vgpr[0, :, 3] == total >> 32).all()
   mask = sum(1 << i for i in range(32) if i > 5) & 0x0000fff0
   assert int(st.sgpr[0, 11]) == mask and (st.vgpr[0, :, 4] == (mask + LANES[:32]) & 0xffffffff).all()
-  assert len(native_runs) == 2   # the s_and had to see the whole compare mask: the region ends before it
+  assert native_runs == [1]   # the s_and reads the compare's word, made where it was written
 
 def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tmp_path, fresh_process):
   # a 4-instruction region, hot at 12 instructions: a process running it twice leaves 8 of heat, so the next one goes native on
@@ -211,7 +214,7 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   native_calls, lowered, run, lower = [], [], regions.Region.run, regions.Region._lower
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: native_calls.append(1) or run(self, m, ws))
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: native_calls.append(1) or run(self, m, ws, *a))
   monkeypatch.setattr(regions.Region, "_lower", lambda self: lowered.append(1) or lower(self))
   prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]),
           v_max_f32_e32(v[5], v[4], v[1])]
@@ -265,7 +268,7 @@ def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(mo
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   fresh_process("0")
   calls, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: calls.append(self.count) or real(self, m, ws))
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: calls.append(self.count) or real(self, m, ws, *a))
   one = [v_mul_f32_e32(v[3], v[1], v[2])]
   four = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2]), v_add_nc_u32_e32(v[4], v[3], v[0]), v_max_f32_e32(v[5], v[4], v[1])]
   for prog, first_native, cap in ((one, 9, 400), (four, 5, 400), (four, 4, 15)):
@@ -283,7 +286,7 @@ def test_emu_regions_eager_compiles_a_region_before_its_first_run():
   code = ("import numpy as np; from emu.amd import regions, run_program\n"
           "from tinygrad.runtime.autogen.amd.rdna3.ins import v, v_add_f32_e32\n"
           "runs, real = [], regions.Region.run\n"
-          "regions.Region.run = lambda self, m, ws: runs.append((self.count, self.tier)) or real(self, m, ws)\n"
+          "regions.Region.run = lambda self, m, ws, *a: runs.append((self.count, self.tier)) or real(self, m, ws, *a)\n"
           "st = run_program([v_add_f32_e32(v[2], v[1], v[1]), v_add_f32_e32(v[3], v[2], v[1])], vgprs={1: np.float32(1.5).view(np.uint32)})\n"
           "print(runs, regions.BACKGROUND, st.vgpr[0, 0, 3].view(np.float32))")
   import os, subprocess, sys
@@ -301,7 +304,7 @@ def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_lo
   monkeypatch.setattr(regions, "PROMOTE", 6)
   monkeypatch.setattr(regions, "PROMOTE_PER_INSTR", 1)   # FULL after 8 wave-instructions: the 2nd native run of 2 waves
   tiers, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws: (tiers.append(self.tier), real(self, m, ws))[1])
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (tiers.append(self.tier), real(self, m, ws, *a))[1])
   prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2])]
   x = LANES[:32].astype(np.float32) / 3
   want = (x + np.float32(1.5)) * (x + np.float32(1.5))
