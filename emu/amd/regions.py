@@ -6,17 +6,20 @@ makes it to the one that reads it; a scalar value is a one-element vector of the
 Each instruction's semantics are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds only what the
 executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
 registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
-VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit halves, VOPD pairs, plain GLOBAL
-loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants into an SGPR or EXEC and SCC, scalar
-(SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across / SmemStep.across: a kernel's
-argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops between them (s_delay_alu,
-s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms) after all of those; a branch (s_branch,
-s_cbranch_scc0/1, s_cbranch_execz/execnz) is the last instruction of a region without stores (the function then stores each wave's
-next PC). A scalar op may write EXEC (s_and_saveexec, s_or_b32 exec: LLVM's guarded blocks): every later instruction of the region
-runs on the new EXEC, so each VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and
-counts only the lanes then active, and a NaN counts only in a lane active where it was made. It ends before anything else,
-or where an instruction would read as a scalar value an SGPR that an earlier one wrote as a lane mask, or write a lane mask over an
-SGPR a scalar op wrote (lane masks are stored when the wave is done, so only lane-wise dependencies may cross instructions).
+VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit high halves (a 16-bit result goes
+to the low half), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants
+into an SGPR or EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves,
+SaluStep.across / SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses, stay in the region),
+and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms)
+after all of those; a branch (s_branch, s_cbranch_scc0/1, s_cbranch_execz/execnz, s_cbranch_vccz/vccnz) is the last instruction
+of a region without stores (the function then stores each wave's next PC), and where it goes back to the region's own start the
+function runs the region again for that wave, at most `limit` times a call (LOOP_BUDGET; never past the run after which the
+instruction watchdog fires). A lane mask's word is made where it is written (each active lane's bit; 0 in inactive lanes) and
+kept with the SGPRs, so scalar ops later in the region read it, and may write over it. A scalar op may write EXEC (s_and_saveexec,
+s_or_b32 exec: LLVM's guarded blocks), and so may a VALU op as a lane mask (v_cmpx, a compare or carry-out into EXEC_LO; after its
+other results, which are stored under the EXEC it ran with): every later instruction of the region runs on the new EXEC, so each
+VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and counts only the lanes then
+active, and a NaN counts only in a lane active where it was made. It ends before anything else.
 The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only
 stores follow): the loop only checks each wave's store spans against the writable native table, and once every wave of the batch
 has run, each of the stores' writes is done for every wave in turn, from the registers the loop stored (nothing after a region's
@@ -31,8 +34,9 @@ addresses are never touched.
 
 Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
 arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
-region's steps then run for that wave on the numpy path. A thread whose floating-point control register is not IEEE's default
-runs the numpy path for the whole batch. A region is compiled only once the numpy path has spent about what compiling it costs
+region's steps then run for that wave on the numpy path (a looping region keeps the runs before that one). A thread whose
+floating-point control register is not IEEE's default runs the numpy path for the whole batch. A region is compiled only once
+the numpy path has spent about what compiling it costs
 (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most REGION_HOT_MAX), on a background thread
 while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native): in LLVM's QUICK tier when
 earlier processes ran most of that (a test suite's code, run in short bursts process after process), FULL when this process did

@@ -23,6 +23,17 @@ def native_runs(monkeypatch):
   return runs
 
 @pytest.fixture
+def region_calls(monkeypatch):
+  """(instructions, batch size) of each native region call that ran, in order (with native_runs: regions compile at once)."""
+  from emu.amd import regions
+  seen, real = [], regions.Region.run
+  def spy(self, m, ws, budget=None):
+    if (done := real(self, m, ws, budget)) is not None: seen.append((self.count, len(ws)))
+    return done
+  monkeypatch.setattr(regions.Region, "run", spy)
+  return seen
+
+@pytest.fixture
 def both(monkeypatch):
   """run(insts, **run_program kwargs) -> the state with native regions, checked against the numpy path (EMU_REGIONS=0): registers,
   SCC, status, bytes read and wave-instructions run must agree bit for bit."""

@@ -8,22 +8,13 @@ import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, EXEC_LO, s_and_saveexec_b32, s_and_saveexec_b64, s_or_b32,
   s_cbranch_execz, v_add_nc_u32_e32, v_cmp_gt_u32_e64, v_mul_f32_e32, global_load_b32, s_waitcnt)
 from emu import native
-from emu.amd import regions, run_program
+from emu.amd import run_program
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
 LANES = np.arange(64)
 
-def _regions(monkeypatch) -> list:
-  """(instructions, batch size) of each native region run, in order."""
-  seen, real = [], regions.Region.run
-  def spy(self, m, ws, budget=None):
-    if (done := real(self, m, ws, budget)) is not None: seen.append((self.count, len(ws)))
-    return done
-  monkeypatch.setattr(regions.Region, "run", spy)
-  return seen
-
-def test_saveexec_block_and_restore_in_one_region_wave32(monkeypatch, native_runs, both):
-  seen = _regions(monkeypatch)
+def test_saveexec_block_and_restore_in_one_region_wave32(monkeypatch, native_runs, both, region_calls):
+  seen = region_calls
   prog = [s_and_saveexec_b32(s[4], s[2]), v_add_nc_u32_e32(v[2], v[1], v[1]), v_cmp_gt_u32_e64(s[6], v[1], 3),
           s_or_b32(EXEC_LO, EXEC_LO, s[4]), v_add_nc_u32_e32(v[3], 1, v[2])]
   st = both(prog, waves=2, sgprs={2: 0x0000f0f0}, vgprs={1: LANES[:32], 2: 1000, 3: 7})
@@ -35,8 +26,8 @@ def test_saveexec_block_and_restore_in_one_region_wave32(monkeypatch, native_run
     assert st.get_mask(w, 4) == 0xffffffff and st.get_mask(w, 126) == 0xffffffff   # saved EXEC, restored EXEC
     assert st.get_mask(w, 6) == sum(1 << i for i in range(32) if inner[i] and i > 3)   # the compare under the block's EXEC: 0 elsewhere
 
-def test_saveexec_wave64_and_exec_left_changed(monkeypatch, native_runs, both):
-  seen = _regions(monkeypatch)
+def test_saveexec_wave64_and_exec_left_changed(monkeypatch, native_runs, both, region_calls):
+  seen = region_calls
   mask = (0xff << 40) | 0x3
   prog = [s_and_saveexec_b64(s[4:5], s[2:3]), v_add_nc_u32_e32(v[2], v[1], v[1])]
   st = both(prog, lanes=64, sgprs={2: mask & 0xffffffff, 3: mask >> 32}, vgprs={1: LANES, 2: 5})
@@ -46,8 +37,8 @@ def test_saveexec_wave64_and_exec_left_changed(monkeypatch, native_runs, both):
   assert st.get_mask(0, 126) == mask and st.get_mask(0, 4) == (1 << 64) - 1   # EXEC stays as the region left it
 
 @pytest.mark.parametrize("block", [0x0, 0x00ff0000], ids=["taken", "not-taken"])
-def test_cbranch_execz_ends_the_region_taken_or_not(monkeypatch, native_runs, both, block):
-  seen = _regions(monkeypatch)
+def test_cbranch_execz_ends_the_region_taken_or_not(monkeypatch, native_runs, both, block, region_calls):
+  seen = region_calls
   # if the block's EXEC is empty the branch skips the add (to the restore); either way EXEC comes back and v3 = v2 + 1 everywhere
   prog = [s_and_saveexec_b32(s[4], s[2]), s_cbranch_execz(1), v_add_nc_u32_e32(v[2], v[1], v[1]),
           s_or_b32(EXEC_LO, EXEC_LO, s[4]), v_add_nc_u32_e32(v[3], 1, v[2])]
@@ -57,9 +48,9 @@ def test_cbranch_execz_ends_the_region_taken_or_not(monkeypatch, native_runs, bo
   v2 = np.where(inner, 2 * LANES[:32], 1000)
   assert (st.vgpr[0, :, 2] == v2).all() and (st.vgpr[0, :, 3] == v2 + 1).all()
 
-def test_a_load_under_a_narrowed_exec_reads_and_counts_only_its_lanes(monkeypatch, native_runs, both):
+def test_a_load_under_a_narrowed_exec_reads_and_counts_only_its_lanes(monkeypatch, native_runs, both, region_calls):
   from emu.amd.memory import MemoryMap
-  seen = _regions(monkeypatch)
+  seen = region_calls
   data = (np.arange(32, dtype=np.uint32) * 3 + 11)
   mem = MemoryMap()
   mem.map(data.ctypes.data, data.nbytes, backing=data.view(np.uint8))
@@ -86,9 +77,9 @@ def test_a_nan_only_in_a_lane_the_block_left_out_stays_native(monkeypatch, nativ
   # (one numpy-path multiply for the wave that fell back, one in `both`'s reference run with regions off)
   assert calls == [[0], [0]] and np.isnan(st.vgpr[0, 16:, 2].view(np.float32)).all() and (st.vgpr[0, :16, 2] == 77).all()
 
-def test_lanes_switched_on_mid_region_are_written_and_read_exec_as_set(monkeypatch, native_runs, both):
+def test_lanes_switched_on_mid_region_are_written_and_read_exec_as_set(monkeypatch, native_runs, both, region_calls):
   from tinygrad.runtime.autogen.amd.rdna3.ins import v_cndmask_b32_e64
-  seen = _regions(monkeypatch)
+  seen = region_calls
   # the dispatch starts with lanes 0..15; the region turns on 16..31, then selects by EXEC (20 where a lane is on) and adds
   prog = [v_add_nc_u32_e32(v[2], 1, v[1]), s_or_b32(EXEC_LO, EXEC_LO, s[2]), v_cndmask_b32_e64(v[3], 10, 20, EXEC_LO),
           v_add_nc_u32_e32(v[4], v[3], v[1])]
