@@ -104,6 +104,16 @@ def _together(pcs:np.ndarray, ws:np.ndarray) -> int | None:
   first = int(pcs[ws[0]])
   return first if len(ws) == 1 or (pcs[ws] == first).all() else None
 
+def _passes(ws:np.ndarray, runs:np.ndarray|None, most:int, total:int) -> list[tuple[np.ndarray, int]]:
+  """The batches a region's runs make, as the numpy path would have run them: (waves, how many times in a row), the waves that ran
+  it an i-th time together; `most` and `total`: the most runs of a wave and all waves' runs."""
+  if total == most * len(ws): return [(ws, most)]   # every wave as many times (one run each, or a loop in lockstep)
+  out, done = [], 0
+  for upto in np.unique(runs).tolist():
+    out.append((ws[runs > done], upto - done))
+    done = upto
+  return out
+
 def release_barriers(status:np.ndarray, groups:np.ndarray):
   """`status` is (workgroups, waves per workgroup): in each of `groups` where no wave runs any more and some wave waits at
   the barrier, the waiting waves run again (every unfinished wave has arrived)."""
@@ -196,11 +206,11 @@ class Dispatcher:
     if ran is None:
       for off, _ in region.steps: self._execute(m, prog, pc + off, ws, first_wave, observe=False)
     runs, passes, total = ran or (None, 1, len(ws))
-    for i in range(passes):   # what the numpy path would have run: every wave that ran it an i-th time, together
-      run = ws if i == 0 else ws[runs > i]
-      for o in self.observers: o.ran(st, run, region.steps, pc, first_wave)
+    if self.observers:   # what the numpy path would have run: every wave that ran it an i-th time, together
+      for run, times in _passes(ws, runs, passes, total):
+        for o in self.observers: o.ran(st, run, region.steps, pc, first_wave, times)
     stats.wave_instructions += total * region.count
-    self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]))
+    self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]), long=passes > 1)
 
   def _step(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
     """Run the instruction at `pc` for waves ws on the numpy path, count it and let the watchdog see it; the Step."""

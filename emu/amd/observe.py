@@ -25,10 +25,12 @@ class DispatchObserver:
   def launch(self, launch:Launch) -> None: pass
   def before(self, st:WaveState, ws:np.ndarray, step:Step, pc:int, first_wave:int) -> None: pass
   def after(self, st:WaveState, ws:np.ndarray, step:Step) -> None: pass
-  def ran(self, st:WaveState, ws:np.ndarray, steps:list[tuple[int, Step]], pc:int, first_wave:int) -> None:
-    """Waves ws ran `steps` ([(byte offset from pc, Step)]) at once (a native region; only when no observer reads registers):
-    before/after for each, in order, unless the observer has a faster way to take them all."""
-    for off, step in steps:
-      self.before(st, ws, step, pc + off, first_wave)
-      self.after(st, ws, step)
+  def ran(self, st:WaveState, ws:np.ndarray, steps:list[tuple[int, Step]], pc:int, first_wave:int, times:int=1) -> None:
+    """Waves ws ran `steps` ([(byte offset from pc, Step)]) at once (a native region; only when no observer reads registers),
+    `times` times over (a region that loops back to its own start): before/after for each, in order, unless the observer has a
+    faster way to take them all."""
+    for _ in range(times):
+      for off, step in steps:
+        self.before(st, ws, step, pc + off, first_wave)
+        self.after(st, ws, step)
   def done(self, stats:DispatchStats) -> None: pass

@@ -330,12 +330,13 @@ class TimingModel(DispatchObserver):
   def launch(self, launch:Launch): self.start(launch.waves, launch.lanes, launch.waves_per_wg, launch.vgprs, launch.lds_bytes)
   reads_registers = False   # it records which waves issued which step, nothing of their state
   def before(self, st, ws:np.ndarray, step:Step, pc:int, first_wave:int): self.issue(step, ws + first_wave if first_wave else ws, pc)
-  def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int):
+  def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int, times:int=1):
     key, entry = REPLAY_MEMO.run_keys(steps, pc)
     self.lockstep &= len(ws) == self.n_waves
-    self.batches.extend(zip(entry[1], entry[2], itertools.repeat(ws + first_wave if first_wave else ws)))
-    self.parts.append((key, entry))
-    self.recorded += len(ws)
+    run = list(zip(entry[1], entry[2], itertools.repeat(ws + first_wave if first_wave else ws)))
+    self.batches.extend(run * times if times > 1 else run)   # (a loop's runs share their entries' objects)
+    self.parts.extend([(key, entry)] * times)
+    self.recorded += len(ws) * times
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
     if self.deferred: DEFERRED.add(stats, self)

@@ -44,13 +44,14 @@ class Watchdog:
     """Make the running dispatch fail at its next batch with a hang fault naming `reason` (safe from any thread)."""
     self._cancelled = reason
 
-  def check(self, executed:int, pc:int, waves=None, w:int=0):
-    """Raise GPUHangFault when a budget is spent or the dispatch was cancelled; it names wave `waves[w]` (looked up only then)."""
+  def check(self, executed:int, pc:int, waves=None, w:int=0, long:bool=False):
+    """Raise GPUHangFault when a budget is spent or the dispatch was cancelled; it names wave `waves[w]` (looked up only then).
+    `long`: the batch may have run long (a native region that looped), so the clock is read now, not only every CLOCK_EVERY."""
     self._batches += 1
     why = None
     if self._cancelled is not None: why = f"was reset: {self._cancelled}"
     elif self.instructions is not None and executed > self.instructions:
       why = f"exceeded its watchdog budget of {self.instructions} wave-instructions (EMU_WATCHDOG)"
-    elif self._batches % CLOCK_EVERY == 0 and time.monotonic() > self._deadline:
+    elif (long or self._batches % CLOCK_EVERY == 0) and time.monotonic() > self._deadline:
       why = f"exceeded its watchdog budget of {self.seconds:g} s wall clock (EMU_WATCHDOG_S)"
     if why is not None: raise GPUHangFault(why, executed, pc, waves[w] if waves is not None else None)

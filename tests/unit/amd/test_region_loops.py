@@ -70,3 +70,55 @@ def test_the_instruction_watchdog_fires_after_the_run_it_would_fire_after_one_ru
     with pytest.raises(GPUHangFault) as e: run_program(prog, waves=3, sgprs={2: [2, 9, 1000]}, watchdog=budget)
     faults.append((e.value.executed, e.value.pc))
   assert faults[0] == faults[1] and native_runs
+
+def test_a_runaway_native_loop_reads_the_wall_clock_after_every_call(monkeypatch, native_runs):
+  # a call that looped may have run long: the wall-clock watchdog looks at once, not only every CLOCK_EVERY batches (set out of
+  # reach here; the instruction budget is the backstop that would name itself if the clock were not read)
+  import time
+  from emu.amd import run_program, watchdog
+  from emu.amd.api import GPUHangFault
+  from tinygrad.runtime.autogen.amd.rdna3.ins import s_cmp_eq_u32
+  monkeypatch.setattr(watchdog, "CLOCK_EVERY", 1 << 40)
+  spin = [v_add_nc_u32_e32(v[1], 1, v[1]), s_cmp_eq_u32(0, 0)]
+  back = -(sum(len(i.to_bytes()) for i in spin) + 4) // 4
+  t = time.perf_counter()
+  with pytest.raises(GPUHangFault, match="0.2 s wall clock"):
+    run_program([*spin, s_cbranch_scc1(simm16=back & 0xffff)], watchdog_s=0.2, watchdog=2_000_000_000)
+  assert time.perf_counter() - t < 10 and native_runs
+
+def _timed(prog:list, trips:list[int]) -> tuple:
+  """One workgroup of len(trips) waves (wave w's s2 = trips[w]) through the dispatcher with a timing model: (cycles, timeline,
+  wave-instructions)."""
+  from emu.amd.arch import get_spec
+  from emu.amd.api import DispatchStats
+  from emu.amd.runner import assemble
+  from emu.amd.dispatcher import Dispatcher
+  from emu.amd.memory import MemoryMap
+  from emu.amd.step import Machine
+  from emu.amd.steps import Program
+  from emu.amd.timing import TimingModel
+  from emu.amd.watchdog import Watchdog
+  from emu.amd.wave import WaveState
+  spec, mem, n = get_spec("gfx1100"), MemoryMap(), len(trips)
+  code = np.frombuffer(assemble(prog) + b"\0" * 16, dtype=np.uint8).copy()
+  mapped = mem.map(code.ctypes.data, code.size, name="code", writable=False, backing=code)
+  st = WaveState(spec, n, 32, 256, 0)
+  st.pc[:] = mapped.addr
+  st.sgpr[:, 2] = trips
+  for w in range(n): st.set_mask(w, spec.exec_lo, (1 << 32) - 1)
+  st.wave_id = [(0, 0, 0, w) for w in range(n)]
+  stats, tm = DispatchStats(workgroups=1, waves=n), TimingModel(spec, timeline=True)
+  tm.start(n, 32, n)
+  Dispatcher(spec, mem, Watchdog(10**7), [tm]).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), n, stats)
+  return tm.finish()[0], tm.timeline, stats.wave_instructions
+
+@pytest.mark.parametrize("trips", [[6, 6], [5, 1, 3]], ids=["lockstep", "each-its-own"])
+def test_the_timing_model_sees_a_native_loop_as_the_numpy_path_runs_it(monkeypatch, native_runs, trips):
+  prog = _loop([v_add_nc_u32_e32(v[1], 7, v[1]), v_mul_f32_e32(v[2], 2.0, v[1])])
+  calls = _calls(monkeypatch)
+  looped = _timed(prog, trips)
+  assert calls and calls[0][1] == trips   # every trip in one native call
+  monkeypatch.setattr(regions, "LOOP_BUDGET", 1)   # one run a call
+  assert _timed(prog, trips) == looped
+  monkeypatch.setenv("EMU_REGIONS", "0")
+  assert _timed(prog, trips) == looped
