@@ -454,10 +454,11 @@ class _WaveCode:
       if (reg, bits) != (self.spec.exec_lo, self.lanes): raise NotLowerable(f"a {bits}-bit write to s{reg} in a wave{self.lanes} (EXEC)")
       return self.write_exec(value)
     self._put_words(reg, bits // 32, self.scalar(value))
-    self.masks = {r: v for r, v in self.masks.items() if not self.mask_regs(r) & regs}   # (lanes read from the words from here on)
 
   def _put_words(self, reg:int, k:int, word:str):
-    """SGPRs reg .. reg + k - 1 (k of 1 or 2) hold the i64 `word` now (its low 32 k bits), stored when the wave is done."""
+    """SGPRs reg .. reg + k - 1 (k of 1 or 2) hold the i64 `word` now (its low 32 k bits), stored when the wave is done; a lane
+    mask's bits kept over any of them are stale (its lanes are read from the words from here on)."""
+    self.masks = {r: v for r, v in self.masks.items() if not self.mask_regs(r) & set(range(reg, reg + k))}
     for j in range(k):
       part = self.b.emit(f"lshr i64 {word}, {32 * j}", U64).ref if j else word
       self.sgprs[reg + j] = self.b.emit(f"trunc i64 {part} to i32", U64).ref
@@ -599,7 +600,6 @@ class _WaveCode:
     bits = b.emit(f"and {b.t('i1')} {self.act}, {set_.ref}", BOOL)
     if reg == self.spec.exec_lo: return self._set_exec(self._word(bits), bits.ref)
     self._put_words(reg, len(regs), self._word(bits))
-    self.masks = {r: v for r, v in self.masks.items() if not self.mask_regs(r) & regs}
     self.masks[reg] = bits
 
   def mark(self) -> tuple:

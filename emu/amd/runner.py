@@ -27,7 +27,7 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
   sgprs: {operand number: value, or a list of one value per wave} (values wider than 32 bits fill consecutive registers; VCC is
   106, M0 125, EXEC 126).
   vgprs: {register: scalar or per-lane sequence} (uint32 bits; floats are stored as f32 bits). exec_mask defaults to all
-  lanes. Every wave starts with the same registers. Returns the final WaveState; `.lds` holds the workgroup's LDS bytes and
+  lanes. Every wave starts with the same registers (but per-wave SGPR values). Returns the final WaveState; `.lds` holds the workgroup's LDS bytes and
   `.stats` the DispatchStats. Waves read and write global memory only through `memory`. watchdog / watchdog_s: the
   wave-instruction and wall-clock budgets (emu.amd.watchdog).
   """
