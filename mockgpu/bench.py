@@ -11,6 +11,8 @@ Programs:
   axpy       a * b + c over 2M floats
   mlp_step   one SGD step of a 2-layer MLP (64 x 256 inputs, 512 hidden, 64 outputs, MSE loss)
   dispatch   32 kernels in a row, each `+ 1` over 64 floats realized on its own: the whole stack's cost per dispatch
+  conv_step  the gradients of two 5x5 convolutions with bias (1 -> 8 -> 8 channels, relu, sum) on a 4 x 1 x 14 x 14 input:
+             small-grid and single-workgroup kernels whose loops branch on guarded loads
 
 `--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
 once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
@@ -48,7 +50,16 @@ def _dispatch(T, rng):
     for _ in range(32): x = (x + 1).realize()
   return step
 
-PROGRAMS = {"matmul": _matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch}
+def _conv_step(T, rng):
+  w1, w2 = (T(rng.standard_normal(shape, dtype=np.float32) * 0.2).realize() for shape in ((8, 1, 5, 5), (8, 8, 5, 5)))
+  b1, b2 = (T(rng.standard_normal(8, dtype=np.float32) * 0.1).realize() for _ in range(2))
+  x = T(rng.standard_normal((4, 1, 14, 14), dtype=np.float32)).realize()
+  def step():
+    out = x.conv2d(w1, b1).relu().conv2d(w2, b2).relu().sum()
+    T.realize(*out.gradient(w1, b1, w2, b2))
+  return step
+
+PROGRAMS = {"matmul": _matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch, "conv_step": _conv_step}
 
 def _child(name:str, repeat:int) -> int:
   """Inside a process started with DEV set: warm the program up, then time `repeat` steps; one JSON line."""
