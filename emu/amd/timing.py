@@ -333,9 +333,13 @@ class TimingModel(DispatchObserver):
   def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int, times:int=1):
     key, entry = REPLAY_MEMO.run_keys(steps, pc)
     self.lockstep &= len(ws) == self.n_waves
-    run = list(zip(entry[1], entry[2], itertools.repeat(ws + first_wave if first_wave else ws)))
-    self.batches.extend(run * times if times > 1 else run)   # (a loop's runs share their entries' objects)
-    self.parts.extend([(key, entry)] * times)
+    run = zip(entry[1], entry[2], itertools.repeat(ws + first_wave if first_wave else ws))
+    if times == 1:
+      self.batches.extend(run)
+      self.parts.append((key, entry))
+    else:   # a loop's runs: the same entries' objects, repeated
+      self.batches.extend(list(run) * times)
+      self.parts.extend([(key, entry)] * times)
     self.recorded += len(ws) * times
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
