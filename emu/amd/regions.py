@@ -292,7 +292,7 @@ def plain_smem(s:Step) -> bool:
   return s.sdata == s.spec.null_reg or s.sdata + s.sdata_bits // 32 <= s.spec.exec_lo
 
 def plain_branch(s:Step) -> bool:
-  """s_branch / s_cbranch_scc0/1 / s_cbranch_execz/execnz: the last step of a region, whose function then writes each wave's next PC."""
+  """s_branch / s_cbranch_scc0/1 / execz/execnz / vccz/vccnz: the last step of a region, whose function then writes each wave's next PC."""
   return type(s) is SaluStep and s.pure and s.across is not None and s.op.writes == {"PC"} and s.op.reads <= BRANCH_READS | set(s.fields)
 
 _joins: dict[int, tuple[Step, bool]] = {}   # joins() by step id, the step held so that its id is not reused

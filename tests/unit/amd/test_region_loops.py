@@ -87,30 +87,10 @@ def test_a_runaway_native_loop_reads_the_wall_clock_after_every_call(monkeypatch
   assert time.perf_counter() - t < 10 and native_runs
 
 def _timed(prog:list, trips:list[int]) -> tuple:
-  """One workgroup of len(trips) waves (wave w's s2 = trips[w]) through the dispatcher with a timing model: (cycles, timeline,
-  wave-instructions)."""
-  from emu.amd.arch import get_spec
-  from emu.amd.api import DispatchStats
-  from emu.amd.runner import assemble
-  from emu.amd.dispatcher import Dispatcher
-  from emu.amd.memory import MemoryMap
-  from emu.amd.step import Machine
-  from emu.amd.steps import Program
-  from emu.amd.timing import TimingModel
-  from emu.amd.watchdog import Watchdog
-  from emu.amd.wave import WaveState
-  spec, mem, n = get_spec("gfx1100"), MemoryMap(), len(trips)
-  code = np.frombuffer(assemble(prog) + b"\0" * 16, dtype=np.uint8).copy()
-  mapped = mem.map(code.ctypes.data, code.size, name="code", writable=False, backing=code)
-  st = WaveState(spec, n, 32, 256, 0)
-  st.pc[:] = mapped.addr
-  st.sgpr[:, 2] = trips
-  for w in range(n): st.set_mask(w, spec.exec_lo, (1 << 32) - 1)
-  st.wave_id = [(0, 0, 0, w) for w in range(n)]
-  stats, tm = DispatchStats(workgroups=1, waves=n), TimingModel(spec, timeline=True)
-  tm.start(n, 32, n)
-  Dispatcher(spec, mem, Watchdog(10**7), [tm]).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), n, stats)
-  return tm.finish()[0], tm.timeline, stats.wave_instructions
+  """(cycles, timeline, wave-instructions) of one workgroup of len(trips) waves (wave w's s2 = trips[w]) under the timing model."""
+  from test_timing import timed   # (the timing tests' dispatch with a timing model)
+  cycles, timeline, st = timed(prog, waves=len(trips), sgprs={2: trips})
+  return cycles, timeline, st.stats.wave_instructions
 
 @pytest.mark.parametrize("trips", [[6, 6], [5, 1, 3]], ids=["lockstep", "each-its-own"])
 def test_the_timing_model_sees_a_native_loop_as_the_numpy_path_runs_it(monkeypatch, native_runs, trips):

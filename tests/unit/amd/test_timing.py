@@ -16,14 +16,16 @@ from emu.amd.wave import WaveState
 
 VALU_DEP_1 = 1
 
-def timed(insts, waves=1, lanes=32, vgprs=None, memory=None):
-  """Run one workgroup of `waves` waves through the dispatcher with the timing model; (cycles, timeline, final state)."""
+def timed(insts, waves=1, lanes=32, vgprs=None, memory=None, sgprs=None):
+  """Run one workgroup of `waves` waves through the dispatcher with the timing model; (cycles, timeline, final state, its `.stats`
+  the DispatchStats). sgprs: {register: one 32-bit value per wave}."""
   spec, mem = get_spec("gfx1100"), memory if memory is not None else MemoryMap()
   code = np.frombuffer(assemble(insts) + b"\0" * 16, dtype=np.uint8).copy()
   m_code = mem.map(code.ctypes.data, code.size, name="code", writable=False, backing=code)
   st = WaveState(spec, waves, lanes, MAX_VGPRS, 0)
   st.pc[:] = m_code.addr
   for reg, val in (vgprs or {}).items(): st.vgpr[:, :, reg] = np.asarray(val).astype(np.int64).astype(np.uint32)
+  for reg, val in (sgprs or {}).items(): st.sgpr[:, reg] = val
   for w in range(waves): st.set_mask(w, spec.exec_lo, (1 << lanes) - 1)
   st.wave_id = [(0, 0, 0, w) for w in range(waves)]
   stats = DispatchStats(workgroups=1, waves=waves)
@@ -31,6 +33,7 @@ def timed(insts, waves=1, lanes=32, vgprs=None, memory=None):
   tm.start(waves, lanes, waves)
   Dispatcher(spec, mem, Watchdog(10**6), [tm]).schedule(Machine(spec, st, mem, stats, 0, 1), Program(spec, mem), waves, stats)
   cycles, _ = tm.finish()
+  st.stats = stats
   return cycles, tm.timeline, st
 
 def test_dependent_valu_chain_slower_than_independent():
