@@ -13,7 +13,7 @@ latencies cite their trace evidence in docs/timing.md. This module holds the per
 instruction (from its mnemonic's grammar and its compiled semantics) and the observer; emu/amd/cu_model.py is the replay.
 """
 from __future__ import annotations
-import hashlib, itertools, math, threading
+import hashlib, math, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -215,18 +215,18 @@ class ReplayMemo:
           self.runs.pop(gone)
     return key, hit
 
-  def number_parts(self, parts:list[tuple], n:int) -> tuple[int, list[tuple[int, int]], np.ndarray]:
-    """Number each (step id, pc) of a dispatch's `n` recorded batches, as TimingModel keeps them: parts (run key, run_keys's entry)
-    of native region runs, whose codes are made once per generation, and (None, (step id, pc)) of single steps. (The generation,
-    its code -> (step id, pc) table, the codes as int32.)"""
+  def number_parts(self, parts:list[tuple]) -> tuple[int, list[tuple[int, int]], np.ndarray, np.ndarray]:
+    """Number each (step id, pc) of a dispatch's recorded `parts`, as TimingModel keeps them: (run key, run_keys's entry) of a
+    native region run, whose codes are made once per generation, or (None, (step id, pc)) of a single step. (The generation, its
+    code -> (step id, pc) table, the parts' codes one after another as int32, each part's number of codes.)"""
     with self._lock:
-      if len(self.codes) + n > self.max_codes: self._new_generation()
+      if len(self.codes) + sum(1 if key is None else len(entry[1]) for key, entry in parts) > self.max_codes: self._new_generation()
       codes, pairs, run_codes = self.codes, self.pairs, self.run_codes
       def code(key:tuple[int, int]) -> int:
         if (c := codes.get(key)) is None: c = codes[key] = len(pairs); pairs.append(key)
         return c
-      out, singles = [], []
-      for key, entry in parts:
+      out, singles, sizes = [], [], np.ones(len(parts), dtype=np.int64)
+      for i, (key, entry) in enumerate(parts):
         if key is None:
           singles.append(code(entry))
           continue
@@ -236,8 +236,9 @@ class ReplayMemo:
           c = np.array([code(k) for k in zip(entry[1], entry[2])], dtype=np.int32)
           if current: run_codes[key] = c
         out.append(c)
+        sizes[i] = len(c)
       if singles: out.append(np.array(singles, dtype=np.int32))
-      return self.generation, pairs, np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
+      return self.generation, pairs, np.concatenate(out) if out else np.zeros(0, dtype=np.int32), sizes
 
   def stream(self, generation:int, codes:np.ndarray, pairs:list[tuple[int, int]]) -> tuple[Stream, bytes]:
     """One wave's (ops, pcs, cache-line spans) from its issue codes (int32) numbered in `generation`, and the digest of the codes;
@@ -308,10 +309,19 @@ class DeferredReplays:
     for st in waiting: st.resolve()
 
 DEFERRED = DeferredReplays()
-BATCH_BYTES = 100      # one recorded batch's entry: a 3-tuple and its two ints, and its list slot
+ENTRY_BYTES = 120      # one recorded entry: a 4-tuple, its ints and (single steps) its pair, and its list slot
 DISPATCH_BYTES = 2048  # a deferred dispatch itself (its model, stats and the entries waiting for it), so even empty ones count
-MEMBERSHIP_CELLS = 1 << 24   # waves x batches up to which _streams marks each wave's batches in a bitmap instead of sorting
+MEMBERSHIP_CELLS = 1 << 24   # waves x entries up to which _streams marks each wave's entries in a bitmap instead of sorting
 DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
+
+def _expand(flat:np.ndarray, starts:np.ndarray, sizes:np.ndarray, times:np.ndarray, entries:np.ndarray) -> np.ndarray:
+  """The instruction codes of the record's `entries` (indices, in order), each entry's codes (flat[starts[e]:starts[e] + sizes[e]])
+  repeated times[e] times."""
+  n = sizes[entries] * times[entries]
+  if not len(n): return flat[:0]
+  e = np.repeat(entries, n)
+  pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)   # the position in its entry's repeated codes
+  return flat[starts[e] + pos % sizes[e]]
 
 class TimingModel(DispatchObserver):
   """Cycle counts for one dispatch; `timeline=True` also keeps per-wave (wave, pc, cycle, class, dram) issue records.
@@ -333,14 +343,8 @@ class TimingModel(DispatchObserver):
   def ran(self, st, ws:np.ndarray, steps:list, pc:int, first_wave:int, times:int=1):
     key, entry = REPLAY_MEMO.run_keys(steps, pc)
     self.lockstep &= len(ws) == self.n_waves
-    run = zip(entry[1], entry[2], itertools.repeat(ws + first_wave if first_wave else ws))
-    if times == 1:
-      self.batches.extend(run)
-      self.parts.append((key, entry))
-    else:   # a loop's runs: the same entries' objects, repeated
-      self.batches.extend(list(run) * times)
-      self.parts.extend([(key, entry)] * times)
-    self.recorded += len(ws) * times
+    self.record.append((key, entry, ws + first_wave if first_wave else ws, times))   # (a loop's runs: one entry)
+    self.recorded += len(ws)
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
     if self.deferred: DEFERRED.add(stats, self)
@@ -353,74 +357,78 @@ class TimingModel(DispatchObserver):
     per_simd = min(p.max_waves_per_simd, p.vgpr_file * 32 // (lanes * vgprs)) if vgprs else p.max_waves_per_simd
     by_waves = max(1, per_simd * p.simds_per_cu // waves_per_wg)
     self.wg_slots = min(by_waves, self.spec.lds_per_cu // lds_bytes) if lds_bytes else by_waves
-    self.batches: list[tuple[int, int, np.ndarray]] = []
-    self.parts: list[tuple] = []   # the batches as ReplayMemo.number_parts takes them: a region run as one part
-    self.recorded = 0      # wave numbers the batches' arrays hold (arrays shared by several batches counted for each issue)
-    self.lockstep = True   # every batch so far held every wave
+    # what ran, in order: (run key, run_keys's entry, waves, times in a row) of a native region's runs, (None, (step id, pc), waves,
+    # 1) of a single step; a wave's instruction stream is its entries' instructions, each entry's repeated `times` times
+    self.record: list[tuple[tuple | None, tuple, np.ndarray, int]] = []
+    self.recorded = 0      # wave numbers the entries' arrays hold (an array shared by several entries counted for each)
+    self.lockstep = True   # every entry so far held every wave
 
   def issue(self, step:Step, ws:np.ndarray, pc:int=0):
     """Record that waves `ws` (dispatch-wide numbers) executed `step` at `pc`."""
     REPLAY_MEMO.hold(step)
     self.lockstep &= len(ws) == self.n_waves
-    self.batches.append((id(step), pc, np.asarray(ws)))
-    self.parts.append((None, (id(step), pc)))
+    self.record.append((None, (id(step), pc), np.asarray(ws), 1))
     self.recorded += len(ws)
 
   def recorded_bytes(self) -> int:
-    """An upper bound of the memory the recorded batches hold: their entries and their wave arrays."""
-    return DISPATCH_BYTES + len(self.batches) * BATCH_BYTES + self.recorded * 8
+    """An upper bound of the memory the record holds: its entries and their wave arrays."""
+    return DISPATCH_BYTES + len(self.record) * ENTRY_BYTES + self.recorded * 8
 
   def placement(self, wave:int) -> tuple[int, int]:
     """(CU, SIMD within the CU) the model runs a wave on."""
     return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % self.params.simds_per_cu
 
-  def _streams(self, numbered:tuple[int, list, np.ndarray], groups:dict|None) -> tuple[list[Stream], list[bytes], int]:
+  def _streams(self, numbered:tuple[int, list, np.ndarray, np.ndarray], groups:dict|None) -> tuple[list[Stream], list[bytes], int]:
     """Each wave's (ops, pcs, cache-line spans) in issue order, a digest of it (waves with the same sequence share one Stream
-    object), and the replay memo's generation that numbered them (`numbered`: ReplayMemo.number_parts of the batches;
-    `groups`: their `_by_range`, None when not lockstep chunks)."""
-    if not self.batches: return [make_stream([], []) for _ in range(self.n_waves)], [b""] * self.n_waves, REPLAY_MEMO.generation
-    generation, pairs, per_batch = numbered
-    if self.lockstep:   # every batch held every wave (one lockstep chunk): one sequence
-      stream, digest = REPLAY_MEMO.stream(generation, per_batch, pairs)
-      return [stream] * self.n_waves, [digest] * self.n_waves, generation
+    object), and the replay memo's generation that numbered them (`numbered`: ReplayMemo.number_parts of the record;
+    `groups`: its `_by_range`, None when not lockstep chunks)."""
+    generation, pairs, flat, sizes = numbered
+    if not self.record: return [make_stream([], []) for _ in range(self.n_waves)], [b""] * self.n_waves, generation
+    times = np.fromiter((r[3] for r in self.record), np.int64, len(self.record))
+    starts = np.cumsum(sizes) - sizes
+    def stream(entries:np.ndarray) -> tuple[Stream, bytes]:   # the stream of a wave that ran these entries (indices, in order)
+      return REPLAY_MEMO.stream(generation, _expand(flat, starts, sizes, times, entries), pairs)
+    if self.lockstep:   # every entry held every wave (one lockstep chunk): one sequence
+      one, digest = stream(np.arange(len(self.record)))
+      return [one] * self.n_waves, [digest] * self.n_waves, generation
     if groups is not None:   # chunks in lockstep: one sequence per chunk
       out, digests = [None] * self.n_waves, [None] * self.n_waves
       for (first, n), idx in groups.items():
-        stream, digest = REPLAY_MEMO.stream(generation, per_batch[idx], pairs)
-        out[first:first + n], digests[first:first + n] = [stream] * n, [digest] * n
-      if None in digests:   # waves no batch held (none ran an instruction)
-        stream, digest = REPLAY_MEMO.stream(generation, per_batch[:0], pairs)
-        out, digests = [stream if x is None else x for x in out], [digest if d is None else d for d in digests]
+        one, digest = stream(np.array(idx, dtype=np.int64))
+        out[first:first + n], digests[first:first + n] = [one] * n, [digest] * n
+      if None in digests:   # waves no entry held (none ran an instruction)
+        one, digest = stream(np.zeros(0, dtype=np.int64))
+        out, digests = [one if x is None else x for x in out], [digest if d is None else d for d in digests]
       return out, digests, generation
-    waves, sizes = np.concatenate([b[2] for b in self.batches]), [len(b[2]) for b in self.batches]
-    if self.n_waves * len(self.batches) <= MEMBERSHIP_CELLS:
-      # which batches each wave was in (in order: its issue sequence); waves in the same batches share one stream, built once
-      nb, nw = len(self.batches), self.n_waves
-      flat = np.zeros(nb * nw, dtype=bool)   # (batch, wave), filled batch by batch (near-sequential writes), then by wave
-      flat[waves + np.repeat(np.arange(0, nb * nw, nw), sizes)] = True
-      member = np.packbits(flat.reshape(nb, nw), axis=0).T.copy()   # (waves, bytes): wave w's batches as bits
+    waves, held = np.concatenate([r[2] for r in self.record]), [len(r[2]) for r in self.record]
+    nb, nw = len(self.record), self.n_waves
+    if nw * nb <= MEMBERSHIP_CELLS:
+      # which entries each wave was in (in order: its issue sequence); waves in the same entries share one stream, built once
+      flags = np.zeros(nb * nw, dtype=bool)   # (entry, wave), filled entry by entry (near-sequential writes), then by wave
+      flags[waves + np.repeat(np.arange(0, nb * nw, nw), held)] = True
+      member = np.packbits(flags.reshape(nb, nw), axis=0).T.copy()   # (waves, bytes): wave w's entries as bits
       rows = member.view(np.dtype((np.void, member.shape[1]))).reshape(-1)
       _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-      built = [REPLAY_MEMO.stream(generation, per_batch[np.unpackbits(member[f], count=nb).astype(bool)], pairs) for f in first.tolist()]
+      built = [stream(np.flatnonzero(np.unpackbits(member[f], count=nb))) for f in first.tolist()]
       return [built[i][0] for i in inverse.tolist()], [built[i][1] for i in inverse.tolist()], generation
-    seq = np.repeat(per_batch, sizes)
+    entries = np.repeat(np.arange(nb), held)
     memo: dict[bytes, tuple[Stream, bytes]] = {}
     out, digests = [], []
-    # a stable sort by wave keeps each wave's issue order; 16-bit keys make numpy's stable sort a radix sort
-    order = np.argsort(waves.astype(np.uint16) if self.n_waves <= 0xffff else waves, kind="stable")
-    waves, seq = waves[order], seq[order]
-    bounds = np.searchsorted(waves, np.arange(self.n_waves + 1)).tolist()
-    for w in range(self.n_waves):
-      s = seq[bounds[w]:bounds[w + 1]]
-      if (hit := memo.get(key := s.tobytes())) is None: hit = memo[key] = REPLAY_MEMO.stream(generation, s, pairs)
+    # a stable sort by wave keeps each wave's entries in order; 16-bit keys make numpy's stable sort a radix sort
+    order = np.argsort(waves.astype(np.uint16) if nw <= 0xffff else waves, kind="stable")
+    waves, entries = waves[order], entries[order]
+    bounds = np.searchsorted(waves, np.arange(nw + 1)).tolist()
+    for w in range(nw):
+      mine = entries[bounds[w]:bounds[w + 1]]
+      if (hit := memo.get(key := mine.tobytes())) is None: hit = memo[key] = stream(mine)
       out.append(hit[0]); digests.append(hit[1])
     return out, digests, generation
 
   def _by_range(self) -> dict[tuple[int, int], list[int]] | None:
-    """The batches by the waves they held, {(first wave, count): batch indices in order}, when each held a range of consecutive
-    waves and no two ranges overlap (chunks that each ran in lockstep); None otherwise."""
+    """The record's entries by the waves they held, {(first wave, count): entry indices in order}, when each held a range of
+    consecutive waves and no two ranges overlap (chunks that each ran in lockstep); None otherwise."""
     groups: dict[tuple[int, int], list[int]] = {}
-    for i, (_, _, ws) in enumerate(self.batches):
+    for i, (_, _, ws, _) in enumerate(self.record):
       first, n = int(ws[0]), len(ws)
       if int(ws[-1]) - first + 1 != n: return None
       groups.setdefault((first, n), []).append(i)
@@ -430,14 +438,14 @@ class TimingModel(DispatchObserver):
   def finish(self) -> tuple[int, float]:
     """Replay the recorded streams; (cycles from the first wave start to the last wave's end, shader clock in MHz)."""
     # (step id, pc) -> an int: one array to sort and compare instead of two
-    numbered = REPLAY_MEMO.number_parts(self.parts, len(self.batches))
+    numbered = REPLAY_MEMO.number_parts([(key, entry) for key, entry, _, _ in self.record])
     inputs = repr((numbered[0], self.params, self.passes, self.wg_slots, self.fetch, self.wpg)).encode()   # the rest of what the replay reads
     groups = None if self.lockstep else self._by_range()
     whole_key = None
     if not self.keep_timeline and not self.lockstep and groups is None:
       # waves that went their own ways (sorting out each wave's sequence costs ~10 ms per 500 waves): a dispatch recorded as one
       # before (a kernel run again on the same data) takes its end from the memo
-      if (known := REPLAY_MEMO.end(whole_key := self._recording_key(inputs, numbered[2]))) is not None: return known, self.clock_mhz
+      if (known := REPLAY_MEMO.end(whole_key := self._recording_key(inputs, numbered))) is not None: return known, self.clock_mhz
     streams, digests, generation = self._streams(numbered, groups)
     n_wg = max(1, math.ceil(self.n_waves / self.wpg))
     per_dispatch: dict[tuple, list] = {}   # with a timeline: each distinct CU workload's full result
@@ -466,13 +474,14 @@ class TimingModel(DispatchObserver):
     if whole_key is not None: REPLAY_MEMO.store(whole_key, end)
     return end, self.clock_mhz
 
-  def _recording_key(self, inputs:bytes, codes:np.ndarray) -> bytes:
-    """A digest of all the replay reads: its inputs, each batch's instruction (`codes`) and waves (batches of one region run share
-    their wave array: each array is hashed once, the batches name it by index)."""
+  def _recording_key(self, inputs:bytes, numbered:tuple) -> bytes:
+    """A digest of all the replay reads: its inputs, each entry's instructions (`numbered`'s codes and sizes), times and waves
+    (entries that share a wave array name it by index: each array is hashed once)."""
     arrays: dict[int, tuple[int, np.ndarray]] = {}
-    index = np.array([arrays.setdefault(id(ws), (len(arrays), ws))[0] for _, _, ws in self.batches], dtype=np.int32)
+    index = np.array([arrays.setdefault(id(ws), (len(arrays), ws))[0] for _, _, ws, _ in self.record], dtype=np.int32)
+    times = np.array([r[3] for r in self.record], dtype=np.int64)
     h = hashlib.blake2b(inputs + repr((self.n_waves, self.n_cus, [len(ws) for _, ws in arrays.values()])).encode(), digest_size=16)
-    for part in (codes, index, *(np.ascontiguousarray(ws, dtype=np.int64) for _, ws in arrays.values())): h.update(part)
+    for part in (numbered[2], numbered[3], times, index, *(np.ascontiguousarray(ws, dtype=np.int64) for _, ws in arrays.values())): h.update(part)
     return b"dispatch" + h.digest()
 
   def _replay(self, streams:list[Stream], ids:np.ndarray) -> list:

@@ -335,8 +335,8 @@ def test_the_replay_memo_numbering_starts_over_beyond_its_bound_and_cycles_stay_
     memo = timing.REPLAY_MEMO
     assert run().cycles == fresh and memo.generation == 1
     assert run().cycles == fresh and memo.generation == 2   # each dispatch overflows the bound: numbered afresh, replayed afresh
-    tables = memo.number_parts([(None, (1, 0))], 1)
-    assert tables[0] == 3 and len(memo.codes) == 1 and list(tables[2]) == [0]
+    tables = memo.number_parts([(None, (1, 0))])
+    assert tables[0] == 3 and len(memo.codes) == 1 and list(tables[2]) == [0] and list(tables[3]) == [1]
   finally: timing.REPLAY_MEMO = saved
 
 def test_chunks_in_lockstep_share_streams_as_the_general_path_builds_them(monkeypatch):
@@ -421,7 +421,7 @@ def test_deferred_replays_beyond_the_budget_run_oldest_first(monkeypatch):
   from emu.amd import timing
   spec = get_spec("gfx1100")
   nop = compile_step(decode(assemble([rdna3_ins.s_nop(0)]) + b"\0" * 12, spec), spec, 0)
-  each = timing.DISPATCH_BYTES + 3 * timing.BATCH_BYTES + 3 * 8   # 3 recorded batches of one wave
+  each = timing.DISPATCH_BYTES + 3 * timing.ENTRY_BYTES + 3 * 8   # 3 recorded entries of one wave
   q = timing.DeferredReplays(max_bytes=2 * each - 1)
   monkeypatch.setattr(timing, "DEFERRED", q)
   made = []
@@ -434,3 +434,30 @@ def test_deferred_replays_beyond_the_budget_run_oldest_first(monkeypatch):
     tm.done(st)
   assert [st.pending for st in made] == [False, False, True] and q.bytes == each
   assert made[0].cycles == made[1].cycles == made[2].cycles > 0 and q.bytes == 0
+
+def test_a_loops_runs_are_one_entry_of_the_record_and_replay_as_its_runs_one_by_one():
+  """A native loop's runs are recorded as one entry (memory independent of its trips); the replay expands them into the same
+  instruction stream as the runs recorded one by one, interleaved with single steps before and after."""
+  from emu.amd import timing
+  from emu.amd.regions import offsets
+  spec = get_spec("gfx1100")
+  insts = [v_add_f32_e32(v[1], v[1], v[2]), s_delay_alu(VALU_DEP_1), v_add_f32_e32(v[3], v[1], v[2])]
+  code = assemble(insts) + b"\0" * 16
+  sizes = [len(i.to_bytes()) for i in insts]
+  steps = list(zip(offsets(sizes), (compile_step(decode(code[o:o + 16], spec), spec, 0x1000 + o) for o in offsets(sizes))))
+  ws = np.array([0, 1])
+  def model(trips:int, at_once:bool) -> TimingModel:
+    tm = TimingModel(spec, timeline=True)
+    tm.start(2, 32, 2)
+    tm.issue(steps[0][1], ws, 0x1000)
+    if at_once: tm.ran(None, ws, steps, 0x1000, 0, times=trips)
+    else:
+      for _ in range(trips): tm.ran(None, ws, steps, 0x1000, 0)
+    tm.issue(steps[2][1], ws[:1], 0x1000 + steps[2][0])   # one wave goes on alone
+    return tm
+  looped = model(300, True)
+  assert looped.recorded_bytes() == model(3, True).recorded_bytes() == timing.DISPATCH_BYTES + 3 * timing.ENTRY_BYTES + 5 * 8
+  one_by_one = model(300, False)
+  assert looped.finish() == one_by_one.finish() and looped.timeline == one_by_one.timeline
+  assert len([t for t in looped.timeline if t[0] == 0]) > len([t for t in looped.timeline if t[0] == 1]) > 600
+  assert looped.finish()[0] > model(100, True).finish()[0]
