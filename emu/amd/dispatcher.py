@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, time
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats, GPUEmulatorError, GPUFault, GPUIllegalInstruction, GPUInvalidDispatch, IllegalOperand
-from emu.amd import regions
+from emu.amd import chain, regions
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import describe
 from emu.amd.memory import MemoryMap
@@ -176,8 +176,8 @@ class Dispatcher:
         ws = run[pcs == pc]
         every = len(ws) == len(run)
       if use_regions and (region := prog.region(pc, st.lanes, int(st.hwreg[ws[0], HWREG_MODE]))) is not None:
-        self._region(m, prog, region, pc, ws, stats, first_wave)   # straight-line code: every wave of the batch runs all of it
-        if not every: ws = None
+        # straight-line code: every wave of the batch runs all of it (and, chained, on into the regions after it)
+        if self._region(m, prog, region, pc, ws, stats, first_wave) or not every: ws = None
         elif not region.writes_pc: pc += region.size
         elif (pc := _together(st.pc, ws)) is None: ws = None
         continue
@@ -191,15 +191,19 @@ class Dispatcher:
       elif not step.writes_pc: pc += step.size
       elif (pc := _together(st.pc, ws)) is None: ws = None
 
-  def _region(self, m:Machine, prog:Program, region:regions.Region, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
-    """Run the native region at `pc` for the batch ws, or its steps one by one on the numpy path when it is not compiled (yet) or
-    cannot run for these waves; observers see every instruction either way, all of them at once (`ran`: no observer here reads
+  def _region(self, m:Machine, prog:Program, region:regions.Region, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int) -> bool:
+    """Run the native region at `pc` for the batch ws, and on through the native regions after it where a chain can (True: each
+    wave is then wherever its code took it), or its steps one by one on the numpy path when it is not compiled (yet) or cannot
+    run for these waves; observers see every instruction either way, all of them at once (`ran`: no observer here reads
     registers, and a fault part way ends the dispatch)."""
     st = m.st
     ran = None   # (how many times each wave ran the region, the most, all: a region that loops back to its start may run many times)
     if region.ready():
       dog = self.watchdog.instructions
-      try: ran = region.run(m, ws, None if dog is None else dog - stats.wave_instructions)
+      budget = None if dog is None else dog - stats.wave_instructions
+      try:
+        if chain.enabled() and self._chain(m, prog, ws, stats, first_wave, budget): return True
+        ran = region.run(m, ws, budget)
       except GPUFault: raise
       except Exception as e:   # as _execute: never anything but a GPUFault out of the emulator
         raise GPUEmulatorError(pc, describe(region.steps[0][1].instr), st.wave_id[int(ws[0])], e) from e
@@ -211,6 +215,28 @@ class Dispatcher:
         for o in self.observers: o.ran(st, run, region.steps, pc, first_wave, times)
     stats.wave_instructions += total * region.count
     self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]), long=passes > 1)
+    return False
+
+  def _chain(self, m:Machine, prog:Program, ws:np.ndarray, stats:DispatchStats, first_wave:int, budget:int|None) -> bool:
+    """Run waves ws through the native chain from their PC (emu.amd.chain); False when it ran nothing (no driver yet, the waves'
+    MODEs differ, the MXCSR is not IEEE's default). Observers see each wave's region runs in its order, waves that ran the same
+    ones together."""
+    st = m.st
+    mode = int(st.hwreg[ws[0], HWREG_MODE])
+    if len(ws) > 1 and not (st.hwreg[ws, HWREG_MODE] == mode).all(): return False
+    if prog.chain is None: prog.chain = chain.Chain()
+    if (done := prog.chain.run(m, prog.regions, ws, mode, budget)) is None: return False
+    _, groups, ran = done
+    rows = prog.chain.rows
+    if self.observers:
+      for waves, calls in groups:
+        for row, runs in calls.tolist():
+          at, region = rows[row]
+          for o in self.observers: o.ran(st, waves, region.steps, at, first_wave, runs)
+    stats.wave_instructions += ran
+    at, region = rows[int(groups[-1][1][-1, 0])]   # (the watchdog names the last instruction run)
+    self.watchdog.check(stats.wave_instructions, at + region.steps[-1][0], st.wave_id, int(ws[0]), long=True)
+    return True
 
   def _step(self, m:Machine, prog:Program, pc:int, ws:np.ndarray, stats:DispatchStats, first_wave:int):
     """Run the instruction at `pc` for waves ws on the numpy path, count it and let the watchdog see it; the Step."""

@@ -861,6 +861,7 @@ class Region:
   an earlier process compiled is native from its first run (`_restore`), and code whose first step an earlier process found does
   not lower is cut to that step at its first run. `mode`: the MODE register value the code is lowered for (None once lowered when
   no op of it reads the MODE)."""
+  changes = 0   # native functions ever set (compiled, restored, promoted): emu.amd.chain's tables are made again after one
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None, key:tuple|None=None, writes_pc:bool|None=None):
     self.lanes, self.spec, self.mode, self.tail = lanes, spec, mode, tail
     self._set_steps(steps, writes_pc)
@@ -912,6 +913,7 @@ class Region:
     if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
     self._set_steps([s for _, s in self.steps][:take], writes_pc)
     self.mode, self.fn, self.tier = mode, fn, tier
+    Region.changes += 1
     return True
 
   def _compile(self, tier:str):
@@ -929,6 +931,7 @@ class Region:
       self.failed = self.fn is None
       return
     self.fn, self.tier = fn, tier
+    Region.changes += 1
     sizes = tuple(s.size for _, s in self.steps)
     STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc, tier))
 
@@ -1028,21 +1031,30 @@ class Region:
     m.stats.bytes_read += read
     m.stats.bytes_written += written
     runs = out[4:]
-    if r:   # some wave fell back: its run on the numpy path; every wave's stores too, in order, after every wave's loads
-      fell = runs < 0
-      runs = np.where(fell, -runs, runs)   # (-1 - the runs it committed: with the numpy path's, as many runs as that)
-      body = self._stores_at()   # the steps before the stores
-      for _, step in self.steps[:body]: step.run(m, ws[fell])
-      done = ws[~fell]
-      if body < self.count:
-        st.pc[done] += self.steps[body][0]
-        for _, step in self.steps[body:]: step.run(m, ws)
-      elif not self.writes_pc: st.pc[done] += self.size
+    if r: runs = self.settle(m, ws, runs)
     elif not self.writes_pc: st.pc[ws] += self.size   # (a branch at the end stored each wave's next PC)
-    if self.tier == native.QUICK and not self.promoting:
-      self.native_work += total * self.count
-      if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
+    self.ran_natively(total)
     return runs, most, total
+
+  def settle(self, m:Machine, ws:np.ndarray, runs:np.ndarray) -> np.ndarray:
+    """After a call in which some wave of ws fell back (its runs -1 - the runs it committed): that wave's run on the numpy path,
+    then every wave's stores, in order, after every wave's loads (none was written natively); each wave's runs (a fallen one's
+    with the numpy path's)."""
+    st, fell = m.st, runs < 0
+    body = self._stores_at()   # the steps before the stores
+    for _, step in self.steps[:body]: step.run(m, ws[fell])
+    done = ws[~fell]
+    if body < self.count:
+      st.pc[done] += self.steps[body][0]
+      for _, step in self.steps[body:]: step.run(m, ws)
+    elif not self.writes_pc: st.pc[done] += self.size
+    return np.where(fell, -runs, runs)   # (-1 - the runs it committed: with the numpy path's, as many runs as that)
+
+  def ran_natively(self, runs:int):
+    """Count `runs` native runs of a QUICK region towards compiling it as FULL (`_promote`)."""
+    if self.tier == native.QUICK and not self.promoting:
+      self.native_work += runs * self.count
+      if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
 
   def _stores_at(self) -> int:
     """The index of the region's first store step (its count when it has none). Stores are last: the scan goes back from the end,

@@ -77,6 +77,7 @@ class Program:
   def __init__(self, spec:ArchSpec, mem:MemoryMap):
     self.spec, self.mem, self.steps = spec, mem, {}
     self.regions: dict[int, regions.Region | None] = {}
+    self.chain = None   # emu.amd.chain.Chain: its native regions as the chain driver's table, made on first use
     self.load_s = 0.0   # host seconds spent fetching, decoding and building steps
     self.fetched: dict[int, bytes] = {}   # PC -> the code bytes its step was decoded from
     self.snapshot: tuple[Mapping, int, bytes] | None = None   # seal(): (the mapping, first PC, its bytes up to the last fetched)

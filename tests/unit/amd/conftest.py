@@ -1,15 +1,19 @@
 """Shared helpers for the AMD emulator tests: numpy buffers mapped into a MemoryMap, native regions compiled at once."""
 import pytest
+from emu.amd import regions
 from emu.amd.kernel import Buffers
+
+REGION_RUN = regions.Region.run   # (the unspied method: `both` runs its chained comparison with it)
 
 @pytest.fixture
 def bufs() -> Buffers: return Buffers()
 
 @pytest.fixture
 def native_runs(monkeypatch):
-  """Native regions (emu.amd.regions) compile on first use, in this thread; returns the list of batch sizes that ran natively
+  """Native regions (emu.amd.regions) compile on first use, in this thread, and each batch runs one region a call (EMU_CHAINS=0:
+  the tests observe region calls; `both` checks the chained path too); returns the list of batch sizes that ran natively
   (Region.run returning True)."""
-  from emu.amd import regions
+  monkeypatch.setenv("EMU_CHAINS", "0")
   monkeypatch.setattr(regions, "REGION_HOT", 0)
   monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
   monkeypatch.setattr(regions, "BACKGROUND", False)
@@ -24,8 +28,7 @@ def native_runs(monkeypatch):
 
 @pytest.fixture
 def region_calls(monkeypatch):
-  """(instructions, batch size) of each native region call that ran, in order (with native_runs: regions compile at once)."""
-  from emu.amd import regions
+  """(instructions, batch size) of each native region call that ran, in order (with native_runs: regions compile at once, one a call)."""
   seen, real = [], regions.Region.run
   def spy(self, m, ws, budget=None):
     if (done := real(self, m, ws, budget)) is not None: seen.append((self.count, len(ws)))
@@ -36,16 +39,26 @@ def region_calls(monkeypatch):
 @pytest.fixture
 def both(monkeypatch):
   """run(insts, **run_program kwargs) -> the state with native regions, checked against the numpy path (EMU_REGIONS=0): registers,
-  SCC, status, bytes read and wave-instructions run must agree bit for bit."""
+  SCC, status, bytes read and wave-instructions run must agree bit for bit; where the test runs one region a call (EMU_CHAINS=0),
+  a run through native chains (emu.amd.chain) must agree too."""
   import numpy as np
   from emu.amd import run_program
+  def same(got, want, what:str):
+    for name in ("vgpr_store", "sgpr", "scc", "status"):
+      np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{what}: {name}")
+    assert got.stats.bytes_read == want.stats.bytes_read and got.stats.wave_instructions == want.stats.wave_instructions, what
   def run(insts, **kw):
     got = run_program(insts, **kw)
     with monkeypatch.context() as m:
       m.setenv("EMU_REGIONS", "0")
       want = run_program(insts, **kw)
-    for name in ("vgpr_store", "sgpr", "scc", "status"): np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
-    assert got.stats.bytes_read == want.stats.bytes_read and got.stats.wave_instructions == want.stats.wave_instructions
+    same(got, want, "native regions")
+    import os
+    if os.environ.get("EMU_CHAINS") == "0":
+      with monkeypatch.context() as m:
+        m.setenv("EMU_CHAINS", "1")
+        m.setattr(regions.Region, "run", REGION_RUN)
+        same(run_program(insts, **kw), want, "native chains")
     return got
   return run
 

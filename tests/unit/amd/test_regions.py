@@ -157,6 +157,7 @@ def test_a_hot_region_compiles_in_the_background_and_then_runs_natively(monkeypa
   import secrets, time
   monkeypatch.setattr(regions, "REGION_HOT", 0)   # BACKGROUND stays on, as in use
   monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
+  monkeypatch.setenv("EMU_CHAINS", "0")   # (each region call observed)
   k = secrets.randbits(30) | 1   # a literal no earlier run compiled: the object cannot come from the disk cache
   prog = [v_add_nc_u32_e32(v[2], k, v[1]), v_mul_f32_e32(v[3], 2.0, v[2])]
   runs, real = [], regions.Region.run
@@ -213,6 +214,7 @@ def test_heat_and_compiled_regions_carry_over_to_later_processes(monkeypatch, tm
   monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
+  monkeypatch.setenv("EMU_CHAINS", "0")   # (each region call observed)
   native_calls, lowered, run, lower = [], [], regions.Region.run, regions.Region._lower
   monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: native_calls.append(1) or run(self, m, ws, *a))
   monkeypatch.setattr(regions.Region, "_lower", lambda self: lowered.append(1) or lower(self))
@@ -266,6 +268,7 @@ def test_a_region_is_hot_once_the_numpy_path_has_cost_what_compiling_it_would(mo
   monkeypatch.setattr(regions, "REGION_HOT_MAX", 400)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
+  monkeypatch.setenv("EMU_CHAINS", "0")   # (each region call observed)
   fresh_process("0")
   calls, real = [], regions.Region.run
   monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: calls.append(self.count) or real(self, m, ws, *a))
@@ -292,7 +295,7 @@ def test_emu_regions_eager_compiles_a_region_before_its_first_run():
   import os, subprocess, sys
   # eager: the FULL tier at once; check: QUICK first (FULL once promoted), so both tiers' code is checked
   for flag, want in (("eager", "[(2, 'full')] False 4.5"), ("check", "[(2, 'quick')] False 4.5"), ("1", "[] True 4.5")):
-    env = {**os.environ, "EMU_REGIONS": flag, "EMU_STEP_CACHE": "0"}
+    env = {**os.environ, "EMU_REGIONS": flag, "EMU_STEP_CACHE": "0", "EMU_CHAINS": "0"}   # (each region call observed)
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip() == want
 
 def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_long(monkeypatch, native_runs, fresh_process, tmp_path):
