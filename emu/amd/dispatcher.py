@@ -226,15 +226,18 @@ class Dispatcher:
     if len(ws) > 1 and not (st.hwreg[ws, HWREG_MODE] == mode).all(): return False
     if prog.chain is None: prog.chain = chain.Chain()
     if (done := prog.chain.run(m, prog.regions, ws, mode, budget)) is None: return False
-    _, groups, ran = done
+    _, groups, ran, split = done
     rows = prog.chain.rows
     if self.observers:
       for waves, calls in groups:
-        for row, runs in calls.tolist():
-          at, region = rows[row]
-          for o in self.observers: o.ran(st, waves, region.steps, at, first_wave, runs)
+        runs = [(rows[row][1].steps, rows[row][0], times) for row, times in calls.tolist()]
+        for o in self.observers: o.ran_all(st, waves, runs, first_wave)
+      if split is not None:   # the batch's last call together, as `_region` reports a call
+        at, region, runs, most, total = split
+        for run, times in _passes(ws, runs, most, total):
+          for o in self.observers: o.ran(st, run, region.steps, at, first_wave, times)
     stats.wave_instructions += ran
-    at, region = rows[int(groups[-1][1][-1, 0])]   # (the watchdog names the last instruction run)
+    at, region = split[:2] if split is not None else rows[int(groups[-1][1][-1, 0])]   # (the watchdog names the last instruction run)
     self.watchdog.check(stats.wave_instructions, at + region.steps[-1][0], st.wave_id, int(ws[0]), long=True)
     return True
 

@@ -33,4 +33,8 @@ class DispatchObserver:
       for off, step in steps:
         self.before(st, ws, step, pc + off, first_wave)
         self.after(st, ws, step)
+  def ran_all(self, st:WaveState, ws:np.ndarray, runs:list[tuple[list[tuple[int, Step]], int, int]], first_wave:int) -> None:
+    """Waves ws ran each of `runs` ([(steps, pc, times)]) in turn (a native chain, emu.amd.chain): `ran` for each, unless the
+    observer has a faster way to take them all."""
+    for steps, pc, times in runs: self.ran(st, ws, steps, pc, first_wave, times)
   def done(self, stats:DispatchStats) -> None: pass

@@ -206,13 +206,19 @@ class ReplayMemo:
   def run_keys(self, steps:list[tuple[int, Step]], pc:int) -> tuple[tuple[int, int], tuple]:
     """(its key, (steps, step ids, pcs)) of a native region's `steps` ([(offset, Step)]) run at `pc`, each step held: made once
     per (steps object, pc), the steps object held so that its id is not reused while the key names it."""
-    with self._lock:
-      if (hit := self.runs.get(key := (id(steps), pc))) is None:
-        for _, step in steps: self.hold(step)
-        hit = self.runs[key] = (steps, [id(step) for _, step in steps], [pc + off for off, _ in steps])
-        while len(self.runs) > self.limit:   # (its codes go with it: the key's steps id may be reused once the steps are freed)
-          self.run_codes.pop(gone := next(iter(self.runs)), None)
-          self.runs.pop(gone)
+    with self._lock: return self._run_key(steps, pc)
+
+  def run_keys_all(self, runs:list[tuple]) -> list[tuple[tuple[int, int], tuple]]:
+    """`run_keys` of each (steps, pc, ...) of `runs`, under one lock."""
+    with self._lock: return [self._run_key(steps, pc) for steps, pc, _ in runs]
+
+  def _run_key(self, steps:list[tuple[int, Step]], pc:int) -> tuple[tuple[int, int], tuple]:
+    if (hit := self.runs.get(key := (id(steps), pc))) is None:
+      for _, step in steps: self.hold(step)
+      hit = self.runs[key] = (steps, [id(step) for _, step in steps], [pc + off for off, _ in steps])
+      while len(self.runs) > self.limit:   # (its codes go with it: the key's steps id may be reused once the steps are freed)
+        self.run_codes.pop(gone := next(iter(self.runs)), None)
+        self.runs.pop(gone)
     return key, hit
 
   def number_parts(self, parts:list[tuple]) -> tuple[int, list[tuple[int, int]], np.ndarray, np.ndarray]:
@@ -345,6 +351,11 @@ class TimingModel(DispatchObserver):
     self.lockstep &= len(ws) == self.n_waves
     self.record.append((key, entry, ws + first_wave if first_wave else ws, times))   # (a loop's runs: one entry)
     self.recorded += len(ws)
+  def ran_all(self, st, ws:np.ndarray, runs:list, first_wave:int):
+    self.lockstep &= len(ws) == self.n_waves
+    waves = ws + first_wave if first_wave else ws
+    self.record.extend((key, entry, waves, times) for (key, entry), (_, _, times) in zip(REPLAY_MEMO.run_keys_all(runs), runs))
+    self.recorded += len(ws) * len(runs)
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
     if self.deferred: DEFERRED.add(stats, self)

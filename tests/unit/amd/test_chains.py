@@ -54,13 +54,16 @@ def test_waves_that_run_the_same_calls_are_reported_together(chained, both):
   grouped = [w for _, groups, _ in chained for w, _ in groups]
   assert [0, 1] in grouped and [2] in grouped and [3] in grouped   # waves 0 and 1 ran alike; 2 fewer trips; 3 skipped every block
 
-def test_a_wave_that_falls_back_mid_chain_finishes_that_region_on_the_numpy_path(chained, both):
-  # v1 *= 1e20 each trip under the guard; v2 = v1 - v1 is NaN once v1 is inf: lanes 16.. overflow on the 2nd trip (1e3 start)
+@pytest.mark.parametrize("trips, stop", [([3, 2], chain.STOP_SPLIT), ([3, 1], chain.STOP_FELL)], ids=["together", "on-its-own"])
+def test_a_wave_that_falls_back_mid_chain_finishes_that_region_on_the_numpy_path(chained, both, trips, stop):
+  # v1 *= 1e20 each trip under the guard; v2 = v1 - v1 is NaN once v1 is inf: lanes 16.. overflow on the 2nd trip (1e3 start).
+  # Both waves on the 2nd trip: they fall back in a call of the batch together; wave 1 done after one: wave 0 goes on, and falls
+  # back, on its own
   start = np.where(LANES < 16, 1e-30, 1e3).astype(np.float32)
   prog = _guarded_loop([v_mul_f32_e32(v[1], 1e20, v[1]), v_sub_f32_e32(v[2], v[1], v[1])])
   for _ in range(2):   # (the first run compiles each region as it meets it; the second chains from the start)
-    st = both(prog, waves=2, sgprs={2: [3, 2], 5: 0xffffffff}, vgprs={1: start})
-  assert any(why == chain.STOP_FELL for why, _, _ in chained)
+    st = both(prog, waves=2, sgprs={2: trips, 5: 0xffffffff}, vgprs={1: start})
+  assert any(why == stop for why, _, _ in chained)
   small = start[:16] * np.float32(1e20) * np.float32(1e20) * np.float32(1e20)   # 1e30: still finite
   assert (st.vgpr[0, :16, 1].view(np.float32) == small).all() and (st.vgpr[0, :16, 2] == 0).all()
   assert np.isinf(st.vgpr[0, 16:, 1].view(np.float32)).all() and np.isnan(st.vgpr[0, 16:, 2].view(np.float32)).all()
@@ -95,12 +98,12 @@ def test_the_instruction_watchdog_fires_where_one_region_a_call_fires_for_one_wa
     faults.append((e.value.executed, e.value.pc))
   assert faults[0] == faults[1] and budget < faults[0][0] <= budget + 5   # (past it by less than a region run: at most 5 instructions)
 
-def test_the_instruction_watchdog_fires_within_one_region_run_of_its_budget_for_many_waves(chained):
-  prog = _guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1])])
-  run_program(prog, waves=3, sgprs={2: 1, 5: 0xffff})
+@pytest.mark.parametrize("shape", [_guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1])]), _self_loop()], ids=["guarded", "self-loop"])
+def test_the_instruction_watchdog_fires_within_one_region_run_of_a_batch_past_its_budget(chained, shape):
+  run_program(shape, waves=3, sgprs={2: 1, 5: 0xffff})
   for budget in (30, 77, 200):
-    with pytest.raises(GPUHangFault) as e: run_program(prog, waves=3, sgprs={2: [2, 9, 1000], 5: 0xffff}, watchdog=budget)
-    assert budget < e.value.executed <= budget + 5
+    with pytest.raises(GPUHangFault) as e: run_program(shape, waves=3, sgprs={2: [2, 9, 1000], 5: 0xffff}, watchdog=budget)
+    assert budget < e.value.executed <= budget + 5 * 3   # (past it by less than one region run of every wave of a batch)
 
 def test_stores_in_chained_regions_land_as_on_the_numpy_path(monkeypatch, chained):
   # each trip stores v1 (lane + 7 * the trips so far) at out[wave][trip][lane]: the store ends a region, the loop's branch another
@@ -129,13 +132,16 @@ def _timed(prog:list, trips:list[int], masks:list[int]) -> tuple:
   cycles, timeline, st = timed(prog, waves=len(trips), sgprs={2: trips, 5: masks})
   return cycles, timeline, st.stats.wave_instructions
 
-def test_the_timing_model_sees_each_waves_stream_as_one_region_a_call_and_the_numpy_path_give_it(monkeypatch, chained):
-  prog = _guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1]), v_mul_f32_e32(v[2], 2.0, v[1])], [s_lshl_b32(s[7], s[2], 1)])
+@pytest.mark.parametrize("shape", ["guarded", "self-loop"])
+def test_the_timing_model_sees_each_waves_stream_as_one_region_a_call_and_the_numpy_path_give_it(monkeypatch, chained, shape):
+  # waves that skip the block, or loop their own number of times in one region together: each wave's stream as the numpy path's
+  prog = _guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1]), v_mul_f32_e32(v[2], 2.0, v[1])], [s_lshl_b32(s[7], s[2], 1)]) \
+    if shape == "guarded" else _self_loop()
   trips, masks = [5, 1, 3], [0xffff, 0, 0xffffffff]
   _timed(prog, trips, masks)   # (every region compiled)
   chained.clear()
   got = _timed(prog, trips, masks)
-  assert chained and max(len(calls) for _, groups, _ in chained for _, calls in groups) > 3
+  assert chained and (shape != "guarded" or max(len(calls) for _, groups, _ in chained for _, calls in groups) > 3)
   monkeypatch.setenv("EMU_CHAINS", "0")
   assert _timed(prog, trips, masks) == got
   monkeypatch.setenv("EMU_REGIONS", "0")
