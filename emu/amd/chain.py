@@ -184,17 +184,17 @@ DRIVER_IR = "\n".join([
   "declare i64 @llvm.umax.i64(i64, i64)",
 ])
 
-_driver: list = []   # the driver function once loaded ([None] when it cannot be), or [] before
+_driver = {"fn": None, "generation": -1}   # the driver once loaded, and the NATIVE.generation it was asked for in
 
 def driver():
-  """The chain driver (compiled on the background thread when regions are, meanwhile None; from the disk cache at once when there)."""
-  if not _driver:
-    _driver.append(None)
-    key = native.NATIVE.key(DRIVER_IR)
-    if (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is not None: _driver[0] = fn
-    elif regions.BACKGROUND: native.NATIVE.function_later(DRIVER_IR, SIGNATURE, lambda fn: _driver.__setitem__(0, fn))
-    else: _driver[0] = native.NATIVE.function(DRIVER_IR, SIGNATURE)
-  return _driver[0]
+  """The chain driver: from the disk cache at once when there, else compiled on the background thread when regions are (None
+  meanwhile, and for good where it cannot be compiled; asked again in a forked child, where a queued compile is lost)."""
+  if _driver["fn"] is None and _driver["generation"] != native.NATIVE.generation:
+    _driver["generation"] = native.NATIVE.generation
+    if (fn := native.NATIVE.function_by_key(native.NATIVE.key(DRIVER_IR), SIGNATURE)) is not None: _driver["fn"] = fn
+    elif regions.BACKGROUND: native.NATIVE.function_later(DRIVER_IR, SIGNATURE, lambda fn: _driver.__setitem__("fn", fn))
+    else: _driver["fn"] = native.NATIVE.function(DRIVER_IR, SIGNATURE)
+  return _driver["fn"]
 
 class Chain:
   """The native regions of one Program (emu.amd.steps) as the driver's table, and the buffers of its calls."""
