@@ -116,7 +116,11 @@ done:
 LIBM = ("exp2", "log2")
 KERNELS = {"fma_f32": _fma_ir("fma_f32", "float", "f32"), "fma_f64": _fma_ir("fma_f64", "double", "f64"),
            **{f"{name}_f64": _libm_ir(name, i) for i, name in enumerate(LIBM)}}
-_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# PYFUNCTYPE: a call keeps the GIL (native code here never calls back into Python). A CFUNCTYPE call drops it and must win it
+# back when the code returns; under the mock, tinygrad's host thread spins in Python on a signal while the emulator works (the
+# first 200 ms of any wait), so each return waited out the host's switch interval (5 ms): a one-wave kernel's 3-region chain took
+# ~5.2 ms a call instead of ~0.05-0.1 ms. Native regions and chains are declared the same way.
+_SIGNATURE = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 @functools.cache
 def _cpu_flags() -> str:

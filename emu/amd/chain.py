@@ -37,7 +37,7 @@ CONTEXT_SLOTS = 32
 ROW = 4   # a table row: pc, function address, instructions, size | writes_pc << 32
 STOP_DONE, STOP_FELL, STOP_BUDGET, STOP_PAUSE, STOP_FULL, STOP_BAD, STOP_SPLIT = range(7)
 TRACE_ENTRIES = 1 << 16   # (row, runs) pairs one call may leave
-SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+SIGNATURE = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)   # (a call keeps the GIL: emu.native's _SIGNATURE says why)
 
 def _slot(name:str, index:int, ty:str="i64") -> str:
   return f"  %{name}.p = getelementptr inbounds i64, ptr %ctx, i64 {index}\n  %{name} = load {ty}, ptr %{name}.p"

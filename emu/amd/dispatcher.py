@@ -230,8 +230,7 @@ class Dispatcher:
     rows = prog.chain.rows
     if self.observers:
       for waves, calls in groups:
-        runs = [(rows[row][1].steps, rows[row][0], times) for row, times in calls.tolist()]
-        for o in self.observers: o.ran_all(st, waves, runs, first_wave)
+        for o in self.observers: o.ran_chain(st, waves, rows, calls, first_wave)
       if split is not None:   # the batch's last call together, as `_region` reports a call
         at, region, runs, most, total = split
         for run, times in _passes(ws, runs, most, total):

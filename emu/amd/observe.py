@@ -33,8 +33,9 @@ class DispatchObserver:
       for off, step in steps:
         self.before(st, ws, step, pc + off, first_wave)
         self.after(st, ws, step)
-  def ran_all(self, st:WaveState, ws:np.ndarray, runs:list[tuple[list[tuple[int, Step]], int, int]], first_wave:int) -> None:
-    """Waves ws ran each of `runs` ([(steps, pc, times)]) in turn (a native chain, emu.amd.chain): `ran` for each, unless the
-    observer has a faster way to take them all."""
-    for steps, pc, times in runs: self.ran(st, ws, steps, pc, first_wave, times)
+  def ran_chain(self, st:WaveState, ws:np.ndarray, rows:list, calls:np.ndarray, first_wave:int) -> None:
+    """Waves ws ran native regions one after another (a native chain, emu.amd.chain): `calls` ((region, runs) per call, an int
+    array) names each by its row of `rows` [(pc, Region)]: `ran` for each call, unless the observer has a faster way to take
+    them all (`calls` is the chain's buffer: copy what is kept)."""
+    for row, times in calls.tolist(): self.ran(st, ws, rows[row][1].steps, rows[row][0], first_wave, times)
   def done(self, stats:DispatchStats) -> None: pass

@@ -87,7 +87,8 @@ STORES = frozenset({(32, 32), (64, 64), (16, 16), (16, 32)})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
 N_VGPRS = 256      # VGPRs a VALU operand may name (CDNA's AGPRs, stored after them, are not VALU operands)
 FUNCTION = "region"   # every region is one module with one function of this name (the disk cache keys on the whole IR)
-SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+# (PYFUNCTYPE: a call keeps the GIL; emu.native's _SIGNATURE says why)
+SIGNATURE = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 # A region that ends with a branch back to its own start (a loop) runs again for the same wave inside its function, up to a limit

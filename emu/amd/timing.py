@@ -223,13 +223,22 @@ class ReplayMemo:
 
   def number_parts(self, parts:list[tuple]) -> tuple[int, list[tuple[int, int]], np.ndarray, np.ndarray]:
     """Number each (step id, pc) of a dispatch's recorded `parts`, as TimingModel keeps them: (run key, run_keys's entry) of a
-    native region run, whose codes are made once per generation, or (None, (step id, pc)) of a single step. (The generation, its
-    code -> (step id, pc) table, the parts' codes one after another as int32, each part's number of codes.)"""
+    native region run, whose codes are made once per generation, (None, (step id, pc)) of a single step, or (CHAIN, ([(run key,
+    entry)] of the regions a wave ran, (region index, runs) per call)) of a chain's calls. (The generation, its code -> (step id,
+    pc) table, the parts' codes one after another as int32, each part's number of codes.)"""
+    def bound(key, entry) -> int:   # (at most this many new codes)
+      return 1 if key is None else sum(len(e[1]) for _, e in entry[0]) if key is CHAIN else len(entry[1])
     with self._lock:
-      if len(self.codes) + sum(1 if key is None else len(entry[1]) for key, entry in parts) > self.max_codes: self._new_generation()
+      if len(self.codes) + sum(bound(key, entry) for key, entry in parts) > self.max_codes: self._new_generation()
       codes, pairs, run_codes = self.codes, self.pairs, self.run_codes
       def code(key:tuple[int, int]) -> int:
         if (c := codes.get(key)) is None: c = codes[key] = len(pairs); pairs.append(key)
+        return c
+      def of_run(key:tuple[int, int], entry:tuple) -> np.ndarray:   # a region run's codes
+        current = self.runs.get(key) is entry   # (the part holds its entry's steps: their id is this key's while it lives)
+        if (c := run_codes.get(key) if current else None) is None:
+          c = np.array([code(k) for k in zip(entry[1], entry[2])], dtype=np.int32)
+          if current: run_codes[key] = c
         return c
       out, singles, sizes = [], [], np.ones(len(parts), dtype=np.int64)
       for i, (key, entry) in enumerate(parts):
@@ -237,10 +246,12 @@ class ReplayMemo:
           singles.append(code(entry))
           continue
         if singles: out.append(np.array(singles, dtype=np.int32)); singles = []
-        current = self.runs.get(key) is entry   # (the part holds its entry's steps: their id is this key's while it lives)
-        if (c := run_codes.get(key) if current else None) is None:
-          c = np.array([code(k) for k in zip(entry[1], entry[2])], dtype=np.int32)
-          if current: run_codes[key] = c
+        if key is CHAIN:   # each call's region codes, repeated its runs
+          each = [of_run(k, e) for k, e in entry[0]]
+          n = np.array([len(c) for c in each], dtype=np.int64)
+          which, runs = entry[1][:, 0], entry[1][:, 1].astype(np.int64)
+          c = _expand(np.concatenate(each), (np.cumsum(n) - n)[which], n[which], runs)
+        else: c = of_run(key, entry)
         out.append(c)
         sizes[i] = len(c)
       if singles: out.append(np.array(singles, dtype=np.int32))
@@ -282,6 +293,8 @@ class ReplayMemo:
       while len(self.ends) > self.limit: self.ends.popitem(last=False)
 
 REPLAY_MEMO = ReplayMemo()
+CHAIN = "chain"   # a record entry's key for a chain's calls (TimingModel.ran_chain)
+CHAIN_CALLS = 16  # calls from which a chain's runs are recorded as one entry (fewer: an entry per region run, as `ran` makes)
 
 class DeferredReplays:
   """Dispatches whose replay waits until someone reads their cycles (DispatchStats.replay): a test suite that never reads the GPU's
@@ -320,14 +333,13 @@ DISPATCH_BYTES = 2048  # a deferred dispatch itself (its model, stats and the en
 MEMBERSHIP_CELLS = 1 << 24   # waves x entries up to which _streams marks each wave's entries in a bitmap instead of sorting
 DRIVERS = ("kfd", "am")   # the kernel driver that mapped the code: amdgpu's KFD (tinygrad's default AMD interface) or tinygrad's AM
 
-def _expand(flat:np.ndarray, starts:np.ndarray, sizes:np.ndarray, times:np.ndarray, entries:np.ndarray) -> np.ndarray:
-  """The instruction codes of the record's `entries` (indices, in order), each entry's codes (flat[starts[e]:starts[e] + sizes[e]])
-  repeated times[e] times."""
-  n = sizes[entries] * times[entries]
+def _expand(flat:np.ndarray, starts:np.ndarray, sizes:np.ndarray, times:np.ndarray) -> np.ndarray:
+  """Parts of `flat` one after another, part i (flat[starts[i]:starts[i] + sizes[i]]) repeated times[i] times."""
+  n = sizes * times
   if not len(n): return flat[:0]
-  e = np.repeat(entries, n)
-  pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)   # the position in its entry's repeated codes
-  return flat[starts[e] + pos % sizes[e]]
+  part = np.repeat(np.arange(len(n)), n)
+  pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)   # the position in its part's repeated codes
+  return flat[starts[part] + pos % sizes[part]]
 
 class TimingModel(DispatchObserver):
   """Cycle counts for one dispatch; `timeline=True` also keeps per-wave (wave, pc, cycle, class, dram) issue records.
@@ -351,11 +363,18 @@ class TimingModel(DispatchObserver):
     self.lockstep &= len(ws) == self.n_waves
     self.record.append((key, entry, ws + first_wave if first_wave else ws, times))   # (a loop's runs: one entry)
     self.recorded += len(ws)
-  def ran_all(self, st, ws:np.ndarray, runs:list, first_wave:int):
+  def ran_chain(self, st, ws:np.ndarray, rows:list, calls:np.ndarray, first_wave:int):
     self.lockstep &= len(ws) == self.n_waves
     waves = ws + first_wave if first_wave else ws
-    self.record.extend((key, entry, waves, times) for (key, entry), (_, _, times) in zip(REPLAY_MEMO.run_keys_all(runs), runs))
-    self.recorded += len(ws) * len(runs)
+    if len(calls) < CHAIN_CALLS:   # an entry per region run
+      runs = [(rows[row][1].steps, rows[row][0], times) for row, times in calls.tolist()]
+      self.record.extend((key, entry, waves, times) for (key, entry), (_, _, times) in zip(REPLAY_MEMO.run_keys_all(runs), runs))
+      self.recorded += len(ws) * len(runs)
+      return
+    used, which = np.unique(calls[:, 0], return_inverse=True)   # one entry: the regions it ran, each call's region and runs
+    keys = REPLAY_MEMO.run_keys_all([(rows[row][1].steps, rows[row][0], None) for row in used.tolist()])
+    self.record.append((CHAIN, (keys, np.stack([which.reshape(-1), calls[:, 1]], axis=1)), waves, 1))
+    self.recorded += len(ws) + 2 * len(calls)   # (the calls' array: 8 bytes a call, counted as one wave number)
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
     if self.deferred: DEFERRED.add(stats, self)
@@ -398,7 +417,7 @@ class TimingModel(DispatchObserver):
     times = np.fromiter((r[3] for r in self.record), np.int64, len(self.record))
     starts = np.cumsum(sizes) - sizes
     def stream(entries:np.ndarray) -> tuple[Stream, bytes]:   # the stream of a wave that ran these entries (indices, in order)
-      return REPLAY_MEMO.stream(generation, _expand(flat, starts, sizes, times, entries), pairs)
+      return REPLAY_MEMO.stream(generation, _expand(flat, starts[entries], sizes[entries], times[entries]), pairs)
     if self.lockstep:   # every entry held every wave (one lockstep chunk): one sequence
       one, digest = stream(np.arange(len(self.record)))
       return [one] * self.n_waves, [digest] * self.n_waves, generation

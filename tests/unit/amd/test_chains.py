@@ -4,7 +4,7 @@ counts; every region test using `both` checks the chained path too); expected va
 import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, EXEC_LO, s_add_i32, s_and_saveexec_b32, s_cbranch_execz, s_cbranch_scc1,
-  s_cmp_lg_u32, s_lshl_b32, s_or_b32, v_add_nc_u32_e32, v_mul_f32_e32, v_sub_f32_e32, global_store_b32)
+  s_cmp_lg_u32, s_lshl_b32, s_mov_b32, s_or_b32, v_add_nc_u32_e32, v_mul_f32_e32, v_sub_f32_e32, global_store_b32)
 from emu import native
 from emu.amd import chain, regions, run_program
 from emu.amd.api import GPUHangFault
@@ -86,6 +86,14 @@ def _self_loop() -> list:
   back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4
   return [v_add_nc_u32_e32(v[1], 1, v[1]), s_cbranch_execz(simm16=0), *body, s_cbranch_scc1(simm16=back & 0xffff)]
 
+def _nested_loop() -> list:
+  """An outer loop of s2 trips around an inner region that branches back to its own start 3 times (s3): a chain's calls of that
+  region run it 3 times each."""
+  inner = [v_add_nc_u32_e32(v[1], 7, v[1]), s_add_i32(s[3], s[3], -1), s_cmp_lg_u32(s[3], 0)]
+  inner.append(s_cbranch_scc1(simm16=(-(sum(len(i.to_bytes()) for i in inner) + 4) // 4) & 0xffff))
+  body = [s_mov_b32(s[3], 3), s_cbranch_execz(simm16=0), *inner, s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
+  return [*body, s_cbranch_scc1(simm16=(-(sum(len(i.to_bytes()) for i in body) + 4) // 4) & 0xffff)]
+
 @pytest.mark.parametrize("budget", [1, 9, 23, 40, 41, 57, 100])
 @pytest.mark.parametrize("shape", [_guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1])]), _self_loop()], ids=["guarded", "self-loop"])
 def test_the_instruction_watchdog_fires_where_one_region_a_call_fires_for_one_wave(monkeypatch, chained, budget, shape):
@@ -128,16 +136,23 @@ def test_stores_in_chained_regions_land_as_on_the_numpy_path(monkeypatch, chaine
   assert any(len(calls) > 3 for _, groups, _ in chained for _, calls in groups)
 
 def _timed(prog:list, trips:list[int], masks:list[int]) -> tuple:
-  from test_timing import timed   # (the timing tests' dispatch with a timing model)
+  from test_timing import relative, timed   # (the timing tests' dispatch with a timing model)
   cycles, timeline, st = timed(prog, waves=len(trips), sgprs={2: trips, 5: masks})
-  return cycles, timeline, st.stats.wave_instructions
+  return cycles, relative(timeline), st.stats.wave_instructions
 
-@pytest.mark.parametrize("shape", ["guarded", "self-loop"])
-def test_the_timing_model_sees_each_waves_stream_as_one_region_a_call_and_the_numpy_path_give_it(monkeypatch, chained, shape):
-  # waves that skip the block, or loop their own number of times in one region together: each wave's stream as the numpy path's
-  prog = _guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1]), v_mul_f32_e32(v[2], 2.0, v[1])], [s_lshl_b32(s[7], s[2], 1)]) \
-    if shape == "guarded" else _self_loop()
-  trips, masks = [5, 1, 3], [0xffff, 0, 0xffffffff]
+@pytest.mark.parametrize("entry_from", [2, 10 ** 9], ids=["chain-entries", "run-entries"])
+@pytest.mark.parametrize("shape, trips", [("guarded", [5, 1, 3]), ("self-loop", [5, 1, 3]), ("nested", [4, 2, 3])],
+                         ids=["guarded", "self-loop", "nested"])
+def test_the_timing_model_sees_each_waves_stream_as_one_region_a_call_and_the_numpy_path_give_it(monkeypatch, chained, shape, trips,
+                                                                                                  entry_from):
+  # waves that skip the block, or loop their own number of times in one region together (or as many times: calls of several
+  # runs each): each wave's stream as the numpy path's, whether the timing model records a chain's calls as one entry (from
+  # `entry_from` calls on) or an entry per region run
+  from emu.amd import timing
+  monkeypatch.setattr(timing, "CHAIN_CALLS", entry_from)
+  prog = {"guarded": lambda: _guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1]), v_mul_f32_e32(v[2], 2.0, v[1])], [s_lshl_b32(s[7], s[2], 1)]),
+          "self-loop": _self_loop, "nested": _nested_loop}[shape]()
+  masks = [0xffff, 0, 0xffffffff]
   _timed(prog, trips, masks)   # (every region compiled)
   chained.clear()
   got = _timed(prog, trips, masks)

@@ -36,6 +36,11 @@ def timed(insts, waves=1, lanes=32, vgprs=None, memory=None, sgprs=None):
   st.stats = stats
   return cycles, tm.timeline, st
 
+def relative(timeline:list) -> list:
+  """A timeline with its pcs counted from the code's start (each `timed` run maps its code at an address of its own)."""
+  base = min(pc for _, pc, _, _, _ in timeline if pc >= 0)
+  return [(w, pc - base if pc >= 0 else pc, *rest) for w, pc, *rest in timeline]
+
 def test_dependent_valu_chain_slower_than_independent():
   dep = [x for i in range(8) for x in (v_add_f32_e32(v[1], v[1], v[2]), s_delay_alu(VALU_DEP_1))]
   indep = [x for i in range(8) for x in (v_add_f32_e32(v[1 + i], v[10], v[11]), s_delay_alu(0))]
