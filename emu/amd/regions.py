@@ -7,19 +7,20 @@ Each instruction's semantics are its pcode op's generated code, lowered by `emu.
 executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
 registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit high halves (a 16-bit result goes
-to the low half), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), scalar ALU ops from SGPRs and constants
-into an SGPR or EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves,
-SaluStep.across / SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses, stay in the region),
-and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms)
-after all of those; a branch (s_branch, s_cbranch_scc0/1, s_cbranch_execz/execnz, s_cbranch_vccz/vccnz) is the last instruction
-of a region without stores (the function then stores each wave's next PC), and where it goes back to the region's own start the
-function runs the region again for that wave, at most `limit` times a call (LOOP_BUDGET; never past the run after which the
-instruction watchdog fires). A lane mask's word is made where it is written (each active lane's bit; 0 in inactive lanes) and
-kept with the SGPRs, so scalar ops later in the region read it, and may write over it. A scalar op may write EXEC (s_and_saveexec,
-s_or_b32 exec: LLVM's guarded blocks), and so may a VALU op as a lane mask (v_cmpx, a compare or carry-out into EXEC_LO; after its
-other results, which are stored under the EXEC it ran with): every later instruction of the region runs on the new EXEC, so each
-VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and counts only the lanes then
-active, and a NaN counts only in a lane active where it was made. It ends before anything else.
+to the low half), VOP3P ops of packed sources (each half picked by op_sel / op_sel_hi and negated by neg / neg_hi: 16-bit halves
+of a dword, CDNA's f32 halves of a register pair), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), scalar
+ALU ops from SGPRs and constants into an SGPR or EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their
+numpy code over waves, SaluStep.across / SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses,
+stay in the region), and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics,
+ADDTID or block forms) after all of those; a branch (s_branch, s_cbranch_scc0/1, s_cbranch_execz/execnz, s_cbranch_vccz/vccnz) is
+the last instruction of a region without stores (the function then stores each wave's next PC), and where it goes back to the
+region's own start the function runs the region again for that wave, at most `limit` times a call (LOOP_BUDGET; never past the run
+after which the instruction watchdog fires). A lane mask's word is made where it is written (each active lane's bit; 0 in inactive
+lanes) and kept with the SGPRs, so scalar ops later in the region read it, and may write over it. A scalar op may write EXEC
+(s_and_saveexec, s_or_b32 exec: LLVM's guarded blocks), and so may a VALU op as a lane mask (v_cmpx, a compare or carry-out into
+EXEC_LO; after its other results, which are stored under the EXEC it ran with): every later instruction of the region runs on the
+new EXEC, so each VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and counts only
+the lanes then active, and a NaN counts only in a lane active where it was made. It ends before anything else.
 The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only
 stores follow): the loop only checks each wave's store spans against the writable native table, and once every wave of the batch
 has run, each of the stores' writes is done for every wave in turn, from the registers the loop stored (nothing after a region's
@@ -254,7 +255,7 @@ def plain_valu(s:Step) -> bool:
   if "EXEC" in op.reads and "EXEC" not in op.lane_masks: return False
   for sp in s.srcs.values():
     src = sp.src
-    if sp.packed is not None or not isinstance(src, Src) or src.kind not in ("vgpr", "sgpr", "const"): return False
+    if not isinstance(src, Src) or src.kind not in ("vgpr", "sgpr", "const"): return False
     if src.hi or src.bits not in (16, 32, 64): return False   # (a 16-bit source: the low half; true16/op_sel high halves stay out)
     if (sp.neg or sp.abs) and sp.fkind not in (32, 64): return False
   return not any(name != "EXEC" and 128 <= s.mask_read[name] < 256 for name in op.lane_masks & op.reads)   # lane masks from SCC/VCCZ & co.
@@ -388,8 +389,10 @@ class _WaveCode:
     if src.kind == "vgpr": return self.vreg(src.reg + k)
     return self.b.splat("i32", self.sreg(src.reg + k), U64).ref
 
-  def read(self, src:Src, fkind:int=0, neg:bool=False, abs_:bool=False) -> Val:
-    """A source operand as uint64 bits (zero-extended), with neg/abs on the sign bit of its float kind (operands.apply_neg_abs)."""
+  def read(self, src:Src, fkind:int=0, neg:bool=False, abs_:bool=False, packed:tuple|None=None) -> Val:
+    """A source operand as uint64 bits (zero-extended), with neg/abs on the sign bit of its float kind (operands.apply_neg_abs), or
+    as two halves (`packed`: VOP3P's (op_sel, op_sel_hi, neg_lo, neg_hi), exec_valu.SrcSpec.read: 16-bit halves of a dword, or
+    CDNA's packed f32 halves of a register pair) each picked and negated on its own."""
     b = self.b
     v64 = b.t("i64")
     if src.kind == "const": v = b.const(src.value & ((1 << src.bits) - 1), U64)
@@ -400,10 +403,23 @@ class _WaveCode:
         hs = b.emit(f"shl {v64} {hi.ref}, {b.c('i64', '32')}", U64)
         v = b.emit(f"or {v64} {v.ref}, {hs.ref}", U64)
       if src.bits == 16: v = b.emit(f"and {v64} {v.ref}, {b.const(0xffff, U64).ref}", U64)   # (Src.read_lanes: the low half)
+    if packed is not None: return self._halves(v, src.bits // 2, fkind, packed)
     sign = 1 << (fkind - 1) if fkind else 0
     if abs_: v = b.emit(f"and {v64} {v.ref}, {b.const(((1 << 64) - 1) ^ sign, U64).ref}", U64)
     if neg: v = b.emit(f"xor {v64} {v.ref}, {b.const(sign, U64).ref}", U64)
     return v
+
+  def _halves(self, v:Val, h:int, fkind:int, packed:tuple) -> Val:
+    """The packed operand of halves of `h` bits from value v: its op_sel half low, its op_sel_hi half high, each sign flipped by
+    neg_lo / neg_hi on a float operand."""
+    b, v64 = self.b, self.b.t("i64")
+    (lo_sel, hi_sel, neg_lo, neg_hi), mask, sign = packed, (1 << h) - 1, 1 << (h - 1)
+    def half(sel:int, neg:int) -> Val:
+      x = b.emit(f"lshr {v64} {v.ref}, {b.c('i64', str(h * sel))}", U64) if sel else v
+      x = b.emit(f"and {v64} {x.ref}, {b.const(mask, U64).ref}", U64)
+      return b.emit(f"xor {v64} {x.ref}, {b.const(sign, U64).ref}", U64) if fkind and neg else x
+    high = b.emit(f"shl {v64} {half(hi_sel, neg_hi).ref}, {b.c('i64', str(h))}", U64)
+    return b.emit(f"or {v64} {half(lo_sel, neg_lo).ref}, {high.ref}", U64)
 
   def mask_word(self, reg:int, fresh:bool=False) -> str:
     """The lane mask in SGPR reg (and reg+1 in wave64) of this wave as a scalar i64 (`fresh`: as the register file holds it)."""
@@ -622,7 +638,7 @@ def _wave_inputs(code:_WaveCode, mode:dict) -> dict:
 def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
   """The op state of one ValuStep for one wave's lanes (exec_valu.ValuStep._batch's reads)."""
   op, inputs = step.op, {**_wave_inputs(code, mode), **step.fields}
-  for name, sp in step.srcs.items(): inputs[name] = code.read(sp.src, sp.fkind, sp.neg, sp.abs)
+  for name, sp in step.srcs.items(): inputs[name] = code.read(sp.src, sp.fkind, sp.neg, sp.abs, sp.packed)
   for name in op.lane_masks & op.reads:
     inputs[name] = code.mask_bits(step.mask_read[name] if name != "EXEC" else step.spec.exec_lo, step.instr.literal)
   if "D0" in op.reads and "D0" not in op.lane_masks: inputs["D0"] = code.read(step.d0)

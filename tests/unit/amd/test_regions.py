@@ -344,3 +344,43 @@ def test_a_16_bit_source_reads_the_low_half_in_a_region(monkeypatch, native_runs
   st = both([v_mad_u32_u16(v[4], v[1], v[2], v[3]), v_add_nc_u32_e32(v[5], 1, v[4])],
             vgprs={1: 0x10000 * 7 + LANES[:32], 2: 0xffff0005, 3: 1000})
   assert sizes == [2] and (st.vgpr[0, :, 4] == LANES[:32] * 5 + 1000).all()
+
+PACKED_MODS = [(0b000, 0b111, 0b000, 0b000), (0b001, 0b111, 0b010, 0b100), (0b110, 0b010, 0b101, 0b011), (0b111, 0b000, 0b000, 0b111)]
+
+def _vop3p(opsel:int, opsel_hi:int, neg:int, neg_hi:int) -> dict:
+  """The DSL's VOP3P modifier fields for per-source bits (src2's op_sel_hi bit is a field of its own)."""
+  return {"opsel": opsel, "opsel_hi": opsel_hi & 3, "opsel_hi2": opsel_hi >> 2, "neg": neg, "neg_hi": neg_hi}
+
+@pytest.mark.parametrize("opsel, opsel_hi, neg, neg_hi", PACKED_MODS)
+def test_cdna_packed_f32_halves_join_a_region_each_picked_and_negated_on_its_own(monkeypatch, native_runs, both, opsel, opsel_hi, neg, neg_hi):
+  # v_pk_fma_f32 on a register pair per operand: op_sel picks each source's low result half, op_sel_hi its high, neg/neg_hi
+  # flip each half's sign (exec_valu.SrcSpec.read); then a v_pk_mul_f32 in the same region
+  from tinygrad.runtime.autogen.amd.cdna import ins as C
+  sizes = _region_sizes(monkeypatch)
+  x = (LANES + 1).astype(np.float32)
+  regs = {0: f32(x), 1: f32(-x * 0.5), 2: f32(2.0), 3: f32(0.25), 6: f32(1.0), 7: f32(3.0)}
+  prog = [C.v_pk_fma_f32(C.v[4:5], C.v[0:1], C.v[2:3], C.v[6:7], **_vop3p(opsel, opsel_hi, neg, neg_hi)),
+          C.v_pk_mul_f32(C.v[8:9], C.v[4:5], C.v[2:3])]
+  st = both(prog, arch="gfx942", lanes=64, vgprs=regs)
+  assert native_runs == [1] and sizes == [2]
+  pair = {0: (x, -x * np.float32(0.5)), 1: (np.float32(2.0), np.float32(0.25)), 2: (np.float32(1.0), np.float32(3.0))}
+  def half(i:int, sel:int, negs:int): return (-1 if negs >> i & 1 else 1) * pair[i][sel >> i & 1]
+  lo = half(0, opsel, neg) * half(1, opsel, neg) + half(2, opsel, neg)   # (exact in f32: one rounding or two agree)
+  hi = half(0, opsel_hi, neg_hi) * half(1, opsel_hi, neg_hi) + half(2, opsel_hi, neg_hi)
+  assert (as_f32(st.vgpr[0, :, 4]) == lo).all() and (as_f32(st.vgpr[0, :, 5]) == hi).all()
+  assert (as_f32(st.vgpr[0, :, 8]) == lo * np.float32(2.0)).all() and (as_f32(st.vgpr[0, :, 9]) == hi * np.float32(0.25)).all()
+
+@pytest.mark.parametrize("opsel, opsel_hi, neg, neg_hi", PACKED_MODS)
+def test_rdna_packed_16_bit_halves_join_a_region_each_picked_on_its_own(monkeypatch, native_runs, both, opsel, opsel_hi, neg, neg_hi):
+  # v_pk_mad_u16: op_sel / op_sel_hi pick each source's 16-bit half of a dword; neg bits do nothing to integer operands. (Packed
+  # f16 ops do not join: lanes_ir lowers no 16-bit float arithmetic yet.)
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v_pk_mad_u16
+  sizes = _region_sizes(monkeypatch)
+  pair = {0: (LANES[:32] * 1000 + 7, LANES[:32] + 3), 1: (np.full(32, 300), np.full(32, 5)), 2: (np.full(32, 11), np.full(32, 60000))}
+  def pack(lo, hi): return (np.asarray(lo) & 0xffff | (np.asarray(hi) & 0xffff) << 16).astype(np.uint32)
+  prog = [v_pk_mad_u16(v[4], v[0], v[2], v[6], **_vop3p(opsel, opsel_hi, neg, neg_hi)), v_add_nc_u32_e32(v[8], 1, v[4])]
+  st = both(prog, vgprs={0: pack(*pair[0]), 2: pack(*pair[1]), 6: pack(*pair[2])})
+  assert native_runs == [1] and sizes == [2]
+  def half(i:int, sel:int): return pair[i][sel >> i & 1].astype(np.int64)
+  lo, hi = ((half(0, sel) * half(1, sel) + half(2, sel)) & 0xffff for sel in (opsel, opsel_hi))   # (mod 2**16)
+  assert (st.vgpr[0, :, 4] == pack(lo, hi)).all() and (st.vgpr[0, :, 8] == pack(lo, hi) + 1).all()
