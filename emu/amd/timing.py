@@ -374,7 +374,7 @@ class TimingModel(DispatchObserver):
     used, which = np.unique(calls[:, 0], return_inverse=True)   # one entry: the regions it ran, each call's region and runs
     keys = REPLAY_MEMO.run_keys_all([(rows[row][1].steps, rows[row][0], None) for row in used.tolist()])
     self.record.append((CHAIN, (keys, np.stack([which.reshape(-1), calls[:, 1]], axis=1)), waves, 1))
-    self.recorded += len(ws) + 2 * len(calls)   # (the calls' array: 8 bytes a call, counted as one wave number)
+    self.recorded += len(ws) + 2 * len(calls)   # (the calls' array: 16 bytes a call, two wave numbers' worth)
   def done(self, stats):
     stats.clock_mhz = self.clock_mhz
     if self.deferred: DEFERRED.add(stats, self)
