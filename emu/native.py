@@ -196,6 +196,13 @@ class _Native:
       self.submitted += 1
       self._jobs.put((ir, signature, done, tier))
 
+  def function_soon(self, ir:str, signature, done, tier:str=FULL, background:bool=True, key:str|None=None):
+    """`done(function or None)` for module `ir` compiled as `tier`: at once when the disk cache holds its object (`key`: its name,
+    `key(ir, tier)` when not given), else compiled on the background thread (`background`) or here."""
+    if (fn := self.function_by_key(key or self.key(ir, tier), signature)) is not None: done(fn)
+    elif background: self.function_later(ir, signature, done, tier)
+    else: done(self.function(ir, signature, tier))
+
   def _compile_jobs(self, jobs:queue.SimpleQueue):
     while (job := jobs.get()) is not None:
       ir, signature, done, tier = job

@@ -191,9 +191,7 @@ def driver():
   meanwhile, and for good where it cannot be compiled; asked again in a forked child, where a queued compile is lost)."""
   if _driver["fn"] is None and _driver["generation"] != native.NATIVE.generation:
     _driver["generation"] = native.NATIVE.generation
-    if (fn := native.NATIVE.function_by_key(native.NATIVE.key(DRIVER_IR), SIGNATURE)) is not None: _driver["fn"] = fn
-    elif regions.BACKGROUND: native.NATIVE.function_later(DRIVER_IR, SIGNATURE, lambda fn: _driver.__setitem__("fn", fn))
-    else: _driver["fn"] = native.NATIVE.function(DRIVER_IR, SIGNATURE)
+    native.NATIVE.function_soon(DRIVER_IR, SIGNATURE, lambda fn: _driver.__setitem__("fn", fn), background=regions.BACKGROUND)
   return _driver["fn"]
 
 class Chain:

@@ -210,12 +210,17 @@ class Dispatcher:
     if ran is None:
       for off, _ in region.steps: self._execute(m, prog, pc + off, ws, first_wave, observe=False)
     runs, passes, total = ran or (None, 1, len(ws))
-    if self.observers:   # what the numpy path would have run: every wave that ran it an i-th time, together
-      for run, times in _passes(ws, runs, passes, total):
-        for o in self.observers: o.ran(st, run, region.steps, pc, first_wave, times)
+    self._ran(st, ws, region, pc, first_wave, runs, passes, total)
     stats.wave_instructions += total * region.count
     self.watchdog.check(stats.wave_instructions, pc + region.steps[-1][0], st.wave_id, int(ws[0]), long=passes > 1)
     return False
+
+  def _ran(self, st, ws:np.ndarray, region:regions.Region, pc:int, first_wave:int, runs:np.ndarray|None, most:int, total:int):
+    """Tell the observers of one region call for waves ws (each wave's runs, the most, all) as the numpy path would have run it:
+    every wave that ran it an i-th time, together."""
+    if self.observers:
+      for run, times in _passes(ws, runs, most, total):
+        for o in self.observers: o.ran(st, run, region.steps, pc, first_wave, times)
 
   def _chain(self, m:Machine, prog:Program, ws:np.ndarray, stats:DispatchStats, first_wave:int, budget:int|None) -> bool:
     """Run waves ws through the native chain from their PC (emu.amd.chain); False when it ran nothing (no driver yet, the waves'
@@ -228,13 +233,9 @@ class Dispatcher:
     if (done := prog.chain.run(m, prog.regions, ws, mode, budget)) is None: return False
     _, groups, ran, split = done
     rows = prog.chain.rows
-    if self.observers:
-      for waves, calls in groups:
-        for o in self.observers: o.ran_chain(st, waves, rows, calls, first_wave)
-      if split is not None:   # the batch's last call together, as `_region` reports a call
-        at, region, runs, most, total = split
-        for run, times in _passes(ws, runs, most, total):
-          for o in self.observers: o.ran(st, run, region.steps, at, first_wave, times)
+    for waves, calls in groups:
+      for o in self.observers: o.ran_chain(st, waves, rows, calls, first_wave)
+    if split is not None: self._ran(st, ws, split[1], split[0], first_wave, *split[2:])   # the batch's last call together
     stats.wave_instructions += ran
     at, region = split[:2] if split is not None else rows[int(groups[-1][1][-1, 0])]   # (the watchdog names the last instruction run)
     self.watchdog.check(stats.wave_instructions, at + region.steps[-1][0], st.wave_id, int(ws[0]), long=True)

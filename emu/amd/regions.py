@@ -937,10 +937,7 @@ class Region:
     """The function compiled as `tier` (emu.native) from the disk cache, else compiled: in the background, or here when
     BACKGROUND is off."""
     key = native.NATIVE.key(self.ir, tier)
-    done = lambda fn: self._compiled(fn, tier, key)
-    if (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is not None: done(fn)
-    elif BACKGROUND: native.NATIVE.function_later(self.ir, SIGNATURE, done, tier)
-    else: done(native.NATIVE.function(self.ir, SIGNATURE, tier))
+    native.NATIVE.function_soon(self.ir, SIGNATURE, lambda fn: self._compiled(fn, tier, key), tier, BACKGROUND, key)
 
   def _compiled(self, fn, tier:str, key:str):
     self.ir = None   # not needed again (a big region's IR is ~70 KB; a promotion lowers it again)

@@ -1,4 +1,5 @@
 """Shared helpers for the AMD emulator tests: numpy buffers mapped into a MemoryMap, native regions compiled at once."""
+import os
 import pytest
 from emu.amd import regions
 from emu.amd.kernel import Buffers
@@ -9,15 +10,19 @@ REGION_RUN = regions.Region.run   # (the unspied method: `both` runs its chained
 def bufs() -> Buffers: return Buffers()
 
 @pytest.fixture
-def native_runs(monkeypatch):
-  """Native regions (emu.amd.regions) compile on first use, in this thread, and each batch runs one region a call (EMU_CHAINS=0:
-  the tests observe region calls; `both` checks the chained path too); returns the list of batch sizes that ran natively
-  (Region.run returning True)."""
-  monkeypatch.setenv("EMU_CHAINS", "0")
+def regions_at_once(monkeypatch):
+  """Native regions (emu.amd.regions) compile on first use, in this thread (not once hot, in the background)."""
   monkeypatch.setattr(regions, "REGION_HOT", 0)
   monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
   monkeypatch.setattr(regions, "BACKGROUND", False)
   monkeypatch.delenv("EMU_REGIONS", raising=False)
+
+@pytest.fixture
+def native_runs(monkeypatch, regions_at_once):
+  """Native regions (emu.amd.regions) compile on first use, in this thread, and each batch runs one region a call (EMU_CHAINS=0:
+  the tests observe region calls; `both` checks the chained path too); returns the list of batch sizes that ran natively
+  (Region.run returning True)."""
+  monkeypatch.setenv("EMU_CHAINS", "0")
   runs, real = [], regions.Region.run
   def spy(self, m, ws, budget=None):
     done = real(self, m, ws, budget)
@@ -53,7 +58,6 @@ def both(monkeypatch):
       m.setenv("EMU_REGIONS", "0")
       want = run_program(insts, **kw)
     same(got, want, "native regions")
-    import os
     if os.environ.get("EMU_CHAINS") == "0":
       with monkeypatch.context() as m:
         m.setenv("EMU_CHAINS", "1")

@@ -3,23 +3,20 @@ native code goes. The numpy path (EMU_REGIONS=0) is the reference (the `both` fi
 counts; every region test using `both` checks the chained path too); expected values are worked by hand."""
 import numpy as np
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, EXEC_LO, s_add_i32, s_and_saveexec_b32, s_cbranch_execz, s_cbranch_scc1,
-  s_cmp_lg_u32, s_lshl_b32, s_mov_b32, s_or_b32, v_add_nc_u32_e32, v_mul_f32_e32, v_sub_f32_e32, global_store_b32)
+from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, EXEC_LO, s_and_saveexec_b32, s_cbranch_execz, s_lshl_b32, s_mov_b32,
+  s_or_b32, v_add_nc_u32_e32, v_mul_f32_e32, v_sub_f32_e32, global_store_b32)
 from emu import native
 from emu.amd import chain, regions, run_program
 from emu.amd.api import GPUHangFault
+from test_region_loops import _loop   # (the region loop tests' counted loop)
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
 LANES = np.arange(32)
 
 @pytest.fixture
-def chained(monkeypatch):
+def chained(monkeypatch, regions_at_once):
   """Regions compile at their first run, in this thread, and chains are on; returns each driver call's (why it stopped, [(waves,
   [(row, runs) per region call])], wave-instructions)."""
-  monkeypatch.setattr(regions, "REGION_HOT", 0)
-  monkeypatch.setattr(regions, "REGION_HOT_PER_INSTR", 0)
-  monkeypatch.setattr(regions, "BACKGROUND", False)
-  monkeypatch.delenv("EMU_REGIONS", raising=False)
   monkeypatch.setenv("EMU_CHAINS", "1")
   seen, real = [], chain.Chain.run
   def spy(self, *a):
@@ -30,12 +27,9 @@ def chained(monkeypatch):
 
 def _guarded_loop(block:list, tail:list=()) -> list:
   """A loop of s2 trips whose body is `block` run under EXEC &= s5 (skipped by s_cbranch_execz when no lane is left: LLVM's guarded
-  block), then `tail`: four regions a trip, joined by branches."""
+  block), then `tail`: regions joined by branches."""
   skip = sum(len(i.to_bytes()) for i in block) // 4
-  body = [s_and_saveexec_b32(s[4], s[5]), s_cbranch_execz(simm16=skip), *block, s_or_b32(EXEC_LO, EXEC_LO, s[4]), *tail,
-          s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
-  back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4
-  return [*body, s_cbranch_scc1(simm16=back & 0xffff)]
+  return _loop([s_and_saveexec_b32(s[4], s[5]), s_cbranch_execz(simm16=skip), *block, s_or_b32(EXEC_LO, EXEC_LO, s[4]), *tail])
 
 def test_blocks_joined_by_branches_run_in_one_driver_call_each_wave_its_own_way(chained, both):
   prog = _guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1])], [v_add_nc_u32_e32(v[2], 1, v[2])])
@@ -82,17 +76,12 @@ def test_a_call_that_stops_early_goes_on_in_the_next(monkeypatch, chained, both,
 def _self_loop() -> list:
   """A region (ended by a branch to the next instruction), then a region that branches back to its own start (s2 trips): the
   second loops inside its call, up to the limit the driver gives it."""
-  body = [v_add_nc_u32_e32(v[1], 7, v[1]), s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
-  back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4
-  return [v_add_nc_u32_e32(v[1], 1, v[1]), s_cbranch_execz(simm16=0), *body, s_cbranch_scc1(simm16=back & 0xffff)]
+  return [v_add_nc_u32_e32(v[1], 1, v[1]), s_cbranch_execz(simm16=0), *_loop([v_add_nc_u32_e32(v[1], 7, v[1])])]
 
 def _nested_loop() -> list:
   """An outer loop of s2 trips around an inner region that branches back to its own start 3 times (s3): a chain's calls of that
   region run it 3 times each."""
-  inner = [v_add_nc_u32_e32(v[1], 7, v[1]), s_add_i32(s[3], s[3], -1), s_cmp_lg_u32(s[3], 0)]
-  inner.append(s_cbranch_scc1(simm16=(-(sum(len(i.to_bytes()) for i in inner) + 4) // 4) & 0xffff))
-  body = [s_mov_b32(s[3], 3), s_cbranch_execz(simm16=0), *inner, s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
-  return [*body, s_cbranch_scc1(simm16=(-(sum(len(i.to_bytes()) for i in body) + 4) // 4) & 0xffff)]
+  return _loop([s_mov_b32(s[3], 3), s_cbranch_execz(simm16=0), *_loop([v_add_nc_u32_e32(v[1], 7, v[1])], counter=3)])
 
 @pytest.mark.parametrize("budget", [1, 9, 23, 40, 41, 57, 100])
 @pytest.mark.parametrize("shape", [_guarded_loop([v_add_nc_u32_e32(v[1], 7, v[1])]), _self_loop()], ids=["guarded", "self-loop"])

@@ -24,9 +24,10 @@ def _calls(monkeypatch) -> list:
   monkeypatch.setattr(regions.Region, "run", spy)
   return seen
 
-def _loop(body:list) -> list:
-  """body, then `s_add_i32 s2, s2, -1; s_cmp_lg_u32 s2, 0; s_cbranch_scc1` back to the body's start: s2 trips (s2 >= 1)."""
-  body = [*body, s_add_i32(s[2], s[2], -1), s_cmp_lg_u32(s[2], 0)]
+def _loop(body:list, counter:int=2) -> list:
+  """body, then `s_add_i32 sN, sN, -1; s_cmp_lg_u32 sN, 0; s_cbranch_scc1` back to the body's start (N = `counter`): sN trips
+  (sN >= 1)."""
+  body = [*body, s_add_i32(s[counter], s[counter], -1), s_cmp_lg_u32(s[counter], 0)]
   back = -(sum(len(i.to_bytes()) for i in body) + 4) // 4   # simm16 counts dwords from the next instruction
   return [*body, s_cbranch_scc1(simm16=back & 0xffff)]
 
