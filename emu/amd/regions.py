@@ -83,6 +83,7 @@ STORE_READS = LOAD_READS
 FELL = 1   # a region function's result bit: some wave fell back (its stores, if any, are then left to the numpy path; MXCSR bits never have bit 0)
 SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "EXEC", "EXECZ", "VCC", "VCCZ", "n", "WAVE32", "WAVE64"})
 BRANCH_READS = frozenset({"PC", "SCC", "EXEC", "EXECZ", "VCC", "VCCZ", "n"})
+LANE_READ_READS = frozenset({"EXEC", "SRC0", "VGPR", "S1", "WAVE32", "WAVE64"})
 # a VALU result's (bits, bits stored): 32 and 64 bits; 16 into the low half, the high half kept (RDNA) or zeroed (gfx9's 16-bit ops)
 STORES = frozenset({(32, 32), (64, 64), (16, 16), (16, 32)})
 N_SGPR_ROW = 128   # SGPRs per wave in WaveState.sgpr
@@ -260,6 +261,14 @@ def plain_valu(s:Step) -> bool:
     if (sp.neg or sp.abs) and sp.fkind not in (32, 64): return False
   return not any(name != "EXEC" and 128 <= s.mask_read[name] < 256 for name in op.lane_masks & op.reads)   # lane masks from SCC/VCCZ & co.
 
+def lane_read(s:Step) -> bool:
+  """v_readfirstlane / v_readlane: a whole-wave op that reads one lane of a VGPR (picked from EXEC, or by an SGPR or constant) into
+  an SGPR, and nothing else."""
+  if not isinstance(s, ValuStep) or s.op.kind != "wave" or s.op.fn is None or not s.instr.sdst_dest: return False
+  if s.dpp is not None or s.instr.variant not in ("", "LIT") or s.op.writes != {"D0"} or not s.op.reads <= LANE_READ_READS | set(s.fields):
+    return False
+  return all(sp.src.kind in ("sgpr", "const") and sp.src.bits == 32 and not sp.src.hi for sp in s.srcs.values())
+
 def plain_load(s:Step) -> bool:
   """A GLOBAL load into VGPRs: no atomic, block, ADDTID or LDS form (the structural half of the test, as plain_valu)."""
   if not isinstance(s, VmemStep) or s.fmt != "GLOBAL" or s.block is not None or s.addtid: return False
@@ -305,7 +314,7 @@ def joins(s:Step) -> bool:
   dispatch's region search asks again for the steps it scans)."""
   if (hit := _joins.get(id(s))) is None:
     hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s) or plain_store(s)
-                           or plain_salu(s) or plain_smem(s) or plain_branch(s))
+                           or plain_salu(s) or plain_smem(s) or plain_branch(s) or lane_read(s))
   return hit[1]
 
 def ends(s:Step) -> bool:
@@ -326,6 +335,11 @@ class _ScalarMemory(_Memory):
     if nbytes not in (1, 2, 4): raise NotLowerable(f"a {nbytes}-byte read")
     return self.code.scalar_load(addr, nbytes, 1)[0]
   def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.scalar_load(addr, 4, k)))
+
+class _LaneReader:
+  """The VGPR input of a lane read lowered into a region: `VGPR[lane, reg]` is `_WaveCode.lane_value`."""
+  def __init__(self, code:_WaveCode): self.code = code
+  def lane_value(self, lane, reg) -> Val: return self.code.lane_value(lane, reg)
 
 class _StoreCheck:
   """The MEM input of a store lowered into a region's wave loop: each write only checks that the span every active lane reaches
@@ -442,6 +456,21 @@ class _WaveCode:
       word = b.const(src.value, U64).ref
     sh = b.emit(f"lshr {b.t('i64')} {word}, {b.lane_ids()}", U64)
     return b.emit(f"and {b.t('i64')} {sh.ref}, {b.c('i64', '1')}", U64)
+
+  def lane_value(self, lane, reg) -> Val:
+    """Lane `lane` (a one-element Val or an int) of VGPR `reg` (an int) as a one-element uint64 Val; a lane past the wave sends
+    the wave to its fallback (the numpy path then faults as it would)."""
+    sb = self.sb
+    if not isinstance(reg, int) or isinstance(reg, bool): raise NotLowerable("a VGPR picked by a wave's value")
+    if isinstance(lane, Val):
+      at = sb.emit(f"extractelement <1 x i64> {sb.cast(lane, U64).ref}, i64 0", U64).ref
+      inside = sb.emit(f"icmp ult i64 {at}, {self.lanes}", BOOL)
+      label, sb.count = f"{sb.prefix}lane{sb.count}", sb.count + 1
+      sb.lines.append(f"  br i1 {inside.ref}, label %{label}, label %fallback\n{label}:")
+    elif isinstance(lane, int) and 0 <= lane < self.lanes: at = str(lane)
+    else: raise NotLowerable(f"lane {lane!r} of a wave{self.lanes}")
+    x = sb.emit(f"extractelement {self.b.t('i32')} {self.vreg(reg)}, i64 {at}", U64)
+    return sb.emit(f"insertelement <1 x i64> poison, i64 {sb.emit(f'zext i32 {x.ref} to i64', U64).ref}, i64 0", U64)
 
   # ---- scalar (per-wave) values: one-element vectors of the scalar builder ----
   def scalar_read(self, src:Src) -> Val:
@@ -651,6 +680,7 @@ def _lower_step(step, code:_WaveCode, mode:dict, off:int):
   if isinstance(step, VmemStep): return _lower_store(step, code, mode) if "w" in step.op.mem else _lower_load(step, code, mode)
   if isinstance(step, SmemStep): return _lower_smem(step, code)
   if isinstance(step, SaluStep): return _lower_scalar(step, code, off)
+  if isinstance(step, ValuStep) and step.op.kind == "wave": return _lower_lane_read(step, code)
   if isinstance(step, VopdStep):   # both halves read their sources before either writes
     outs = []
     for op, srcs, vdst, _ in step.halves:
@@ -693,6 +723,16 @@ def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
   if "SCC" in out: code.write_scc(out["SCC"])
   if "EXEC" in out: code.write_exec(out["EXEC"])
   if "PC" in out: code.next_pc = code.scalar(out["PC"])
+
+def _lower_lane_read(step:ValuStep, code:_WaveCode):
+  """v_readfirstlane / v_readlane for one wave (ValuStep._wave's reads and SGPR write), from its pcode's Python-int code."""
+  op, sb = step.op, code.sb
+  inputs = {"WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, "VGPR": _LaneReader(code), **step.fields}
+  if "EXEC" in op.reads: inputs["EXEC"] = sb.emit(f"insertelement <1 x i64> poison, i64 {code.exec}, i64 0", U64)
+  for name, sp in step.srcs.items(): inputs[name] = code.scalar_read(sp.src)
+  out = lower(op.source, inputs, sb, python_ints=True)
+  if set(out) != {"D0"}: raise NotLowerable(f"outputs {sorted(out)} of a lane read")
+  code.write_sgpr(step.vdst, 32, out["D0"])
 
 def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
   """A plain global load (exec_vmem.VmemStep.execute's reads and VDATA store) for a wave's lanes."""

@@ -10,6 +10,12 @@ taken at lowering time, as the Python would take them. Anything that cannot be r
 bits, per-lane Python control flow, float -> int casts whose out-of-range result numpy leaves to the C compiler, a helper
 without an entry) raises NotLowerable and the op keeps running on the numpy path.
 
+A whole-wave op's code (kind 'wave': v_readfirstlane, v_readlane) computes with Python ints, one value per wave: lowered with
+`python_ints` on a one-element builder, each int is a signed or unsigned 64-bit value and only operations whose exact result stays
+in 64 bits lower (bitwise ops, right shifts, comparisons of one signedness, sext, find-first-one); an `if` or conditional
+expression on a wave's value runs both arms (they only assign) and selects each name's value; `VGPR[lane, reg]` is the input
+object's `lane_value(lane, reg)`.
+
 Float results whose bits the CPU chooses (a NaN out of arithmetic: which operand's payload survives depends on operand order,
 which LLVM may commute) are reported, not trusted: `Builder.float_results` lists every value made by float arithmetic, for the
 caller to test for NaN and to run such lanes through the numpy path instead.
@@ -167,11 +173,13 @@ def _whole(index) -> bool:
   """Whether a subscript's index is `:` (every lane)."""
   return isinstance(index, ast.Slice) and index.lower is None and index.upper is None and index.step is None
 
+PY_EXACT_BINOPS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift)   # Python int ops whose exact result 64 bits always hold
+
 class Lowering:
   """Lowers the functions of one generated module (source text) for given inputs; see `lower`."""
-  def __init__(self, source:str, b:Builder):
+  def __init__(self, source:str, b:Builder, python_ints:bool=False):
     if (fns := _functions(source)) is None: raise NotLowerable("no generated source")
-    self.fns, self.b = fns, b
+    self.fns, self.b, self.python_ints = fns, b, python_ints
 
   def run(self, name:str, inputs:dict) -> dict:
     if name not in self.fns: raise NotLowerable(f"no function {name}")
@@ -196,14 +204,36 @@ class Lowering:
       if self._is_guard(s.test) and not s.orelse: self._block(s.body, env, outputs)   # `if m.any():` a masked arm, exact without it
       else:
         c = self._expr(s.test, env)
-        if isinstance(c, Val): raise NotLowerable("per-lane Python branch")
-        self._block(s.body if c else s.orelse, env, outputs)
+        if isinstance(c, Val): self._both_arms(c, s, env, outputs)
+        else: self._block(s.body if c else s.orelse, env, outputs)
     elif isinstance(s, ast.Return) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id in self.fns:
       raise _Return(self.run(s.value.func.id, self.inputs))
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant): pass
     elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == "mwrite":
       self._expr(s.value, env)   # a store: MEM's `write` emits it
     else: raise NotLowerable(f"statement {type(s).__name__}")
+
+  def _both_arms(self, c:Val, s:ast.If, env:dict, outputs:dict):
+    """An `if` on a wave's value (Python ints only): both arms run, each name (and output) either assigns takes the taken arm's
+    value by a select; a name only one arm assigns is left undefined (a later read does not lower)."""
+    if not self.python_ints: raise NotLowerable("per-lane Python branch")
+    if any(isinstance(x, (ast.Return, ast.Expr)) for arm in (s.body, s.orelse) for stmt in arm for x in ast.walk(stmt)):
+      raise NotLowerable("a return or a call statement under a per-wave branch")   # (a store must not run on both paths)
+    arms = []
+    for body in (s.body, s.orelse):
+      e, o = dict(env), dict(outputs)
+      self._block(body, e, o)
+      arms.append((e, o))
+    (et, ot), (ef, of) = arms
+    for merged, t, f in ((env, et, ef), (outputs, ot, of)):
+      for name in [*t, *(n for n in f if n not in t)]:   # (in order: the IR text is the native code's cache key)
+        if name in t and name in f: merged[name] = t[name] if t[name] is f[name] else self._select(c, t[name], f[name])
+        else: merged.pop(name, None)
+
+  def _select(self, c:Val, x, y):
+    """x where c, else y (runtime.where), for lane values and scalars."""
+    if not isinstance(x, Val) and not isinstance(y, Val) and type(x) is type(y) and x == y: return x
+    return self._helper("where", [c, x, y], {})
 
   def _set_columns(self, array, index, v) -> Words:
     """`X[:, a:b] = v` on an (n, k) uint32 array: columns a..b-1 replaced by v's (a Words of b - a columns)."""
@@ -250,8 +280,13 @@ class Lowering:
       return all(vals) if isinstance(e.op, ast.And) else any(vals)
     if isinstance(e, ast.IfExp):
       c = self._expr(e.test, env)
-      if isinstance(c, Val): raise NotLowerable("per-lane conditional expression")
-      return self._expr(e.body if c else e.orelse, env)
+      if not isinstance(c, Val): return self._expr(e.body if c else e.orelse, env)
+      if not self.python_ints: raise NotLowerable("per-lane conditional expression")
+      return self._select(c, self._expr(e.body, env), self._expr(e.orelse, env))   # (expressions: both sides are pure)
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Tuple) and len(e.slice.elts) == 2:   # VGPR[lane, reg]
+      base = self._expr(e.value, env)
+      if not hasattr(base, "lane_value"): raise NotLowerable(f"subscript of {type(base).__name__}")
+      return base.lane_value(*(self._expr(x, env) for x in e.slice.elts))
     if isinstance(e, ast.Call): return self._call(e, env)
     if isinstance(e, ast.Tuple): return tuple(self._expr(x, env) for x in e.elts)   # an array shape
     raise NotLowerable(f"expression {type(e).__name__}")
@@ -264,17 +299,24 @@ class Lowering:
     if not isinstance(a, Val) and not isinstance(b, Val):
       if op not in PY_BINOPS: raise NotLowerable(f"Python {op.__name__}")
       return PY_BINOPS[op](a, b)
+    if self.python_ints and op not in PY_EXACT_BINOPS: raise NotLowerable(f"{op.__name__} of Python ints (unbounded)")
     if op in (ast.LShift, ast.RShift): return self._shift(op is ast.LShift, a, b)
-    dt = promote(a, b)
+    dt = self._promote(a, b)
     if op is ast.Div and dt.kind != "f": dt = F64   # true division of integers is float64
     x, y = self.b.cast(a, dt), self.b.cast(b, dt)
     table = FLOAT_BINOPS if dt.kind == "f" else BOOL_BINOPS if dt == BOOL else INT_BINOPS
     if op not in table: raise NotLowerable(f"{op.__name__} on {dt}")
     return self.b.emit(f"{table[op]} {self.b.t(LLVM_TYPE[dt])} {x.ref}, {y.ref}", dt, arith=dt.kind == "f")
 
+  def _promote(self, *xs) -> np.dtype:
+    """`promote`; with Python ints, a type that holds every operand exactly (numpy's float64 for int64 with uint64 does not)."""
+    dt = promote(*xs)
+    if self.python_ints and dt.kind not in "iub": raise NotLowerable(f"Python values as {dt}")
+    return dt
+
   def _shift(self, left:bool, a, b, signed_fill:bool|None=None) -> Val:
     """numpy's << and >> on 64-bit integers: a shift of 64 or more (or negative) gives 0, or the sign for a signed >>."""
-    dt = promote(a, b)
+    dt = self._promote(a, b)
     if dt.kind not in "iu": raise NotLowerable(f"shift of {dt}")
     bd = self.b
     x, s = bd.cast(a, dt), bd.cast(b, dt)
@@ -291,6 +333,7 @@ class Lowering:
     if not isinstance(a, Val):
       return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v, ast.Invert: lambda v: ~v, ast.Not: lambda v: not v}[op](a)
     if op is ast.UAdd: return a
+    if self.python_ints: raise NotLowerable(f"{op.__name__} of a Python int (unbounded)")
     t = self.b.t(LLVM_TYPE[a.dt])
     if op is ast.USub: return self.b.emit(f"fneg {t} {a.ref}", a.dt) if a.dt.kind == "f" else self.b.emit(f"sub {t} zeroinitializer, {a.ref}", a.dt)
     if op is ast.Invert and a.dt.kind in "iub":
@@ -299,7 +342,7 @@ class Lowering:
 
   def _compare(self, op, a, b):
     if not isinstance(a, Val) and not isinstance(b, Val): return PY_CMP[op](a, b)
-    dt = promote(a, b)
+    dt = self._promote(a, b)
     x, y = self.b.cast(a, dt), self.b.cast(b, dt)
     if dt.kind == "f": return self.b.emit(f"fcmp {FLOAT_CMP[op]} {self.b.t(LLVM_TYPE[dt])} {x.ref}, {y.ref}", BOOL)
     pred = INT_CMP[op]
@@ -374,7 +417,7 @@ class Lowering:
     if name == "where" and len(args) == 3:
       c, x, y = args
       if not isinstance(c, Val): return x if c else y
-      dt = promote(x, y) if isinstance(x, Val) or isinstance(y, Val) else np.result_type(x, y)
+      dt = self._promote(x, y) if isinstance(x, Val) or isinstance(y, Val) else np.result_type(x, y)
       c = b.cast(c, BOOL)
       xv, yv = b.cast(x, dt), b.cast(y, dt)
       return b.emit(f"select {b.t('i1')} {c.ref}, {b.t(LLVM_TYPE[dt])} {xv.ref}, {b.t(LLVM_TYPE[dt])} {yv.ref}", dt)
@@ -385,11 +428,15 @@ class Lowering:
       if name in PY_INT_HELPERS and not kws and all(isinstance(a, int) for a in args): return getattr(runtime, name)(*args)
       raise NotLowerable(f"{name} of Python scalars")   # the numpy path computes those with Python ints: no lane value to lower
     if name == "sext" and len(args) == 2 and not isinstance(args[1], Val):
-      x, w = args
+      x, w = args   # (numpy's runtime.sext keeps uint64 bits; a Python int's is the signed value)
       if x.dt not in (U64, I64) or not 0 < w <= 64: raise NotLowerable(f"sext of {x.dt}")
-      if w == 64: return x
+      dt = I64 if self.python_ints else x.dt
+      if w == 64: return Val(x.ref, dt)
       hi = b.emit(f"shl {b.t('i64')} {x.ref}, {b.c('i64', str(64 - w))}", x.dt)
-      return b.emit(f"ashr {b.t('i64')} {hi.ref}, {b.c('i64', str(64 - w))}", x.dt)
+      return b.emit(f"ashr {b.t('i64')} {hi.ref}, {b.c('i64', str(64 - w))}", dt)
+    if name in ("i64", "int") and len(args) == 1 and self.python_ints and args[0].dt.kind in "iu": return args[0]   # (a Python int's value)
+    if name in ("ff1_32", "ff1_64") and len(args) == 1 and self.python_ints and args[0].dt.kind in "iu":
+      return self._first_one(args[0], int(name[-2:]))
     if name == "i64" and len(args) == 1: return Val(args[0].ref, I64) if args[0].dt == U64 else args[0]
     if name == "u64" and len(args) == 1:
       if args[0].dt.kind == "f": raise NotLowerable("u64 of a float")
@@ -436,6 +483,16 @@ class Lowering:
     if name == "pow_f" and len(args) == 2 and not kws and self._is_two(args[0]): return self._via_f64("exp2", args[1])   # helpers.pow_f
     if name in VIA_F64 and len(args) == 1 and not kws: return self._via_f64(VIA_F64[name], x)
     raise NotLowerable(f"helper {name}")
+
+  def _first_one(self, x:Val, w:int) -> Val:
+    """helpers.ff1(w): the index of the lowest set bit of x's low w bits, -1 when there is none."""
+    b, v64 = self.b, self.b.t("i64")
+    low = b.emit(f"and {v64} {x.ref}, {b.const((1 << w) - 1, U64).ref}", U64)
+    name = f"llvm.cttz.v{b.width}i64"   # (its flag: a zero input gives 64, not poison)
+    b.intrinsics[name] = f"declare {v64} @{name}({v64}, i1 immarg)"
+    tz = b.emit(f"call {v64} @{name}({v64} {low.ref}, i1 false)", I64)
+    none = b.emit(f"icmp eq {v64} {low.ref}, zeroinitializer", BOOL)
+    return b.emit(f"select {b.t('i1')} {none.ref}, {v64} {b.c('i64', '-1')}, {v64} {tz.ref}", I64)
 
   def _int_extreme(self, which:str, signed:bool, args:list) -> Val:
     """helpers' imax_/imin_: the largest or smallest of integer lane values, compared as int64 when signed (runtime.i64's view of the
@@ -519,11 +576,12 @@ class Lowering:
     want = has_q if name == "is_qnan" else b.emit(f"xor {b.t('i1')} {has_q.ref}, {b.c('i1', 'true')}", BOOL)
     return b.emit(f"and {b.t('i1')} {nan.ref}, {want.ref}", BOOL)
 
-def lower(source:str, inputs:dict, b:Builder) -> dict:
+def lower(source:str, inputs:dict, b:Builder, python_ints:bool=False) -> dict:
   """The outputs (`st.NAME = ...` of the generated `op` function) as lane vectors or Python scalars, emitting the wave's IR into b.
   `inputs`: the op state's attributes: Val for per-lane operands (uint64 bits, lane masks as uint64 0/1), Python values for
   fields and mode inputs, N_SENTINEL for `n`, and for MEM an object whose `read(addr, nbytes)` emits a load of `nbytes` (1, 2, 4)
   at each lane's uint64 address Val (a uint64 Val) and `read_words(addr, k)` one of k dwords (Words), and a store's MEM one whose
   `write(addr, value, nbytes)` emits the write of each lane's low `nbytes` of value (uint64 Vals), in the op's order. Raises
-  NotLowerable (see the module docstring)."""
-  return Lowering(source, b).run("op", inputs)
+  NotLowerable (see the module docstring). `python_ints`: the source is a whole-wave op's Python-int code (see the module docstring);
+  a `VGPR` input is then an object whose `lane_value(lane, reg)` gives lane `lane` (a Val or int) of VGPR `reg` as a uint64 Val."""
+  return Lowering(source, b, python_ints).run("op", inputs)

@@ -169,3 +169,62 @@ def test_lowered_scalar_ops_match_their_numpy_code_over_waves(arch):
   built = _compare(_scalar_ops(arch), SCALAR_INPUTS, 60)
   names = {op.name for op, *_ in built}
   assert {"S_ADD_U32", "S_CMP_LT_U32", "S_CBRANCH_SCC1", "S_LSHL_B32"} <= names or {"S_ADD_CO_U32", "S_CMP_LT_U32", "S_CBRANCH_SCC1"} <= names
+
+# ---- Python-int code (a whole-wave op's, lowered per wave with python_ints): exact where it lowers, refused where it could not be ----
+PY_SOURCES = {
+  # v_readfirstlane's lane choice (rdna3's wave32 arm): a signed test of a sign-extended word, both arms of an if, ff1
+  "first lane": "def op(st):\n  X = st.X\n  lane = 0\n  if (i64(sext((X & 0xffffffff), 32)) == i64(0)):\n    lane = 0\n"
+                "  else:\n    lane = ((ff1_32((X & 0xffffffff))) & 0xffffffff)\n  st.D0 = lane\n",
+  "ff1_64 of zero is -1": "def op(st):\n  X = st.X\n  st.D0 = ff1_64(X)\n",
+  "signed test, conditional expression": "def op(st):\n  X = st.X\n  st.D0 = (X >> 7) if i64(sext(X, 16)) < 0 else (X & 0xff)\n",
+  "nested if, outputs merged": "def op(st):\n  X = st.X\n  st.D0 = 1\n  if (X & 1) != 0:\n    if X > 0x8000000000000000:\n"
+                               "      st.D0 = X ^ 0x5555\n  else:\n    st.D0 = int(X) | 0x100\n",
+}
+PY_REFUSED = {
+  "X + 1": "unbounded", "~X": "unbounded", "-X": "unbounded", "X << 3": "unbounded",
+  "sext(X, 32) == X": "Python values as float64",   # int64 against uint64: no 64-bit type holds both exactly
+}
+
+def _python_int_function(src:str):
+  b = Builder("p", 1)
+  out = lower(src, {"X": Val("%x1", U64)}, b, python_ints=True)
+  d0 = b.cast(out["D0"], U64)
+  ir = "\n".join([b.declarations(), "define void @f(ptr %in, ptr %out, i64 %n) {", "entry:\n  br label %loop", "loop:",
+                  "  %i = phi i64 [0, %entry], [%i.next, %loop]", "  %pi = getelementptr inbounds i64, ptr %in, i64 %i",
+                  "  %x = load i64, ptr %pi\n  %x1 = insertelement <1 x i64> poison, i64 %x, i64 0", *b.lines,
+                  f"  %r = extractelement <1 x i64> {d0.ref}, i64 0\n  %po = getelementptr inbounds i64, ptr %out, i64 %i\n  store i64 %r, ptr %po",
+                  "  %i.next = add i64 %i, 1\n  %end = icmp eq i64 %i.next, %n\n  br i1 %end, label %done, label %loop", "done:\n  ret void\n}"])
+  fn = native.NATIVE.function(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64))
+  assert fn is not None, native.NATIVE.why
+  return fn
+
+@pytest.mark.parametrize("name", PY_SOURCES)
+def test_python_int_code_lowers_exactly(name):
+  """Each source against Python running it (helpers.namespace: Python ints) on words that reach every arm: zero, single bits, sign
+  bits of each width, all ones, random 64-bit values."""
+  from emu.pcode.helpers import namespace
+  src = PY_SOURCES[name]
+  xs = [0, 1, 2, 0x80, 0x8000, 0xffff, 1 << 31, 0xffffffff, 1 << 32, 1 << 40, 1 << 63, (1 << 63) + 1, 0x8000000000000001 + 2, (1 << 64) - 1]
+  xs += [int(x) for x in np.random.default_rng(3).integers(0, 1 << 64, 200, dtype=np.uint64, endpoint=False)]
+  xs += [x & 0xffffffff for x in xs[-100:]] + [x & 0xffff for x in xs[-50:]]
+  arr = np.array(xs, dtype=np.uint64)
+  got = np.zeros_like(arr)
+  _python_int_function(src)(arr.ctypes.data, got.ctypes.data, len(arr))
+  ns = namespace()
+  exec(src, ns)
+  for x, g in zip(xs, got.tolist()):
+    st = OpState(X=x)
+    ns["op"](st)
+    assert g == int(st.D0) & ((1 << 64) - 1), f"{name}: X={x:#x} want {int(st.D0):#x} got {g:#x}"
+
+@pytest.mark.parametrize("expr", PY_REFUSED)
+def test_python_int_code_refuses_what_64_bits_may_not_hold(expr):
+  with pytest.raises(NotLowerable, match=PY_REFUSED[expr]):
+    lower(f"def op(st):\n  X = st.X\n  st.D0 = {expr}\n", {"X": Val("%x", U64)}, Builder("p", 1), python_ints=True)
+
+def test_a_name_one_arm_of_a_per_wave_if_assigns_does_not_lower():
+  src = "def op(st):\n  X = st.X\n  if X == 0:\n    y = 1\n  st.D0 = y\n"
+  with pytest.raises(NotLowerable, match="name y"):
+    lower(src, {"X": Val("%x", U64)}, Builder("p", 1), python_ints=True)
+  with pytest.raises(NotLowerable, match="per-lane Python branch"):   # numpy code never branches on lanes: refused there
+    lower(src.replace("st.D0 = y", "st.D0 = X"), {"X": Val("%x", U64)}, Builder("p", 1))
