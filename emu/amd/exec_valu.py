@@ -272,18 +272,28 @@ class ValuStep(Step):
       else: write_vgpr_lanes(st, wv, ln, self.vdst, 32 if self.sdwa_dst is not None else self.store_bits, d, self.d_hi, dense)
 
   def _wave(self, m:Machine, ws:np.ndarray):
-    """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints."""
+    """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints; ops that take
+    many waves at once (CompiledOp.waves_at_once: WMMA) one call per run of consecutive waves, on a view of their VGPRs."""
     st, op = m.st, self.op
+    if op.waves_at_once:
+      for run in np.split(ws, np.flatnonzero(np.diff(ws) != 1) + 1):
+        w = int(run[0])
+        self._call(st, w, OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w:int(run[-1]) + 1, :, :AGPR_BASE], **self.fields))
+      return
     for w in (int(x) for x in ws):
       o = OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w, :, :AGPR_BASE], EXEC=st.get_mask(w, self.spec.exec_lo),
                   M0=int(st.sgpr[w, self.spec.m0_reg]), **self.fields)
       if "AGPR" in op.reads: o.AGPR = st.vgpr[w, :, AGPR_BASE:]   # CDNA MFMA: the accumulation registers, updated in place
       for name, s in self.srcs.items(): setattr(o, name, s.src.read_int(st, w) if s.src.kind != "vgpr" else 0)
       if "D0" in op.reads: o.D0 = int(st.sgpr[w, self.vdst]) if self.instr.sdst_dest else 0
-      try: op.fn(o)
-      except InvalidField as e: raise GPUIllegalInstruction(int(st.pc[w]), self.instr.raw, f"{self.instr.op.name}: {e}") from None
+      self._call(st, w, o)
       if "D0" in op.writes and self.instr.sdst_dest: write_sgpr(st, w, self.vdst, 32, int(o.D0))
       if "EXEC" in op.writes: st.set_mask(w, self.spec.exec_lo, int(o.EXEC))
+
+  def _call(self, st, w:int, o:OpState):
+    """Run the op on `o` (wave w's, or the run of waves from w); a field the op rejects is an illegal instruction at w's PC."""
+    try: self.op.fn(o)
+    except InvalidField as e: raise GPUIllegalInstruction(int(st.pc[w]), self.instr.raw, f"{self.instr.op.name}: {e}") from None
 
 def _vopd_op(spec:ArchSpec, dual):
   """The VOP1/VOP2/VOP3 opcode a VOPD half performs (V_DUAL_X -> V_X_E32)."""

@@ -62,7 +62,9 @@ There are three kinds of op:
           instruction's src0/src1/src2/vdst register offset - 256), never operand values.
           WMMA (V_WMMA_*, rdna3 wave32, semantics hand-written: emu.pcode.handwritten) is a 'wave' op too: it reads exactly
           VGPR, SRC0 SRC1 SRC2 VDST (0-based VGPR numbers of A, B, C and D), OPSEL, NEG (the VOP3P neg bits: signedness of
-          A/B for IU8/IU4) and CLAMP (all ints, all required), and writes the 8 D registers of all 32 lanes in VGPR.
+          A/B for IU8/IU4) and CLAMP (all ints, all required), and writes the 8 D registers of all 32 lanes in VGPR. Every
+          RDNA WMMA/SWMMAC is `waves_at_once` (CompiledOp): VGPR may be a (waves, lanes, registers) array, each wave's D computed
+          from its own registers (the executor passes a batch's consecutive waves as one view).
           rdna4 V_WMMA_* (F16/BF16/IU8/IU4/FP8/BF8 inputs, 16x16x16 and IU4 16x16x32) take the same inputs in the RDNA4
           wave32 layout (no lane duplication; f16/bf16 D packed in 4 registers, f32/i32 D in 8: see emu.pcode.handwritten),
           and C_CONST as MFMA's below (LLVM 19 writes `..., 0` for a zero accumulator on gfx12; a 16-bit C element takes the
@@ -159,7 +161,9 @@ class CompiledOp:
   `widths` gives the bit width of each operand it touches (S0/S1/S2/D0/D1/DATA/DATA2/ADDR/VDATA/SDATA/RETURN_DATA ...);
   `lane_masks` names the lane-mask registers a vector op accesses as one bit per lane. `source` is the generated Python,
   `pcode` the vendor text it came from, `override` the reason when the semantics come from the override table; `views` the type
-  kinds ('u' 'i' 'b' 'f' 'bf') the pcode reads or writes each of S0/S1/S2/D0 as (empty for ops it does not compile)."""
+  kinds ('u' 'i' 'b' 'f' 'bf') the pcode reads or writes each of S0/S1/S2/D0 as (empty for ops it does not compile).
+  `waves_at_once`: a 'wave' op whose fn also takes VGPR as a (waves, lanes, registers) array and runs every wave of it in one call
+  (it reads no per-wave scalar: no EXEC, M0 or SGPR source), each wave's result as a call of its own would give."""
   arch: str
   name: str
   kind: str
@@ -174,3 +178,4 @@ class CompiledOp:
   pcode: str = ""
   override: str = ""
   views: dict[str, frozenset[str]] = field(default_factory=dict)
+  waves_at_once: bool = False

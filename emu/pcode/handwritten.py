@@ -159,13 +159,19 @@ def trig_preop(st):
 # A (16x16): lane i (and its copy i + 16) holds row i, element k at bits [w*k, w*k + w) of the register run SRC0...
 # B (16x16): lane j (and j + 16) holds column j the same way, from SRC1. C/D: register v of lane l holds element
 # [2v + l // 16][l % 16] (f32/i32: the whole register; f16/bf16: the low half, or the high half when OPSEL bit 2 is set).
+# Every WMMA takes VGPR as one wave's (lanes, registers) or a batch's (waves, lanes, registers) array (`_waves`: one call for
+# all the waves of a batch, emu.amd.exec_valu), computing each wave's product alone.
 _WMMA_IN = {"F16": (16, "f16"), "BF16": (16, "bf16"), "IU8": (8, "iu"), "IU4": (4, "iu")}
 
+def _waves(vgpr:np.ndarray) -> np.ndarray:
+  """VGPR as a (waves, lanes, registers) array (a view: writes reach the register file)."""
+  return vgpr if vgpr.ndim == 3 else vgpr[None]
+
 def _unpack_rows(vgpr, reg:int, w:int) -> np.ndarray:
-  """16 elements of w bits per lane, lanes 0-15, as a (16, 16) uint64 array."""
-  words = vgpr[0:16, reg:reg + (16 * w) // 32].astype(np.uint64)
+  """16 elements of w bits per lane, lanes 0-15 of each wave, as a (waves, 16, 16) uint64 array."""
+  words = vgpr[:, 0:16, reg:reg + (16 * w) // 32].astype(np.uint64)
   k = np.arange(16)
-  return (words[:, (k * w) // 32] >> ((k * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
+  return (words[:, :, (k * w) // 32] >> ((k * w) % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
 
 def _values(bits:np.ndarray, w:int, kind:str, signed:bool) -> np.ndarray:
   if kind == "f16": return bits.astype(np.uint16).view(np.float16).astype(np.float64)
@@ -173,33 +179,45 @@ def _values(bits:np.ndarray, w:int, kind:str, signed:bool) -> np.ndarray:
   v = bits.astype(np.int64)
   return np.where(signed & (v >= (1 << (w - 1))), v - (1 << w), v)
 
+def _product(a:np.ndarray, b:np.ndarray, c:np.ndarray) -> np.ndarray:
+  """A @ B + C of each wave ((waves, M, K) by (waves, K, N) plus (waves, M, N)): exact f64 (or int64) products added to C one K
+  element at a time, in K order (a fixed order: no BLAS summation that could differ between batch sizes)."""
+  d = c.copy()
+  for k in range(a.shape[-1]): d += a[:, :, k, None] * b[:, None, k, :]
+  return d
+
+def _round_out(d:np.ndarray, dst:str, clamp) -> np.ndarray:
+  """The raw bits of WMMA results d (f64 or int64) in the output format dst (one rounding; I32 saturating when clamp is set)."""
+  if dst == "F32": return d.astype(np.float32).view(np.uint32).astype(np.uint64)
+  if dst == "F16": return d.astype(np.float16).view(np.uint16).astype(np.uint64)
+  if dst == "BF16": return np.asarray(R.bf16_bits(d.astype(np.float32)), np.uint64)
+  d = d.astype(np.int64)
+  return (np.clip(d, -(1 << 31), (1 << 31) - 1) if clamp else d).view(np.uint64) & np.uint64(0xffffffff)
+
+def _c_values(cb:np.ndarray, dst:str) -> np.ndarray:
+  """C's element values from their raw bits in the output format dst."""
+  if dst == "F32": return cb.astype(np.uint32).view(np.float32).astype(np.float64)
+  if dst == "I32": return cb.astype(np.uint32).view(np.int32).astype(np.int64)
+  return _values(cb, 16, dst.lower(), False)
+
 def wmma(src:str, dst:str):
   w, kind = _WMMA_IN[src]
   def op(st):
-    vgpr, hi, neg = st.VGPR, (int(st.OPSEL) >> 2) & 1, int(st.NEG)
+    vgpr, hi, neg = _waves(st.VGPR), (int(st.OPSEL) >> 2) & 1, int(st.NEG)
     a = _values(_unpack_rows(vgpr, int(st.SRC0), w), w, kind, bool(neg & 1))
-    b = _values(_unpack_rows(vgpr, int(st.SRC1), w), w, kind, bool(neg & 2)).T
-    c_words = np.stack([vgpr[0:16, int(st.SRC2):int(st.SRC2) + 8], vgpr[16:32, int(st.SRC2):int(st.SRC2) + 8]], axis=2)  # [col, v, row%2]
-    c_bits = c_words.transpose(1, 2, 0).reshape(16, 16).astype(np.uint64)  # [2v + half, col]
-    if dst == "F32": c = c_bits.astype(np.uint32).view(np.float32).astype(np.float64)
-    elif dst == "I32": c = c_bits.astype(np.uint32).view(np.int32).astype(np.int64)
-    else: c = _values((c_bits >> np.uint64(16 * hi)) & np.uint64(0xffff), 16, dst.lower(), False)
-    with np.errstate(all="ignore"):
-      d = a @ b + c  # f64 products are exact; one rounding to the output format below
-      if dst == "F32": out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
-      elif dst == "F16": out = d.astype(np.float16).view(np.uint16).astype(np.uint64)
-      elif dst == "BF16": out = np.asarray(R.bf16_bits(d.astype(np.float32)), np.uint64)
-      else:
-        d = d.astype(np.int64)
-        out = (np.clip(d, -(1 << 31), (1 << 31) - 1) if st.CLAMP else d).astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+    b = _values(_unpack_rows(vgpr, int(st.SRC1), w), w, kind, bool(neg & 2)).swapaxes(1, 2)
+    c2, d2 = int(st.SRC2), int(st.VDST)
+    c_words = np.stack([vgpr[:, 0:16, c2:c2 + 8], vgpr[:, 16:32, c2:c2 + 8]], axis=3)  # [wave, col, v, row%2]
+    c_bits = c_words.transpose(0, 2, 3, 1).reshape(-1, 16, 16).astype(np.uint64)  # [wave, 2v + half, col]
+    c = _c_values((c_bits >> np.uint64(16 * hi)) & np.uint64(0xffff) if dst in ("F16", "BF16") else c_bits, dst)
+    with np.errstate(all="ignore"): out = _round_out(_product(a, b, c), dst, st.CLAMP)
     if dst in ("F16", "BF16"):
-      old = np.stack([vgpr[0:16, int(st.VDST):int(st.VDST) + 8], vgpr[16:32, int(st.VDST):int(st.VDST) + 8]], axis=2)
-      old = old.transpose(1, 2, 0).reshape(16, 16).astype(np.uint64)
+      old = np.stack([vgpr[:, 0:16, d2:d2 + 8], vgpr[:, 16:32, d2:d2 + 8]], axis=3)
+      old = old.transpose(0, 2, 3, 1).reshape(-1, 16, 16).astype(np.uint64)
       out = (old & ~np.uint64(0xffff << (16 * hi))) | (out << np.uint64(16 * hi))
-    out = out.reshape(8, 2, 16).transpose(2, 0, 1).astype(np.uint32)  # [col, v, half]
-    vgpr[0:16, int(st.VDST):int(st.VDST) + 8] = out[:, :, 0]
-    vgpr[16:32, int(st.VDST):int(st.VDST) + 8] = out[:, :, 1]
-    st.VGPR = vgpr
+    out = out.reshape(-1, 8, 2, 16).transpose(0, 3, 1, 2).astype(np.uint32)  # [wave, col, v, half]
+    vgpr[:, 0:16, d2:d2 + 8] = out[..., 0]
+    vgpr[:, 16:32, d2:d2 + 8] = out[..., 1]
   return op
 
 # ---- WMMA (RDNA4 wave32), the layout of AMD's RDNA4 ISA guide (tinygrad's amd_rdna4 tensor-core swizzle agrees) ----
@@ -211,26 +229,28 @@ def wmma(src:str, dst:str):
 _WMMA4_IN = {"F16": (16, "f16", 4), "BF16": (16, "bf16", 4), "IU8": (8, "iu", 4), "IU4": (4, "iu", 8), "FP8": (8, "fp8", 4), "BF8": (8, "bf8", 4)}
 
 def _rdna4_in(vgpr, reg:int, src:str, k:int, signed:bool, index=None) -> np.ndarray:
-  """The (16, k) float64/int64 values of an A (rows) or B (columns, transposed) operand; `index`: the lanes' sparsity index
-  bits of a V_SWMMAC_* A operand (k/4 compressed elements per lane, see expand_sparse)."""
+  """The (waves, 16, k) float64/int64 values of an A (rows) or B (columns, transposed) operand; `index`: the lanes' sparsity
+  index bits of a V_SWMMAC_* A operand (k/4 compressed elements per lane, see expand_sparse)."""
   w, kind, g = _WMMA4_IN[src]
   per = k // 2
   e, lanes = np.arange(per), np.arange(32)
-  bits = lane_elements(vgpr[0:32], reg, w, per if index is None else per // 2)
+  bits = lane_elements(vgpr[:, 0:32], reg, w, per if index is None else per // 2)
   if index is not None: bits = expand_sparse(bits, index)
-  out = np.zeros((16, k), np.uint64)
-  out[(lanes % 16)[:, None], (e % g)[None, :] + g * (lanes // 16)[:, None] + 2 * g * (e // g)[None, :]] = bits
+  out = np.zeros((len(vgpr), 16, k), np.uint64)
+  out[:, (lanes % 16)[:, None], (e % g)[None, :] + g * (lanes // 16)[:, None] + 2 * g * (e // g)[None, :]] = bits
   if kind == "fp8": return N.fp8_to_f32(out).astype(np.float64)
   if kind == "bf8": return N.bf8_to_f32(out).astype(np.float64)
   return _values(out, w, kind, signed)
 
+_ACC_ROWS, _ACC_COLS = np.arange(8)[None, :] + 8 * (np.arange(32) // 16)[:, None], (np.arange(32) % 16)[:, None]   # lane l's v-th element
+
 def _rdna4_acc(vgpr, reg:int, packed:bool) -> np.ndarray:
-  """The (16, 16) raw bits of a C/D operand."""
-  v, lanes = np.arange(8), np.arange(32)
-  words = vgpr[0:32, reg:reg + (4 if packed else 8)].astype(np.uint64)
-  bits = (words[:, v // 2] >> (16 * (v % 2)).astype(np.uint64)) & np.uint64(0xffff) if packed else words[:, v]
-  out = np.zeros((16, 16), np.uint64)
-  out[v[None, :] + 8 * (lanes // 16)[:, None], (lanes % 16)[:, None]] = bits
+  """The (waves, 16, 16) raw bits of a C/D operand."""
+  v = np.arange(8)
+  words = vgpr[:, 0:32, reg:reg + (4 if packed else 8)].astype(np.uint64)
+  bits = (words[:, :, v // 2] >> (16 * (v % 2)).astype(np.uint64)) & np.uint64(0xffff) if packed else words[:, :, v]
+  out = np.zeros((len(vgpr), 16, 16), np.uint64)
+  out[:, _ACC_ROWS, _ACC_COLS] = bits
   return out
 
 def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
@@ -238,34 +258,23 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
   elements per lane, two for each run of 4 dense elements of the lane, placed by expand_sparse), SRC2 is the VGPR holding the
   lanes' index sets (k/4 * 2 bits each; OPSEL[1:0], the index key, selects the set) and C is D itself (VDST, accumulated in
   place). A dense op's C may be an inline constant (C_CONST, not None: one element's raw bits), as LLVM emits for gfx12 (a zero
-  accumulator as `0`); RDNA3's WMMA takes C from VGPRs only."""
+  accumulator as `0`); RDNA3's WMMA takes C from VGPRs only. VGPR: as RDNA3's WMMA takes it."""
   packed = dst in ("F16", "BF16")
   def op(st):
-    vgpr, neg, index = st.VGPR, int(st.NEG), None
+    vgpr, neg, index = _waves(st.VGPR), int(st.NEG), None
     if sparse:
       ibits, key = k // 2, int(st.OPSEL) & 3
       if key >= 32 // ibits: raise InvalidField(f"SWMMAC: index key {key} out of range")
-      index = (vgpr[0:32, int(st.SRC2)].astype(np.uint64) >> np.uint64(key * ibits)) & np.uint64((1 << ibits) - 1)
+      index = (vgpr[:, 0:32, int(st.SRC2)].astype(np.uint64) >> np.uint64(key * ibits)) & np.uint64((1 << ibits) - 1)
     a = _rdna4_in(vgpr, int(st.SRC0), a_src, k, bool(neg & 1), index)
-    b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).T
+    b = _rdna4_in(vgpr, int(st.SRC1), b_src, k, bool(neg & 2)).swapaxes(1, 2)
     if (c_const := None if sparse else getattr(st, "C_CONST", None)) is not None:   # an inline constant C: every element
-      cb = np.full((16, 16), c_const & (0xffff if packed else 0xffffffff), np.uint64)
+      cb = np.full((len(vgpr), 16, 16), c_const & (0xffff if packed else 0xffffffff), np.uint64)
     else: cb = _rdna4_acc(vgpr, int(st.VDST) if sparse else int(st.SRC2), packed)
-    c = cb.astype(np.uint32).view(np.float32).astype(np.float64) if dst == "F32" else cb.astype(np.uint32).view(np.int32).astype(np.int64) \
-      if dst == "I32" else _values(cb, 16, dst.lower(), False)
-    with np.errstate(all="ignore"):
-      d = a @ b + c  # exact products; f64 sums, one rounding to the output format
-      if dst == "F32": out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
-      elif dst == "F16": out = d.astype(np.float16).view(np.uint16).astype(np.uint64)
-      elif dst == "BF16": out = np.asarray(R.bf16_bits(d.astype(np.float32)), np.uint64)
-      else:
-        d = d.astype(np.int64)
-        out = (np.clip(d, -(1 << 31), (1 << 31) - 1) if st.CLAMP else d).view(np.uint64) & np.uint64(0xffffffff)
-    v, lanes = np.arange(8), np.arange(32)
-    per_lane = out[v[None, :] + 8 * (lanes // 16)[:, None], (lanes % 16)[:, None]]  # (32, 8)
-    if packed: per_lane = per_lane[:, 0::2] | (per_lane[:, 1::2] << np.uint64(16))
-    vgpr[0:32, int(st.VDST):int(st.VDST) + per_lane.shape[1]] = per_lane.astype(np.uint32)
-    st.VGPR = vgpr
+    with np.errstate(all="ignore"): out = _round_out(_product(a, b, _c_values(cb, dst)), dst, st.CLAMP)
+    per_lane = out[:, _ACC_ROWS, _ACC_COLS]  # (waves, 32, 8)
+    if packed: per_lane = per_lane[:, :, 0::2] | (per_lane[:, :, 1::2] << np.uint64(16))
+    vgpr[:, 0:32, int(st.VDST):int(st.VDST) + per_lane.shape[2]] = per_lane.astype(np.uint32)
   return op
 
 # ---- MFMA (CDNA3/CDNA4 wave64), AMD's matrix instruction calculator / GPUOpen "AMD matrix cores" layout ----
@@ -325,21 +334,22 @@ def _mfma_decode(bits:np.ndarray, src:str, fnuz:bool) -> np.ndarray:
   return (N.fp8_to_f32 if src == "FP8" else N.bf8_to_f32)(bits, fnuz=fnuz).astype(np.float64)
 
 def lane_elements(regs:np.ndarray, reg:int, w:int, count:int) -> np.ndarray:
-  """(lanes, count) uint64: `count` w-bit elements per lane packed from bit 0 of the register run regs[:, reg...]."""
+  """(..., lanes, count) uint64: `count` w-bit elements per lane packed from bit 0 of the register run regs[..., reg...] (regs:
+  (lanes, registers), or with leading wave axes)."""
   nw = max(1, -(-count * w // 32))
-  words = np.zeros((regs.shape[0], nw + 1), np.uint64)
-  words[:, :nw] = regs[:, reg:reg + nw]
+  words = np.zeros(regs.shape[:-1] + (nw + 1,), np.uint64)
+  words[..., :nw] = regs[..., reg:reg + nw]
   bit = np.arange(count) * w
-  pair = words[:, bit // 32] | (words[:, bit // 32 + 1] << np.uint64(32))
+  pair = words[..., bit // 32] | (words[..., bit // 32 + 1] << np.uint64(32))
   return (pair >> (bit % 32).astype(np.uint64)) & np.uint64((1 << w) - 1)
 
 def expand_sparse(bits:np.ndarray, index:np.ndarray) -> np.ndarray:
-  """4:2 structured sparsity: (lanes, c) compressed elements and each lane's index bits -> (lanes, 2c) dense elements (zeros
-  elsewhere); compressed element c goes to 4 * (c // 2) + bits [2c+1 : 2c] of the index."""
-  lanes, c = np.arange(bits.shape[0])[:, None], np.arange(bits.shape[1])[None, :]
-  pos = 4 * (c // 2) + ((index.astype(np.uint64)[:, None] >> (2 * c).astype(np.uint64)) & np.uint64(3)).astype(np.int64)
-  out = np.zeros((bits.shape[0], 2 * bits.shape[1]), bits.dtype)
-  out[np.broadcast_to(lanes, pos.shape), pos] = bits
+  """4:2 structured sparsity: (..., lanes, c) compressed elements and each lane's index bits (..., lanes) -> (..., lanes, 2c) dense
+  elements (zeros elsewhere); compressed element c goes to 4 * (c // 2) + bits [2c+1 : 2c] of the index."""
+  c = np.arange(bits.shape[-1])
+  pos = 4 * (c // 2) + ((index.astype(np.uint64)[..., None] >> (2 * c).astype(np.uint64)) & np.uint64(3)).astype(np.int64)
+  out = np.zeros(bits.shape[:-1] + (2 * bits.shape[-1],), bits.dtype)
+  np.put_along_axis(out, pos, bits, axis=-1)
   return out
 
 def _mfma_place(lane_vals:np.ndarray, geo:_Geo) -> np.ndarray:
@@ -429,6 +439,7 @@ class Hand:
   writes: tuple
   widths: dict
   lane_masks: tuple = ()
+  waves_at_once: bool = False
 
 _DIV = "IEEE division helper; the vendor pcode is wrong (see emu.pcode.handwritten)"
 
@@ -451,7 +462,8 @@ _WMMA = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) 
          "emu.pcode.handwritten")
 HANDWRITTEN_RDNA3: dict[str, Hand] = {}  # rdna3's WMMA register layout
 for _src, _dst in (("F16", "F32"), ("BF16", "F32"), ("F16", "F16"), ("BF16", "BF16"), ("IU8", "I32"), ("IU4", "I32")):
-  HANDWRITTEN_RDNA3[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), _WMMA_ARGS, ("VGPR",), {})
+  HANDWRITTEN_RDNA3[f"V_WMMA_{_dst}_16X16X16_{_src}"] = Hand(_WMMA, "wave", wmma(_src, _dst), _WMMA_ARGS, ("VGPR",), {},
+                                                            waves_at_once=True)
 
 _WMMA4 = ("matrix multiply-accumulate; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): RDNA4 wave32 register layout in "
           "emu.pcode.handwritten")
@@ -461,10 +473,10 @@ for _a, _b, _dst, _k in (("F16", "F16", "F32", 16), ("BF16", "BF16", "F32", 16),
                          ("FP8", "BF8", "F32", 16), ("BF8", "FP8", "F32", 16), ("BF8", "BF8", "F32", 16)):
   _srcs = _a if _a == _b and _a not in ("FP8", "BF8") else f"{_a}_{_b}"
   HANDWRITTEN_RDNA4[f"V_WMMA_{_dst}_16X16X{_k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, _k), _WMMA_ARGS + ("C_CONST",),
-                                                               ("VGPR",), {})
+                                                               ("VGPR",), {}, waves_at_once=True)
   if _k == 16 or _a == "IU4":  # V_SWMMAC_*: the same inputs with twice the (dense) K
     HANDWRITTEN_RDNA4[f"V_SWMMAC_{_dst}_16X16X{2 * _k}_{_srcs}"] = Hand(_WMMA4, "wave", wmma_rdna4(_a, _b, _dst, 2 * _k, sparse=True),
-                                                                         _WMMA_ARGS, ("VGPR",), {})
+                                                                         _WMMA_ARGS, ("VGPR",), {}, waves_at_once=True)
 
 _MFMA = ("matrix fused multiply-add; the vendor pcode is prose (`D = A (16x16) * B (16x16) + C`): CDNA wave64 register layout in "
          "emu.pcode.handwritten")
@@ -495,4 +507,4 @@ def lookup(arch:str, op, target:str="") -> CompiledOp | None:
   if h is None: return None
   reads = frozenset(h.reads) | ({"n"} if h.kind == "vector" else set())
   return CompiledOp(arch, op.name, h.kind, h.fn, reads, frozenset(h.writes), dict(h.widths), frozenset(h.lane_masks), override=h.reason,
-                    source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})")
+                    source=f"(hand-written: emu.pcode.handwritten.{h.fn.__qualname__.split('.')[0]})", waves_at_once=h.waves_at_once)

@@ -72,6 +72,22 @@ def test_wmma_reads_its_register_fields():
   st = run_program([VOP3P(VOP3POp.V_WMMA_F32_16X16X16_F16, vdst=v[24:31], src0=v[0:7], src1=v[8:15], src2=v[16:23])], vgprs=vgprs)
   assert (st.vgpr[0, :, 24:32] == f32(18.0)).all()
 
+def test_wmma_runs_each_run_of_consecutive_waves_in_one_call(monkeypatch):
+  # four waves, C = the wave's own s5 (1.0 .. 4.0); wave 1 branches past the WMMA, so the batch that reaches it is waves 0, 2, 3:
+  # one call for wave 0, one for waves 2-3 (a view of their VGPRs), each D = 16 * 1 * 1 + C, wave 1's D untouched
+  from tinygrad.runtime.autogen.amd.rdna3.ins import VOP3P, v_mov_b32_e32, s_cmp_eq_u32, s_cbranch_scc1
+  from emu.amd.exec_valu import ValuStep
+  calls, real = [], ValuStep._call
+  monkeypatch.setattr(ValuStep, "_call", lambda self, st, w, o: (calls.append((w, o.VGPR.shape[0])), real(self, st, w, o))[1])
+  one = np.full(32, 0x3c003c00, dtype=np.uint32)
+  wmma = VOP3P(VOP3POp.V_WMMA_F32_16X16X16_F16, vdst=v[24:31], src0=v[0:7], src1=v[8:15], src2=v[16:23])
+  prog = [*(v_mov_b32_e32(v[r], s[5]) for r in range(16, 24)), s_cmp_eq_u32(s[6], 1), s_cbranch_scc1(2), wmma]   # (skips its two dwords)
+  cs = [1.0, 2.0, 3.0, 4.0]
+  st = run_program(prog, waves=4, vgprs={r: one for r in range(16)} | {r: 0 for r in range(24, 32)},
+                   sgprs={5: [int(f32(c)) for c in cs], 6: [0, 1, 0, 0]})
+  assert calls == [(0, 1), (2, 2)]
+  for w, c in enumerate(cs): assert (st.vgpr[w, :, 24:32] == (0 if w == 1 else f32(16 + c))).all()
+
 def test_load_kernel_entry_of_symbol_less_code_object():
   # the wheel's ELF writer puts 16 bytes of code at .text 0x100 and the descriptor at round_up(0x110, 64) = 0x140 with entry offset
   # -len(text) = -16: descriptor + offset would be 0x130; the kernel is at the start of .text

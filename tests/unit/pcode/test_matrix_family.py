@@ -137,3 +137,22 @@ def test_every_rdna3_wmma_computes_k_products_per_element(name):
   for lane in range(32):
     for v in range(8): got[2 * v + lane // 16, lane % 16] = d[lane, v]
   np.testing.assert_array_equal(as_values(got, p["dst"]), expected(p, c))
+
+# ---- many waves in one call (CompiledOp.waves_at_once: the executor's batches) ----
+@pytest.mark.parametrize("arch,name", [("rdna3", n) for n in RDNA3_OPS] + [("rdna4", n) for n in RDNA4_OPS])
+def test_wmma_on_many_waves_at_once_gives_each_waves_own_result(arch, name):
+  """Three waves of random register bits (NaN and infinity codes included) in one call equal three one-wave calls bit for bit,
+  and the registers outside D are left as they were."""
+  enum = rdna3 if arch == "rdna3" else rdna4
+  op = compile_op(arch, getattr(enum.VOP3POp, name))
+  assert op.waves_at_once
+  vgpr = np.random.default_rng(len(name)).integers(0, 1 << 32, (3, 32, 48), dtype=np.uint64).astype(np.uint32)
+  vgpr[:, :, 16] &= 0x55555555   # (a sparse op's index sets: two distinct positions per run of four)
+  fields = dict(SRC0=0, SRC1=8, SRC2=16 if name.startswith("V_SWMMAC") else 24, VDST=32, OPSEL=0, NEG=0, CLAMP=0)
+  want = vgpr.copy()
+  with np.errstate(all="ignore"):
+    for w in range(3): op.fn(OpState(VGPR=want[w], **fields))
+    got = vgpr.copy()
+    op.fn(OpState(VGPR=got, **fields))
+  np.testing.assert_array_equal(got, want)
+  assert (got[:, :, :32] == vgpr[:, :, :32]).all() and not (got[:, :, 32:40] == vgpr[:, :, 32:40]).all()
