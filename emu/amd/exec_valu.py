@@ -277,8 +277,10 @@ class ValuStep(Step):
     st, op = m.st, self.op
     if op.waves_at_once:
       for run in np.split(ws, np.flatnonzero(np.diff(ws) != 1) + 1):
-        w = int(run[0])
-        self._call(st, w, OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w:int(run[-1]) + 1, :, :AGPR_BASE], **self.fields))
+        w, end = int(run[0]), int(run[-1]) + 1
+        o = OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w:end, :, :AGPR_BASE], **self.fields)
+        if "AGPR" in op.reads: o.AGPR = st.vgpr[w:end, :, AGPR_BASE:]   # CDNA MFMA: the accumulation registers, updated in place
+        self._call(st, w, o)
       return
     for w in (int(x) for x in ws):
       o = OpState(WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, VGPR=st.vgpr[w, :, :AGPR_BASE], EXEC=st.get_mask(w, self.spec.exec_lo),

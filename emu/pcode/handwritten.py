@@ -180,10 +180,10 @@ def _values(bits:np.ndarray, w:int, kind:str, signed:bool) -> np.ndarray:
   return np.where(signed & (v >= (1 << (w - 1))), v - (1 << w), v)
 
 def _product(a:np.ndarray, b:np.ndarray, c:np.ndarray) -> np.ndarray:
-  """A @ B + C of each wave ((waves, M, K) by (waves, K, N) plus (waves, M, N)): exact f64 (or int64) products added to C one K
-  element at a time, in K order (a fixed order: no BLAS summation that could differ between batch sizes)."""
+  """A @ B + C of each matrix ((..., M, K) by (..., K, N) plus (..., M, N)): exact f64 (or int64) products added to C one K
+  element at a time, in K order (a fixed order: BLAS's depends on the machine's kernels and on how matrices are stacked)."""
   d = c.copy()
-  for k in range(a.shape[-1]): d += a[:, :, k, None] * b[:, None, k, :]
+  for k in range(a.shape[-1]): d += a[..., :, k, None] * b[..., None, k, :]
   return d
 
 def _round_out(d:np.ndarray, dst:str, clamp) -> np.ndarray:
@@ -353,17 +353,17 @@ def expand_sparse(bits:np.ndarray, index:np.ndarray) -> np.ndarray:
   return out
 
 def _mfma_place(lane_vals:np.ndarray, geo:_Geo) -> np.ndarray:
-  """(64, E) per-lane A (or B) elements -> the (blocks, M, K) operand."""
+  """(waves, 64, E) per-lane A (or B) elements -> the (waves, blocks, M, K) operand."""
   lanes, e = np.arange(64), np.arange(geo.e_per)
   g = lanes // geo.m
-  out = np.zeros((geo.blocks, geo.m, geo.k), lane_vals.dtype)
-  out[(g // geo.kg)[:, None], (lanes % geo.m)[:, None], (geo.e_per * (g % geo.kg))[:, None] + e[None, :]] = lane_vals
+  out = np.zeros((len(lane_vals), geo.blocks, geo.m, geo.k), lane_vals.dtype)
+  out[:, (g // geo.kg)[:, None], (lanes % geo.m)[:, None], (geo.e_per * (g % geo.kg))[:, None] + e[None, :]] = lane_vals
   return out
 
 def _mfma_in(regs:np.ndarray, reg:int, src:str, geo:_Geo, fnuz:bool, index=None, scale=None) -> np.ndarray:
-  """The (blocks, M, K) values of an A operand (rows) or B operand (columns, transposed) from one wave's register file; `index`:
-  the lanes' sparsity index bits (SMFMAC A), `scale`: the lanes' E8M0 scale bytes."""
-  bits = lane_elements(regs[0:64], reg, _MFMA_IN[src], geo.e_per // 2 if index is not None else geo.e_per)
+  """The (waves, blocks, M, K) values of an A operand (rows) or B operand (columns, transposed) from the waves' register files
+  (waves, lanes, registers); `index`: the lanes' sparsity index bits (SMFMAC A), `scale`: the lanes' E8M0 scale bytes."""
+  bits = lane_elements(regs[:, 0:64], reg, _MFMA_IN[src], geo.e_per // 2 if index is not None else geo.e_per)
   if index is not None: bits = expand_sparse(bits, index)
   vals = _mfma_decode(bits, src, fnuz)
   if scale is not None: vals = vals * N.e8m0_to_f64(scale)[:, None]
@@ -396,37 +396,38 @@ def mfma(a_src:str, b_src:str, dst:str, geo:_Geo, fnuz:bool, sparse:bool=False, 
       if cbsz or blgp: raise InvalidField("SMFMAC: CBSZ and BLGP must be 0 (ABID selects the index set)")
       ibits = geo.e_per  # 2 bits for each of the E/2 compressed elements
       if abid >= 32 // ibits: raise InvalidField(f"SMFMAC: index set {abid} out of range")
-      index = (st.VGPR[0:64, int(st.SRC2)].astype(np.uint64) >> np.uint64(abid * ibits)) & np.uint64((1 << ibits) - 1)
+      index = (_waves(st.VGPR)[:, 0:64, int(st.SRC2)].astype(np.uint64) >> np.uint64(abid * ibits)) & np.uint64((1 << ibits) - 1)
     elif cbsz or abid or blgp:
       raise InvalidField(", ".join(f"{k}={v}" for k, v in (("CBSZ", cbsz), ("ABID", abid), ("BLGP", blgp)) if v) + ": MFMA broadcast is not modelled")
     if scaled:
       opsel, opsel_hi = int(st.OPSEL), int(st.OPSEL_HI)
       sa = _byte(st.SCALE_SRC0, (opsel & 1) | (opsel_hi & 1) << 1)
       sb = _byte(st.SCALE_SRC1, (opsel >> 1 & 1) | (opsel_hi >> 1 & 1) << 1)
-    acc, cd = int(st.ACC), st.AGPR if int(st.ACC_CD) else st.VGPR
-    a = _mfma_in(st.AGPR if acc & 1 else st.VGPR, int(st.SRC0), fa, geo, fnuz, index=index, scale=sa)
-    b = _mfma_in(st.AGPR if acc & 2 else st.VGPR, int(st.SRC1), fb, geo, fnuz, scale=sb).transpose(0, 2, 1)
+    vgpr, acc = _waves(st.VGPR), int(st.ACC)
+    agpr = _waves(st.AGPR) if acc & 3 or int(st.ACC_CD) else None
+    cd = agpr if int(st.ACC_CD) else vgpr
+    a = _mfma_in(agpr if acc & 1 else vgpr, int(st.SRC0), fa, geo, fnuz, index=index, scale=sa)
+    b = _mfma_in(agpr if acc & 2 else vgpr, int(st.SRC1), fb, geo, fnuz, scale=sb).swapaxes(2, 3)
     blk, rows, cols = _mfma_acc_index(geo)
     c_reg, c_const = (int(st.VDST), None) if sparse else (int(st.SRC2), getattr(st, "C_CONST", None))
-    c = np.zeros((geo.blocks, geo.m, geo.m), np.uint64)
+    c = np.zeros((len(vgpr), geo.blocks, geo.m, geo.m), np.uint64)
     if c_const is not None: c[:] = np.uint64(c_const)   # an inline constant C: every element
     else:
-      words = cd[0:64, c_reg:c_reg + geo.items * dw].astype(np.uint64)
-      c[blk, rows, cols] = words[:, 0::2] | (words[:, 1::2] << np.uint64(32)) if dw == 2 else words
+      words = cd[:, 0:64, c_reg:c_reg + geo.items * dw].astype(np.uint64)
+      c[:, blk, rows, cols] = words[:, :, 0::2] | (words[:, :, 1::2] << np.uint64(32)) if dw == 2 else words
     with np.errstate(all="ignore"):
       if dst == "I32":
-        d = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.uint32).view(np.int32).astype(np.int64)
-        out = d.astype(np.int64).view(np.uint64) & np.uint64(0xffffffff)
+        d = _product(a.astype(np.int64), b.astype(np.int64), c.astype(np.uint32).view(np.int32).astype(np.int64))
+        out = d.view(np.uint64) & np.uint64(0xffffffff)
       elif dst == "F64":
         d = c.view(np.float64)
-        for kk in range(geo.k): d = N.fma_f64(a[:, :, kk, None], b[:, None, kk, :], d)
+        for kk in range(geo.k): d = N.fma_f64(a[..., :, kk, None], b[..., None, kk, :], d)
         out = d.view(np.uint64)
-      else:  # exact f64 products, f64 sums, one rounding to f32
-        d = a @ b + c.astype(np.uint32).view(np.float32).astype(np.float64)
-        out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
-    res = out[blk, rows, cols]
-    if dw == 2: res = np.stack([res & np.uint64(0xffffffff), res >> np.uint64(32)], axis=2).reshape(64, 2 * geo.items)
-    cd[0:64, int(st.VDST):int(st.VDST) + geo.items * dw] = res.astype(np.uint32)
+      else:  # exact f64 products added to C in K order (_product), one rounding to f32
+        out = _round_out(_product(a, b, c.astype(np.uint32).view(np.float32).astype(np.float64)), "F32", False)
+    res = out[:, blk, rows, cols]
+    if dw == 2: res = np.stack([res & np.uint64(0xffffffff), res >> np.uint64(32)], axis=3).reshape(len(res), 64, 2 * geo.items)
+    cd[:, 0:64, int(st.VDST):int(st.VDST) + geo.items * dw] = res.astype(np.uint32)
   return op
 
 @dataclass(frozen=True)
@@ -492,7 +493,8 @@ def _mfma_table(fnuz:bool) -> dict[str, Hand]:
     if not (mt := _MFMA_NAME.fullmatch(op.name)) or fnuz and mt[7] == "F8F6F4": continue
     sparse, scaled, dst, m, k, blocks, srcs = mt[1] == "S", bool(mt[2]), mt[3], int(mt[4]), int(mt[5]), int(mt[6] or 1), mt[7].split("_")
     fn = mfma(srcs[0], srcs[-1], dst, _Geo(m, k, blocks), fnuz, sparse=sparse, scaled=scaled)
-    t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (() if sparse else ("C_CONST",)) + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {})
+    t[op.name] = Hand(_MFMA, "wave", fn, _MFMA_ARGS + (() if sparse else ("C_CONST",)) + (_SCALE_ARGS if scaled else ()), ("VGPR", "AGPR"), {},
+                      waves_at_once=not scaled)   # (a scaled op reads each wave's scale sources)
   return t
 HANDWRITTEN_CDNA: dict[str, dict[str, Hand]] = {t: _mfma_table(fnuz) for t, fnuz in FP8_FNUZ.items()}   # fp8/bf8: FNUZ / OCP
 HANDWRITTEN_CDNA["cdna"] = HANDWRITTEN_CDNA["gfx950"]

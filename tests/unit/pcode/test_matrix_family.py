@@ -139,20 +139,28 @@ def test_every_rdna3_wmma_computes_k_products_per_element(name):
   np.testing.assert_array_equal(as_values(got, p["dst"]), expected(p, c))
 
 # ---- many waves in one call (CompiledOp.waves_at_once: the executor's batches) ----
-@pytest.mark.parametrize("arch,name", [("rdna3", n) for n in RDNA3_OPS] + [("rdna4", n) for n in RDNA4_OPS])
-def test_wmma_on_many_waves_at_once_gives_each_waves_own_result(arch, name):
+MANY = [("rdna3", n) for n in RDNA3_OPS] + [("rdna4", n) for n in RDNA4_OPS] + [(t, n) for t, n in CDNA_OPS if "SCALE" not in n]
+
+@pytest.mark.parametrize("arch,name", MANY)
+def test_matrix_ops_on_many_waves_at_once_give_each_waves_own_result(arch, name):
   """Three waves of random register bits (NaN and infinity codes included) in one call equal three one-wave calls bit for bit,
-  and the registers outside D are left as they were."""
-  enum = rdna3 if arch == "rdna3" else rdna4
+  and the registers outside D are left as they were. CDNA: A and B from VGPRs, C and D in AGPRs (ACC_CD), and A/B from AGPRs."""
+  cdna_op = arch.startswith("gfx")
+  enum, lanes = (cdna, 64) if cdna_op else (rdna3 if arch == "rdna3" else rdna4, 32)
   op = compile_op(arch, getattr(enum.VOP3POp, name))
   assert op.waves_at_once
-  vgpr = np.random.default_rng(len(name)).integers(0, 1 << 32, (3, 32, 48), dtype=np.uint64).astype(np.uint32)
-  vgpr[:, :, 16] &= 0x55555555   # (a sparse op's index sets: two distinct positions per run of four)
-  fields = dict(SRC0=0, SRC1=8, SRC2=16 if name.startswith("V_SWMMAC") else 24, VDST=32, OPSEL=0, NEG=0, CLAMP=0)
-  want = vgpr.copy()
-  with np.errstate(all="ignore"):
-    for w in range(3): op.fn(OpState(VGPR=want[w], **fields))
-    got = vgpr.copy()
-    op.fn(OpState(VGPR=got, **fields))
-  np.testing.assert_array_equal(got, want)
-  assert (got[:, :, :32] == vgpr[:, :, :32]).all() and not (got[:, :, 32:40] == vgpr[:, :, 32:40]).all()
+  rng = np.random.default_rng(len(name))
+  regs = rng.integers(0, 1 << 32, (2, 3, lanes, 160), dtype=np.uint64).astype(np.uint32)   # VGPR, AGPR
+  regs[:, :, :, 64] &= 0x55555555   # (a sparse op's index sets: two distinct positions per run of four)
+  sparse = "SWMMAC" in name or "SMFMAC" in name
+  fields = dict(SRC0=0, SRC1=16, SRC2=64 if sparse else 32, VDST=96, OPSEL=0, NEG=0, CLAMP=0)
+  settings = [dict(ACC=0, ACC_CD=1), dict(ACC=3, ACC_CD=0)] if cdna_op else [{}]
+  for extra in settings:
+    if cdna_op: extra |= dict(CBSZ=0, ABID=0, BLGP=0)
+    want, got = regs.copy(), regs.copy()
+    with np.errstate(all="ignore"):
+      for w in range(3): op.fn(OpState(VGPR=want[0, w], AGPR=want[1, w], **fields, **extra))
+      op.fn(OpState(VGPR=got[0], AGPR=got[1], **fields, **extra))
+    np.testing.assert_array_equal(got, want)
+    d = 1 if extra.get("ACC_CD") else 0
+    assert (got[1 - d] == regs[1 - d]).all() and (got[d, :, :, :96] == regs[d, :, :, :96]).all() and not (got[d] == regs[d]).all()
