@@ -300,7 +300,7 @@ def wmma_rdna4(a_src:str, b_src:str, dst:str, k:int, sparse:bool=False):
 #   (dense element 4 * (c // 2) + i_c; two equal indices in one run: the later element wins). SRC2 is the VGPR holding the index
 #   sets (E bits per set: ABID selects the set, CBSZ must be 0); C is D itself (VDST, accumulated in place). B is dense.
 # F64 accumulates with one fused multiply-add per K element in K order (D = fma(A[:, K-1], B[K-1], ... fma(A[:, 0], B[0], C)));
-# f32 results are exact f64 products summed in f64 with one rounding to f32; XF32 (gfx942) first rounds each f32 input to
+# f32 results are exact f64 products added to C in f64 in K order (_product) with one rounding to f32; XF32 (gfx942) first rounds each f32 input to
 # nearest-even at 10 mantissa bits (1 + 8 + 10 = 19 bits; inf/NaN unchanged).
 _MFMA_IN = {"F64": 64, "F32": 32, "XF32": 32, "F16": 16, "BF16": 16, "I8": 8, "FP8": 8, "BF8": 8, "FP6": 6, "BF6": 6, "FP4": 4}
 _F8F6F4 = ("FP8", "BF8", "FP6", "BF6", "FP4")  # CBSZ / BLGP codes of V_MFMA_*_F8F6F4
