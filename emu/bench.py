@@ -16,7 +16,8 @@ and the emulator is single-threaded):
   nv        the PTX emulator (emu/nv), timing model on (sm_89): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul
             (PTX renderer) and of an FMA loop (--waves warps x --iters trips of 8 dependent-free fma.rn.f32), the timing model's
             extra wall time on the matmul, and ms per new program (parse + validate)
-  e2e       tinygrad programs end to end (matmul, a*b+c, an MLP training step, 32 tiny dispatches) under DEV=MOCKKFD+AMD against the same programs on
+  e2e       tinygrad programs end to end (mockgpu.bench's: fp32 and fp16 matmul, a*b+c, an MLP and a conv training step, 32 tiny
+            dispatches) under DEV=MOCKKFD+AMD against the same programs on
             DEV=CPU:LLVM, each in its own child process: s/step, the ratio, wave-instructions/s, each child's peak RSS. It is
             the harness's benchmark (`python -m mockgpu.bench`), run as a child process: nothing in emu imports mockgpu
 Each throughput figure runs the workload once to warm the caches (and waits for the native regions it made hot to compile), then

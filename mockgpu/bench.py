@@ -8,6 +8,7 @@ emulator's wave-instructions per second, and each child's peak RSS (its own rusa
 
 Programs:
   matmul     fp32 256 x 256 @ 256 x 256
+  half_matmul  fp16 256 x 256 @ 256 x 256 (tinygrad's tensor-core kernel: WMMA on RDNA, MFMA on CDNA)
   axpy       a * b + c over 2M floats
   mlp_step   one SGD step of a 2-layer MLP (64 x 256 inputs, 512 hidden, 64 outputs, MSE loss)
   dispatch   32 kernels in a row, each `+ 1` over 64 floats realized on its own: the whole stack's cost per dispatch
@@ -27,6 +28,11 @@ from mockgpu import bench_suite
 
 def _matmul(T, rng):
   a, b = (T(rng.standard_normal((256, 256), dtype=np.float32)).realize() for _ in range(2))
+  return lambda: (a @ b).realize()
+
+def _half_matmul(T, rng):
+  from tinygrad import dtypes
+  a, b = (T(rng.standard_normal((256, 256), dtype=np.float32)).cast(dtypes.half).realize() for _ in range(2))
   return lambda: (a @ b).realize()
 
 def _axpy(T, rng):
@@ -59,7 +65,7 @@ def _conv_step(T, rng):
     T.realize(*out.gradient(w1, b1, w2, b2))
   return step
 
-PROGRAMS = {"matmul": _matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch, "conv_step": _conv_step}
+PROGRAMS = {"matmul": _matmul, "half_matmul": _half_matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch, "conv_step": _conv_step}
 
 def _child(name:str, repeat:int) -> int:
   """Inside a process started with DEV set: warm the program up, then time `repeat` steps; one JSON line."""

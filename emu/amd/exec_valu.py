@@ -273,7 +273,7 @@ class ValuStep(Step):
 
   def _wave(self, m:Machine, ws:np.ndarray):
     """Whole-wave ops (v_readlane, v_writelane, v_readfirstlane, v_permlane*): one call per wave with Python ints; ops that take
-    many waves at once (CompiledOp.waves_at_once: WMMA) one call per run of consecutive waves, on a view of their VGPRs."""
+    many waves at once (CompiledOp.waves_at_once: WMMA, MFMA) one call per run of consecutive waves, on a view of their VGPRs."""
     st, op = m.st, self.op
     if op.waves_at_once:
       for run in np.split(ws, np.flatnonzero(np.diff(ws) != 1) + 1):

@@ -336,11 +336,6 @@ class _ScalarMemory(_Memory):
     return self.code.scalar_load(addr, nbytes, 1)[0]
   def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.scalar_load(addr, 4, k)))
 
-class _LaneReader:
-  """The VGPR input of a lane read lowered into a region: `VGPR[lane, reg]` is `_WaveCode.lane_value`."""
-  def __init__(self, code:_WaveCode): self.code = code
-  def lane_value(self, lane, reg) -> Val: return self.code.lane_value(lane, reg)
-
 class _StoreCheck:
   """The MEM input of a store lowered into a region's wave loop: each write only checks that the span every active lane reaches
   lies in one row of the writable native table (else the wave falls back); the writes themselves come after every wave of the
@@ -727,7 +722,7 @@ def _lower_scalar(step:SaluStep, code:_WaveCode, off:int):
 def _lower_lane_read(step:ValuStep, code:_WaveCode):
   """v_readfirstlane / v_readlane for one wave (ValuStep._wave's reads and SGPR write), from its pcode's Python-int code."""
   op, sb = step.op, code.sb
-  inputs = {"WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, "VGPR": _LaneReader(code), **step.fields}
+  inputs = {"WAVE32": code.lanes == 32, "WAVE64": code.lanes == 64, "VGPR": code, **step.fields}   # (VGPR[lane, reg]: code.lane_value)
   if "EXEC" in op.reads: inputs["EXEC"] = sb.emit(f"insertelement <1 x i64> poison, i64 {code.exec}, i64 0", U64)
   for name, sp in step.srcs.items(): inputs[name] = code.scalar_read(sp.src)
   out = lower(op.source, inputs, sb, python_ints=True)
