@@ -58,7 +58,7 @@ from emu.amd.operands import Src, resolve_src
 from emu.amd.step import Machine, Step
 from emu.amd.step_cache import STEP_CACHE
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
-from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, N_SENTINEL, literal, lower
+from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, LLVM_TYPE, N_SENTINEL, literal, lower
 
 CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
 EAGER = CHECK or os.environ.get("EMU_REGIONS", "") == "eager"   # every region native at once (compiled before its first run)
@@ -258,7 +258,7 @@ def plain_valu(s:Step) -> bool:
     src = sp.src
     if not isinstance(src, Src) or src.kind not in ("vgpr", "sgpr", "const"): return False
     if src.hi or src.bits not in (16, 32, 64): return False   # (a 16-bit source: the low half; true16/op_sel high halves stay out)
-    if (sp.neg or sp.abs) and sp.fkind not in (32, 64): return False
+    if (sp.neg or sp.abs) and sp.fkind not in (16, 32, 64): return False
   return not any(name != "EXEC" and 128 <= s.mask_read[name] < 256 for name in op.lane_masks & op.reads)   # lane masks from SCC/VCCZ & co.
 
 def lane_read(s:Step) -> bool:
@@ -833,7 +833,7 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
   for (first, act), (end, _) in zip(code.act_from, code.act_from[1:] + [(len(b.float_results), None)]):
     nan = "zeroinitializer"
     for v in b.float_results[first:end]:
-      isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", BOOL)
+      isn = b.emit(f"fcmp uno {b.t(LLVM_TYPE[v.dt])} {v.ref}, {v.ref}", BOOL)
       nan = b.emit(f"or {vb} {nan}, {isn.ref}", BOOL).ref
     if nan != "zeroinitializer": nan_act = b.emit(f"or {vb} {nan_act}, {b.emit(f'and {vb} {act}, {nan}', BOOL).ref}", BOOL).ref
   reduce_or = f"llvm.vector.reduce.or.v{lanes}i1"

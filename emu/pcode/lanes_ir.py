@@ -29,11 +29,12 @@ from emu.pcode import numerics, runtime
 class NotLowerable(Exception):
   """The op's generated code uses something this module does not lower; the message says what."""
 
-U64, I64, F32, F64, BOOL = (np.dtype(t) for t in ("uint64", "int64", "float32", "float64", "bool"))
-LLVM_TYPE = {U64: "i64", I64: "i64", F32: "float", F64: "double", BOOL: "i1"}
-FLOAT_BITS = {F32: 32, F64: 64}
-INT_OF_BITS = {32: "i32", 64: "i64"}
-NP_TYPES = {"uint64": U64, "int64": I64, "float32": F32, "float64": F64, "bool": BOOL, "bool_": BOOL}
+U64, I64, F16, F32, F64, BOOL = (np.dtype(t) for t in ("uint64", "int64", "float16", "float32", "float64", "bool"))
+LLVM_TYPE = {U64: "i64", I64: "i64", F16: "half", F32: "float", F64: "double", BOOL: "i1"}
+FLOAT_BITS = {F16: 16, F32: 32, F64: 64}
+MANTISSA_BITS = {16: 10, 32: 23, 64: 52}
+INT_OF_BITS = {16: "i16", 32: "i32", 64: "i64"}
+NP_TYPES = {"uint64": U64, "int64": I64, "float16": F16, "float32": F32, "float64": F64, "bool": BOOL, "bool_": BOOL}
 
 @dataclass(frozen=True)
 class Val:
@@ -114,10 +115,33 @@ class Builder:
     if dt == BOOL:
       return self.emit(f"icmp ne {ts} {x.ref}, zeroinitializer" if src.kind in "iu" else f"fcmp une {ts} {x.ref}, zeroinitializer", BOOL)
     if src == BOOL: return self.emit(f"zext {ts} {x.ref} to {td}" if dt.kind in "iu" else f"uitofp {ts} {x.ref} to {td}", dt)
-    if src.kind in "iu" and dt.kind == "f": return self.emit(f"{'sitofp' if src == I64 else 'uitofp'} {ts} {x.ref} to {td}", dt)
+    if src.kind in "iu" and dt in (F32, F64): return self.emit(f"{'sitofp' if src == I64 else 'uitofp'} {ts} {x.ref} to {td}", dt)
+    if (src, dt) == (F64, F16): return self._double_to_half(x)
     if src.kind == "f" and dt.kind == "f":
       return self.emit(f"{'fpext' if FLOAT_BITS[dt] > FLOAT_BITS[src] else 'fptrunc'} {ts} {x.ref} to {td}", dt, arith=True)
-    raise NotLowerable(f"cast {src} -> {dt}")
+    raise NotLowerable(f"cast {src} -> {dt}")   # (an integer to float16: numpy's rounding path is not checked here)
+
+  def _double_to_half(self, x:Val) -> Val:
+    """numpy's float64 -> float16 cast (one rounding to nearest even) without a call into the C runtime (x86 converts half only
+    from float): x rounded to odd at float's 24 bits (nearest, then one unit towards x where that was inexact and even), which
+    then rounds to half's 11 bits exactly as x would (24 >= 2 * 11 + 2)."""
+    vf, vi, vd = self.t("float"), self.t("i32"), self.t("double")
+    f = self.emit(f"fptrunc {vd} {x.ref} to {vf}", F32)
+    back = self.emit(f"fpext {vf} {f.ref} to {vd}", F64)
+    inexact = self.emit(f"fcmp one {vd} {back.ref}, {x.ref}", BOOL)
+    bits = self.emit(f"bitcast {vf} {f.ref} to {vi}", U64)
+    low = self.emit(f"and {vi} {bits.ref}, {self.c('i32', '1')}", U64)
+    even = self.emit(f"icmp eq {vi} {low.ref}, zeroinitializer", BOOL)
+    fix = self.emit(f"and {self.t('i1')} {inexact.ref}, {even.ref}", BOOL)
+    fabs = f"llvm.fabs.v{self.width}f64"
+    self.intrinsics[fabs] = f"declare {vd} @{fabs}({vd})"
+    mag_f, mag_x = (self.emit(f"call {vd} @{fabs}({vd} {v.ref})", F64) for v in (back, x))
+    over = self.emit(f"fcmp ogt {vd} {mag_f.ref}, {mag_x.ref}", BOOL)   # rounded away from zero: one unit back towards it
+    step = self.emit(f"select {self.t('i1')} {over.ref}, {vi} {self.c('i32', '-1')}, {vi} {self.c('i32', '1')}", U64)
+    moved = self.emit(f"add {vi} {bits.ref}, {step.ref}", U64)
+    odd = self.emit(f"select {self.t('i1')} {fix.ref}, {vi} {moved.ref}, {vi} {bits.ref}", U64)
+    f_odd = self.emit(f"bitcast {vi} {odd.ref} to {vf}", F32)
+    return self.emit(f"fptrunc {vf} {f_odd.ref} to {self.t('half')}", F16, arith=True)
 
   @staticmethod
   def weak(x, dt:np.dtype):
@@ -147,6 +171,7 @@ PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: l
 # conversion helpers of the generated namespace: (from integer signed?, float dtype) and (float dtype, to integer bits, signed?)
 INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64)}
 FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
+FLOAT_CASTS = {"f32_to_f64": (F32, F64), "f64_to_f32": (F64, F32), "f16_to_f32": (F16, F32), "f32_to_f16": (F32, F16), "f64_to_f16": (F64, F16)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
 PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
 INT_EXTREMES = {f"i{w}_{s}": (w, s) for w in ("max", "min") for s in (True, False)}   # helpers' imax_True ...: (which, signed)
@@ -404,16 +429,17 @@ class Lowering:
     if name == "signext" and len(args) == 1: return args[0]   # helpers.signext: marks a value signed, changes nothing
     if name in ("bits2f", "f2bits") and len(args) == 2 and not isinstance(args[1], Val):
       x, w = args
-      if w not in (32, 64): raise NotLowerable(f"{name} of width {w}")
-      fdt = F32 if w == 32 else F64
+      if w not in INT_OF_BITS: raise NotLowerable(f"{name} of width {w}")
+      fdt, it = {16: F16, 32: F32, 64: F64}[w], b.t(INT_OF_BITS[w])
       if name == "bits2f":
         x = b.cast(x, U64)
-        lo = b.emit(f"trunc {b.t('i64')} {x.ref} to {b.t('i32')}", U64).ref if w == 32 else x.ref
-        return b.emit(f"bitcast {b.t(INT_OF_BITS[w])} {lo} to {b.t(LLVM_TYPE[fdt])}", fdt)
+        lo = b.emit(f"trunc {b.t('i64')} {x.ref} to {it}", U64).ref if w < 64 else x.ref
+        return b.emit(f"bitcast {it} {lo} to {b.t(LLVM_TYPE[fdt])}", fdt)
       if not isinstance(x, Val) or x.dt.kind != "f": raise NotLowerable("f2bits of a non-float")
+      if w == 16 and x.dt == F32: raise NotLowerable("f2bits of a float32 at 16 bits")   # (runtime.f2bits: bf16 bits need bf16_bits)
       v = b.cast(x, fdt)
-      bits = b.emit(f"bitcast {b.t(LLVM_TYPE[fdt])} {v.ref} to {b.t(INT_OF_BITS[w])}", U64)
-      return b.emit(f"zext {b.t('i32')} {bits.ref} to {b.t('i64')}", U64) if w == 32 else bits
+      bits = b.emit(f"bitcast {b.t(LLVM_TYPE[fdt])} {v.ref} to {it}", U64)
+      return b.emit(f"zext {it} {bits.ref} to {b.t('i64')}", U64) if w < 64 else bits
     if name == "where" and len(args) == 3:
       c, x, y = args
       if not isinstance(c, Val): return x if c else y
@@ -447,7 +473,9 @@ class Lowering:
       return self._shift(name == "shl", b.cast(x, U64), b.cast(s, U64) if isinstance(s, Val) else s, signed_fill=bool(signed) and name == "shr")
     if name == "fma" and len(args) == 3 and not kws:
       dt = promote(*args)
+      if F16 in {a.dt for a in args if isinstance(a, Val)} and dt != F16: raise NotLowerable("fma of float16 with wider floats")
       vs = [b.cast(a, dt) for a in args]
+      if dt == F16: return self._fma_half(vs)
       return b.call(f"llvm.fma.{_vsuffix(b, dt)}", LLVM_TYPE[dt], [(LLVM_TYPE[dt], v.ref) for v in vs], dt, arith=True)
     x = args[0]
     if name == "popcount" and len(args) == 1 and x.dt.kind in "iu": return b.call(f"llvm.ctpop.v{b.width}i64", "i64", [("i64", x.ref)], U64)
@@ -471,8 +499,10 @@ class Lowering:
       if v is None: raise NotLowerable(f"{name} of {x.dt}")
       r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}i32.{_vsuffix(b, fdt)}", "i32", [(LLVM_TYPE[fdt], v.ref)], U64)
       return b.emit(f"{'sext' if signed else 'zext'} {b.t('i32')} {r.ref} to {b.t('i64')}", U64)
-    if name in ("f32_to_f64", "f64_to_f32") and len(args) == 1 and not kws:
-      return b.cast(x, F64 if name == "f32_to_f64" else F32)
+    if name in FLOAT_CASTS and len(args) == 1 and not kws:   # (nearest-even; a NaN is reported as float arithmetic's are)
+      src, dst = FLOAT_CASTS[name]
+      if x.dt != src: raise NotLowerable(f"{name} of {x.dt}")
+      return b.cast(x, dst)
     if name in INT_EXTREMES and not kws: return self._int_extreme(*INT_EXTREMES[name], args)
     if name in ("reverse_bits", "reverse_bits32") and not kws:
       w = 32 if name == "reverse_bits32" else args[1] if len(args) == 2 else None
@@ -483,6 +513,15 @@ class Lowering:
     if name == "pow_f" and len(args) == 2 and not kws and self._is_two(args[0]): return self._via_f64("exp2", args[1])   # helpers.pow_f
     if name in VIA_F64 and len(args) == 1 and not kws: return self._via_f64(VIA_F64[name], x)
     raise NotLowerable(f"helper {name}")
+
+  def _fma_half(self, vs:list[Val]) -> Val:
+    """helpers.fma on float16 (numerics.fma_f16: one rounding of a*b+c): the product of two halves is exact in double, and so is
+    its sum with a half wherever the half result is finite (the terms' bits then span at most 16 + 24 + 11 < 53); where the sum
+    rounds, its magnitude is past 2**29 and the half result is infinite either way. The double rounds to half once."""
+    b, vd = self.b, self.b.t("double")
+    x, y, z = (b.cast(v, F64) for v in vs)
+    p = b.emit(f"fmul {vd} {x.ref}, {y.ref}", F64, arith=True)
+    return b.cast(b.emit(f"fadd {vd} {p.ref}, {z.ref}", F64, arith=True), F16)
 
   def _first_one(self, x:Val, w:int) -> Val:
     """helpers.ff1(w): the index of the lowest set bit of x's low w bits, -1 when there is none."""
@@ -554,19 +593,19 @@ class Lowering:
     b = self.b
     if x.dt not in FLOAT_BITS: raise NotLowerable(f"{name} of {x.dt}")
     w, t = FLOAT_BITS[x.dt], b.t(LLVM_TYPE[x.dt])
-    it, qbit = b.t(INT_OF_BITS[w]), b.c(INT_OF_BITS[w], str(1 << (22 if w == 32 else 51)))
+    m = MANTISSA_BITS[w]
+    it, qbit = b.t(INT_OF_BITS[w]), b.c(INT_OF_BITS[w], str(1 << (m - 1)))
     if name in ("exponent", "mantissa"):   # (the biased exponent: 0 for zeros and denormals, all ones for inf and NaN)
-      m = 23 if w == 32 else 52
       bits = b.emit(f"bitcast {t} {x.ref} to {it}", U64)
       if name == "exponent": bits = b.emit(f"lshr {it} {bits.ref}, {b.c(INT_OF_BITS[w], str(m))}", U64)
       field = b.emit(f"and {it} {bits.ref}, {b.c(INT_OF_BITS[w], str((1 << (w - 1 - m)) - 1 if name == 'exponent' else (1 << m) - 1))}", U64)
-      return b.emit(f"zext {it} {field.ref} to {b.t('i64')}", U64) if w == 32 else field
+      return b.emit(f"zext {it} {field.ref} to {b.t('i64')}", U64) if w < 64 else field
     nan = b.emit(f"fcmp uno {t} {x.ref}, {x.ref}", BOOL)
     if name == "isnan": return nan
     bits = b.emit(f"bitcast {t} {x.ref} to {it}", U64)
     if name == "sign":
       s = b.emit(f"lshr {it} {bits.ref}, {b.c(INT_OF_BITS[w], str(w - 1))}", U64)
-      return b.emit(f"zext {it} {s.ref} to {b.t('i64')}", U64) if w == 32 else s
+      return b.emit(f"zext {it} {s.ref} to {b.t('i64')}", U64) if w < 64 else s
     q = b.emit(f"and {it} {bits.ref}, {qbit}", U64)
     has_q = b.emit(f"icmp ne {it} {q.ref}, zeroinitializer", BOOL)
     if name == "quiet":

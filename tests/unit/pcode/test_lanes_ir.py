@@ -8,7 +8,7 @@ import pytest
 from emu import native
 from emu.pcode import compiler
 from emu.pcode.abi import OpState
-from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, N_SENTINEL, lower
+from emu.pcode.lanes_ir import Builder, NotLowerable, Val, U64, LLVM_TYPE, N_SENTINEL, lower
 from emu.amd.wave import MODE_DEFAULT, MODE_IEEE, mode_state
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
@@ -45,7 +45,7 @@ def _case(k:int, c, mode:int, names_in:tuple=INPUTS):
   vals = [b.cast(out[name], U64) for name in names]
   nan = "zeroinitializer"
   for v in b.float_results:
-    isn = b.emit(f"fcmp uno {b.t('float' if v.dt.itemsize == 4 else 'double')} {v.ref}, {v.ref}", U64)
+    isn = b.emit(f"fcmp uno {b.t(LLVM_TYPE[v.dt])} {v.ref}, {v.ref}", U64)
     nan = b.emit(f"or {b.t('i1')} {nan}, {isn.ref}", U64).ref
   L = [f"case{k}:\n  br label %loop{k}\nloop{k}:\n  %i{k} = phi i64 [0, %case{k}], [%i{k}.next, %loop{k}]"]
   for name in [str(i) for i in range(len(INPUTS))] + ["laneId"]:
@@ -74,15 +74,18 @@ def _operands(rng, c, names_in:tuple=INPUTS) -> dict:
                          0x7f7fffff, 0x00800000, 0x4f000000, 0xcf000000, 0x3f000000, 0xffffffff, 0x7fffffff, 31, 32, 63, 64], dtype=np.uint64)
   specials64 = np.array([0, 1 << 63, 0x3ff0000000000000, 0xbff0000000000000, 0x7ff0000000000000, 0x7ff8000000000000, 0x7ff4000000000000, 1,
                          0x000fffffffffffff, 0x41e0000000000000, 0xc1e0000000000000, (1 << 64) - 1, 0x7fffffffffffffff, 63, 64], dtype=np.uint64)
+  specials16 = np.array([0, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0x7d00, 0xfe01, 1, 0x83ff, 0x7bff, 0x0400, 0x3800, 0xffff,
+                         0x7fff, 0x5bff, 0xdbff, 31, 32], dtype=np.uint64)   # (0x7d00: a signalling NaN; 0x5bff: 255.9, ties of products)
   out = {}
   for k in names_in:
     if k == "PC": out[k] = rng.integers(1 << 40, 1 << 47, N, dtype=np.uint64) & ~np.uint64(3); continue
     w = BITS.get(k) or min(64, c.widths.get(k, 32))
     if w == 1: out[k] = rng.integers(0, 2, N, dtype=np.uint64); continue
-    sp = specials64 if w == 64 else specials32
+    sp = specials64 if w == 64 else specials16 if w == 16 else specials32
     v = rng.integers(0, 1 << w, N, dtype=np.uint64) if w < 64 else \
       rng.integers(0, 1 << 63, N, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, N, dtype=np.uint64)
     near = (rng.integers(0x3e000000, 0x42000000, N, dtype=np.uint64) | rng.integers(0, 2, N, dtype=np.uint64) << np.uint64(31)) if w == 32 else \
+      (rng.integers(0x3000, 0x5000, N, dtype=np.uint64) | rng.integers(0, 2, N, dtype=np.uint64) << np.uint64(15)) if w == 16 else \
       (rng.integers(0x3fc00000, 0x40400000, N, dtype=np.uint64) << np.uint64(32) | rng.integers(0, 1 << 32, N, dtype=np.uint64))
     v[: N // 4] = near[: N // 4]                          # ordinary floats of moderate size
     v[N // 4: N // 2] = rng.choice(sp, N // 4)            # special values in any combination
@@ -228,3 +231,28 @@ def test_a_name_one_arm_of_a_per_wave_if_assigns_does_not_lower():
     lower(src, {"X": Val("%x", U64)}, Builder("p", 1), python_ints=True)
   with pytest.raises(NotLowerable, match="per-lane Python branch"):   # numpy code never branches on lanes: refused there
     lower(src.replace("st.D0 = y", "st.D0 = X"), {"X": Val("%x", U64)}, Builder("p", 1))
+
+def test_double_to_half_rounds_once_as_numpy():
+  """Builder.cast float64 -> float16 (round to odd at float's 24 bits, then to half) against numpy's one rounding, on the doubles
+  where rounding twice goes wrong: just above and below every kind of half tie (normal, denormal, at the overflow threshold), both
+  signs, and random doubles over half's range."""
+  ties = [1 + 2.0 ** -11, 3 + 3 * 2.0 ** -10, 2.0 ** -25, 3 * 2.0 ** -25, 65504 + 8, 2.0 ** -14 + 2.0 ** -25, 1024 + 0.5, 2047.5]
+  xs = [t * (1 + d) for t in ties for d in (0, 2.0 ** -40, -(2.0 ** -40), 2.0 ** -30, -(2.0 ** -30), 2.0 ** -24)]
+  rng = np.random.default_rng(5)
+  xs += list(rng.uniform(-70000, 70000, 300)) + list(np.ldexp(rng.uniform(1, 2, 300), rng.integers(-30, 17, 300)))
+  x = np.array(xs + [-v for v in xs] + [0.0, -0.0, np.inf, -np.inf], dtype=np.float64)
+  b = Builder("h", 1)
+  h = b.cast(Val("%x1", np.dtype("float64")), np.dtype("float16"))
+  bits = b.emit(f"bitcast {b.t('half')} {h.ref} to {b.t('i16')}", U64)
+  ir = "\n".join([b.declarations(), "define void @f(ptr %in, ptr %out, i64 %n) {", "entry:\n  br label %loop", "loop:",
+                  "  %i = phi i64 [0, %entry], [%i.next, %loop]", "  %pi = getelementptr inbounds double, ptr %in, i64 %i",
+                  "  %x = load double, ptr %pi\n  %x1 = insertelement <1 x double> poison, double %x, i64 0", *b.lines,
+                  f"  %r = extractelement <1 x i16> {bits.ref}, i64 0\n  %po = getelementptr inbounds i16, ptr %out, i64 %i\n  store i16 %r, ptr %po",
+                  "  %i.next = add i64 %i, 1\n  %end = icmp eq i64 %i.next, %n\n  br i1 %end, label %done, label %loop", "done:\n  ret void\n}"])
+  fn = native.NATIVE.function(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64))
+  assert fn is not None, native.NATIVE.why
+  got = np.zeros(len(x), np.uint16)
+  fn(x.ctypes.data, got.ctypes.data, len(x))
+  with np.errstate(all="ignore"): want = x.astype(np.float16).view(np.uint16)
+  bad = np.nonzero(got != want)[0]
+  assert not len(bad), f"{len(bad)} differ, e.g. {x[bad[0]]!r}: want {want[bad[0]]:#06x} got {got[bad[0]]:#06x}"
