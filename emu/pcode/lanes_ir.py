@@ -515,9 +515,10 @@ class Lowering:
     raise NotLowerable(f"helper {name}")
 
   def _fma_half(self, vs:list[Val]) -> Val:
-    """helpers.fma on float16 (numerics.fma_f16: one rounding of a*b+c): the product of two halves is exact in double, and so is
-    its sum with a half wherever the half result is finite (the terms' bits then span at most 16 + 24 + 11 < 53); where the sum
-    rounds, its magnitude is past 2**29 and the half result is infinite either way. The double rounds to half once."""
+    """helpers.fma on float16 (numerics.fma_f16: one rounding of a*b+c): the product of two halves (22 bits) is exact in double;
+    its sum with the addend (11 bits) rounds only where one term is below 2**-31 of the other: if the larger is the addend, the
+    half result is the addend both ways (the other term is far below its half unit); if it is the product, the product is past
+    2**29 (an addend is at least 2**-24) and the half result infinite both ways. The double then rounds to half once."""
     b, vd = self.b, self.b.t("double")
     x, y, z = (b.cast(v, F64) for v in vs)
     p = b.emit(f"fmul {vd} {x.ref}, {y.ref}", F64, arith=True)
