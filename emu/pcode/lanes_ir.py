@@ -175,6 +175,7 @@ FLOAT_CASTS = {"f32_to_f64": (F32, F64), "f64_to_f32": (F64, F32), "f16_to_f32":
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
 PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
 INT_EXTREMES = {f"i{w}_{s}": (w, s) for w in ("max", "min") for s in (True, False)}   # helpers' imax_True ...: (which, signed)
+FLOAT_EXTREMES = {"fmax": (True, 2), "fmin": (False, 2), "fmax3": (True, 3), "fmin3": (False, 3)}   # helpers.fmax ...: (max?, operands)
 VIA_F64 = {"log2_": "log2", "rsq_": "rsq"}   # helpers computed in double by numerics._via_f64 (and pow_f(2, x): exp2)
 LDEXP_F32_REACH = 300   # |e| past which x * 2**e of every finite nonzero f32 x is inf or 0 (f32 spans 2**-149 .. 2**128)
 
@@ -504,6 +505,11 @@ class Lowering:
       if x.dt != src: raise NotLowerable(f"{name} of {x.dt}")
       return b.cast(x, dst)
     if name in INT_EXTREMES and not kws: return self._int_extreme(*INT_EXTREMES[name], args)
+    if name in FLOAT_EXTREMES and not kws and len(args) == FLOAT_EXTREMES[name][1] + 1 and not isinstance(args[-1], Val):
+      want_max, count = FLOAT_EXTREMES[name]
+      r = args[0]
+      for y in args[1:count]: r = self._float_extreme(want_max, r, y, bool(args[-1]))
+      return r
     if name in ("reverse_bits", "reverse_bits32") and not kws:
       w = 32 if name == "reverse_bits32" else args[1] if len(args) == 2 else None
       if len(args) != (1 if name == "reverse_bits32" else 2) or x.dt != U64 or not isinstance(w, int) or not 0 < w <= 64:
@@ -547,6 +553,25 @@ class Lowering:
     r = args[0]
     for y in args[1:]: r = pick(which, r, y)
     return r if len(args) > 1 else (Val(r.ref, U64) if signed else r)
+
+  def _float_extreme(self, want_max:bool, a, b, ieee:bool) -> Val:
+    """numerics.max_f / min_f of two floats of one dtype: the larger (smaller) by value, of equal ones the bits and-ed (or-ed: +0
+    beats -0 for max), a NaN operand yields the other, and with `ieee` a signalling NaN operand (a first) yields it quieted. Every
+    result is an operand's bits (or a quieted NaN's): nothing for the NaN report."""
+    bd = self.b
+    if not (isinstance(a, Val) and isinstance(b, Val) and a.dt == b.dt and a.dt in FLOAT_BITS):
+      raise NotLowerable("float min/max of these operands")
+    t, it = bd.t(LLVM_TYPE[a.dt]), bd.t(INT_OF_BITS[FLOAT_BITS[a.dt]])
+    def pick(c:Val, x:Val, y:Val) -> Val: return bd.emit(f"select {bd.t('i1')} {c.ref}, {t} {x.ref}, {t} {y.ref}", a.dt)
+    r = pick(bd.emit(f"fcmp {'ogt' if want_max else 'olt'} {t} {a.ref}, {b.ref}", BOOL), a, b)
+    ab, bb = (bd.emit(f"bitcast {t} {v.ref} to {it}", U64) for v in (a, b))
+    both = bd.emit(f"{'and' if want_max else 'or'} {it} {ab.ref}, {bb.ref}", U64)
+    r = pick(bd.emit(f"fcmp oeq {t} {a.ref}, {b.ref}", BOOL), bd.emit(f"bitcast {it} {both.ref} to {t}", a.dt), r)
+    r = pick(self._float_bits("isnan", a), b, pick(self._float_bits("isnan", b), a, r))
+    if ieee:
+      r = pick(self._float_bits("is_snan", b), self._float_bits("quiet", b), r)
+      r = pick(self._float_bits("is_snan", a), self._float_bits("quiet", a), r)
+    return r
 
   def _via_f64(self, fn:str, x) -> Val:
     """numerics' _via_f64: `fn` of the float value widened to double (exactly), rounded back to its own type (nearest-even, as numpy's
