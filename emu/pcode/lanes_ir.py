@@ -169,8 +169,10 @@ FLOAT_CMP = {ast.Eq: "oeq", ast.NotEq: "une", ast.Lt: "olt", ast.LtE: "ole", ast
 PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
           ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 # conversion helpers of the generated namespace: (from integer signed?, float dtype) and (float dtype, to integer bits, signed?)
-INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64)}
-FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False)}
+INT_TO_FLOAT = {"u32_to_f32": (False, F32), "i32_to_f32": (True, F32), "u32_to_f64": (False, F64), "i32_to_f64": (True, F64),
+                "u16_to_f16": (False, F16), "i16_to_f16": (True, F16)}
+FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "f64_to_i32": (F64, 32, True), "f64_to_u32": (F64, 32, False),
+                "f16_to_i16": (F16, 16, True), "f16_to_u16": (F16, 16, False)}
 FLOAT_CASTS = {"f32_to_f64": (F32, F64), "f64_to_f32": (F64, F32), "f16_to_f32": (F16, F32), "f32_to_f16": (F32, F16), "f64_to_f16": (F64, F16)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
 PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
@@ -493,13 +495,17 @@ class Lowering:
     if name in INT_TO_FLOAT and len(args) == 1 and not kws:
       signed, fdt = INT_TO_FLOAT[name]
       if x.dt.kind not in "iu": raise NotLowerable(f"{name} of {x.dt}")
-      return b.cast(Val(x.ref, I64 if signed else U64), fdt)
+      v = Val(x.ref, I64 if signed else U64)
+      # (to half through double: exact below 2**53, and any value past 65520 is infinite as a half either way)
+      return b.cast(b.cast(v, F64), F16) if fdt == F16 else b.cast(v, fdt)
     if name in FLOAT_TO_INT and len(args) == 1:
       fdt, bits, signed = FLOAT_TO_INT[name]
-      v = b.cast(x, fdt) if x.dt.kind == "f" else None
-      if v is None: raise NotLowerable(f"{name} of {x.dt}")
-      r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}i32.{_vsuffix(b, fdt)}", "i32", [(LLVM_TYPE[fdt], v.ref)], U64)
-      return b.emit(f"{'sext' if signed else 'zext'} {b.t('i32')} {r.ref} to {b.t('i64')}", U64)
+      if x.dt != fdt: raise NotLowerable(f"{name} of {x.dt}")   # (numerics.float_to_int converts the value in its own type)
+      v = x
+      if fdt == F16: v, fdt = b.cast(v, F32), F32   # (exact: the saturating conversion from float gives the half's result)
+      it = f"i{bits}"
+      r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}{it}.{_vsuffix(b, fdt)}", it, [(LLVM_TYPE[fdt], v.ref)], U64)
+      return b.emit(f"{'sext' if signed else 'zext'} {b.t(it)} {r.ref} to {b.t('i64')}", U64)
     if name in FLOAT_CASTS and len(args) == 1 and not kws:   # (nearest-even; a NaN is reported as float arithmetic's are)
       src, dst = FLOAT_CASTS[name]
       if x.dt != src: raise NotLowerable(f"{name} of {x.dt}")
