@@ -20,8 +20,8 @@ and the emulator is single-threaded):
             dispatches) under DEV=MOCKKFD+AMD against the same programs on
             DEV=CPU:LLVM, each in its own child process: s/step, the ratio, wave-instructions/s, each child's peak RSS. It is
             the harness's benchmark (`python -m mockgpu.bench`), run as a child process: nothing in emu imports mockgpu
-Each throughput figure runs the workload once to warm the caches (and waits for the native regions it made hot to compile), then
-times the best of --repeat runs.
+Each throughput figure first runs the workload until no round compiles anything or runs a region on the numpy path while it
+gathers heat (`settle`: native regions in place as many earlier runs leave them), then times the best of --repeat runs.
 
   --workloads valu,matmul,...   only these (default: all)
   --size N                      matmul is N x N x N (default 256: 128 waves); nv's matmul is --nv-size (default 256)
@@ -129,18 +129,22 @@ def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
           "fma_warp_inst_per_s": fma_stats.warp_instructions / fma_s,
           "ptx_lines": text.count("\n")}
 
-def settle(*runs, quiet:int=3, most:int=40):
-  """Run each of `runs` (untimed) until `quiet` rounds in a row queue no background compile, and every compile is done: native
-  regions made hot (code a dispatch runs only a few batches of gathers its heat over several), and QUICK ones promoted to FULL
-  (emu.amd.regions), are then in place, so that no compile thread's CPU time lands in a timed run (at most `most` rounds)."""
+def settle(*runs, quiet:int=3, most:int=40) -> bool:
+  """Run each of `runs` (untimed) until `quiet` rounds in a row queue no background compile and run no region on the numpy path
+  while it gathers heat, and every compile is done: native regions made hot (code a dispatch runs only a few batches of gathers
+  its heat over several rounds), and QUICK ones promoted to FULL (emu.amd.regions), are then in place, so that neither a compile
+  nor a region still warming lands in a timed run. At most `most` rounds: False (and a line on stderr) when they did not settle."""
   from emu import native
+  from emu.amd.regions import Region
   calm = 0
   for _ in range(most):
-    queued = native.NATIVE.submitted
+    queued, warming = native.NATIVE.submitted, Region.warming
     for run in runs: run()
     native.NATIVE.wait_idle()
-    calm = calm + 1 if native.NATIVE.submitted == queued else 0
-    if calm == quiet: return
+    calm = calm + 1 if native.NATIVE.submitted == queued and Region.warming == warming else 0
+    if calm == quiet: return True
+  _log(f"warm-up: still compiling or warming regions after {most} rounds; the timed runs include that")
+  return False
 
 def throughput(make, repeat:int, before=None) -> dict:
   """Steady state of the dispatch `make()` returns: untimed runs until nothing more compiles (`settle`), then the best of `repeat`

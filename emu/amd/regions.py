@@ -914,6 +914,7 @@ class Region:
   not lower is cut to that step at its first run. `mode`: the MODE register value the code is lowered for (None once lowered when
   no op of it reads the MODE)."""
   changes = 0   # native functions ever set (compiled, restored, promoted): emu.amd.chain's tables are made again after one
+  warming = 0   # runs of regions on the numpy path while they gather heat (emu.bench's warm-up waits until a round adds none)
   def __init__(self, steps:list[Step], lanes:int, spec, mode:int, tail:bytes|None=None, key:tuple|None=None, writes_pc:bool|None=None):
     self.lanes, self.spec, self.mode, self.tail = lanes, spec, mode, tail
     self._set_steps(steps, writes_pc)
@@ -941,6 +942,7 @@ class Region:
         self.queued = native.NATIVE.generation
         if self.ir is None: self._lower()
         if not self.failed: self._compile(self._tier())
+      if self.fn is None and not self.failed and self.queued == -1: Region.warming += 1
     return self.fn is not None
 
   def _tier(self) -> str:
