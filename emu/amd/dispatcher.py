@@ -23,8 +23,12 @@ from emu.amd.watchdog import Watchdog
 
 MAX_VGPRS = 256
 TTMP7, TTMP9 = 115, 117   # scalar operand numbers of the trap temporaries (ttmp0 = 108)
-CHUNK_WAVES = 512
+CHUNK_WAVES = 512                 # waves per chunk at least (unless private memory or LDS bound them) ...
+CHUNK_WAVES_MAX = 2048            # ... and at most: more while the VGPRs the kernel allocates (RSRC1) stay within
+CHUNK_VGPR_BYTES = 16 << 20       # this much (a chunk costs ~0.5 ms of Python to set up: an elementwise kernel's 16K waves in 32
+                                  # chunks spent ~25% of its time there)
 CHUNK_SCRATCH_BYTES = 256 << 20   # a chunk's private memory is allocated at once: fewer waves per chunk when each needs much
+CHUNK_LDS_BYTES = 64 << 20        # and its workgroups' LDS (above CHUNK_WAVES' worth only when they need little)
 MAX_WORKGROUP_THREADS = 1024
 MAX_SCRATCH_PER_LANE = 128 << 10   # about what the widest TMPRING_SIZE.WAVESIZE field encodes (gfx11: 15 bits of 256 B per wave64)
 
@@ -56,9 +60,11 @@ class LaunchConfig:
                                f"the emulator's {CHUNK_SCRATCH_BYTES >> 20} MiB per workgroup")
 
   def chunk_workgroups(self, d:Dispatch) -> int:
-    """Workgroups per chunk: CHUNK_WAVES waves, fewer when their private memory would pass CHUNK_SCRATCH_BYTES."""
-    per_wave = d.scratch_per_lane * self.lanes
-    waves = min(CHUNK_WAVES, CHUNK_SCRATCH_BYTES // per_wave) if per_wave else CHUNK_WAVES
+    """Workgroups per chunk: CHUNK_WAVES waves, more (up to CHUNK_WAVES_MAX) while their allocated VGPRs fit CHUNK_VGPR_BYTES
+    and their LDS CHUNK_LDS_BYTES; fewer when their private memory would pass CHUNK_SCRATCH_BYTES."""
+    waves = min(CHUNK_WAVES_MAX, max(CHUNK_WAVES, CHUNK_VGPR_BYTES // (max(1, self.vgprs) * self.lanes * 4)))
+    if self.lds_bytes: waves = min(waves, max(CHUNK_WAVES, CHUNK_LDS_BYTES // self.lds_bytes * self.waves_per_wg))
+    if per_wave := d.scratch_per_lane * self.lanes: waves = min(waves, CHUNK_SCRATCH_BYTES // per_wave)
     return max(1, waves // self.waves_per_wg)
 
 def workgroup_ids(grid:tuple[int, int, int], first:int, count:int) -> np.ndarray:

@@ -351,6 +351,7 @@ def test_chunks_in_lockstep_share_streams_as_the_general_path_builds_them(monkey
   from emu.amd.timing import REPLAY_MEMO
   from emu.amd import dispatcher
   monkeypatch.setattr(dispatcher, "CHUNK_WAVES", 4)
+  monkeypatch.setattr(dispatcher, "CHUNK_WAVES_MAX", 4)
   seen = []
   real_streams = TimingModel._streams
   def spy(self, numbered, groups):

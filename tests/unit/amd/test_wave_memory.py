@@ -48,9 +48,11 @@ def test_only_the_most_recent_mappings_are_kept():
   assert [len(m) for m in mappings.free] == [8 << 20] * 2
   assert mappings.array(SHAPE, np.uint32, hot_bytes=0).ctypes.data == addrs[2]
 
-def test_every_chunk_starts_with_zero_registers_whatever_the_one_before_wrote():
+def test_every_chunk_starts_with_zero_registers_whatever_the_one_before_wrote(monkeypatch):
   # each thread stores v1 (inside RSRC1's allocation: 8 VGPRs) and v200 (past it), then writes both: four chunks of waves, so
   # that later chunks run on register files earlier ones wrote
+  from emu.amd import dispatcher
+  monkeypatch.setattr(dispatcher, "CHUNK_WAVES_MAX", CHUNK_WAVES)   # (a kernel allocating 8 VGPRs would get bigger chunks)
   wg_threads, n_wg = 256, 4 * CHUNK_WAVES * 32 // 256
   prog = [s_lshl_b32(s[5], s[4], 11), v_lshlrev_b32_e32(v[2], 3, v[0]), v_add_nc_u32_e32(v[2], s[5], v[2]),
           global_store_b32(addr=v[2], data=v[1], saddr=s[2:3], offset=0), global_store_b32(addr=v[2], data=v[200], saddr=s[2:3], offset=4),
@@ -62,3 +64,21 @@ def test_every_chunk_starts_with_zero_registers_whatever_the_one_before_wrote():
                rsrc2=(4 << 1) | (1 << 7))
   AMDGPU("gfx1100", bufs.mem, timing=False).dispatch(d)
   assert not bufs.keep[-1].any()
+
+@pytest.mark.parametrize("vgpr_blocks, lds, scratch, lanes, threads, want", [
+  (0, 0, 0, 32, 256, 2048),        # 8 VGPRs (gfx1100 wave32 granule): 16 MiB holds 16K waves, capped at CHUNK_WAVES_MAX
+  (31, 0, 0, 32, 256, 512),        # 256 VGPRs: 16 MiB holds 512 waves
+  (15, 0, 0, 64, 64, 1024),        # 64 VGPRs of wave64 (16 blocks of 4) of 64 lanes x 4 bytes: 16 MiB / 16 KiB
+  (0, 65536, 0, 32, 32, 1024),     # 64 KiB of LDS per one-wave workgroup: 64 MiB holds 1024 of them
+  (0, 65536, 0, 32, 1024, 2048),   # ... per 32-wave workgroup: 1/32 of the LDS bytes per wave: the VGPRs decide
+  (31, 65536, 0, 32, 32, 512),     # never fewer than CHUNK_WAVES for LDS or VGPRs
+  (0, 0, 4096, 32, 256, 2048),     # 4 KiB of scratch per lane: 256 MiB holds 2048 waves
+])
+def test_chunks_grow_while_registers_and_lds_stay_small(vgpr_blocks, lds, scratch, lanes, threads, want):
+  from emu.amd.arch import get_spec
+  from emu.amd.dispatcher import LaunchConfig
+  spec = get_spec("gfx1100")
+  d = Dispatch(code_addr=0, grid=(1, 1, 1), workgroup=(threads, 1, 1), user_sgprs=[], rsrc1=vgpr_blocks, lds_bytes=lds, scratch_per_lane=scratch,
+               wave32=lanes == 32)
+  cfg = LaunchConfig(spec, d)
+  assert cfg.chunk_workgroups(d) * cfg.waves_per_wg == want
