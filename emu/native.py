@@ -141,6 +141,7 @@ class _Native:
   """The loaded kernels (compiled or read from disk on first use; None when this machine cannot have them)."""
   def __init__(self):
     self._lock, self._fns, self._mems, self.why = threading.RLock(), None, [], ""
+    self.failure = ""   # the last compile or load that gave no function, and why
     self._compiling = threading.Lock()   # held only around LLVM: a background compile must not stall the emulation's own calls
     self._compilers: dict[str, object] = {}   # by tier (FULL, QUICK), made on first use
     self._libm, self._used, self._jobs, self._worker, self._queued = None, 0, None, None, 0
@@ -179,10 +180,12 @@ class _Native:
   def function(self, ir:str, signature, tier:str=FULL):
     """The first function of module `ir` (its code is entered at the start; later functions may only be its helpers) as a ctypes
     function of `signature`, compiled as `tier` (FULL, QUICK): from the disk cache, else compiled (`function_by_key` only looks in
-    the disk cache); None when the kernels are unavailable here or LLVM fails on it."""
+    the disk cache); None when the kernels are unavailable here or LLVM fails on it (`failure` then says how)."""
     if self.fns() is None: return None
     try: return signature(self._place(self._object(ir, tier)))
-    except Exception: return None
+    except Exception as e:
+      self.failure = f"{type(e).__name__}: {e}"
+      return None
 
   def function_later(self, ir:str, signature, done, tier:str=FULL):
     """Compile `ir` as `tier` on the background compile thread (one per process, started on first use; LLVM runs without the GIL,

@@ -108,7 +108,8 @@ def test_an_object_loaded_again_uses_its_kept_image_only_when_it_does_not_depend
   for ir, sig, args, want, kept in ((TABLE_IR, pick, range(8), [11, -22, 33, 4000000000] * 2, True),
                                     (SIN_IR, f, [0.5, -2.0], [float(np.sin(0.5)), float(np.sin(-2.0))], False)):
     key = n.key(ir)
-    assert [n.function(ir, sig)(x) for x in args] == want   # compiled (the object kept)
+    assert (fn := n.function(ir, sig)) is not None, n.failure
+    assert [fn(x) for x in args] == want   # compiled (the object kept)
     placed = []
     monkeypatch.setattr(type(n), "_place_image", lambda self, image, real=type(n)._place_image: placed.append(1) or real(self, image))
     for _ in range(2):   # loaded by key: from the object (keeping its image if it may), then again
