@@ -188,18 +188,23 @@ PY_REFUSED = {
   "sext(X, 32) == X": "Python values as float64",   # int64 against uint64: no 64-bit type holds both exactly
 }
 
+def _one_element_loop(b:Builder, result:Val, in_type:str, out_type:str):
+  """f(in, out, n), compiled: for each of n values of `in_type` at `in`, b's code (which reads it as the one-element vector %x1),
+  its one-element `result` stored as `out_type` at `out`."""
+  ir = "\n".join([b.declarations(), "define void @f(ptr %in, ptr %out, i64 %n) {", "entry:\n  br label %loop", "loop:",
+                  "  %i = phi i64 [0, %entry], [%i.next, %loop]", f"  %pi = getelementptr inbounds {in_type}, ptr %in, i64 %i",
+                  f"  %x = load {in_type}, ptr %pi\n  %x1 = insertelement <1 x {in_type}> poison, {in_type} %x, i64 0", *b.lines,
+                  f"  %r = extractelement <1 x {out_type}> {result.ref}, i64 0\n  %po = getelementptr inbounds {out_type}, ptr %out, i64 %i",
+                  f"  store {out_type} %r, ptr %po\n  %i.next = add i64 %i, 1\n  %end = icmp eq i64 %i.next, %n",
+                  "  br i1 %end, label %done, label %loop", "done:\n  ret void\n}"])
+  fn = native.NATIVE.function(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64))
+  assert fn is not None, native.NATIVE.failure or native.NATIVE.why
+  return fn
+
 def _python_int_function(src:str):
   b = Builder("p", 1)
   out = lower(src, {"X": Val("%x1", U64)}, b, python_ints=True)
-  d0 = b.cast(out["D0"], U64)
-  ir = "\n".join([b.declarations(), "define void @f(ptr %in, ptr %out, i64 %n) {", "entry:\n  br label %loop", "loop:",
-                  "  %i = phi i64 [0, %entry], [%i.next, %loop]", "  %pi = getelementptr inbounds i64, ptr %in, i64 %i",
-                  "  %x = load i64, ptr %pi\n  %x1 = insertelement <1 x i64> poison, i64 %x, i64 0", *b.lines,
-                  f"  %r = extractelement <1 x i64> {d0.ref}, i64 0\n  %po = getelementptr inbounds i64, ptr %out, i64 %i\n  store i64 %r, ptr %po",
-                  "  %i.next = add i64 %i, 1\n  %end = icmp eq i64 %i.next, %n\n  br i1 %end, label %done, label %loop", "done:\n  ret void\n}"])
-  fn = native.NATIVE.function(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64))
-  assert fn is not None, native.NATIVE.why
-  return fn
+  return _one_element_loop(b, b.cast(out["D0"], U64), "i64", "i64")
 
 @pytest.mark.parametrize("name", PY_SOURCES)
 def test_python_int_code_lowers_exactly(name):
@@ -243,14 +248,7 @@ def test_double_to_half_rounds_once_as_numpy():
   x = np.array(xs + [-v for v in xs] + [0.0, -0.0, np.inf, -np.inf], dtype=np.float64)
   b = Builder("h", 1)
   h = b.cast(Val("%x1", np.dtype("float64")), np.dtype("float16"))
-  bits = b.emit(f"bitcast {b.t('half')} {h.ref} to {b.t('i16')}", U64)
-  ir = "\n".join([b.declarations(), "define void @f(ptr %in, ptr %out, i64 %n) {", "entry:\n  br label %loop", "loop:",
-                  "  %i = phi i64 [0, %entry], [%i.next, %loop]", "  %pi = getelementptr inbounds double, ptr %in, i64 %i",
-                  "  %x = load double, ptr %pi\n  %x1 = insertelement <1 x double> poison, double %x, i64 0", *b.lines,
-                  f"  %r = extractelement <1 x i16> {bits.ref}, i64 0\n  %po = getelementptr inbounds i16, ptr %out, i64 %i\n  store i16 %r, ptr %po",
-                  "  %i.next = add i64 %i, 1\n  %end = icmp eq i64 %i.next, %n\n  br i1 %end, label %done, label %loop", "done:\n  ret void\n}"])
-  fn = native.NATIVE.function(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64))
-  assert fn is not None, native.NATIVE.why
+  fn = _one_element_loop(b, b.emit(f"bitcast {b.t('half')} {h.ref} to {b.t('i16')}", U64), "double", "i16")
   got = np.zeros(len(x), np.uint16)
   fn(x.ctypes.data, got.ctypes.data, len(x))
   with np.errstate(all="ignore"): want = x.astype(np.float16).view(np.uint16)
