@@ -83,7 +83,8 @@ MFMA (cdna V_MFMA_* of every shape: single- and multi-block (_2B/_4B/_16B), f64/
           takes. gfx950 V_MFMA_SCALE_F32_*_F8F6F4 (VOP3PX2) also
           read SCALE_SRC0 and SCALE_SRC1 (the scale operands' 32-bit values per lane: uint32/uint64 (64,) arrays, an SGPR or
           constant broadcast by the executor) and OPSEL / OPSEL_HI (ints: the scale byte select, A: OPSEL[0] | OPSEL_HI[0] << 1,
-          B: OPSEL[1] | OPSEL_HI[1] << 1).
+          B: OPSEL[1] | OPSEL_HI[1] << 1). Every MFMA/SMFMAC but the SCALE ones is `waves_at_once` like WMMA: VGPR and AGPR
+          may be (waves, lanes, registers) arrays.
           V_ACCVGPR_READ / V_ACCVGPR_WRITE / V_ACCVGPR_MOV_B32 (cdna) are 'wave' ops reading VGPR, AGPR, SRC0, VDST, EXEC and
           S0 (None when src0 is a VGPR/AGPR, else the scalar/constant value as an int) and updating EXEC lanes in place.
 V_BITOP3_B16/B32 (cdna) read the instruction fields OMOD, ABS and NEG as ints (their bits form the truth table).

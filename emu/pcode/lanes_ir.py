@@ -501,10 +501,9 @@ class Lowering:
     if name in FLOAT_TO_INT and len(args) == 1:
       fdt, bits, signed = FLOAT_TO_INT[name]
       if x.dt != fdt: raise NotLowerable(f"{name} of {x.dt}")   # (numerics.float_to_int converts the value in its own type)
-      v = x
-      if fdt == F16: v, fdt = b.cast(v, F32), F32   # (exact: the saturating conversion from float gives the half's result)
+      v = b.cast(x, F32) if fdt == F16 else x   # (exact: the saturating conversion from float gives the half's result)
       it = f"i{bits}"
-      r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}{it}.{_vsuffix(b, fdt)}", it, [(LLVM_TYPE[fdt], v.ref)], U64)
+      r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}{it}.{_vsuffix(b, v.dt)}", it, [(LLVM_TYPE[v.dt], v.ref)], U64)
       return b.emit(f"{'sext' if signed else 'zext'} {b.t(it)} {r.ref} to {b.t('i64')}", U64)
     if name in FLOAT_CASTS and len(args) == 1 and not kws:   # (nearest-even; a NaN is reported as float arithmetic's are)
       src, dst = FLOAT_CASTS[name]
