@@ -14,8 +14,9 @@ The driver leaves a trace of (table row, runs) per call, the batch's calls first
 to the observers and the counts (`Chain.run`); waves that made the same calls are reported together.
 
 Waves on their own run one after another, where the numpy path keeps them in lockstep: the same results for every kernel whose
-waves do not race on memory (a barrier, an LDS access or an atomic is never in a region, so a chain stops before each), and each
-wave's own instruction stream, which is all the timing model reads, is the same.
+waves do not race on memory (global or LDS: a barrier or an atomic is never in a region, so a chain stops before each, and LDS
+written by one wave and read by another without a barrier between is a race on the hardware too), and each wave's own instruction
+stream, which is all the timing model reads, is the same.
 
 A call stops early (`STOP_*`): when a wave on its own fell back to the numpy path inside a region (its trace's last entry; the
 caller runs that region's rest on the numpy path, `Region.settle`), once the waves have run past the instruction watchdog's
@@ -31,9 +32,9 @@ from emu.amd import regions
 
 # the context array the driver reads its inputs from and writes its results to (int64 slots; numpy arrays by object address)
 (C_TABLE, C_ROWS, C_WAVES, C_NWAVES, C_TRACE, C_CAP, C_STARTS, C_BUDGET, C_PAUSE, C_ONE, C_OUT, C_OUTB, C_VGPR, C_SGPR, C_STRIDE,
- C_OFF, C_RTAB, C_NRTAB, C_SCC, C_PC, C_LIBM, C_WTAB, C_NWTAB,   # inputs; results:
- C_READ, C_WRITTEN, C_RAN, C_WAVE, C_USED, C_BATCHED, C_PHASE, C_RES, C_SPLIT) = range(32)
-CONTEXT_SLOTS = 32
+ C_OFF, C_RTAB, C_NRTAB, C_SCC, C_PC, C_LIBM, C_WTAB, C_NWTAB, C_LDS, C_LDSB, C_WG,   # inputs; results:
+ C_READ, C_WRITTEN, C_RAN, C_WAVE, C_USED, C_BATCHED, C_PHASE, C_RES, C_SPLIT) = range(35)
+CONTEXT_SLOTS = 35
 ROW = 4   # a table row: pc, function address, instructions, size | writes_pc << 32
 STOP_DONE, STOP_FELL, STOP_BUDGET, STOP_PAUSE, STOP_FULL, STOP_BAD, STOP_SPLIT = range(7)
 TRACE_ENTRIES = 1 << 16   # (row, runs) pairs one call may leave
@@ -78,7 +79,7 @@ def _call(t:str, pc:str, nws:str, waves:str, out:str, hit:str, miss:str, full:st
     f"  %{t}lim.any = select i1 %limited, i64 %{t}lim.both, i64 %{t}lim.loop",
     f"  %{t}limit = call i64 @llvm.umax.i64(i64 %{t}lim.any, i64 1)",
     f"  %{t}res = call i32 %{t}fn(ptr %vo, ptr %so, ptr {waves}, i64 {nws}, i64 %stride, i64 %off, ptr %to, i64 %ntab, ptr {out}.o, "
-    f"ptr %scco, ptr %pco, i64 {pc}, ptr %lm, ptr %wto, i64 %nwtab, i64 %{t}limit)",
+    f"ptr %scco, ptr %pco, i64 {pc}, ptr %lm, ptr %wto, i64 %nwtab, i64 %{t}limit, ptr %ldso, i64 %ldsb, ptr %wgo)",
     f"  %{t}res64 = zext i32 %{t}res to i64\n  store i64 %{t}res64, ptr %res.p",
     f"  %{t}bad = and i32 %{t}res, {~regions.FELL}\n  %{t}isbad = icmp ne i32 %{t}bad, 0\n  br i1 %{t}isbad, label %{bad}, label %{t}got",
     f"{t}got:",
@@ -113,7 +114,7 @@ DRIVER_IR = "\n".join([
   _data("one", C_ONE), _data("out", C_OUT), _data("outb", C_OUTB), _data("pcs", C_PC),
   _slot("vo", C_VGPR, "ptr"), _slot("so", C_SGPR, "ptr"), _slot("stride", C_STRIDE), _slot("to", C_RTAB, "ptr"),
   _slot("ntab", C_NRTAB), _slot("scco", C_SCC, "ptr"), _slot("pco", C_PC, "ptr"), _slot("lm", C_LIBM, "ptr"),
-  _slot("wto", C_WTAB, "ptr"), _slot("nwtab", C_NWTAB),
+  _slot("wto", C_WTAB, "ptr"), _slot("nwtab", C_NWTAB), _slot("ldso", C_LDS, "ptr"), _slot("ldsb", C_LDSB), _slot("wgo", C_WG, "ptr"),
   f"  %res.p = getelementptr inbounds i64, ptr %ctx, i64 {C_RES}",
   *(f"  %{v}.s = alloca i64\n  store i64 0, ptr %{v}.s" for v in ("nt", "rd", "wr", "ran", "k", "bnt")),
   "  %limited = icmp sge i64 %budget, 0",
@@ -229,7 +230,7 @@ class Chain:
     self.ctx[:C_READ] = (self.table.ctypes.data, len(self.rows), id(ws), n, id(self.trace), TRACE_ENTRIES, id(starts),
                          -1 if budget is None else budget, regions.LOOP_BUDGET, id(self.one), id(self.out), id(outb), id(st.vgpr_store),
                          id(st.sgpr), st.n * st.lanes, native.NATIVE.data_offset, id(table), len(table), id(st.scc), id(st.pc),
-                         native.NATIVE.libm_table(), id(wtable), len(wtable))
+                         native.NATIVE.libm_table(), id(wtable), len(wtable), id(m.lds.store), m.lds.limit, id(st.wg))
     why = fn(self.ctx_addr)
     read, written, ran, k, used, batched, phase, res, split_row = self.ctx[C_READ:C_SPLIT + 1].tolist()
     if not used and why != STOP_SPLIT: return None   # (the MXCSR is not IEEE's default, or the first region is not native here)

@@ -6,27 +6,31 @@ makes it to the one that reads it; a scalar value is a one-element vector of the
 Each instruction's semantics are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds only what the
 executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
 registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
-VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit high halves (a 16-bit result goes
-to the low half), VOP3P ops of packed sources (each half picked by op_sel / op_sel_hi and negated by neg / neg_hi: 16-bit halves
-of a dword, CDNA's f32 halves of a register pair), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), scalar
-ALU ops from SGPRs and constants into an SGPR or EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their
-numpy code over waves, SaluStep.across / SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses,
-stay in the region), and the SOPP no-ops between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics,
-ADDTID or block forms) after all of those; a branch (s_branch, s_cbranch_scc0/1, s_cbranch_execz/execnz, s_cbranch_vccz/vccnz) is
-the last instruction of a region without stores (the function then stores each wave's next PC), and where it goes back to the
+VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit high halves (a 16-bit result goes to
+the low half), VOP3P ops of packed sources (each half picked by op_sel / op_sel_hi and negated by neg / neg_hi: 16-bit halves of a
+dword, CDNA's f32 halves of a register pair), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), plain DS
+loads from the wave's workgroup's LDS (no atomics, ADDTID or D16 forms), scalar ALU ops from SGPRs and constants into an SGPR or
+EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across /
+SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops
+between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms) and plain DS stores
+(no atomics or ADDTID forms) after all of those; a branch (s_branch, s_cbranch_scc0/1, s_cbranch_execz/execnz, s_cbranch_vccz/vccnz)
+is the last instruction of a region without stores (the function then stores each wave's next PC), and where it goes back to the
 region's own start the function runs the region again for that wave, at most `limit` times a call (LOOP_BUDGET; never past the run
 after which the instruction watchdog fires). A lane mask's word is made where it is written (each active lane's bit; 0 in inactive
 lanes) and kept with the SGPRs, so scalar ops later in the region read it, and may write over it. A scalar op may write EXEC
 (s_and_saveexec, s_or_b32 exec: LLVM's guarded blocks), and so may a VALU op as a lane mask (v_cmpx, a compare or carry-out into
 EXEC_LO; after its other results, which are stored under the EXEC it ran with): every later instruction of the region runs on the
-new EXEC, so each VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and counts only
-the lanes then active, and a NaN counts only in a lane active where it was made. It ends before anything else.
+new EXEC, so each VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and counts only the
+lanes then active, and a NaN counts only in a lane active where it was made. It ends before anything else.
 The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only
 stores follow): the loop only checks each wave's store spans against the writable native table, and once every wave of the batch
 has run, each of the stores' writes is done for every wave in turn, from the registers the loop stored (nothing after a region's
 first store writes one): the numpy path's order, every wave's loads before any store and each write for all lanes before the next.
 If any wave fell back, no store is written natively: the numpy path then runs the stores for every wave of the batch (a fault
-leaves memory untouched, as there).
+leaves memory untouched, as there). LDS is read and written as LocalMemory does (the address's low 32 bits; an access past the
+workgroup's LDS reads 0 and writes nothing, so a DS access never falls back) and counts no bytes; a DS store comes last like a
+global one, so no wave's DS load in a region runs after any wave's DS store of it (two waves of a workgroup see each other's
+stores only across regions, as across steps in the numpy path's lockstep).
 
 A load reads in place only what the memory map's native table vouches for (MemoryMap.native_table: ranges whose host memory
 cannot go away under it): the span every active lane of the wave reaches (a scalar load: the wave's one span) must lie in one of its
@@ -80,6 +84,7 @@ BACKGROUND = not EAGER             # compile on the background thread (off: the 
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 STORE_READS = LOAD_READS
+DS_READS = frozenset({"ADDR", "MEM", "OFFSET", "OFFSET0", "OFFSET1", "DATA", "DATA2", "n", "laneId", "WAVE32", "WAVE64"})
 FELL = 1   # a region function's result bit: some wave fell back (its stores, if any, are then left to the numpy path; MXCSR bits never have bit 0)
 SALU_READS = frozenset({"S0", "S1", "D0", "SCC", "EXEC", "EXECZ", "VCC", "VCCZ", "n", "WAVE32", "WAVE64"})
 BRANCH_READS = frozenset({"PC", "SCC", "EXEC", "EXECZ", "VCC", "VCCZ", "n"})
@@ -92,12 +97,12 @@ FUNCTION = "region"   # every region is one module with one function of this nam
 # (PYFUNCTYPE: a call keeps the GIL; emu.native's _SIGNATURE says why)
 SIGNATURE = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
 # A region that ends with a branch back to its own start (a loop) runs again for the same wave inside its function, up to a limit
 # per call that keeps each call to about LOOP_BUDGET wave-instructions (the watchdogs and Ctrl-C see the dispatch between calls).
 LOOP_BUDGET = 1 << 20
 
-# what a region with global loads calls (_WaveCode.load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
+# what a region with global or DS loads calls (_WaveCode.load, lds_load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
 # sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
 # values of 1, 2 or 4 bytes (zero-extended to 32 bits) at each active lane's address + delta + 4 j into out[j * n + lane], 0 for
 # inactive lanes, whose addresses are never touched
@@ -287,6 +292,25 @@ def plain_store(s:Step) -> bool:
   return op.kind == "vector" and op.fn is not None and op.mem == "w" and not op.mem_rmw and not op.writes and \
     op.reads <= STORE_READS | set(s.fields) and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
 
+def plain_ds_load(s:Step) -> bool:
+  """A DS load into VGPRs (B8..B128, the 2ADDR / READ2 forms): no atomic, ADDTID, D16 or AGPR form."""
+  if not isinstance(s, VmemStep) or s.fmt != "DS": return False
+  op = s.op
+  return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"RETURN_DATA"} and \
+    op.reads <= DS_READS | set(s.fields) and op.widths.get("RETURN_DATA", 32) % 32 == 0
+
+def plain_ds_store(s:Step) -> bool:
+  """A DS store from VGPRs (B8..B128, the D16_HI and 2ADDR / WRITE2 forms): no atomic or ADDTID form (stores come last, as
+  global ones)."""
+  if not isinstance(s, VmemStep) or s.fmt != "DS": return False
+  op = s.op
+  return op.kind == "vector" and op.fn is not None and op.mem == "w" and not op.mem_rmw and not op.writes and \
+    op.reads <= DS_READS | set(s.fields)
+
+def store_step(s:Step) -> bool:
+  """A store a region holds (global or DS): once one has joined, only stores follow (they write once every wave has run)."""
+  return plain_store(s) or plain_ds_store(s)
+
 def plain_salu(s:Step) -> bool:
   """A scalar ALU op from registers, constants and EXEC into an SGPR below EXEC, or EXEC itself, and SCC (s_and_saveexec writes EXEC
   and an SGPR), with numpy code over waves (SaluStep.across)."""
@@ -314,7 +338,7 @@ def joins(s:Step) -> bool:
   dispatch's region search asks again for the steps it scans)."""
   if (hit := _joins.get(id(s))) is None:
     hit = _joins[id(s)] = (s, isinstance(s, ControlStep) and s.effect is None or plain_valu(s) or plain_load(s) or plain_store(s)
-                           or plain_salu(s) or plain_smem(s) or plain_branch(s) or lane_read(s))
+                           or plain_ds_load(s) or plain_ds_store(s) or plain_salu(s) or plain_smem(s) or plain_branch(s) or lane_read(s))
   return hit[1]
 
 def ends(s:Step) -> bool:
@@ -336,22 +360,35 @@ class _ScalarMemory(_Memory):
     return self.code.scalar_load(addr, nbytes, 1)[0]
   def read_words(self, addr:Val, k:int) -> Words: return Words(tuple(self.code.scalar_load(addr, 4, k)))
 
+class _LdsMemory:
+  """The MEM input of a DS load lowered into a region: every access is `_WaveCode.lds_load` (a k-dword read is k dword reads, each
+  in range or not on its own, as LocalMemory reads them)."""
+  def __init__(self, code:_WaveCode): self.code = code
+  def read(self, addr:Val, nbytes:int) -> Val:
+    if nbytes not in (1, 2, 4, 8): raise NotLowerable(f"a {nbytes}-byte read")
+    return self.code.lds_load(addr, nbytes)
+  def read_words(self, addr:Val, k:int) -> Words:
+    b = self.code.b
+    return Words(tuple(self.code.lds_load(b.emit(f"add {b.t('i64')} {addr.ref}, {b.const(4 * j, U64).ref}", U64) if j else addr, 4)
+                       for j in range(k)))
+
 class _StoreCheck:
-  """The MEM input of a store lowered into a region's wave loop: each write only checks that the span every active lane reaches
-  lies in one row of the writable native table (else the wave falls back); the writes themselves come after every wave of the
-  batch has run (`_store_function`), in the numpy path's order."""
-  def __init__(self, code:_WaveCode): self.code, self.calls = code, 0
+  """The MEM input of a store lowered into a region's wave loop: each write of a global store only checks that the span every
+  active lane reaches lies in one row of the writable native table (else the wave falls back); a DS store's writes never fault
+  (LDS drops what lies past the workgroup's LDS). The writes themselves come after every wave of the batch has run
+  (`_store_function`), in the numpy path's order."""
+  def __init__(self, code:_WaveCode, lds:bool): self.code, self.lds, self.calls = code, lds, 0
   def write(self, addr:Val, value:Val, nbytes:int):
     if nbytes not in (1, 2, 4, 8): raise NotLowerable(f"a {nbytes}-byte write")
-    self.code.span_check(addr, nbytes, "%wtab", "%nwtab")
+    if not self.lds: self.code.span_check(addr, nbytes, "%wtab", "%nwtab")
     self.calls += 1
 
 class _StoreWrite:
   """The MEM input of a store lowered into one of its write functions: the op's write number `which` (in the op's order) is
-  emitted, the others only computed (and dropped by LLVM)."""
-  def __init__(self, code:_WaveCode, which:int): self.code, self.which, self.calls = code, which, 0
+  emitted (into global memory, or `lds`), the others only computed (and dropped by LLVM)."""
+  def __init__(self, code:_WaveCode, which:int, lds:bool): self.code, self.which, self.lds, self.calls = code, which, lds, 0
   def write(self, addr:Val, value:Val, nbytes:int):
-    if self.calls == self.which: self.code.scatter(addr, value, nbytes)
+    if self.calls == self.which: (self.code.lds_store if self.lds else self.code.scatter)(addr, value, nbytes)
     self.calls += 1
 
 class _WaveCode:
@@ -373,6 +410,7 @@ class _WaveCode:
     self.exec, self.act = "%exec", "%act"  # EXEC now: the i64 word and each lane's bit (<lanes x i1>); a scalar op may write it
     self.act_from: list[tuple[int, str]] = [(0, "%act")]   # (first float result, the EXEC it was computed under) per EXEC value
     self.lane_loads: list[tuple[str, int]] = []   # (EXEC word, bytes per active lane) of each global load, for the bytes read
+    self.lds_loads = 0                    # DS loads (they call @gather too, and count no bytes)
 
   # ---- operand reads ----
   def vreg(self, r:int) -> str:
@@ -608,6 +646,44 @@ class _WaveCode:
       out.append(sb.emit(f"insertelement <1 x i64> poison, i64 {wide.ref}, i64 0", U64))
     return out
 
+  def _lds_lanes(self, addr:Val, nbytes:int) -> tuple[Val, str, str]:
+    """(each lane's LDS address: its low 32 bits, as LocalMemory takes them; the EXEC word of the active lanes whose access of
+    `nbytes` lies inside the workgroup's LDS, %ldsb bytes from the wave's %ldsw; the host-address delta) for @gather / @scatter,
+    which touch only those lanes' bytes. (Not LLVM's masked gather / scatter: QUICK's unoptimised code for those took ~10x as
+    long as the numpy path.)"""
+    b, v64 = self.b, self.b.t("i64")
+    a = b.emit(f"and {v64} {addr.ref}, {b.const(0xffffffff, U64).ref}", U64)
+    end = b.emit(f"add {v64} {a.ref}, {b.const(nbytes, U64).ref}", U64)
+    inside = b.emit(f"icmp ule {v64} {end.ref}, {b.splat('i64', '%ldsb', U64).ref}", BOOL)
+    on = b.emit(f"and {b.t('i1')} {inside.ref}, {self.act}", BOOL)
+    return a, self._word(on), b.emit("ptrtoint ptr %ldsw to i64", U64).ref
+
+  def lds_load(self, addr:Val, nbytes:int) -> Val:
+    """`nbytes` at each lane's LDS address (a uint64 Val, zero-extended): 0 in inactive lanes and where the access leaves the
+    workgroup's LDS (LocalMemory.read), whose bytes are never touched."""
+    b, v64, n = self.b, self.b.t("i64"), self.lanes
+    a, word, delta = self._lds_lanes(addr, nbytes)
+    self.lds_loads += 1
+    k, size = (2, 4) if nbytes == 8 else (1, nbytes)
+    b.lines.append(f"  store {v64} {a.ref}, ptr %addr.buf, align 8")
+    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta}, i64 {word}, i64 {n}, i64 {k}, i64 {size}, ptr %data.buf)")
+    words, v32 = [], b.t("i32")
+    for j in range(k):
+      p = b.emit(f"getelementptr inbounds i32, ptr %data.buf, i64 {j * n}", U64)
+      got = b.emit(f"load {v32}, ptr {p.ref}, align 4", U64)
+      words.append(b.emit(f"zext {v32} {got.ref} to {v64}", U64))
+    if k == 1: return words[0]
+    high = b.emit(f"shl {v64} {words[1].ref}, {b.c('i64', '32')}", U64)
+    return b.emit(f"or {v64} {words[0].ref}, {high.ref}", U64)
+
+  def lds_store(self, addr:Val, value:Val, nbytes:int):
+    """Write the low `nbytes` of each active lane's value at its LDS address, in lane order (the last lane wins, as
+    LocalMemory.write); an access that leaves the workgroup's LDS is dropped."""
+    b, v64 = self.b, self.b.t("i64")
+    a, word, delta = self._lds_lanes(addr, nbytes)
+    b.lines.append(f"  store {v64} {a.ref}, ptr %addr.buf, align 8\n  store {v64} {b.cast(value, U64).ref}, ptr %val.buf, align 8")
+    b.lines.append(f"  call void @scatter(ptr %addr.buf, ptr %val.buf, i64 {delta}, i64 {word}, i64 {self.lanes}, i64 {nbytes})")
+
   # ---- results ----
   def write_vgpr(self, reg:int, bits:int, value):
     """Store the low `bits` (16: the low half, the high half kept, as write_vgpr_lanes; 32 or 64) of value into VGPR reg (..)."""
@@ -646,10 +722,11 @@ class _WaveCode:
   def mark(self) -> tuple:
     """The state to `rewind` to when the next step does not lower (it may have emitted code and loaded registers by then)."""
     return len(self.b.lines), len(self.b.float_results), dict(self.vgpr), self.scalar_bytes, dict(self.sgprs), self.scc, \
-      len(self.stores), dict(self.masks), list(self.written), self.exec, self.act, len(self.act_from), len(self.lane_loads), self.next_pc
+      len(self.stores), dict(self.masks), list(self.written), self.exec, self.act, len(self.act_from), len(self.lane_loads), self.next_pc, \
+      self.lds_loads
   def rewind(self, at:tuple):
     n_lines, n_float, vgpr, self.scalar_bytes, self.sgprs, self.scc, n_stores, self.masks, self.written, self.exec, \
-      self.act, n_act, n_loads, self.next_pc = at
+      self.act, n_act, n_loads, self.next_pc, self.lds_loads = at
     del self.b.lines[n_lines:], self.b.float_results[n_float:], self.stores[n_stores:], self.act_from[n_act:], self.lane_loads[n_loads:]
     self.vgpr = vgpr
 
@@ -672,7 +749,9 @@ def _lower_step(step, code:_WaveCode, mode:dict, off:int):
   """Append the code of one step (at byte `off` of the region) for a wave's lanes (NotLowerable may leave part of it behind: the
   caller rewinds `code`)."""
   if isinstance(step, ControlStep): return
-  if isinstance(step, VmemStep): return _lower_store(step, code, mode) if "w" in step.op.mem else _lower_load(step, code, mode)
+  if isinstance(step, VmemStep):
+    if "w" in step.op.mem: return _lower_store(step, code, mode)
+    return _lower_ds_load(step, code, mode) if step.fmt == "DS" else _lower_load(step, code, mode)
   if isinstance(step, SmemStep): return _lower_smem(step, code)
   if isinstance(step, SaluStep): return _lower_scalar(step, code, off)
   if isinstance(step, ValuStep) and step.op.kind == "wave": return _lower_lane_read(step, code)
@@ -736,34 +815,52 @@ def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
   if "VDATA" in op.reads: inputs["VDATA"] = code.read(step.data["VDATA"])
   out = lower(op.source, inputs, code.b)
   if set(out) != {"VDATA"}: raise NotLowerable(f"outputs {sorted(out)} of a load")
-  v, bits = out["VDATA"], op.widths.get("VDATA", 32)
-  if not isinstance(v, Words): return code.write_vgpr(step.vdst, bits, v)
-  if 32 * len(v.columns) != bits: raise NotLowerable(f"{len(v.columns)} dwords for a {bits}-bit VDATA")
-  for j, col in enumerate(v.columns): code.write_vgpr(step.vdst + j, 32, col)
+  _write_loaded(code, step.vdst, op.widths.get("VDATA", 32), out["VDATA"])
+
+def _lower_ds_load(step:VmemStep, code:_WaveCode, mode:dict):
+  """A plain DS load (exec_vmem.VmemStep.execute's reads and RETURN_DATA store) for a wave's lanes, from the wave's workgroup's LDS."""
+  inputs = {**_wave_inputs(code, mode), **step.fields, "ADDR": code.read(Src("vgpr", step.addr, 32)), "MEM": _LdsMemory(code)}
+  out = lower(step.op.source, inputs, code.b)
+  if set(out) != {"RETURN_DATA"}: raise NotLowerable(f"outputs {sorted(out)} of a DS load")
+  _write_loaded(code, step.vdst, step.op.widths.get("RETURN_DATA", 32), out["RETURN_DATA"])
+
+def _write_loaded(code:_WaveCode, vdst:int, bits:int, v):
+  """A load's result (a Val of up to 64 bits, or Words of dwords) into VGPRs vdst.."""
+  if not isinstance(v, Words): return code.write_vgpr(vdst, bits, v)
+  if 32 * len(v.columns) != bits: raise NotLowerable(f"{len(v.columns)} dwords for a {bits}-bit result")
+  for j, col in enumerate(v.columns): code.write_vgpr(vdst + j, 32, col)
+
+def _store_data(code:_WaveCode, src:Src) -> Val | Words:
+  """A store's data operand as Src.read_lanes gives it: dwords (Words) past 64 bits, a 16-bit one's low half."""
+  if src.bits > 64: return Words(tuple(code.read(Src("vgpr", src.reg + j, 32)) for j in range(src.nregs)))
+  data = code.read(Src("vgpr", src.reg, 64 if src.bits == 64 else 32))
+  return code.b.emit(f"and {code.b.t('i64')} {data.ref}, {code.b.c('i64', str(0xffff))}", U64) if src.bits == 16 else data
 
 def _store_inputs(step:VmemStep, code:_WaveCode, mode:dict, mem) -> dict:
-  """A plain store's op state for a wave's lanes (VmemStep.execute's reads: VDATA as Src.read_lanes gives it)."""
-  src = step.data["VDATA"]
-  if src.bits > 64: vdata = Words(tuple(code.read(Src("vgpr", src.reg + j, 32)) for j in range(src.nregs)))
-  else:
-    vdata = code.read(Src("vgpr", src.reg, 64 if src.bits == 64 else 32))
-    if src.bits == 16: vdata = code.b.emit(f"and {code.b.t('i64')} {vdata.ref}, {code.b.c('i64', str(0xffff))}", U64)
-  return {**_wave_inputs(code, mode), **step.fields, "ADDR": code.address(step), "VDATA": vdata, "MEM": mem}
+  """A plain store's op state for a wave's lanes (VmemStep.execute's reads): a global store's address and VDATA, a DS store's
+  address VGPR and DATA / DATA2."""
+  inputs = {**_wave_inputs(code, mode), **step.fields, "MEM": mem}
+  if step.fmt != "DS": return {**inputs, "ADDR": code.address(step), "VDATA": _store_data(code, step.data["VDATA"])}
+  return {**inputs, "ADDR": code.read(Src("vgpr", step.addr, 32)),
+          **{name: _store_data(code, step.data[name]) for name in ("DATA", "DATA2") if name in step.op.reads}}
 
 def _lower_store(step:VmemStep, code:_WaveCode, mode:dict):
-  """A plain global store in a region's wave loop: its spans checked (`_StoreCheck`); its writes are listed for `_store_function`."""
-  check = _StoreCheck(code)
+  """A plain global or DS store in a region's wave loop: a global one's spans checked (`_StoreCheck`); its writes are listed for
+  `_store_function`."""
+  check = _StoreCheck(code, step.fmt == "DS")
   if lower(step.op.source, _store_inputs(step, code, mode, check), code.b): raise NotLowerable("a store with outputs")
   code.stores.extend((step, j) for j in range(check.calls))
 
 def _wave_loop(code:_WaveCode, lanes:int, spec, iterate:bool=False) -> list[str]:
-  """A wave loop's head (from its `%k` phi to `%act`: the wave's number `%w`, its SGPR row `%sb`, VGPR column `%vbase` and
-  EXEC), emitted through `code`'s builder and taken from it. `iterate`: the wave may run the region again (`%it`: the runs it has
-  committed; the `commit` block branches back to `iter`, where EXEC is read again)."""
+  """A wave loop's head (from its `%k` phi to `%act`: the wave's number `%w`, its SGPR row `%sb`, VGPR column `%vbase`, its
+  workgroup's LDS `%ldsw` and EXEC), emitted through `code`'s builder and taken from it. `iterate`: the wave may run the region
+  again (`%it`: the runs it has committed; the `commit` block branches back to `iter`, where EXEC is read again)."""
   b, v64 = code.b, code.b.t("i64")
   head = ["  br label %wave\nwave:\n  %k = phi i64 [0, %start], [%k.next, %wave.next]",
           f"  %wpp = getelementptr inbounds i64, ptr %wp, i64 %k\n  %w = load i64, ptr %wpp\n  %sb = mul i64 %w, {N_SGPR_ROW}",
-          f"  %vbase = mul i64 %w, {lanes}"]
+          f"  %vbase = mul i64 %w, {lanes}",
+          "  %wgp = getelementptr inbounds i64, ptr %wg, i64 %w\n  %wgi = load i64, ptr %wgp\n  %ldsoff = mul i64 %wgi, %ldsb",
+          "  %ldsw = getelementptr i8, ptr %lds, i64 %ldsoff"]   # (the wave's workgroup's LDS: Machine.lds_base)
   if iterate: head.append("  br label %iter\niter:\n  %it = phi i64 [0, %wave], [%it.next, %commit]")
   start = len(b.lines)
   b.lines.append(f"  %exec = or i64 {code.mask_word(spec.exec_lo, fresh=True)}, 0")
@@ -774,14 +871,16 @@ def _wave_loop(code:_WaveCode, lanes:int, spec, iterate:bool=False) -> list[str]
   return head + out
 
 def _store_function(name:str, step:VmemStep, which:int, lanes:int, spec, mode:int) -> tuple[str, dict]:
-  """(the IR of void name(vgpr, sgpr, ws, nws, stride, wtable, nwtable, counts), the intrinsics it declares): write number `which` of store
-  `step` for every wave of the batch in order, reading its address and data from the registers the region stored (nothing after
-  a region's first store writes one), counting the bytes in counts[1]."""
+  """(the IR of void name(vgpr, sgpr, ws, nws, stride, wtable, nwtable, counts, lds, ldsb, wg), the intrinsics it declares): write
+  number `which` of store `step` for every wave of the batch in order, reading its address and data from the registers the region
+  stored (nothing after a region's first store writes one), counting a global store's bytes in counts[1]."""
   code = _WaveCode(lanes, spec)
-  if lower(step.op.source, _store_inputs(step, code, mode_state(mode), _StoreWrite(code, which)), code.b): raise NotLowerable("a store with outputs")
+  write = _StoreWrite(code, which, step.fmt == "DS")
+  if lower(step.op.source, _store_inputs(step, code, mode_state(mode), write), code.b): raise NotLowerable("a store with outputs")
   body, code.b.lines = code.b.lines, []
   head = _wave_loop(code, lanes, spec)
-  L = [f"define internal void @{name}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp) {{",
+  L = [f"define internal void @{name}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp, "
+       "ptr %lds, i64 %ldsb, ptr %wg) {",
        f"start:\n  %addr.buf = alloca [{lanes} x i64], align 64\n  %val.buf = alloca [{lanes} x i64], align 64\n  %delta.slot = alloca i64",
        *head, *body, "  br label %wave.next\nwave.next:\n  %k.next = add i64 %k, 1\n  %k.end = icmp eq i64 %k.next, %nws",
        "  br i1 %k.end, label %done, label %wave\ndone:\n  ret void\n}"]
@@ -801,9 +900,10 @@ def _lower_smem(step:SmemStep, code:_WaveCode):
 
 def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> str:
   """The region's function: i32 name(vgpr, sgpr, ws, nws, stride, off, table, ntable, out, scc, pc, pc0, libm, wtable, nwtable,
-  limit) (arrays by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` and `wtable` the
-  MemoryMap's native_table for reads and for writes; scc and pc the waves' SCC and PC, pc0 the region's address; libm the table
-  of the C library's functions, emu.native.LIBM; `stores`: the store functions it calls, in order, once every wave has run). It
+  limit, lds, ldsb, wg) (arrays by object address, `off` the data pointer's place in a numpy array object: emu.native; `table` and
+  `wtable` the MemoryMap's native_table for reads and for writes; scc and pc the waves' SCC and PC, pc0 the region's address; libm
+  the table of the C library's functions, emu.native.LIBM; lds the chunk's LDS bytes, ldsb each workgroup's share of them, wg each
+  wave's workgroup in the chunk (Machine.lds_base); `stores`: the store functions it calls, in order, once every wave has run). It
   leaves in out[0] and out[1] the bytes the stored waves loaded and stored, in out[4 + k] how many runs wave k committed, or -1 -
   that when it fell back (in the run after them: the numpy path's), and in out[2] and out[3] the most runs of a wave and the runs
   of all (a fallen wave's numpy one included). A region ending with a branch runs again for the same wave while the branch goes
@@ -815,13 +915,14 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
     out, b.lines[:] = b.lines[:], []
     return out
   L = [f"define i32 @{name}(ptr %vo, ptr %so, ptr %wo, i64 %nws, i64 %stride, i64 %off, ptr %to, i64 %ntab, ptr %oo, ptr %scco, "
-       "ptr %pco, i64 %pc0, ptr %lm, ptr %wto, i64 %nwtab, i64 %limit) {",
+       "ptr %pco, i64 %pc0, ptr %lm, ptr %wto, i64 %nwtab, i64 %limit, ptr %ldso, i64 %ldsb, ptr %wgo) {",
        native.MXCSR_ENTRY,
        f"  %addr.buf = alloca [{lanes} x i64], align 64\n  %data.buf = alloca [{4 * lanes} x i32], align 64\n  %delta.slot = alloca i64",
        "  %fell = alloca i8\n  store i8 0, ptr %fell",
        "  %isbad = icmp ne i32 %bad, 0\n  br i1 %isbad, label %done, label %start", "start:"]
   loops = code.next_pc is not None
-  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("tab", "to"), ("cp", "oo"), ("sccp", "scco"), ("pcp", "pco"), ("wtab", "wto")):
+  for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("tab", "to"), ("cp", "oo"), ("sccp", "scco"), ("pcp", "pco"), ("wtab", "wto"),
+                   ("lds", "ldso"), ("wg", "wgo")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
   L.append("  call void @llvm.memset.p0.i64(ptr %cp, i8 0, i64 32, i1 false)\n  %rp = getelementptr inbounds i64, ptr %cp, i64 4")
   b.intrinsics["llvm.memset.p0.i64"] = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"
@@ -877,7 +978,8 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
   # the stores, once every wave has run: each write for every wave in turn (the numpy path's order); none when a wave fell back
   L.append("  br i1 %k.end, label %stores, label %wave\nstores:\n  %fell.v = load i8, ptr %fell\n  %fell.any = icmp ne i8 %fell.v, 0")
   L.append("  br i1 %fell.any, label %done, label %write\nwrite:")
-  L.extend(f"  call void @{fn}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp)" for fn in stores)
+  L.extend(f"  call void @{fn}(ptr %vgpr, ptr %sgpr, ptr %wp, i64 %nws, i64 %stride, ptr %wtab, i64 %nwtab, ptr %cp, ptr %lds, "
+           "i64 %ldsb, ptr %wg)" for fn in stores)
   L.append(f"  br label %done\ndone:\n  %ret = phi i32 [%bad, %entry], [{FELL}, %stores], [0, %write]\n  ret i32 %ret\n}}")
   return "\n".join(L)
 
@@ -1018,7 +1120,7 @@ class Region:
     if not CHECK: return self._run(m, ws, budget)
     st, read, written = m.st, m.stats.bytes_read, m.stats.bytes_written
     before = _registers(st)
-    memory = self._written(m, ws) if self._stores_at() < self.count else []
+    memory = (self._written(m, ws) if self._stores_at() < self.count else []) + [(None, m.lds.store)]   # (LDS whole: None)
     saved = [v.copy() for _, v in memory]
     if (ran := self._run(m, ws, budget)) is None: return None
     runs = ran[0]
@@ -1037,12 +1139,13 @@ class Region:
     for (addr, _), got, want in zip(memory, native_state[5], numpy_state[5]):
       if not np.array_equal(got, want):
         i = int(np.argwhere(got != want)[0][0])
-        raise RuntimeError(f"EMU_REGIONS=check: the native region's stores differ from the numpy path's at address {addr + i:#x}: "
+        where = f"LDS byte {i}" if addr is None else f"address {addr + i:#x}"
+        raise RuntimeError(f"EMU_REGIONS=check: the native region's stores differ from the numpy path's at {where}: "
                            f"{int(got[i]):#x}, numpy {int(want[i]):#x}")
     return ran
 
   def _written(self, m:Machine, ws:np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """(address, view) of each run of writable memory the region's stores reach for waves ws (their addresses from the registers
+    """(address, view) of each run of writable memory the region's global stores reach for waves ws (their addresses from the registers
     the region's other steps leave, run here on the numpy path and undone): what EMU_REGIONS=check compares. Only those bytes:
     the host may write other memory meanwhile."""
     st, read = m.st, m.stats.bytes_read
@@ -1051,13 +1154,14 @@ class Region:
     for _, step in self.steps[:body]: step.run(m, ws)
     lanes, starts, ends = m.active(ws), [], []
     for _, step in self.steps[body:]:
-      if isinstance(step, ControlStep): continue
+      if isinstance(step, ControlStep) or step.fmt == "DS": continue   # (LDS is compared whole)
       lo, size = step.span
       a = step._addresses(st, lanes.wv, lanes.ln, lanes.dense) + np.uint64(lo & MASK64)
       starts.append(a)
       ends.append(a + np.uint64(size))
     _put_back(st, before)
     m.stats.bytes_read = read
+    if not starts: return []
     order = np.argsort(start := np.concatenate(starts))
     if not len(order): return []
     start, end = start[order], np.maximum.accumulate(np.concatenate(ends)[order])
@@ -1076,7 +1180,8 @@ class Region:
     per_run = self.count * n
     limit = LOOP_BUDGET // per_run if budget is None else min(LOOP_BUDGET // per_run, -(-(budget + 1) // per_run))   # (a ceiling)
     r = self.fn(id(st.vgpr_store), id(st.sgpr), id(ws), n, st.n * st.lanes, native.NATIVE.data_offset, id(table), len(table), id(out),
-                id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table(), id(wtable), len(wtable), max(1, limit))
+                id(st.scc), id(st.pc), int(st.pc[ws[0]]), native.NATIVE.libm_table(), id(wtable), len(wtable), max(1, limit),
+                id(m.lds.store), m.lds.limit, id(st.wg))
     if r & ~FELL: return None   # the thread's MXCSR is not IEEE's default: nothing was stored
     read, written, most, total = out[:4].tolist()
     m.stats.bytes_read += read
@@ -1113,7 +1218,7 @@ class Region:
     if self.stores_at is None:
       real = lambda i: self.steps[i][1].step() if isinstance(self.steps[i][1], LazyStep) else self.steps[i][1]
       i = self.count
-      while i and (plain_store(step := real(i - 1)) or isinstance(step, ControlStep)): i -= 1
+      while i and (store_step(step := real(i - 1)) or isinstance(step, ControlStep)): i -= 1
       while i < self.count and isinstance(real(i), ControlStep): i += 1   # (no-ops before the first store belong to the rest)
       self.stores_at = i
     return self.stores_at
@@ -1138,7 +1243,7 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     at = code.mark()
     try:
       if not isinstance(s, ControlStep):
-        if code.stores and not plain_store(s): break   # after a store only stores (they write once every wave has run)
+        if code.stores and not store_step(s): break   # after a store only stores (they write once every wave has run)
         _lower_step(s, code, mode_state(mode), off)
         reads_mode |= any(op.reads & MODE_INPUTS for op in ([h[0] for h in s.halves] if isinstance(s, VopdStep) else [s.op]))
     except NotLowerable:
@@ -1154,7 +1259,7 @@ def _lowered(steps:list[tuple[int, Step]], lanes:int, spec, mode:int) -> tuple[i
     code.b.intrinsics.update(intrinsics)   # (one module: its declarations once)
   fn = _function(FUNCTION, code, lanes, spec, [f"store{i}" for i in range(len(writes))])
   # the helpers come after the region's function: emu.native enters a module's code at its start
-  helpers = (MEMORY_HELPERS if code.lane_loads or code.scalar_bytes or writes else "") + (STORE_HELPERS if writes else "")
+  helpers = (MEMORY_HELPERS if code.lane_loads or code.scalar_bytes or code.lds_loads or writes else "") + (STORE_HELPERS if writes else "")
   return take, "\n".join(["declare void @llvm.x86.sse.stmxcsr(ptr)", code.b.declarations(), fn, *writes, helpers]), reads_mode
 
 _built: dict[tuple, Region | None] = {}   # by region key: (lanes, MODE, code bytes)
