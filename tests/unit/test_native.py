@@ -98,6 +98,14 @@ define double @f(double %x) {
 }
 """
 
+def _far_from_libm(n) -> bool:
+  """Whether the next object placed may lie too far from libm's `sin` for a PC-relative call (x86-64: +-2 GB)."""
+  import ctypes, mmap
+  if not n._mems or n._used + (1 << 16) > len(n._mems[-1]): n._arena(1 << 16)   # (where the next objects go)
+  here = ctypes.addressof(ctypes.c_char.from_buffer(n._mems[-1]))
+  sin = ctypes.cast(n._c_library().sin, ctypes.c_void_p).value
+  return abs(here - sin) > (1 << 31) - 2 * native.ARENA_BYTES - native.IMAGE_PROBE - mmap.PAGESIZE
+
 def test_an_object_loaded_again_uses_its_kept_image_only_when_it_does_not_depend_on_its_address(tmp_path, monkeypatch):
   # the table's address is relative to the code (a PC-relative relocation): its image is kept and copied as it is by later loads;
   # a call into libm is not (the image holds where libm is): it is loaded from its object every time
@@ -107,6 +115,9 @@ def test_an_object_loaded_again_uses_its_kept_image_only_when_it_does_not_depend
   pick, f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64), ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)
   for ir, sig, args, want, kept in ((TABLE_IR, pick, range(8), [11, -22, 33, 4000000000] * 2, True),
                                     (SIN_IR, f, [0.5, -2.0], [float(np.sin(0.5)), float(np.sin(-2.0))], False)):
+    if ir is SIN_IR and _far_from_libm(n):   # (found by the CI: a worker that has mapped much memory places later arenas far off)
+      pytest.skip("this process's code arena lies over 2 GB from libm: a direct call's 32-bit relocation cannot reach it (the "
+                  "native code the emulator makes calls libm through LIBM's table, never directly)")
     key = n.key(ir)
     assert (fn := n.function(ir, sig)) is not None, n.failure
     assert [fn(x) for x in args] == want   # compiled (the object kept)
