@@ -127,6 +127,22 @@ def test_accesses_the_table_cannot_vouch_for_take_the_numpy_path(monkeypatch, na
       faults.append(str(e.value))
     assert faults[0] == faults[1]
 
+@pytest.mark.parametrize("first_high", [False, True])
+def test_lanes_in_two_mappings_with_different_host_addresses_each_read_their_own(native_runs, both, first_high):
+  # two buffers mapped at adjacent GPU addresses, each backed by host memory elsewhere: the row of the first active lane must not
+  # serve a lane in the other one (below it or above it), whose bytes lie at another host address
+  from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
+  low, high, va = np.arange(64, dtype=np.uint32), np.arange(1000, 1064, dtype=np.uint32), 0x7000_0000_0000
+  mem = MemoryMap()
+  mem.map(va, 256, backing=low.view(np.uint8))
+  mem.map(va + 256, 256, backing=high.view(np.uint8))
+  lanes = np.arange(32)
+  in_high = (lanes % 2 == 0) if first_high else (lanes % 2 == 1)   # lane 0 in the high buffer, or in the low one
+  off = np.where(in_high, 256 + 4 * lanes, 4 * lanes).astype(np.uint32)
+  st = both([load("gfx1100", GLOBALOp.GLOBAL_LOAD_B32, 10, 2, 20, 0)], memory=mem, vgprs={2: off}, sgprs={20: va})
+  assert native_runs == [1]
+  np.testing.assert_array_equal(st.vgpr[0, :, 10], np.where(in_high, 1000 + lanes, lanes))
+
 def test_a_load_span_across_two_adjacent_mappings_reads_both(native_runs, both):
   from tinygrad.runtime.autogen.amd.rdna3.enum import GLOBALOp
   whole = np.arange(128, dtype=np.uint32)
