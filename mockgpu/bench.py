@@ -14,6 +14,8 @@ Programs:
   dispatch   32 kernels in a row, each `+ 1` over 64 floats realized on its own: the whole stack's cost per dispatch
   conv_step  the gradients of two 5x5 convolutions with bias (1 -> 8 -> 8 channels, relu, sum) on a 4 x 1 x 14 x 14 input:
              small-grid and single-workgroup kernels whose loops branch on guarded loads
+  softmax    softmax over the rows of a 1024 x 1024 matrix: tinygrad's grouped reductions (max, sum) share partial results
+             through LDS and a barrier
 
 `--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
 once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
@@ -65,7 +67,12 @@ def _conv_step(T, rng):
     T.realize(*out.gradient(w1, b1, w2, b2))
   return step
 
-PROGRAMS = {"matmul": _matmul, "half_matmul": _half_matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch, "conv_step": _conv_step}
+def _softmax(T, rng):
+  x = T(rng.standard_normal((1024, 1024), dtype=np.float32)).realize()
+  return lambda: x.softmax(1).realize()
+
+PROGRAMS = {"matmul": _matmul, "half_matmul": _half_matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch, "conv_step": _conv_step,
+            "softmax": _softmax}
 
 def _child(name:str, repeat:int) -> int:
   """Inside a process started with DEV set: warm the program up, then time `repeat` steps; one JSON line."""
