@@ -924,8 +924,10 @@ def _function(name:str, code:_WaveCode, lanes:int, spec, stores:list[str]) -> st
   for arr, obj in (("vgpr", "vo"), ("sgpr", "so"), ("wp", "wo"), ("tab", "to"), ("cp", "oo"), ("sccp", "scco"), ("pcp", "pco"), ("wtab", "wto"),
                    ("lds", "ldso"), ("wg", "wgo")):
     L.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 %off\n  %{arr} = load ptr, ptr %{obj}.d")
-  L.append("  call void @llvm.memset.p0.i64(ptr %cp, i8 0, i64 32, i1 false)\n  %rp = getelementptr inbounds i64, ptr %cp, i64 4")
-  b.intrinsics["llvm.memset.p0.i64"] = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"
+  # out[0..3] zeroed by four stores: QUICK's code generator makes llvm.memset a call to the C library's memset, an address outside
+  # the object (its image could not be kept, and a code arena over 2 GB from libc could not link it at all)
+  L.append("\n".join(f"  %cp{i} = getelementptr inbounds i64, ptr %cp, i64 {i}\n  store i64 0, ptr %cp{i}" for i in range(4)))
+  L.append("  %rp = getelementptr inbounds i64, ptr %cp, i64 4")
   b.intrinsics["llvm.umax.i64"] = "declare i64 @llvm.umax.i64(i64, i64)"
   for fn in sorted(b.libm_used | code.sb.libm_used):
     L.append(f"  %libm.{fn}.p = getelementptr inbounds ptr, ptr %lm, i64 {native.LIBM.index(fn)}\n  %libm.{fn} = load ptr, ptr %libm.{fn}.p")
