@@ -1,7 +1,7 @@
 """A core set of tinygrad programs on every emulated AMD GPU (gfx1100, gfx1201, gfx942, gfx950) in the default test run: elementwise,
-reductions (argmin/argmax), matmul, a half matmul on the tensor cores (WMMA/MFMA), conv2d, a dtype sweep (int8/int16 division, 64-bit
-ints, half, float64 trunc, bfloat16, bool) and an MMU fault. The whole integration suite runs on one arch (EMU_TEST_ARCH, default
-gfx1100). Expected values come from numpy."""
+reductions (argmin/argmax; sum and softmax over long rows, grouped through LDS), matmul, a half matmul on the tensor cores
+(WMMA/MFMA), conv2d, a dtype sweep (int8/int16 division, 64-bit ints, half, float64 trunc, bfloat16, bool) and an MMU fault. The
+whole integration suite runs on one arch (EMU_TEST_ARCH, default gfx1100). Expected values come from numpy."""
 import pytest
 from tinygrad_run import ARCHS, assert_mmu_fault_and_survival, emulator_available, failed_checks, llvm_missing, run_json
 
@@ -19,6 +19,10 @@ a, b = rng.standard_normal((33, 48)).astype(np.float32), rng.standard_normal((48
 check("add mul", (T(a) * 2 + 1).numpy(), a * 2 + 1, 1e-6)
 check("exp", T(a).exp().numpy(), np.exp(a), 1e-5)
 check("sum 1", T(a).sum(1).numpy(), a.sum(1), 1e-4); check("max 0", T(a).max(0).numpy(), a.max(0))
+c = rng.standard_normal((8, 2048)).astype(np.float32)   # few long rows: grouped reductions, partial results through LDS
+check("sum 1 grouped", T(c).sum(1).numpy(), c.sum(1), 1e-4)
+e = np.exp(c - c.max(1, keepdims=True))
+check("softmax 1 grouped", T(c).softmax(1).numpy(), e / e.sum(1, keepdims=True), 1e-5)
 check("argmin 1", T(a).argmin(1).numpy(), a.argmin(1)); check("argmax 0", T(a).argmax(0).numpy(), a.argmax(0))
 check("matmul", (T(a) @ T(b)).numpy(), a @ b, 1e-4)
 x, w = rng.standard_normal((2, 3, 10, 9)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
