@@ -293,7 +293,7 @@ def plain_store(s:Step) -> bool:
     op.reads <= STORE_READS | set(s.fields) and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
 
 def plain_ds_load(s:Step) -> bool:
-  """A DS load into VGPRs (B8..B128, the 2ADDR / READ2 forms): no atomic, ADDTID, D16 or AGPR form."""
+  """A DS load into VGPRs (B8..B128, the 2ADDR / READ2 forms): no atomic, ADDTID or D16 form (CDNA's AGPR forms do not lower)."""
   if not isinstance(s, VmemStep) or s.fmt != "DS": return False
   op = s.op
   return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"RETURN_DATA"} and \
@@ -649,8 +649,8 @@ class _WaveCode:
   def _lds_lanes(self, addr:Val, nbytes:int) -> tuple[Val, str, str]:
     """(each lane's LDS address: its low 32 bits, as LocalMemory takes them; the EXEC word of the active lanes whose access of
     `nbytes` lies inside the workgroup's LDS, %ldsb bytes from the wave's %ldsw; the host-address delta) for @gather / @scatter,
-    which touch only those lanes' bytes. (Not LLVM's masked gather / scatter: QUICK's unoptimised code for those took ~10x as
-    long as the numpy path.)"""
+    which touch only those lanes' bytes. (Not LLVM's masked gather / scatter: QUICK's unoptimised code for those took about
+    twice the numpy path's time.)"""
     b, v64 = self.b, self.b.t("i64")
     a = b.emit(f"and {v64} {addr.ref}, {b.const(0xffffffff, U64).ref}", U64)
     end = b.emit(f"add {v64} {a.ref}, {b.const(nbytes, U64).ref}", U64)
