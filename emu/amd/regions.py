@@ -9,7 +9,7 @@ registers (VCC, carry-outs, VOPC results), a load's address and memory, and the 
 VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit high halves (a 16-bit result goes to
 the low half), VOP3P ops of packed sources (each half picked by op_sel / op_sel_hi and negated by neg / neg_hi: 16-bit halves of a
 dword, CDNA's f32 halves of a register pair), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), plain DS
-loads from the wave's workgroup's LDS (no atomics, ADDTID or D16 forms), scalar ALU ops from SGPRs and constants into an SGPR or
+loads from the wave's workgroup's LDS (no atomics or ADDTID forms), scalar ALU ops from SGPRs and constants into an SGPR or
 EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across /
 SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops
 between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms) and plain DS stores
@@ -293,11 +293,12 @@ def plain_store(s:Step) -> bool:
     op.reads <= STORE_READS | set(s.fields) and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
 
 def plain_ds_load(s:Step) -> bool:
-  """A DS load into VGPRs (B8..B128, the 2ADDR / READ2 forms): no atomic, ADDTID or D16 form (CDNA's AGPR forms do not lower)."""
+  """A DS load into VGPRs (B8..B128, the 2ADDR / READ2 forms, the D16 forms into either half): no atomic or ADDTID form (CDNA's
+  AGPR forms do not lower)."""
   if not isinstance(s, VmemStep) or s.fmt != "DS": return False
-  op = s.op
+  op, bits = s.op, s.op.widths.get("RETURN_DATA", 32)
   return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"RETURN_DATA"} and \
-    op.reads <= DS_READS | set(s.fields) and op.widths.get("RETURN_DATA", 32) % 32 == 0
+    op.reads <= DS_READS | {"RETURN_DATA"} | set(s.fields) and (bits == 16 or bits % 32 == 0)
 
 def plain_ds_store(s:Step) -> bool:
   """A DS store from VGPRs (B8..B128, the D16_HI and 2ADDR / WRITE2 forms): no atomic or ADDTID form (stores come last, as
@@ -819,10 +820,12 @@ def _lower_load(step:VmemStep, code:_WaveCode, mode:dict):
 
 def _lower_ds_load(step:VmemStep, code:_WaveCode, mode:dict):
   """A plain DS load (exec_vmem.VmemStep.execute's reads and RETURN_DATA store) for a wave's lanes, from the wave's workgroup's LDS."""
+  bits = step.op.widths.get("RETURN_DATA", 32)
   inputs = {**_wave_inputs(code, mode), **step.fields, "ADDR": code.read(Src("vgpr", step.addr, 32)), "MEM": _LdsMemory(code)}
+  if "RETURN_DATA" in step.op.reads: inputs["RETURN_DATA"] = code.read(Src("vgpr", step.vdst, bits))   # (a D16 form keeps a half)
   out = lower(step.op.source, inputs, code.b)
   if set(out) != {"RETURN_DATA"}: raise NotLowerable(f"outputs {sorted(out)} of a DS load")
-  _write_loaded(code, step.vdst, step.op.widths.get("RETURN_DATA", 32), out["RETURN_DATA"])
+  _write_loaded(code, step.vdst, bits, out["RETURN_DATA"])
 
 def _write_loaded(code:_WaveCode, vdst:int, bits:int, v):
   """A load's result (a Val of up to 64 bits, or Words of dwords) into VGPRs vdst.."""
