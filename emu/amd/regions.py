@@ -37,17 +37,17 @@ cannot go away under it): the span every active lane of the wave reaches (a scal
 ranges, else that wave takes the numpy path, which reads across ranges or raises the fault the access makes. Inactive lanes'
 addresses are never touched.
 
-Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float
-arithmetic made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the
-region's steps then run for that wave on the numpy path (a looping region keeps the runs before that one). A thread whose
-floating-point control register is not IEEE's default runs the numpy path for the whole batch. A region is compiled only once
-the numpy path has spent about what compiling it costs
-(REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most REGION_HOT_MAX), on a background thread
-while the emulation goes on, or loaded at once when its object is in the disk cache (emu.native): in LLVM's QUICK tier when
-earlier processes ran most of that (a test suite's code, run in short bursts process after process), FULL when this process did
-(a long kernel or a loop); a QUICK region that then runs long is compiled again as FULL (PROMOTE). A region an earlier process
-compiled is found from its code bytes and runs natively without its steps being loaded (emu.amd.steps.Program.region,
-`restored`): they stand in until a wave falls back to the numpy path or a timing replay needs them.
+Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float arithmetic
+made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the region's steps
+then run for that wave on the numpy path (a looping region keeps the runs before that one). A thread whose floating-point control
+register is not IEEE's default runs the numpy path for the whole batch. A region is compiled only once the numpy path has spent
+about what compiling it costs (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most
+REGION_HOT_MAX), on a background thread while the emulation goes on, or loaded at once when its object is in the disk cache
+(emu.native): in LLVM's QUICK tier when earlier processes ran most of that (a test suite's code, run in short bursts process after
+process), FULL when this process did (a long kernel or a loop); a QUICK region that then runs long (in this process and earlier ones
+together) is compiled again as FULL (PROMOTE). A region an earlier process compiled is found from its code bytes and runs natively
+without its steps being loaded (emu.amd.steps.Program.region, `restored`): they stand in until a wave falls back to the numpy path
+or a timing replay needs them.
 EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once (QUICK, FULL once promoted)
 and runs each batch both natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
 """
@@ -1026,7 +1026,8 @@ class Region:
     self.lanes, self.spec, self.mode, self.tail = lanes, spec, mode, tail
     self._set_steps(steps, writes_pc)
     self.fn, self.ir, self.queued, self.failed = None, None, -1, False
-    self.tier, self.native_work, self.promoting = None, 0, False   # the native function's tier; wave-instructions it ran
+    # the native function's tier; the wave-instructions its QUICK code ran (earlier processes' included; None until it first runs)
+    self.tier, self.native_work, self.promoting = None, None, False
     # what earlier processes ran of this code (step_cache) counts towards hot_at; what one compiled it into is restored
     self.key = key or (lanes, mode, b"".join(s.instr.raw for s in steps))
     self.pending = self.inherited = STEP_CACHE.heat(spec, self.key)
@@ -1212,9 +1213,14 @@ class Region:
     return np.where(fell, -runs, runs)   # (-1 - the runs it committed: with the numpy path's, as many runs as that)
 
   def ran_natively(self, runs:int):
-    """Count `runs` native runs of a QUICK region towards compiling it as FULL (`_promote`)."""
+    """Count `runs` native runs of a QUICK region towards compiling it as FULL (`_promote`), with what its QUICK code ran in earlier
+    processes (kept in the step cache as its heat is): code a test suite runs in short bursts, process after process, pays FULL's
+    compile once its QUICK runs together cost that, as one long-running process does."""
     if self.tier == native.QUICK and not self.promoting:
+      key = ("native",) + self.key
+      if self.native_work is None: self.native_work = STEP_CACHE.heat(self.spec, key)
       self.native_work += runs * self.count
+      STEP_CACHE.warm(self.spec, key, runs * self.count)
       if self.native_work >= PROMOTE + PROMOTE_PER_INSTR * self.count: self._promote()
 
   def _stores_at(self) -> int:

@@ -9,7 +9,8 @@ source, the wheel's AMD tables and decoder (a tinygrad checkout included), Pytho
 starts a new file, so nothing built by other code is ever used.
 
 Each file also keeps, by (lanes, MODE, code bytes), the heat of native-region candidates (emu.amd.regions: how many instructions
-earlier processes ran in one; concurrent writers' heat adds up) and what those that were compiled became (the prefix that lowered,
+earlier processes ran in one; concurrent writers' heat adds up; by ("native", lanes, MODE, code bytes), the wave-instructions a
+region's QUICK code ran, towards compiling it FULL) and what those that were compiled became (the prefix that lowered,
 the MODE it needs, the native object's key and the CPU it was compiled for, its instructions' sizes, and the 16 code bytes after
 the candidate run: `compiled_at` finds it by its first bytes, so a later process knows it from the code alone). Code a test suite
 runs again and again in short bursts becomes native over several processes, as a long kernel does within one, and once compiled

@@ -332,6 +332,29 @@ def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_lo
   assert runs(3) == [native.FULL]   # hot at its 3rd run (native from it on), all of the heat this process's: FULL at once
   assert native.NATIVE.key("ir", native.QUICK) != native.NATIVE.key("ir", native.FULL)   # the tiers' objects are kept apart
 
+def test_quick_code_is_promoted_once_its_runs_over_several_processes_pay_for_full(monkeypatch, native_runs, fresh_process, tmp_path):
+  # a suite's code: hot over processes, compiled QUICK, then run a little in each later process; its QUICK runs add up across them
+  # (kept in the step cache) and FULL is compiled once they pay for it, not only when one process runs it long enough
+  from emu.amd.step_cache import STEP_CACHE
+  monkeypatch.setattr(regions, "REGION_HOT", 6)
+  monkeypatch.setattr(regions, "PROMOTE", 10)
+  monkeypatch.setattr(regions, "PROMOTE_PER_INSTR", 1)   # FULL once its QUICK code ran 12 wave-instructions: 3 runs of 2 waves
+  tiers, real = [], regions.Region.run
+  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (tiers.append(self.tier), real(self, m, ws, *a))[1])
+  prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2])]
+  x = LANES[:32].astype(np.float32) / 3
+  want = (x + np.float32(1.5)) * (x + np.float32(1.5))
+  def process(n:int) -> list:
+    fresh_process(str(tmp_path))
+    tiers.clear()
+    for _ in range(n): np.testing.assert_array_equal(as_f32(run_program(prog, waves=2, vgprs={0: f32(x), 1: 1.5}).vgpr[:, :, 3]), [want, want])
+    STEP_CACHE.write()
+    return list(tiers)
+  assert process(2) == []   # 4 of heat
+  assert process(2) == [native.QUICK, native.QUICK]   # hot at its first run here: QUICK, 8 wave-instructions run in it
+  assert process(2) == [native.QUICK, native.FULL]   # 8 + 4 pay for FULL: promoted after this process's first run
+  assert process(1) == [native.FULL]   # restored as FULL
+
 def test_a_16_bit_source_reads_the_low_half_in_a_region(monkeypatch, native_runs, both):
   # v_alignbit_b32's shift amount S2 is a 16-bit operand (threefry's rotates in tinygrad's random kernels): it joins the region
   from tinygrad.runtime.autogen.amd.rdna3.ins import v_alignbit_b32
