@@ -1,4 +1,5 @@
-"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json] [--suite [--steady | --fresh]]`.
+"""End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json]
+[--suite [--steady | --fresh] [--bare DEV]]`.
 
 Runs each tinygrad program, steady state (compiled and warmed up first), once on an emulated device (default
 `MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
@@ -21,7 +22,8 @@ Programs:
 once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
 compile every native region, so the timed runs show what a suite run many times settles to; `--fresh` starts the mock's runs
 from empty emulator caches of their own, so the first run is what a new machine or a cacheless CI job pays and the next ones show
-how it converges.
+how it converges; `--bare NULL:AMDLLVM:gfx1100` also times tinygrad rendering and compiling the ops for the emulated target with no
+runtime at all, which tells tinygrad's own work for that target from the runtime's (the mock's and tinygrad's queue code).
 """
 from __future__ import annotations
 import argparse, json, os, resource, subprocess, sys, time
@@ -134,13 +136,16 @@ def main(argv=None) -> int:
                  "so the timed runs show the steady state of a suite run many times")
   p.add_argument("--fresh", action="store_true", help="--suite: the mock's runs start from empty emulator caches of their own (a first "
                  "run on a new machine or a CI job without caches, then how the next runs converge)")
+  p.add_argument("--bare", help="--suite: also time the ops on this device, tinygrad for the emulated target with no runtime (e.g. "
+                 "NULL:AMDLLVM:gfx1100: rendered and compiled, nothing run), to tell tinygrad's own work from the runtime's")
   p.add_argument("--child", help=argparse.SUPPRESS)
   a = p.parse_args(argv)
   if a.child: return _child(a.child, a.repeat)
+  if a.bare and not a.suite: p.error("--bare goes with --suite")
   log = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)   # noqa: E731
   if a.suite:
     if a.steady and a.fresh: p.error("--steady and --fresh exclude each other")
-    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh)
+    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh, bare=a.bare)
     print(json.dumps(res, indent=1) if a.json else bench_suite.report(res, a.dev, a.ref))
     return 0
   names = a.programs.split(",")

@@ -97,6 +97,7 @@ def profile_env(dev:str, eager:bool=False, caches:str|None=None) -> dict:
   if caches is not None: env["EMU_STEP_CACHE"], env["EMU_PCODE_CACHE"] = os.path.join(caches, "steps"), os.path.join(caches, "pcode")
   if dev.startswith("MOCK"): env["MOCKGPU_PROFILE"] = "1"
   else: env.pop("MOCKGPU_PROFILE", None)
+  if dev.startswith("NULL"): env["NULL_ALLOW_COPYOUT"] = "1"   # (tinygrad's NULL device runs nothing; `.numpy()` reads zeros)
   return env
 
 def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=False, caches:str|None=None) -> dict:
@@ -110,7 +111,8 @@ def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=Fal
     raise RuntimeError(f"suite on {dev} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
   return json.loads(lines[-1])
 
-def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None, steady:bool=False, fresh:bool=False) -> dict:
+def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None, steady:bool=False, fresh:bool=False,
+        bare:str|None=None) -> dict:
   """The ops on `dev` and on `ref`, a first run each (it fills tinygrad's compile cache and the emulator's disk caches, as a
   developer's earlier runs would), then `repeat` runs each, in turn: {dev: ..., ref: ..., ratio}; per device `first` (the first
   run's seconds) and the run of median seconds, whose `ops` and `mock` figures the report shows; `own`: the mock's own host
@@ -118,13 +120,15 @@ def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=N
   the timed runs see the state many earlier runs would have left (each region restored native from its first batch) instead of
   regions still gathering heat. `fresh`: the runs on `dev` start from empty emulator caches of their own (a temporary folder,
   removed after; tinygrad's compile cache stays): what a first run on a new machine, or a CI job without caches, pays, and how
-  the next runs converge."""
+  the next runs converge. `bare`: a third device timed the same way, tinygrad rendering and compiling for the emulated target
+  with no runtime at all (e.g. NULL:AMDLLVM:gfx1100): what tinygrad's own work for that target costs (`bare` in the result)."""
   if steady and fresh: raise ValueError("steady and fresh exclude each other")
-  runs: dict[str, list] = {dev: [], ref: []}
+  devs = (dev, ref) + ((bare,) if bare else ())
+  runs: dict[str, list] = {d: [] for d in devs}
   first, own = {}, []
   with tempfile.TemporaryDirectory(prefix="emu-bench-caches-") as tmp:
     for k in range(repeat + 1):
-      for d in (dev, ref):
+      for d in devs:
         eager = steady and k == 0 and d == dev
         log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if eager else ""))
         r = measure(d, ops, eager=eager, caches=tmp if fresh and d == dev else None)
@@ -133,7 +137,7 @@ def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=N
         else: runs[d].append(r)
   med = {d: sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2] | {"first": first[d]} for d, rs in runs.items()}
   return {"emulated": med[dev], "reference": med[ref], "ratio": med[dev]["seconds"] / med[ref]["seconds"], "ops": len(med[dev]["ops"]),
-          "steady": steady, "fresh": fresh, "own": own}
+          "steady": steady, "fresh": fresh, "own": own, **({"bare": med[bare] | {"dev": bare}} if bare else {})}
 
 def own_seconds(mock:dict) -> float:
   """The mock's own host seconds in a run's profile: the emulator, PM4, SDMA and ioctls."""
@@ -152,6 +156,9 @@ def report(res:dict, dev:str, ref:str) -> str:
          f"{mock.get('execute_s', 0):.2f}, timing replay {mock.get('timing_s', 0):.2f}), PM4 {mock.get('PM4_s', 0):.2f}, SDMA "
          f"{mock.get('SDMA_s', 0):.2f}, ioctl {mock.get('ioctl_s', 0):.2f}; the rest, {emu['seconds'] - own:.2f} s, is tinygrad's "
          f"({base['seconds']:.2f} s on {ref})",
+         *([f"  tinygrad alone for the target, no runtime ({b['dev']}): {b['seconds']:.2f} s ({b['first']:.2f}); the emulated run's "
+            f"{emu['seconds'] - b['seconds']:.2f} s more is the runtime's: the mock's own {own:.2f} s, the rest tinygrad's runtime code "
+            "(its queues, signals, copies) and waits"] if (b := res.get("bare")) else []),
          f"  the mock's own host time in each run, the first included: {', '.join(f'{x:.2f}' for x in res.get('own', []))} s",
          f"  timing replays never run (nothing read the GPU clock): {mock.get('deferred', 0)} of {mock.get('dispatches', 0)} dispatches",
          "  ops with the largest excess (s on each): " + ", ".join(

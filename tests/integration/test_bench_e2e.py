@@ -20,8 +20,11 @@ def test_an_unknown_program_is_refused(capsys):
 
 def test_the_suite_workload_splits_the_mocks_time_by_part():
   from mockgpu import bench_suite
-  r = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, ops=["add", "sum_axis1"])
+  r = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, ops=["add", "sum_axis1"], bare="NULL:AMDLLVM:gfx1100")
   emu, ref = r["emulated"], r["reference"]
+  # tinygrad alone for gfx1100 (NULL runs nothing; its `.numpy()` reads zeros): timed the same way, no mock profile
+  assert set(r["bare"]["ops"]) == {"add", "sum_axis1"} and r["bare"]["seconds"] > 0 and r["bare"]["mock"] is None
+  assert "no runtime (NULL:AMDLLVM:gfx1100)" in bench_suite.report(r, "MOCKKFD+AMD", "CPU:LLVM")
   assert set(emu["ops"]) == set(ref["ops"]) == {"add", "sum_axis1"} and r["ratio"] == emu["seconds"] / ref["seconds"]
   mock = emu["mock"]   # profiled on the mock only; the emulator's parts add up to its total
   assert ref["mock"] is None and mock["emulated_s"] > 0 and mock["execute_s"] > 0
@@ -40,6 +43,19 @@ def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
   monkeypatch.delenv("EMU_REGIONS", raising=False)
   bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 2, steady=True)
   assert seen == [("MOCKKFD+AMD", True, "eager"), ("CPU:LLVM", False, None)] + [("MOCKKFD+AMD", False, None), ("CPU:LLVM", False, None)] * 2
+
+def test_bare_is_timed_in_turn_with_the_others_and_may_copy_out(monkeypatch, capsys):
+  from mockgpu import bench_suite
+  seen = []
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None):
+    seen.append((dev, bench_suite.profile_env(dev, eager).get("NULL_ALLOW_COPYOUT")))
+    return {"seconds": 1.0, "ops": {}, "compile_s": 0.0, "mock": None}
+  monkeypatch.setattr(bench_suite, "measure", measure)
+  monkeypatch.delenv("NULL_ALLOW_COPYOUT", raising=False)
+  res = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, bare="NULL:AMDLLVM:gfx1100")
+  assert seen == [("MOCKKFD+AMD", None), ("CPU:LLVM", None), ("NULL:AMDLLVM:gfx1100", "1")] * 2 and res["bare"]["dev"] == "NULL:AMDLLVM:gfx1100"
+  with pytest.raises(SystemExit): bench.main(["--bare", "NULL:AMDLLVM:gfx1100"])   # (only with --suite)
+  assert "--bare goes with --suite" in capsys.readouterr().err
 
 def test_fresh_gives_the_mocks_runs_their_own_empty_caches_and_reports_each_runs_own_time(monkeypatch, tmp_path):
   import os
