@@ -304,14 +304,13 @@ def test_emu_regions_eager_compiles_a_region_before_its_first_run():
     env = {**os.environ, "EMU_REGIONS": flag, "EMU_STEP_CACHE": "0", "EMU_CHAINS": "0"}   # (each region call observed)
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip() == want
 
-def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_long(monkeypatch, native_runs, fresh_process, tmp_path):
-  # heat mostly from earlier processes (a suite's short bursts): compiled QUICK; once it has run PROMOTE + PROMOTE_PER_INSTR * n
-  # wave-instructions natively it is compiled FULL (here at once: BACKGROUND is off), the same numbers either way, and a later
-  # process restores the FULL code. Heat mostly from this process (a long kernel): FULL at once
+def _tiered_runs(monkeypatch, promote:int):
+  """runs(n): a two-instruction region run n times on two waves (checked against hand-worked values), the step cache written after;
+  the tier of each native call. Hot once 6 instructions ran (per batch); FULL once its QUICK code ran `promote` + 2 wave-instructions."""
   from emu.amd.step_cache import STEP_CACHE
-  monkeypatch.setattr(regions, "REGION_HOT", 6)   # two instructions: hot when 6 have run (per batch)
-  monkeypatch.setattr(regions, "PROMOTE", 6)
-  monkeypatch.setattr(regions, "PROMOTE_PER_INSTR", 1)   # FULL after 8 wave-instructions: the 2nd native run of 2 waves
+  monkeypatch.setattr(regions, "REGION_HOT", 6)
+  monkeypatch.setattr(regions, "PROMOTE", promote)
+  monkeypatch.setattr(regions, "PROMOTE_PER_INSTR", 1)
   tiers, real = [], regions.Region.run
   monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (tiers.append(self.tier), real(self, m, ws, *a))[1])
   prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2])]
@@ -322,6 +321,13 @@ def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_lo
     for _ in range(n): np.testing.assert_array_equal(as_f32(run_program(prog, waves=2, vgprs={0: f32(x), 1: 1.5}).vgpr[:, :, 3]), [want, want])
     STEP_CACHE.write()
     return list(tiers)
+  return runs
+
+def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_long(monkeypatch, native_runs, fresh_process, tmp_path):
+  # heat mostly from earlier processes (a suite's short bursts): compiled QUICK; once it has run PROMOTE + PROMOTE_PER_INSTR * n
+  # wave-instructions natively it is compiled FULL (here at once: BACKGROUND is off), the same numbers either way, and a later
+  # process restores the FULL code. Heat mostly from this process (a long kernel): FULL at once
+  runs = _tiered_runs(monkeypatch, 6)   # FULL after 8 wave-instructions: the 2nd native run of 2 waves
   fresh_process(str(tmp_path))
   assert runs(2) == [] and native_runs == []   # 4 of heat, not yet hot
   fresh_process(str(tmp_path))
@@ -335,21 +341,10 @@ def test_code_hot_across_processes_is_compiled_quick_and_in_full_once_it_runs_lo
 def test_quick_code_is_promoted_once_its_runs_over_several_processes_pay_for_full(monkeypatch, native_runs, fresh_process, tmp_path):
   # a suite's code: hot over processes, compiled QUICK, then run a little in each later process; its QUICK runs add up across them
   # (kept in the step cache) and FULL is compiled once they pay for it, not only when one process runs it long enough
-  from emu.amd.step_cache import STEP_CACHE
-  monkeypatch.setattr(regions, "REGION_HOT", 6)
-  monkeypatch.setattr(regions, "PROMOTE", 10)
-  monkeypatch.setattr(regions, "PROMOTE_PER_INSTR", 1)   # FULL once its QUICK code ran 12 wave-instructions: 3 runs of 2 waves
-  tiers, real = [], regions.Region.run
-  monkeypatch.setattr(regions.Region, "run", lambda self, m, ws, *a: (tiers.append(self.tier), real(self, m, ws, *a))[1])
-  prog = [v_add_f32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], v[2], v[2])]
-  x = LANES[:32].astype(np.float32) / 3
-  want = (x + np.float32(1.5)) * (x + np.float32(1.5))
+  runs = _tiered_runs(monkeypatch, 10)   # FULL once its QUICK code ran 12 wave-instructions: 3 runs of 2 waves
   def process(n:int) -> list:
     fresh_process(str(tmp_path))
-    tiers.clear()
-    for _ in range(n): np.testing.assert_array_equal(as_f32(run_program(prog, waves=2, vgprs={0: f32(x), 1: 1.5}).vgpr[:, :, 3]), [want, want])
-    STEP_CACHE.write()
-    return list(tiers)
+    return runs(n)
   assert process(2) == []   # 4 of heat
   assert process(2) == [native.QUICK, native.QUICK]   # hot at its first run here: QUICK, 8 wave-instructions run in it
   assert process(2) == [native.QUICK, native.FULL]   # 8 + 4 pay for FULL: promoted after this process's first run
