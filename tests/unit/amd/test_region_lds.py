@@ -1,4 +1,4 @@
-"""DS (LDS) loads and stores inside native regions (emu.amd.regions): every plain DS load and store op of rdna3, rdna4 and CDNA gives
+"""DS (LDS) loads and stores inside native regions (emu.amd.regions): every plain DS load and store op of rdna3, rdna4 and CDNA (gfx942, gfx950) gives
 the numpy path's registers and LDS bytes (EMU_REGIONS=0 is the reference; hand-worked values for the dword forms): addresses are
 the low 32 bits of ADDR + offset, an access past the workgroup's LDS reads 0 and writes nothing, inactive lanes touch nothing,
 lanes whose writes overlap write in lane order (the last one wins) and waves in wave order; a DS load never joins a region after
@@ -16,10 +16,10 @@ from emu.amd.kernel import Buffers
 from emu.amd.semantics import get_op
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
-FAMILY = {"gfx1100": "rdna3", "gfx1201": "rdna4", "gfx942": "cdna"}
-STORE_B128 = {"gfx1100": "DS_STORE_B128", "gfx1201": "DS_STORE_B128", "gfx942": "DS_WRITE_B128"}
-LOAD_B32 = {"gfx1100": "DS_LOAD_B32", "gfx1201": "DS_LOAD_B32", "gfx942": "DS_READ_B32"}
-STORE_B32 = {"gfx1100": "DS_STORE_B32", "gfx1201": "DS_STORE_B32", "gfx942": "DS_WRITE_B32"}
+FAMILY = {"gfx1100": "rdna3", "gfx1201": "rdna4", "gfx942": "cdna", "gfx950": "cdna"}
+STORE_B128 = {"gfx1100": "DS_STORE_B128", "gfx1201": "DS_STORE_B128", "gfx942": "DS_WRITE_B128", "gfx950": "DS_WRITE_B128"}
+LOAD_B32 = {"gfx1100": "DS_LOAD_B32", "gfx1201": "DS_LOAD_B32", "gfx942": "DS_READ_B32", "gfx950": "DS_READ_B32"}
+STORE_B32 = {"gfx1100": "DS_STORE_B32", "gfx1201": "DS_STORE_B32", "gfx942": "DS_WRITE_B32", "gfx950": "DS_WRITE_B32"}
 
 def _mod(arch): return importlib.import_module(f"tinygrad.runtime.autogen.amd.{FAMILY[arch]}.ins")
 
@@ -45,7 +45,7 @@ def plain_loads(arch): return ds_ops(arch, lambda c: c.mem == "r" and not c.mem_
                                      c.reads <= regions.DS_READS | {"RETURN_DATA"} and c.widths.get("RETURN_DATA", 32) in (16, 32, 64, 96, 128))
 def plain_stores(arch): return ds_ops(arch, lambda c: c.mem == "w" and not c.mem_rmw and not c.writes and c.reads <= regions.DS_READS)
 
-def _lanes(arch) -> int: return 64 if arch == "gfx942" else 32
+def _lanes(arch) -> int: return 64 if FAMILY[arch] == "cdna" else 32
 def _two_addresses(op) -> bool: return any(k in op.name for k in ("2ADDR", "READ2", "WRITE2"))   # (OFFSET0 and OFFSET1 apart)
 
 def _run_both(monkeypatch, prog, **kw):
