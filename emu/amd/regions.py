@@ -274,12 +274,17 @@ def lane_read(s:Step) -> bool:
     return False
   return all(sp.src.kind in ("sgpr", "const") and sp.src.bits == 32 and not sp.src.hi for sp in s.srcs.values())
 
-def plain_load(s:Step) -> bool:
-  """A GLOBAL load into VGPRs: no atomic, block, ADDTID or LDS form (the structural half of the test, as plain_valu)."""
-  if not isinstance(s, VmemStep) or s.fmt != "GLOBAL" or s.block is not None or s.addtid: return False
+def _plain_access(s:Step, ds:bool, mem:str, reads:frozenset) -> bool:
+  """A DS (`ds`) or GLOBAL instruction, no block or ADDTID form, whose op is per-lane code that only reads (`mem` "r") or only
+  writes ("w") memory (no atomic), reading nothing but `reads` and its fields (the structural half of the tests below, as
+  plain_valu)."""
+  if not isinstance(s, VmemStep) or s.fmt != ("DS" if ds else "GLOBAL") or s.block is not None or s.addtid: return False
   op = s.op
-  return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"VDATA"} and \
-    op.reads <= LOAD_READS | set(s.fields)
+  return op.kind == "vector" and op.fn is not None and op.mem == mem and not op.mem_rmw and op.reads <= reads | set(s.fields)
+
+def plain_load(s:Step) -> bool:
+  """A GLOBAL load into VGPRs: no atomic, block, ADDTID or LDS form."""
+  return _plain_access(s, False, "r", LOAD_READS) and s.op.writes == {"VDATA"}
 
 def _scalar_sources(s:SaluStep) -> list[Src]:
   """The register and constant operands a scalar op reads: its sources, and its destination when it reads it (s_cmovk, s_addk)."""
@@ -287,26 +292,18 @@ def _scalar_sources(s:SaluStep) -> list[Src]:
 
 def plain_store(s:Step) -> bool:
   """A GLOBAL store from VGPRs: no atomic, block or ADDTID form (a region holds stores only after all its other instructions)."""
-  if not isinstance(s, VmemStep) or s.fmt != "GLOBAL" or s.block is not None or s.addtid: return False
-  op = s.op
-  return op.kind == "vector" and op.fn is not None and op.mem == "w" and not op.mem_rmw and not op.writes and \
-    op.reads <= STORE_READS | set(s.fields) and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
+  return _plain_access(s, False, "w", STORE_READS) and not s.op.writes and s.data["VDATA"].bits in (8, 16, 32, 64, 96, 128)
 
 def plain_ds_load(s:Step) -> bool:
   """A DS load into VGPRs (B8..B128, the 2ADDR / READ2 forms, the D16 forms into either half): no atomic or ADDTID form (CDNA's
   AGPR forms do not lower)."""
-  if not isinstance(s, VmemStep) or s.fmt != "DS": return False
-  op, bits = s.op, s.op.widths.get("RETURN_DATA", 32)
-  return op.kind == "vector" and op.fn is not None and op.mem == "r" and not op.mem_rmw and op.writes == {"RETURN_DATA"} and \
-    op.reads <= DS_READS | {"RETURN_DATA"} | set(s.fields) and (bits == 16 or bits % 32 == 0)
+  return _plain_access(s, True, "r", DS_READS | {"RETURN_DATA"}) and s.op.writes == {"RETURN_DATA"} and \
+    ((bits := s.op.widths.get("RETURN_DATA", 32)) == 16 or bits % 32 == 0)
 
 def plain_ds_store(s:Step) -> bool:
   """A DS store from VGPRs (B8..B128, the D16_HI and 2ADDR / WRITE2 forms): no atomic or ADDTID form (stores come last, as
   global ones)."""
-  if not isinstance(s, VmemStep) or s.fmt != "DS": return False
-  op = s.op
-  return op.kind == "vector" and op.fn is not None and op.mem == "w" and not op.mem_rmw and not op.writes and \
-    op.reads <= DS_READS | set(s.fields)
+  return _plain_access(s, True, "w", DS_READS) and not s.op.writes
 
 def store_step(s:Step) -> bool:
   """A store a region holds (global or DS): once one has joined, only stores follow (they write once every wave has run)."""
@@ -579,16 +576,19 @@ class _WaveCode:
     """k consecutive values of `nbytes` at each active lane's address (uint64 Vals, zero-extended; 0 in inactive lanes). The
     span every active lane reaches must lie inside one row of the memory's native table (MemoryMap.native_table), else the wave
     branches to its fallback (the numpy path then reads it, or faults as it would)."""
-    b, v64, n = self.b, self.b.t("i64"), self.lanes
     self.lane_loads.append((self.exec, nbytes * k))
-    delta = self.span_check(addr, nbytes * k, "%tab", "%ntab")
+    return self._gather(addr, self.span_check(addr, nbytes * k, "%tab", "%ntab").ref, self.exec, k, nbytes)
+
+  def _gather(self, addr:Val, delta:str, word:str, k:int, nbytes:int) -> list[Val]:
+    """@gather's k values of `nbytes` at each lane's address + delta + 4 j, for the lanes of the EXEC word `word` (0 in the others):
+    uint64 Vals, zero-extended."""
+    b, v64, v32, n = self.b, self.b.t("i64"), self.b.t("i32"), self.lanes
     b.lines.append(f"  store {v64} {addr.ref}, ptr %addr.buf, align 8")
-    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta.ref}, i64 {self.exec}, i64 {n}, i64 {k}, i64 {nbytes}, ptr %data.buf)")
+    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta}, i64 {word}, i64 {n}, i64 {k}, i64 {nbytes}, ptr %data.buf)")
     cols = []
     for j in range(k):
       p = b.emit(f"getelementptr inbounds i32, ptr %data.buf, i64 {j * n}", U64)
-      c = b.emit(f"load {b.t('i32')}, ptr {p.ref}, align 4", U64)
-      cols.append(b.emit(f"zext {b.t('i32')} {c.ref} to {v64}", U64))
+      cols.append(b.emit(f"zext {v32} {b.emit(f'load {v32}, ptr {p.ref}, align 4', U64).ref} to {v64}", U64))
     return cols
 
   def span_check(self, addr:Val, span:int, table:str, rows:str, miss:str="fallback") -> Val:
@@ -609,14 +609,19 @@ class _WaveCode:
     all passed their `span_check` in the region: a wave that did not find its span now skips the write), and count the bytes."""
     b = self.b
     delta = self.span_check(addr, nbytes, "%wtab", "%nwtab", "wave.next")
-    b.lines.append(f"  store {b.t('i64')} {addr.ref}, ptr %addr.buf, align 8\n  store {b.t('i64')} {b.cast(value, U64).ref}, ptr %val.buf, align 8")
-    b.lines.append(f"  call void @scatter(ptr %addr.buf, ptr %val.buf, i64 {delta.ref}, i64 %exec, i64 {self.lanes}, i64 {nbytes})")
+    self._scatter(addr, value, delta.ref, "%exec", nbytes)
     b.intrinsics["llvm.ctpop.i64"] = "declare i64 @llvm.ctpop.i64(i64)"
     on = b.emit("call i64 @llvm.ctpop.i64(i64 %exec)", U64)
     cp = b.emit("getelementptr inbounds i64, ptr %cp, i64 1", U64)
     old = b.emit(f"load i64, ptr {cp.ref}", U64)
     moved = b.emit(f"mul i64 {on.ref}, {nbytes}", U64)
     b.lines.append(f"  store i64 {b.emit(f'add i64 {old.ref}, {moved.ref}', U64).ref}, ptr {cp.ref}")
+
+  def _scatter(self, addr:Val, value:Val, delta:str, word:str, nbytes:int):
+    """@scatter: the low `nbytes` of each value at its lane's address + delta, lane by lane, for the lanes of the EXEC word `word`."""
+    b, v64 = self.b, self.b.t("i64")
+    b.lines.append(f"  store {v64} {addr.ref}, ptr %addr.buf, align 8\n  store {v64} {b.cast(value, U64).ref}, ptr %val.buf, align 8")
+    b.lines.append(f"  call void @scatter(ptr %addr.buf, ptr %val.buf, i64 {delta}, i64 {word}, i64 {self.lanes}, i64 {nbytes})")
 
   def scalar_address(self, step:SmemStep) -> Val:
     """A scalar load's address (SmemStep._addresses): base (an SGPR pair, a buffer resource's 48-bit base, 0 for NULL) + offset
@@ -648,8 +653,8 @@ class _WaveCode:
     return out
 
   def _lds_lanes(self, addr:Val, nbytes:int) -> tuple[Val, str, str]:
-    """(each lane's LDS address: its low 32 bits, as LocalMemory takes them; the EXEC word of the active lanes whose access of
-    `nbytes` lies inside the workgroup's LDS, %ldsb bytes from the wave's %ldsw; the host-address delta) for @gather / @scatter,
+    """(each lane's LDS address: its low 32 bits, as LocalMemory takes them; the host-address delta; the EXEC word of the active
+    lanes whose access of `nbytes` lies inside the workgroup's LDS, %ldsb bytes from the wave's %ldsw) for @gather / @scatter,
     which touch only those lanes' bytes. (Not LLVM's masked gather / scatter: QUICK's unoptimised code for those took about
     twice the numpy path's time.)"""
     b, v64 = self.b, self.b.t("i64")
@@ -657,33 +662,23 @@ class _WaveCode:
     end = b.emit(f"add {v64} {a.ref}, {b.const(nbytes, U64).ref}", U64)
     inside = b.emit(f"icmp ule {v64} {end.ref}, {b.splat('i64', '%ldsb', U64).ref}", BOOL)
     on = b.emit(f"and {b.t('i1')} {inside.ref}, {self.act}", BOOL)
-    return a, self._word(on), b.emit("ptrtoint ptr %ldsw to i64", U64).ref
+    return a, b.emit("ptrtoint ptr %ldsw to i64", U64).ref, self._word(on)
 
   def lds_load(self, addr:Val, nbytes:int) -> Val:
     """`nbytes` at each lane's LDS address (a uint64 Val, zero-extended): 0 in inactive lanes and where the access leaves the
     workgroup's LDS (LocalMemory.read), whose bytes are never touched."""
-    b, v64, n = self.b, self.b.t("i64"), self.lanes
-    a, word, delta = self._lds_lanes(addr, nbytes)
+    b, v64 = self.b, self.b.t("i64")
     self.lds_loads += 1
-    k, size = (2, 4) if nbytes == 8 else (1, nbytes)
-    b.lines.append(f"  store {v64} {a.ref}, ptr %addr.buf, align 8")
-    b.lines.append(f"  call void @gather(ptr %addr.buf, i64 {delta}, i64 {word}, i64 {n}, i64 {k}, i64 {size}, ptr %data.buf)")
-    words, v32 = [], b.t("i32")
-    for j in range(k):
-      p = b.emit(f"getelementptr inbounds i32, ptr %data.buf, i64 {j * n}", U64)
-      got = b.emit(f"load {v32}, ptr {p.ref}, align 4", U64)
-      words.append(b.emit(f"zext {v32} {got.ref} to {v64}", U64))
-    if k == 1: return words[0]
-    high = b.emit(f"shl {v64} {words[1].ref}, {b.c('i64', '32')}", U64)
-    return b.emit(f"or {v64} {words[0].ref}, {high.ref}", U64)
+    if nbytes < 8: return self._gather(*self._lds_lanes(addr, nbytes), 1, nbytes)[0]
+    low, high = self._gather(*self._lds_lanes(addr, nbytes), 2, 4)   # (@gather reads at most dwords)
+    shifted = b.emit(f"shl {v64} {high.ref}, {b.c('i64', '32')}", U64)
+    return b.emit(f"or {v64} {low.ref}, {shifted.ref}", U64)
 
   def lds_store(self, addr:Val, value:Val, nbytes:int):
     """Write the low `nbytes` of each active lane's value at its LDS address, in lane order (the last lane wins, as
     LocalMemory.write); an access that leaves the workgroup's LDS is dropped."""
-    b, v64 = self.b, self.b.t("i64")
-    a, word, delta = self._lds_lanes(addr, nbytes)
-    b.lines.append(f"  store {v64} {a.ref}, ptr %addr.buf, align 8\n  store {v64} {b.cast(value, U64).ref}, ptr %val.buf, align 8")
-    b.lines.append(f"  call void @scatter(ptr %addr.buf, ptr %val.buf, i64 {delta}, i64 {word}, i64 {self.lanes}, i64 {nbytes})")
+    a, delta, word = self._lds_lanes(addr, nbytes)
+    self._scatter(a, value, delta, word, nbytes)
 
   # ---- results ----
   def write_vgpr(self, reg:int, bits:int, value):
