@@ -1121,7 +1121,9 @@ class Region:
     if not CHECK: return self._run(m, ws, budget)
     st, read, written = m.st, m.stats.bytes_read, m.stats.bytes_written
     before = _registers(st)
-    memory = (self._written(m, ws) if self._stores_at() < self.count else []) + [(None, m.lds.store)]   # (LDS whole: None)
+    stores = [s for _, s in self.steps[self._stores_at():] if not isinstance(s, ControlStep)]
+    memory = (self._written(m, ws) if stores else []) + \
+      ([(None, m.lds.store)] if any(s.fmt == "DS" for s in stores) else [])   # (the chunk's LDS whole, named None, when DS stores write it)
     saved = [v.copy() for _, v in memory]
     if (ran := self._run(m, ws, budget)) is None: return None
     runs = ran[0]
