@@ -66,16 +66,20 @@ def cache_spans(ops:list[ReplayOp], pcs:list[int]) -> list[tuple[int, int, bool]
 
 VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
 
-def alu_deps(ops:list[ReplayOp]) -> list[tuple[tuple[int, int], ...]]:
+def alu_deps(ops:list[ReplayOp]) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray, int]:
   """Per instruction of a stream, what its s_delay_alu dependencies wait for: (k, code) pairs, each "until instruction k's issue
   plus a latency" (code VALU_DEP or TRANS_DEP, else that many cycles). They are static: an s_delay_alu names the n-th most recent
   VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3) or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of
   the wave's own in-order stream, for the instruction `skip` non-delay instructions on; ids without a model (0, FMA_ACCUM_CYCLE_1,
-  an instruction that does not exist) wait for nothing."""
-  if all(op.cls != C_DELAY for op in ops): return [()] * len(ops)   # (CDNA has no s_delay_alu)
+  an instruction that does not exist) wait for nothing. Also per instruction a number for its pairs counted back from it ((j - k,
+  code): 0 for none, equal numbers for equal pairs), and the farthest back any pair reaches."""
+  n = len(ops)
+  if all(op.cls != C_DELAY for op in ops): return [()] * n, np.zeros(n, dtype=np.int64), 0   # (CDNA has no s_delay_alu)
   pending: list[tuple[int, int]] = []   # (non-delay instructions to skip, dependency id)
   valu: list[int] = []; trans: list[int] = []; salu = -1
   out: list[tuple[tuple[int, int], ...]] = []
+  kinds: dict[tuple, int] = {}
+  kind, reach = [0] * n, 0
   for j, op in enumerate(ops):
     deps: list[tuple[int, int]] = []
     if op.cls != C_DELAY and pending:
@@ -86,6 +90,9 @@ def alu_deps(ops:list[ReplayOp]) -> list[tuple[tuple[int, int], ...]]:
         elif 5 <= dep <= 7 and len(trans) >= dep - 4: deps.append((trans[-(dep - 4)], TRANS_DEP))
         elif 9 <= dep <= 11 and salu >= 0: deps.append((salu, dep - 8 + 1))
       pending = keep
+      if deps:
+        kind[j] = kinds.setdefault(back := tuple((j - k, code) for k, code in deps), len(kinds) + 1)
+        reach = max(reach, max(d for d, _ in back))
     out.append(tuple(deps))
     if op.cls <= C_TRANS:   # (C_VALU, C_TRANS; WMMAs are C_VALU)
       valu.append(j)
@@ -93,21 +100,33 @@ def alu_deps(ops:list[ReplayOp]) -> list[tuple[tuple[int, int], ...]]:
     elif op.cls in (C_SALU, C_BRANCH): salu = j
     elif op.cls == C_DELAY:
       pending += [(skip, dep) for skip, dep in ((0, op.delay & 0xf), ((op.delay >> 4) & 7, (op.delay >> 7) & 0xf)) if dep]
-  return out
+  return out, np.array(kind, dtype=np.int64), reach
 
-# (ops, pcs, cache-line spans, s_delay_alu dependencies) of one wave
-Stream = tuple[list[ReplayOp], list[int], list[tuple[int, int, bool]], list[tuple[tuple[int, int], ...]]]
+class Stream(NamedTuple):
+  """A wave's replay input (make_stream)."""
+  ops: list[ReplayOp]
+  pcs: list[int]
+  lines: list[tuple[int, int, bool]]          # cache_spans
+  deps: list[tuple[tuple[int, int], ...]]     # alu_deps
+  keys: np.ndarray    # per instruction an int64 that is equal for two instructions exactly when both are the same instruction at
+                      # the same pc with the same dependencies counted back from it: where a stream repeats itself (_Periods)
+  reach: int          # the farthest back, in instructions, any dependency of the stream reaches
 
-def make_stream(ops:list[ReplayOp], pcs:list[int]) -> Stream:
-  """A wave's replay input from its issued instructions and their pcs."""
-  return ops, pcs, cache_spans(ops, pcs), alu_deps(ops)
+def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -> Stream:
+  """A wave's replay input from its issued instructions and their pcs; `codes`: an int per instruction, equal exactly where the
+  (op, pc) pairs are (made here when not given)."""
+  if codes is None:
+    seen: dict[tuple[int, int], int] = {}
+    codes = np.fromiter((seen.setdefault((id(op), pc), len(seen)) for op, pc in zip(ops, pcs)), np.int64, len(ops))
+  deps, kind, reach = alu_deps(ops)
+  return Stream(ops, pcs, cache_spans(ops, pcs), deps, codes.astype(np.int64) * (int(kind.max(initial=0)) + 1) + kind, reach)
 
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
-  __slots__ = ("ops", "pcs", "lines", "deps", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start", "times",
+  __slots__ = ("stream", "ops", "pcs", "lines", "deps", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start", "times",
                "dram", "next_dram", "parked", "mx_end")
   def __init__(self, stream:Stream, start:int, simd:int, wg:int, launch:int):
-    self.ops, self.pcs, self.lines, self.deps = stream
+    self.stream, (self.ops, self.pcs, self.lines, self.deps) = stream, stream[:4]
     self.i, self.ready, self.simd, self.wg = 0, start + launch, simd, wg
     self.salu = NEVER; self.last_valu = NEVER
     self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]   # per counter: (completion cycle, global memory) in order
@@ -124,17 +143,19 @@ class _Wave:
 
 class _ICache:
   """The CU's instruction cache: line (counted from the kernel entry) -> cycle its fetch completes; lines stay once fetched."""
-  __slots__ = ("lines", "lat")
-  def __init__(self, lat:int): self.lines, self.lat = {}, lat
+  __slots__ = ("lines", "lat", "latest")
+  def __init__(self, lat:int): self.lines, self.lat, self.latest = {}, lat, NEVER   # latest: no line arrives after it
 
   def request(self, line:int, done:int) -> int:
     """Request a line: it and the other line of its 128-byte pair arrive at cycle `done` (unless present)."""
     for ln in (line, line ^ 1): self.lines.setdefault(ln, done)
+    self.latest = max(self.latest, done)
     return self.lines[line]
 
   def launch(self, ready:int):
     """A wave launch fetches the first ILAUNCH_LINES lines by `ready`."""
     for line in range(ILAUNCH_LINES): self.lines.setdefault(line, ready)
+    self.latest = max(self.latest, ready)
 
   def fetched(self, span:tuple[int, int, bool], ready:int) -> int:
     """The cycle an instruction covering lines span[0]..span[1] is in the cache, requesting missing lines at `ready`; once it is
@@ -313,17 +334,148 @@ class _Workgroups:
     self.remaining[wg] -= 1
     return self._released(wg), self.remaining[wg] == 0
 
+# a wait counter's outstanding operations that matter: no s_waitcnt allows more (their fields are at most 6 bits), so older ones
+# that have completed change no wait (those it retires complete no later for them) nor the wave's end
+KEEP_PENDING = 64
+
+class _Periods:
+  """Skips the repeats of a CU's steady state: a loop whose trips find the CU in the same state replays one trip and repeats it.
+
+  At some of the taken backward branches of its lowest-numbered running wave (the pilot: each such branch starts a loop's next
+  trip) the CU's state is summed up as `signature` does, every time relative to the branch's cycle. Two such moments with equal
+  signatures, cycles t1 < t2, where every running wave's next instructions repeat what it ran between them (its stream's `keys`
+  repeat with that period, far enough back for its dependencies and one instruction ahead) replay alike: the replay is
+  deterministic and depends only on differences of cycles, so from t2 on it repeats what it did from t1, shifted by t2 - t1, for as
+  many periods as every wave's stream keeps repeating. `skip` writes those periods out (issue times shifted, positions advanced,
+  every recent cycle of the state moved on) instead of replaying them; the replay goes on from there as if it had run them.
+
+  A past cycle that no later rule can tell from any other past cycle (`signature`) is summed up as None; such cycles stay as they
+  are in a skip (`horizon` bounds how far back a cycle can still matter). Not used with a matrix unit (WMMA streams)."""
+  __slots__ = ("cu", "horizon", "waits", "seen", "taken", "stride")
+  STRIDE_AFTER = 8    # signatures taken without a match before the stride between them doubles (up to MAX_STRIDE trips)
+  MAX_STRIDE = 64
+  KEEP = 256          # signatures kept (then forgotten: a state that recurs does so within a few dozen samples)
+  def __init__(self, cu:_CU):
+    self.cu = cu
+    p = cu.p
+    self.horizon = 2 * max(v for v in vars(p).values() if isinstance(v, int) and not isinstance(v, bool)) + 256
+    # the most a rule adds to a past cycle of: an issue an s_delay_alu dependency names, the last SALU issue (a conditional
+    # branch, SALU_CYCLE_n), the last VALU issue (a memory instruction's VGPR reads); and of the LDS pipe's (a DS instruction's
+    # cycles, bounded by the horizon)
+    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), p.vgpr_to_mem, self.horizon)
+    self.seen: dict[tuple, tuple[int, dict[int, int]]] = {}   # signature -> (its cycle, each running wave's position)
+    self.taken, self.stride = 0, 1   # (trips seen at the pilot's loop heads, signatures taken only every `stride` of them)
+
+  def signature(self, now:int, item:tuple[int, int, object]) -> tuple:
+    """The CU's state at cycle `now` relative to it (`item`: the heap item the branching wave is about to push). A past cycle that
+    can no longer matter reads None: its value plus the most any rule adds to it is not after `now` (every later rule compares
+    with a cycle at or after `now`)."""
+    cu, (valu_wait, salu_wait, mem_wait, horizon) = self.cu, self.waits
+    def rel(t:int, wait:int=0) -> int | None: return t - now if t + wait > now else None
+    waves = []
+    for j in sorted(cu.running):
+      w = cu.waves[j]
+      reach = w.stream.reach
+      recent = tuple(None if t is None else rel(t, valu_wait) for t in w.times[max(0, len(w.times) - reach):]) if reach else ()
+      for pend in w.pending:   # (stores nothing waits for pile up: beyond the newest KEEP_PENDING, those completed drop out)
+        if len(pend) > KEEP_PENDING and all(d <= now for d, _ in pend[:-KEEP_PENDING]): del pend[:-KEEP_PENDING]
+      waves.append((j, w.simd, w.wg, rel(w.salu, salu_wait), rel(w.last_valu, mem_wait), rel(w.parked), w.next_dram, recent,
+                     tuple(tuple((rel(d), g) for d, g in pend) for pend in w.pending)))
+    icache = cu.icache
+    lines = (len(icache.lines), tuple(sorted((ln, t - now) for ln, t in icache.lines.items() if t > now)) if icache.latest > now else ())
+    heap = tuple(sorted((c - now, j, tag) for c, j, tag in (*cu.heap, item)))
+    return (tuple(waves), lines, heap, tuple(rel(f) for f in cu.ports.free), rel(cu.lds_done, horizon), cu.groups.launched,
+            rel(cu.groups.clock), tuple(sorted((g, tuple(ws)) for g, ws in cu.groups.arrived.items())),
+            tuple(tuple(sorted(q)) for q in cu.parked), tuple(None if x is None else (x[0] - now, x[1]) for x in cu.wake))
+
+  def at_loop_head(self, i:int, now:int, nxt:int) -> int:
+    """Wave `i` took a backward branch at `now` and may issue again at `nxt`: take the state's signature if this is the pilot's
+    trip to sample, and skip the periods a match shows; the cycle wave `i` may issue at (moved on by a skip)."""
+    cu = self.cu
+    if i != min(cu.running): return nxt
+    self.taken += 1
+    if self.taken % self.stride: return nxt
+    sig = self.signature(now, (nxt, i, False))
+    here = (now, {j: cu.waves[j].i for j in cu.running})
+    if (hit := self.seen.get(sig)) is None:
+      if len(self.seen) >= self.KEEP: self.seen.clear()
+      self.seen[sig] = here
+      if len(self.seen) % self.STRIDE_AFTER == 0: self.stride = min(self.stride * 2, self.MAX_STRIDE)
+      return nxt
+    then, pos = hit
+    periods = min(self.repeats(cu.waves[j], pos[j]) for j in cu.running)
+    if periods < 1:   # the streams do not repeat from the earlier moment (yet): compare with this one next time
+      self.seen[sig] = here
+      return nxt
+    self.skip(now, now - then, periods, pos)
+    self.seen.clear(); self.taken, self.stride = 0, 1
+    return nxt + (now - then) * periods
+
+  @staticmethod
+  def repeats(w:_Wave, then:int) -> int:
+    """How many more times wave `w` runs what it ran since position `then` (its stream repeats it, dependencies and lookahead
+    included). Compared a window at a time, each twice the last: a stream that does not repeat costs little to find out."""
+    step = w.i - then
+    if step <= 0: return 1 << 62   # (it ran nothing: it waits, as it did)
+    keys, lo = w.stream.keys, then - w.stream.reach
+    if lo < 0: return 0
+    end, width = lo + step, 2 * step + w.stream.reach + 2   # keys[lo:end] repeat with period `step`
+    while end < len(keys):
+      top = min(end + width, len(keys))
+      if len(diff := np.flatnonzero(keys[end:top] != keys[end - step:top - step])):
+        end += int(diff[0])
+        break
+      end, width = top, 2 * width
+    return (end - 2 - w.i) // step   # (each period also reads the instruction after it)
+
+  def skip(self, now:int, period:int, periods:int, pos:dict[int, int]):
+    """Write out `periods` repeats of the `period` cycles up to `now` (each running wave ran from pos[wave] to its position in them)."""
+    cu, shift, old = self.cu, period * periods, now - self.horizon
+    def moved(t:int) -> int: return t + shift if t > old else t
+    for j in cu.running:
+      w = cu.waves[j]
+      if (step := w.i - pos[j]) > 0:
+        w.times += _repeated(w.times[pos[j]:], period, periods)
+        w.dram += w.dram[pos[j]:] * periods
+        w.i += step * periods
+      w.salu, w.last_valu, w.parked, w.mx_end = moved(w.salu), moved(w.last_valu), moved(w.parked), moved(w.mx_end)
+      w.pending = [[(moved(d), g) for d, g in pend] for pend in w.pending]
+    cu.heap[:] = [(c + shift, j, tag) for c, j, tag in cu.heap]   # (all at or after `now`)
+    cu.wake[:] = [None if x is None else (x[0] + shift, x[1]) for x in cu.wake]
+    cu.ports.free[:] = [moved(f) for f in cu.ports.free]
+    lines = cu.icache.lines
+    for ln, t in lines.items(): lines[ln] = moved(t)
+    cu.icache.latest = moved(cu.icache.latest)
+    cu.lds_done, cu.groups.clock = moved(cu.lds_done), moved(cu.groups.clock)
+
+def _repeated(times:list[int | None], period:int, periods:int) -> list[int | None]:
+  """`times` again `periods` times, the k-th copy `k * period` later (None stays None)."""
+  gaps = np.array([t is None for t in times])
+  base = np.array([0 if t is None else t for t in times], dtype=np.int64)
+  out = np.empty(len(times) * periods, dtype=object)
+  out[:] = (np.arange(1, periods + 1, dtype=np.int64)[:, None] * period + base).reshape(-1).tolist()
+  out[np.tile(gaps, periods)] = None
+  return out.tolist()
+
 class _CU:
   """One CU's replay: the units above and the issue loop (`run`)."""
-  def __init__(self, streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int):
+  def __init__(self, streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int, skip_periods:bool=True):
     self.streams, self.passes, self.p, self.fetch = streams, passes, p, fetch
     self.waves: list[_Wave | None] = [None] * len(streams)
     self.groups, self.icache, self.ports = _Workgroups(wg_of), _ICache(fetch), _Ports(p.simds_per_cu)
     distinct = {id(st[0]): st[0] for st in streams}.values()   # waves with the same stream share its lists
     self.units = [_Matrix() for _ in range(p.simds_per_cu)] if any(P_MATRIX in [op.port for op in ops] for ops in distinct) else None
     self.pass_issue = ISSUE * passes   # a VALU instruction's issue cycles (wave64: two passes)
-    self.lds_done = 0   # the cycle the CU's LDS pipe has finished the last DS instruction
+    self.lds_done = NEVER   # the cycle the CU's LDS pipe has finished the last DS instruction
+    self.back = False   # the last branch issued was taken backward
     self.heap: list[tuple[int, int, bool]] = []   # (cycle, wave, whether only its port is left to check); a wave is in it at most once
+    self.running: set[int] = set()   # waves launched and not ended
+    # waves that lost a port of their own SIMD (own_port) wait together for it: such a wave can next issue only once the port is
+    # free, and the lowest-numbered of them gets it first, so one wake item (cycle, lowest wave, 2 + key) stands for all of them
+    # instead of each retrying at every cycle the port frees (a busy wave64 VALU made that several retries per instruction)
+    self.parked: list[list[int]] = [[] for _ in self.ports.free]   # per port: the waiting waves (a heap of wave numbers)
+    self.wake: list[tuple[int, int] | None] = [None] * len(self.ports.free)   # per port: (cycle, wave) of its live wake item; others are stale
+    self.periods = _Periods(self) if self.units is None and skip_periods else None
     for _ in range(min(len(self.groups.waves_of), max(1, wg_slots))): self.launch(0)
 
   def launch(self, at:int):
@@ -332,6 +484,7 @@ class _CU:
     for k, i in enumerate(ids):
       w = self.waves[i] = _Wave(self.streams[i], t + k * LAUNCH_GAP, k % self.p.simds_per_cu, wg, self.fetch)
       self.icache.launch(w.ready)
+      self.running.add(i)
       heapq.heappush(self.heap, (w.ready, i, False))   # heap ties: lower index = older
 
   def release(self, waiters:list[int], last:int):
@@ -359,6 +512,7 @@ class _CU:
     cls, p, nxt = op.cls, self.p, ready + ISSUE
     if cls == C_BRANCH:
       w.salu, pcs = ready, w.pcs
+      self.back = w.i < len(pcs) and pcs[w.i] < pcs[w.i - 1]   # taken backward: a loop's next trip
       if w.i < len(pcs) and pcs[w.i] != pcs[w.i - 1] + op.size: nxt = ready + p.branch_taken
     elif cls == C_SMEM: w.pending[op.counter].append((ready + p.smem_lat, True))
     elif cls == C_VMEM_LOAD: w.pending[VM].append((ready + p.vmem_load_lat, True))
@@ -399,9 +553,10 @@ class _CU:
       if w.mx_end + p.matrix_drain > nxt: nxt = w.mx_end + p.matrix_drain
     return nxt, dram
 
-  def end_wave(self, w:_Wave, ready:int):
-    """The wave ended at `ready`: it leaves its workgroup (releasing a barrier it was the last one missing), and a finished
+  def end_wave(self, i:int, w:_Wave, ready:int):
+    """Wave `i` (`w`) ended at `ready`: it leaves its workgroup (releasing a barrier it was the last one missing), and a finished
     workgroup frees its slot for the next."""
+    self.running.discard(i)
     release, done = self.groups.leave(w.wg)
     if release is not None: self.release(release, ready)
     if done: self.launch(ready)
@@ -414,11 +569,7 @@ class _CU:
     take, passes, plain = self.ports.take, self.passes, self.units is None   # plain: no matrix unit to consult
     lines_get, free, n_ports, pass_issue = self.icache.lines.get, self.ports.free, len(PORTS), self.pass_issue
     heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
-    # waves that lost a port of their own SIMD (own_port) wait together for it: such a wave can next issue only once the port is
-    # free, and the lowest-numbered of them gets it first, so one wake item (cycle, lowest wave, 2 + key) stands for all of them
-    # instead of each retrying at every cycle the port frees (a busy wave64 VALU made that several retries per instruction)
-    parked: list[list[int]] = [[] for _ in free]   # per port: the waiting waves (a heap of wave numbers)
-    wake: list[tuple[int, int] | None] = [None] * len(free)   # per port: (cycle, wave) of its live wake item; others are stale
+    parked, wake, periods = self.parked, self.wake, self.periods
     item = heappop(heap) if heap else None
     while item is not None:
       ready, i, tag = item
@@ -456,7 +607,7 @@ class _CU:
       elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE
       else: nxt = effects(w, op, ready)
       if cls == C_END or wi >= len(w.ops):
-        self.end_wave(w, ready)
+        self.end_wave(i, w, ready)
         item = heappop(heap) if heap else None
         continue
       nop = w.ops[wi]
@@ -473,12 +624,15 @@ class _CU:
         if (release := self.groups.arrive(w.wg, i)) is not None: self.release(release, ready)
         item = heappop(heap) if heap else None
         continue
+      if cls == C_BRANCH and self.back and periods is not None: nxt = periods.at_loop_head(i, ready, nxt)
       item = heappushpop(heap, (nxt, i, False))
     return [(w.start, w.times[-1] if w.times else w.start, w.times, w.dram) for w in waves]
 
-def simulate_cu(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int) -> list[tuple[int, int, list, list]]:
+def simulate_cu(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int,
+                skip_periods:bool=True) -> list[tuple[int, int, list, list]]:
   """Replay the waves of one CU with the costs `p` and the cold instruction-fetch latency `fetch` (launch and cache-line misses).
-  streams[i]: the CU's i-th wave's (make_stream); wg_of[i]: its local workgroup.
+  streams[i]: the CU's i-th wave's (make_stream); wg_of[i]: its local workgroup. `skip_periods`: repeats of a steady state are
+  written out rather than replayed (_Periods; the result is the same).
 
   Returns per wave (start, end, issue times, dram flags)."""
-  return _CU(streams, wg_of, passes, wg_slots, p, fetch).run()
+  return _CU(streams, wg_of, passes, wg_slots, p, fetch, skip_periods).run()

@@ -268,7 +268,7 @@ class ReplayMemo:
     sp = [pairs[c] for c in codes.tolist()]
     held = self.ops   # (inline: a stream holds up to ~60k instructions; `op` only for those not classified yet)
     ops, pcl = [h[1] if (h := held[sid])[1] is not None else self.op(sid) for sid, _ in sp], [pc for _, pc in sp]
-    stream = make_stream(ops, pcl)
+    stream = make_stream(ops, pcl, codes)
     with self._lock:
       self.streams[key], self.stream_size = stream, self.stream_size + len(ops)
       while self.stream_size > self.stream_budget and len(self.streams) > 1:

@@ -1,0 +1,100 @@
+"""The replay's steady-state skip (emu/amd/cu_model.py, _Periods): a loop's repeated trips written out must be exactly what
+replaying them gives. The reference is the same replay with the skip off (its rules are checked by hand in test_timing.py);
+each case also checks that the skip happened, so that it cannot pass by never skipping."""
+import pytest
+from emu.amd import cu_model
+from emu.amd.cu_model import make_stream, replay_op, simulate_cu
+from emu.amd.timing import PARAMS, OpInfo
+
+VALU, TRANS, SALU = replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("trans", "trans", 4)), replay_op(OpInfo("salu", "salu"))
+LOAD, STORE = replay_op(OpInfo("vmem_load", "vmem", 1)), replay_op(OpInfo("vmem_store", "vmem", 7))
+LDS, WIDE_LDS = replay_op(OpInfo("lds", "lds", lds_cycles=2, counter="lgkm")), replay_op(OpInfo("lds", "lds", lds_cycles=16, counter="lgkm"))
+WAIT_VM, WAIT_LGKM = replay_op(OpInfo("waitcnt", None, waits=(("vm", 0),))), replay_op(OpInfo("waitcnt", None, waits=(("lgkm", 0),)))
+WAIT_VS_2 = replay_op(OpInfo("waitcnt", None, waits=(("vs", 2),)))
+BARRIER, CBRANCH, END = replay_op(OpInfo("barrier", None)), replay_op(OpInfo("branch", "salu", cond=True)), replay_op(OpInfo("end", None))
+def delay(dep:int) -> cu_model.ReplayOp: return replay_op(OpInfo("delay", None, delay=dep))   # s_delay_alu instid0 = dep
+VALU_DEP_1, VALU_DEP_4, TRANS32_DEP_1 = 1, 4, 5
+
+def loop(head:list, body:list, trips:int, tail:list=(END,), late_body:list|None=None, late_from:int|None=None):
+  """A stream: `head`, then `trips` trips of `body` (trips from `late_from` on run `late_body`, laid out after it) each ended by a
+  conditional branch back to its start, taken but the last time, then `tail`."""
+  ops, pcs, pc = list(head), [4 * k for k in range(len(head))], 4 * len(head)
+  starts = {id(body): pc, id(late_body): pc + 4 * (len(body) + 1)} if late_body else {id(body): pc}
+  after = max(starts.values()) + 4 * (len(late_body or body) + 1)
+  for t in range(trips):
+    b = late_body if late_body is not None and t >= late_from else body
+    start = starts[id(b)]
+    ops += [*b, CBRANCH]; pcs += [start + 4 * k for k in range(len(b) + 1)]
+  ops += list(tail); pcs += [after + 4 * k for k in range(len(tail))]
+  return make_stream(ops, pcs)
+
+def replays(streams, wg_of, family="rdna3", passes=1, slots=16):
+  """(with the skip, without it, how many trips the skip wrote out)."""
+  p = PARAMS[family]
+  written = [0]
+  real = cu_model._Periods.skip
+  def counted(self, now, period, periods, pos):
+    written[0] += periods
+    return real(self, now, period, periods, pos)
+  cu_model._Periods.skip = counted
+  try: fast = simulate_cu(streams, wg_of, passes, slots, p, p.launch_kfd)
+  finally: cu_model._Periods.skip = real
+  return fast, simulate_cu(streams, wg_of, passes, slots, p, p.launch_kfd, skip_periods=False), written[0]
+
+@pytest.mark.parametrize("family", ["rdna3", "rdna4", "cdna"])
+@pytest.mark.parametrize("passes", [1, 2])
+def test_one_waves_loop_with_loads_and_dependencies(family, passes):
+  body = [VALU, delay(VALU_DEP_1), VALU, LOAD, TRANS, delay(TRANS32_DEP_1), VALU, WAIT_VM, SALU]
+  fast, slow, written = replays([loop([SALU, VALU], body, 300)], [0], family, passes)
+  assert fast == slow
+  assert written > 200
+
+def test_waves_of_a_workgroup_sharing_simds_and_a_barrier():
+  body = [VALU, VALU, LDS, WAIT_LGKM, BARRIER, VALU, delay(VALU_DEP_1), VALU, SALU]
+  fast, slow, written = replays([loop([SALU], body, 200)] * 5, [0] * 5, passes=2)
+  assert fast == slow
+  assert written > 100
+
+def test_a_dependency_reaching_into_the_trip_before():
+  # two VALU ops a trip: VALU_DEP_4 names the VALU op two trips back... of the one before: the state must carry the last trip's issues
+  body = [VALU, delay(VALU_DEP_4), VALU, SALU]
+  fast, slow, written = replays([loop([VALU, VALU, VALU], body, 400)], [0])
+  assert fast == slow
+  assert written > 300
+
+def test_waves_leaving_their_loops_at_different_trips():
+  body = [VALU, LOAD, WAIT_VM, VALU, STORE, SALU]
+  streams = [loop([SALU], body, n) for n in (300, 180, 240)]
+  fast, slow, written = replays(streams, [0, 1, 2], slots=3)
+  assert fast == slow
+  assert written > 100
+
+def test_trips_that_change_partway():
+  # from trip 150 on, each trip runs a longer body at other pcs (a data-dependent branch): the skip must stop where the repetition
+  # ends and replay the change
+  body, late = [VALU, SALU], [VALU, TRANS, delay(TRANS32_DEP_1), VALU, SALU]
+  fast, slow, written = replays([loop([SALU], body, 300, late_body=late, late_from=150)], [0])
+  assert fast == slow
+  assert written > 250   # (both parts: each ends its own skips)
+
+def test_workgroups_launched_one_after_another():
+  # one workgroup slot: each of four one-wave workgroups starts when the one before ends (the instruction cache warm by then)
+  body = [VALU, delay(VALU_DEP_1), VALU, SALU]
+  fast, slow, written = replays([loop([SALU], body, 150)] * 4, [0, 1, 2, 3], slots=1)
+  assert fast == slow
+  assert written > 400
+
+def test_waits_on_operations_issued_trips_before():
+  # a store takes longer than several trips and each trip waits until two are left in flight: every trip waits for the store of
+  # two trips before, so a skip must carry the stores in flight over
+  body = [VALU, STORE, WAIT_VS_2, SALU]
+  fast, slow, written = replays([loop([SALU], body, 400)], [0])
+  assert fast == slow
+  assert written > 100
+
+def test_a_backlog_in_the_cus_lds_pipe():
+  # five waves issue a 16-cycle DS instruction each trip: the CU's LDS pipe runs more than lds_lat behind, which a skip must keep
+  body = [WIDE_LDS, WAIT_LGKM, VALU, SALU]
+  fast, slow, written = replays([loop([SALU], body, 200)] * 5, [0] * 5)
+  assert fast == slow
+  assert written > 100
