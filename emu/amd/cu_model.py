@@ -70,37 +70,48 @@ def alu_deps(ops:list[ReplayOp]) -> tuple[list[tuple[tuple[int, int], ...]], np.
   """Per instruction of a stream, what its s_delay_alu dependencies wait for: (k, code) pairs, each "until instruction k's issue
   plus a latency" (code VALU_DEP or TRANS_DEP, else that many cycles). They are static: an s_delay_alu names the n-th most recent
   VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3) or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of
-  the wave's own in-order stream, for the instruction `skip` non-delay instructions on; ids without a model (0, FMA_ACCUM_CYCLE_1,
-  an instruction that does not exist) wait for nothing. Also per instruction a number for its pairs counted back from it ((j - k,
-  code): 0 for none, equal numbers for equal pairs), and the farthest back any pair reaches."""
+  the wave's own in-order stream before the instruction `skip` non-delay instructions on (instid1's; instid0's: the next one);
+  ids without a model (0, FMA_ACCUM_CYCLE_1, an instruction that does not exist) wait for nothing. Also per instruction a number
+  for its pairs counted back from it ((j - k, code): 0 for none, equal numbers for equal pairs), and the farthest back any pair
+  reaches. Computed over arrays (a stream is up to millions of instructions; Python runs once per dependency)."""
   n = len(ops)
-  if all(op.cls != C_DELAY for op in ops): return [()] * n, np.zeros(n, dtype=np.int64), 0   # (CDNA has no s_delay_alu)
-  pending: list[tuple[int, int]] = []   # (non-delay instructions to skip, dependency id)
-  valu: list[int] = []; trans: list[int] = []; salu = -1
-  out: list[tuple[tuple[int, int], ...]] = []
+  cls = np.fromiter((op.cls for op in ops), np.int8, n)
+  delays = np.flatnonzero(cls == C_DELAY)
+  if not len(delays): return [()] * n, np.zeros(n, dtype=np.int64), 0   # (CDNA has no s_delay_alu)
+  simm = np.array([ops[d].delay for d in delays.tolist()], dtype=np.int64)
+  # each s_delay_alu's two (skip, id) slots, in the order they apply: by delay, instid0 first
+  at = np.repeat(delays, 2)
+  skip = np.stack([np.zeros_like(simm), (simm >> 4) & 7], axis=1).reshape(-1)
+  dep = np.stack([simm & 0xf, (simm >> 7) & 0xf], axis=1).reshape(-1)
+  plain = np.flatnonzero(cls != C_DELAY)   # the instructions dependencies attach to
+  slot = np.searchsorted(plain, at) + skip
+  keep = (dep != 0) & (slot < len(plain))
+  target, dep = plain[slot[keep]], dep[keep]
+  def before(mask:np.ndarray) -> tuple[np.ndarray, np.ndarray]:   # (positions of such instructions, how many precede each target)
+    pos = np.flatnonzero(mask)
+    return pos, np.searchsorted(pos, target)
+  (valu, nv), (trans, nt), (salu, ns) = before(cls <= C_TRANS), before(cls == C_TRANS), before((cls == C_SALU) | (cls == C_BRANCH))
+  k, code = np.full(len(target), -1, dtype=np.int64), np.zeros(len(target), dtype=np.int64)
+  for lo, hi, pos, count, make in ((1, 4, valu, nv, lambda d: np.full(len(d), VALU_DEP)), (5, 7, trans, nt, lambda d: np.full(len(d), TRANS_DEP)),
+                                   (9, 11, salu, ns, lambda d: d - 7)):
+    back = dep - lo + 1 if lo != 9 else np.ones_like(dep)   # (SALU_CYCLE_n: the most recent SALU instruction)
+    ok = (dep >= lo) & (dep <= hi) & (count >= back)
+    k[ok] = pos[count[ok] - back[ok]]
+    code[ok] = make(dep[ok])
+  found = np.flatnonzero(k >= 0)
+  found = found[np.argsort(target[found], kind="stable")]   # by instruction, each one's pairs in the order their delays came
+  target, k, code = target[found].tolist(), k[found].tolist(), code[found].tolist()
+  out: list[tuple[tuple[int, int], ...]] = [()] * n
   kinds: dict[tuple, int] = {}
-  kind, reach = [0] * n, 0
-  for j, op in enumerate(ops):
-    deps: list[tuple[int, int]] = []
-    if op.cls != C_DELAY and pending:
-      keep = []
-      for skip, dep in pending:
-        if skip: keep.append((skip - 1, dep))
-        elif 1 <= dep <= 4 and len(valu) >= dep: deps.append((valu[-dep], VALU_DEP))
-        elif 5 <= dep <= 7 and len(trans) >= dep - 4: deps.append((trans[-(dep - 4)], TRANS_DEP))
-        elif 9 <= dep <= 11 and salu >= 0: deps.append((salu, dep - 8 + 1))
-      pending = keep
-      if deps:
-        kind[j] = kinds.setdefault(back := tuple((j - k, code) for k, code in deps), len(kinds) + 1)
-        reach = max(reach, max(d for d, _ in back))
-    out.append(tuple(deps))
-    if op.cls <= C_TRANS:   # (C_VALU, C_TRANS; WMMAs are C_VALU)
-      valu.append(j)
-      if op.cls == C_TRANS: trans.append(j)
-    elif op.cls in (C_SALU, C_BRANCH): salu = j
-    elif op.cls == C_DELAY:
-      pending += [(skip, dep) for skip, dep in ((0, op.delay & 0xf), ((op.delay >> 4) & 7, (op.delay >> 7) & 0xf)) if dep]
-  return out, np.array(kind, dtype=np.int64), reach
+  kind, reach = np.zeros(n, dtype=np.int64), 0
+  e = 0
+  while e < len(target):
+    j, first = target[e], e
+    while e < len(target) and target[e] == j: e += 1
+    out[j] = tuple(zip(k[first:e], code[first:e]))
+    kind[j] = kinds.setdefault(back := tuple((j - x, c) for x, c in out[j]), len(kinds) + 1)
+    reach = max(reach, max(d for d, _ in back))
+  return out, kind, reach
 
 class Stream(NamedTuple):
   """A wave's replay input (make_stream)."""

@@ -21,6 +21,7 @@ from emu.amd.arch import ArchSpec
 from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
+from emu.amd.regions import LazyStep
 from emu.amd.semantics import get_op
 from emu.amd.step import Step
 
@@ -178,6 +179,7 @@ class ReplayMemo:
   a dispatch numbered in the old generation keeps its own table and puts the generation into its digests."""
   def __init__(self, limit:int=65536, max_codes:int=1 << 20):
     self.ops: dict[int, list] = {}   # step id -> [the step, its ReplayOp once classified]
+    self.classified: dict[tuple[str, bytes], ReplayOp] = {}   # (arch, instruction bytes) -> its ReplayOp
     self.runs: dict[tuple[int, int], tuple[list, list[int], list[int]]] = {}   # run_keys
     self.streams: OrderedDict[tuple[int, bytes], Stream] = OrderedDict()   # stream(): by (generation, digest of the codes)
     self.stream_budget, self.stream_size = 400_000, 0   # instructions the kept streams may hold (a matmul's: ~60k, ~8 MB)
@@ -199,8 +201,14 @@ class ReplayMemo:
     if id(step) not in self.ops: self.ops[id(step)] = [step, None]
 
   def op(self, sid:int) -> ReplayOp:
-    """The replay form of the held step of id `sid` (classified once per process)."""
-    if (hit := self.ops[sid])[1] is None: hit[1] = replay_op(classify(hit[0]))
+    """The replay form of the held step of id `sid`: classified once per process and instruction (its bytes decide it: the
+    same instruction in another region or program, as every candidate kernel of a BEAM search repeats most of them, is not
+    classified again, nor a native region's step loaded for it)."""
+    if (hit := self.ops[sid])[1] is None:
+      step = hit[0]
+      key = (step.spec.name, step.window[:step.size] if isinstance(step, LazyStep) else step.instr.raw)
+      if (op := self.classified.get(key)) is None: op = self.classified[key] = replay_op(classify(step))
+      hit[1] = op
     return hit[1]
 
   def run_keys(self, steps:list[tuple[int, Step]], pc:int) -> tuple[tuple[int, int], tuple]:

@@ -98,3 +98,17 @@ def test_a_backlog_in_the_cus_lds_pipe():
   fast, slow, written = replays([loop([SALU], body, 200)] * 5, [0] * 5)
   assert fast == slow
   assert written > 100
+
+def test_s_delay_alu_dependencies_worked_by_hand():
+  # the ISA's s_delay_alu: instid0 applies to the next non-delay instruction, instid1 to the one `skip` non-delay instructions
+  # after that; VALU_DEP_n names the n-th most recent VALU (transcendentals count), TRANS32_DEP_n the n-th most recent
+  # transcendental, SALU_CYCLE_n the most recent SALU instruction (waits n + 1 cycles after its issue). A later s_delay_alu's
+  # dependency can land before an earlier one's skipped one, and two can land on one instruction (in the order they came).
+  def simm(id0, skip=0, id1=0): return id0 | skip << 4 | id1 << 7
+  ops = [VALU, TRANS, SALU, delay(simm(2, 2, 9)), VALU, delay(simm(5)), VALU, SALU,
+         delay(simm(1, 1, 3)), delay(simm(4)), VALU, VALU]
+  deps, kind, reach = cu_model.alu_deps(ops)
+  V, T = cu_model.VALU_DEP, cu_model.TRANS_DEP
+  assert deps == [(), (), (), (), ((0, V),), (), ((1, T),), ((2, 2),), (), (), ((6, V), (0, V)), ((4, V),)]
+  assert reach == 10
+  assert (kind == 0).tolist() == [d == () for d in deps] and len(set(kind[kind > 0].tolist())) == 5
