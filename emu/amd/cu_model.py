@@ -54,28 +54,29 @@ def replay_op(info:OpInfo) -> ReplayOp:
              info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END),
              port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans)
 
-def cache_spans(ops:list[ReplayOp], pcs:list[int]) -> list[tuple[int, int, bool]]:
-  """Per instruction of a stream: first and last instruction cache line (from the entry), whether it enters its first line (the
-  stream's first instruction always does). Computed over arrays: a stream is thousands of instructions, built once per dispatch."""
+def cache_spans(sizes:list[int], pcs:list[int]) -> list[tuple[int, int, bool]]:
+  """Per instruction of `sizes` bytes at `pcs`: first and last instruction cache line (counted from pcs[0]), whether it enters its
+  first line (the first instruction always does)."""
   if not pcs: return []
   off = np.asarray(pcs, dtype=np.int64) - pcs[0]
-  size = np.fromiter((op.size for op in ops), np.int64, len(ops))
+  size = np.asarray(sizes, dtype=np.int64)
   enter = off % ILINE < size
   enter[0] = True
   return list(zip((off // ILINE).tolist(), ((off + size - 1) // ILINE).tolist(), enter.tolist()))
 
 VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
 
-def alu_deps(ops:list[ReplayOp]) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray, int]:
+def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray, int]:
   """Per instruction of a stream, what its s_delay_alu dependencies wait for: (k, code) pairs, each "until instruction k's issue
   plus a latency" (code VALU_DEP or TRANS_DEP, else that many cycles). They are static: an s_delay_alu names the n-th most recent
   VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3) or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of
   the wave's own in-order stream before the instruction `skip` non-delay instructions on (instid1's; instid0's: the next one);
   ids without a model (0, FMA_ACCUM_CYCLE_1, an instruction that does not exist) wait for nothing. Also per instruction a number
   for its pairs counted back from it ((j - k, code): 0 for none, equal numbers for equal pairs), and the farthest back any pair
-  reaches. Computed over arrays (a stream is up to millions of instructions; Python runs once per dependency)."""
+  reaches. Computed over arrays (a stream is up to millions of instructions; Python runs once per dependency); `cls`: the ops'
+  classes, if known."""
   n = len(ops)
-  cls = np.fromiter((op.cls for op in ops), np.int8, n)
+  if cls is None: cls = np.fromiter((op.cls for op in ops), np.int8, n)
   delays = np.flatnonzero(cls == C_DELAY)
   if not len(delays): return [()] * n, np.zeros(n, dtype=np.int64), 0   # (CDNA has no s_delay_alu)
   simm = np.array([ops[d].delay for d in delays.tolist()], dtype=np.int64)
@@ -125,12 +126,20 @@ class Stream(NamedTuple):
 
 def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -> Stream:
   """A wave's replay input from its issued instructions and their pcs; `codes`: an int per instruction, equal exactly where the
-  (op, pc) pairs are (made here when not given)."""
+  (op, pc) pairs are (made here when not given). What depends on the instruction alone is worked out once per distinct code."""
   if codes is None:
     seen: dict[tuple[int, int], int] = {}
     codes = np.fromiter((seen.setdefault((id(op), pc), len(seen)) for op, pc in zip(ops, pcs)), np.int64, len(ops))
-  deps, kind, reach = alu_deps(ops)
-  return Stream(ops, pcs, cache_spans(ops, pcs), deps, codes.astype(np.int64) * (int(kind.max(initial=0)) + 1) + kind, reach)
+  _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+  first, inverse = first.tolist(), inverse.reshape(-1)
+  cls = np.array([ops[f].cls for f in first], dtype=np.int8)[inverse]
+  deps, kind, reach = alu_deps(ops, cls)
+  lines = []
+  if ops:   # (each distinct instruction's span, from its first occurrence; the stream's first instruction enters its line)
+    table = cache_spans([ops[0].size] + [ops[f].size for f in first], [pcs[0]] + [pcs[f] for f in first])[1:]
+    lines = [table[c] for c in inverse.tolist()]
+    lines[0] = (lines[0][0], lines[0][1], True)
+  return Stream(ops, pcs, lines, deps, np.asarray(codes, dtype=np.int64) * (int(kind.max(initial=0)) + 1) + kind, reach)
 
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
@@ -461,12 +470,12 @@ class _Periods:
 
 def _repeated(times:list[int | None], period:int, periods:int) -> list[int | None]:
   """`times` again `periods` times, the k-th copy `k * period` later (None stays None)."""
-  gaps = np.array([t is None for t in times])
-  base = np.array([0 if t is None else t for t in times], dtype=np.int64)
-  out = np.empty(len(times) * periods, dtype=object)
-  out[:] = (np.arange(1, periods + 1, dtype=np.int64)[:, None] * period + base).reshape(-1).tolist()
-  out[np.tile(gaps, periods)] = None
-  return out.tolist()
+  gaps = [k for k, t in enumerate(times) if t is None]
+  base = np.array([0 if t is None else t for t in times], dtype=np.int64) if gaps else np.array(times, dtype=np.int64)
+  out = (np.arange(1, periods + 1, dtype=np.int64)[:, None] * period + base).reshape(-1).tolist()
+  for first in range(0, len(out), len(times)):
+    for k in gaps: out[first + k] = None
+  return out
 
 class _CU:
   """One CU's replay: the units above and the issue loop (`run`)."""
