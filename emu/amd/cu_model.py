@@ -101,18 +101,24 @@ def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[t
     code[ok] = make(dep[ok])
   found = np.flatnonzero(k >= 0)
   found = found[np.argsort(target[found], kind="stable")]   # by instruction, each one's pairs in the order their delays came
-  target, k, code = target[found].tolist(), k[found].tolist(), code[found].tolist()
+  target, k, code = target[found], k[found], code[found]
   out: list[tuple[tuple[int, int], ...]] = [()] * n
-  kinds: dict[tuple, int] = {}
-  kind, reach = np.zeros(n, dtype=np.int64), 0
-  e = 0
-  while e < len(target):
-    j, first = target[e], e
-    while e < len(target) and target[e] == j: e += 1
-    out[j] = tuple(zip(k[first:e], code[first:e]))
-    kind[j] = kinds.setdefault(back := tuple((j - x, c) for x, c in out[j]), len(kinds) + 1)
-    reach = max(reach, max(d for d, _ in back))
-  return out, kind, reach
+  kind = np.zeros(n, dtype=np.int64)
+  if not len(target): return out, kind, 0
+  # number each instruction's pairs: a single pair (most) as distance * 16 + code + 8 (>= 0), several as a negative number per
+  # distinct tuple of them; np.unique numbers those numbers
+  dist = target - k
+  first = np.flatnonzero(np.r_[True, target[1:] != target[:-1]])
+  count = np.diff(np.r_[first, len(target)])
+  key = (dist * 16 + code + 8)[first]
+  ks, cs, starts = k.tolist(), code.tolist(), first.tolist()
+  at, multi = target[first].tolist(), {}
+  for m in np.flatnonzero(count > 1).tolist():
+    j, a, c = at[m], starts[m], int(count[m])
+    key[m] = -1 - multi.setdefault(tuple((j - x, y) for x, y in zip(ks[a:a + c], cs[a:a + c])), len(multi))
+  kind[at] = np.unique(key, return_inverse=True)[1].reshape(-1) + 1
+  for j, a, c in zip(at, starts, count.tolist()): out[j] = tuple(zip(ks[a:a + c], cs[a:a + c]))
+  return out, kind, int(dist.max())
 
 class Stream(NamedTuple):
   """A wave's replay input (make_stream)."""
