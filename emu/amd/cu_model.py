@@ -9,6 +9,7 @@ and per port, the ready instruction of the oldest wave (a heap of (cycle, wave) 
 """
 from __future__ import annotations
 import heapq
+from dataclasses import dataclass
 import numpy as np
 from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING: from emu.amd.timing import OpInfo, Params
@@ -28,8 +29,10 @@ P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS = range(len(PORTS))
 COUNTERS = ("vm", "vs", "lgkm", "ds", "km")
 VM, VS = COUNTERS.index("vm"), COUNTERS.index("vs")
 
-class ReplayOp(NamedTuple):
-  """An OpInfo as the replay loop reads it (built once per step): ints instead of strings, port flags resolved."""
+@dataclass(frozen=True, slots=True)
+class ReplayOp:
+  """An OpInfo as the replay loop reads it (built once per step): ints instead of strings, port flags resolved (slots: the loop
+  reads several fields per instruction, faster than a named tuple's)."""
   cls: int
   port: int                 # PORTS index, -1: none
   shared: bool              # the port is the CU's (SMEM, LDS), not the wave's SIMD's
@@ -561,12 +564,10 @@ class _CU:
     return nxt
 
   def readiness(self, w:_Wave, nop:ReplayOp, nxt:int) -> tuple[int, bool]:
-    """When the wave's next instruction `nop` may issue, from `nxt` on: its s_delay_alu dependencies, VGPR reads of memory
-    instructions, the SALU result a conditional branch tests, wait counters, the store and WMMA drain before s_endpgm; and whether
-    it then waited on global memory."""
+    """When the wave's next instruction `nop`, a gated one, may issue, from `nxt` on (its s_delay_alu dependencies counted in
+    already, `run`): VGPR reads of memory instructions, the SALU result a conditional branch tests, wait counters, the store and
+    WMMA drain before s_endpgm; and whether it then waited on global memory."""
     p, dram, ncls = self.p, False, nop.cls
-    for k, code in w.deps[w.i]:
-      if (t := w.times[k] + (p.valu_dep if code == VALU_DEP else p.trans_dep if code == TRANS_DEP else code)) > nxt: nxt = t
     if nop.port >= P_VMEM: nxt = max(nxt, w.last_valu + p.vgpr_to_mem)
     elif nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
     if ncls == C_WAITCNT:
@@ -594,6 +595,7 @@ class _CU:
     heap, waves, fetched, issue_port, effects, readiness = self.heap, self.waves, self.icache.fetched, self.issue_port, self.effects, self.readiness
     take, passes, plain = self.ports.take, self.passes, self.units is None   # plain: no matrix unit to consult
     lines_get, free, n_ports, pass_issue = self.icache.lines.get, self.ports.free, len(PORTS), self.pass_issue
+    valu_dep, trans_dep = self.p.valu_dep, self.p.trans_dep
     heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
     parked, wake, periods = self.parked, self.wake, self.periods
     item = heappop(heap) if heap else None
@@ -643,7 +645,9 @@ class _CU:
         w.times.append(None); w.dram.append(False)
         w.i = wi = wi + 1
         nop = w.ops[wi]
-      if nop.gated or w.deps[wi]: nxt, w.next_dram = readiness(w, nop, nxt)
+      for k, code in w.deps[wi]:   # s_delay_alu dependencies
+        if (t := w.times[k] + (valu_dep if code == VALU_DEP else trans_dep if code == TRANS_DEP else code)) > nxt: nxt = t
+      if nop.gated: nxt, w.next_dram = readiness(w, nop, nxt)
       else: w.next_dram = False
       if cls == C_BARRIER:
         w.parked = nxt
