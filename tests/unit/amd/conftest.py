@@ -68,13 +68,16 @@ def both(monkeypatch):
 
 @pytest.fixture
 def fresh_process(monkeypatch):
-  """start(cache): what a new process starts from: no steps or step cache files in memory, no native regions; the step cache at
-  `cache` (a folder, or "0": off). What the test's 'processes' held is forgotten again at its end."""
+  """start(cache): what a new process starts from: no steps or step cache files in memory, no native regions, no instruction
+  classified for the timing model; the step cache at `cache` (a folder, or "0": off). What the test's 'processes' held is
+  forgotten again at its end."""
   from emu.amd import regions
   from emu.amd.step_cache import STEP_CACHE
+  from emu.amd.timing import REPLAY_MEMO
   def start(cache:str):
     monkeypatch.setenv("EMU_STEP_CACHE", cache)
     STEP_CACHE.forget()
     monkeypatch.setattr(regions, "_built", {})
+    monkeypatch.setattr(REPLAY_MEMO, "classified", {})
   yield start
   STEP_CACHE.forget()
