@@ -3,9 +3,9 @@
 `simulate_cu` replays the recorded instruction streams of the waves one CU runs, built from small units: `_Workgroups` launches
 waves as slots free up and releases barriers; `_ICache` fetches instruction-cache lines; `_Ports` arbitrates each SIMD's ports
 (VALU, transcendental, SALU, VMEM) and the CU's shared ones (SMEM, LDS); `_Matrix` is a SIMD's WMMA unit and the VALU work that
-waits on it; each `_Wave` keeps its own issue history, wait counters and `s_delay_alu` dependencies. The loop issues, each cycle
-and per port, the ready instruction of the oldest wave (a heap of (cycle, wave) items). Costs and latencies come from
-`timing.Params`; each rule cites its trace evidence in docs/timing.md.
+waits on it; each `_Wave` keeps its own issue history, wait counters and `s_delay_alu` dependencies; `_Periods` writes out a loop's
+trips once the CU's state repeats. The loop issues, each cycle and per port, the ready instruction of the oldest wave (a heap of
+(cycle, wave) items). Costs and latencies come from `timing.Params`; each rule cites its trace evidence in docs/timing.md.
 """
 from __future__ import annotations
 import heapq
