@@ -112,3 +112,19 @@ def test_s_delay_alu_dependencies_worked_by_hand():
   assert deps == [(), (), (), (), ((0, V),), (), ((1, T),), ((2, 2),), (), (), ((6, V), (0, V)), ((4, V),)]
   assert reach == 10
   assert (kind == 0).tolist() == [d == () for d in deps] and len(set(kind[kind > 0].tolist())) == 5
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_loops_replay_alike_with_and_without_the_skip(seed):
+  # random loop bodies over every replayed class, random trip counts per wave, workgroup shapes, slots, passes and families
+  import random
+  rng = random.Random(seed)
+  pool = [VALU, TRANS, SALU, LOAD, STORE, LDS, WIDE_LDS, WAIT_VM, WAIT_LGKM, WAIT_VS_2, BARRIER,
+          replay_op(OpInfo("valu", "valu", 2)), replay_op(OpInfo("nop", None, delay=3)), replay_op(OpInfo("smem", "smem", counter="lgkm")),
+          delay(VALU_DEP_1), delay(VALU_DEP_4), delay(TRANS32_DEP_1), delay(9), delay(2 | 1 << 4 | 3 << 7)]
+  body = [rng.choice(pool) for _ in range(rng.randint(1, 10))]
+  waves, wpg = rng.randint(1, 6), rng.choice([1, 2, 3])
+  trips = [rng.randint(30, 160) for _ in range(waves)]
+  streams = [loop([rng.choice([SALU, VALU])], body, n) for n in trips]
+  fast, slow, _ = replays(streams, [w // wpg for w in range(waves)], rng.choice(["rdna3", "rdna4", "cdna"]), rng.choice([1, 2]),
+                          rng.choice([1, 2, 16]))
+  assert fast == slow
