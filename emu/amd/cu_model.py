@@ -128,6 +128,7 @@ class Stream(NamedTuple):
   ops: list[ReplayOp]
   pcs: list[int]
   lines: list[tuple[int, int, bool]]          # cache_spans
+  plain: list[int]    # per instruction its line when it lies in one and does not enter it (nothing to prefetch), else -1
   deps: list[tuple[tuple[int, int], ...]]     # alu_deps
   keys: np.ndarray    # per instruction an int64 that is equal for two instructions exactly when both are the same instruction at
                       # the same pc with the same dependencies counted back from it: where a stream repeats itself (_Periods)
@@ -143,19 +144,22 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
   first, inverse = first.tolist(), inverse.reshape(-1)
   cls = np.array([ops[f].cls for f in first], dtype=np.int8)[inverse]
   deps, kind, reach = alu_deps(ops, cls)
-  lines = []
+  lines, plain = [], []
   if ops:   # (each distinct instruction's span, from its first occurrence; the stream's first instruction enters its line)
     table = cache_spans([ops[0].size] + [ops[f].size for f in first], [pcs[0]] + [pcs[f] for f in first])[1:]
-    lines = [table[c] for c in inverse.tolist()]
-    lines[0] = (lines[0][0], lines[0][1], True)
-  return Stream(ops, pcs, lines, deps, np.asarray(codes, dtype=np.int64) * (int(kind.max(initial=0)) + 1) + kind, reach)
+    simple = [a if a == b and not enter else -1 for a, b, enter in table]
+    which = inverse.tolist()
+    lines, plain = [table[c] for c in which], [simple[c] for c in which]
+    lines[0], plain[0] = (lines[0][0], lines[0][1], True), -1
+  return Stream(ops, pcs, lines, plain, deps, np.asarray(codes, dtype=np.int64) * (int(kind.max(initial=0)) + 1) + kind, reach)
 
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
-  __slots__ = ("stream", "ops", "pcs", "lines", "deps", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start", "times",
-               "dram", "next_dram", "parked", "mx_end")
+  __slots__ = ("stream", "ops", "pcs", "lines", "plain", "deps", "n", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start",
+               "times", "dram", "next_dram", "parked", "mx_end")
   def __init__(self, stream:Stream, start:int, simd:int, wg:int, launch:int):
-    self.stream, (self.ops, self.pcs, self.lines, self.deps) = stream, stream[:4]
+    self.stream, self.ops, self.pcs, self.lines, self.plain, self.deps = stream, stream.ops, stream.pcs, stream.lines, stream.plain, stream.deps
+    self.n = len(self.ops)
     self.i, self.ready, self.simd, self.wg = 0, start + launch, simd, wg
     self.salu = NEVER; self.last_valu = NEVER
     self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]   # per counter: (completion cycle, global memory) in order
@@ -613,8 +617,8 @@ class _CU:
       op = w.ops[wi]
       # (a wave back from a busy port has fetched its instruction already: cache lines are never refilled)
       if not port_wait:
-        span = w.lines[wi]   # one line, not entered (nothing to prefetch) and requested already: its arrival is all fetched() says
-        if (t := lines_get(span[0]) if span[0] == span[1] and not span[2] else None) is None: t = fetched(span, ready)
+        # one line, not entered (nothing to prefetch) and requested already: its arrival is all fetched() says
+        if (ln := w.plain[wi]) < 0 or (t := lines_get(ln)) is None: t = fetched(w.lines[wi], ready)
         if t > ready:   # a miss is memory-bound like the launch
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
@@ -634,14 +638,13 @@ class _CU:
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
       elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE
       else: nxt = effects(w, op, ready)
-      if cls == C_END or wi >= len(w.ops):
+      if cls == C_END or wi >= w.n:
         self.end_wave(i, w, ready)
         item = heappop(heap) if heap else None
         continue
       nop = w.ops[wi]
       # an s_delay_alu next whose line is in the cache by nxt touches nothing but its wave: consumed here rather than at its turn
-      while nop.cls == C_DELAY and wi + 1 < len(w.ops) and (span := w.lines[wi])[0] == span[1] and not span[2] and \
-          (t := lines_get(span[0])) is not None and t <= nxt:
+      while nop.cls == C_DELAY and wi + 1 < w.n and (ln := w.plain[wi]) >= 0 and (t := lines_get(ln)) is not None and t <= nxt:
         w.times.append(None); w.dram.append(False)
         w.i = wi = wi + 1
         nop = w.ops[wi]
