@@ -251,6 +251,23 @@ class _Matrix:
     self.free_at: dict[int, int] = {}
     self.pass_seen = -1
 
+  def signature(self, now:int) -> tuple:
+    """The unit's state relative to cycle `now` (_Periods): cycles no later rule can tell apart read None. With nothing in flight
+    the last completion seen and the draining buffer matter only if still ahead (every later completion is after `now`); a
+    completion taken or a wave's free cycle only as long as a completion or an issue can still meet it."""
+    ends, busy = self.ends, bool(self.ends)
+    def rel(t:int) -> int | None: return t - now if busy or t > now + 1 else None
+    return (tuple(e - now for e in ends), tuple(self.owners), tuple(sorted(u - now for u in self.used if u >= now or u in ends)),
+            self.undrained, rel(self.drain_end), rel(self.seen), rel(self.pass_seen), tuple(tuple(x) for x in self.pend),
+            tuple(sorted((w, t - now) for w, t in self.free_at.items() if t >= now)))
+
+  def shift(self, by:int):
+    """Every cycle of the unit `by` later (_Periods.skip)."""
+    self.ends[:] = [e + by for e in self.ends]
+    self.used = {u + by for u in self.used}
+    self.drain_end, self.seen, self.pass_seen = self.drain_end + by, self.seen + by, self.pass_seen + by
+    self.free_at = {w: t + by for w, t in self.free_at.items()}
+
   def advance(self, now:int):
     """Drain the buffer from each completion up to `now`; give each completion before `now` that nobody issued at to the oldest
     pending work; then forget completions (and the issue slots taken at them) before `now`."""
@@ -383,7 +400,7 @@ class _Periods:
   every recent cycle of the state moved on) instead of replaying them; the replay goes on from there as if it had run them.
 
   A past cycle that no later rule can tell from any other past cycle (`signature`) is summed up as None; such cycles stay as they
-  are in a skip (`horizon` bounds how far back a cycle can still matter). Not used with a matrix unit (WMMA streams)."""
+  are in a skip (`horizon` bounds how far back a cycle can still matter); the matrix units sum themselves up (`_Matrix.signature`)."""
   __slots__ = ("cu", "horizon", "waits", "seen", "taken", "stride")
   STRIDE_AFTER = 8    # signatures taken without a match before the stride between them doubles (up to MAX_STRIDE trips)
   MAX_STRIDE = 64
@@ -393,9 +410,9 @@ class _Periods:
     p = cu.p
     self.horizon = 2 * max(v for v in vars(p).values() if isinstance(v, int) and not isinstance(v, bool)) + 256
     # the most a rule adds to a past cycle of: an issue an s_delay_alu dependency names, the last SALU issue (a conditional
-    # branch, SALU_CYCLE_n), the last VALU issue (a memory instruction's VGPR reads); and of the LDS pipe's (a DS instruction's
-    # cycles, bounded by the horizon)
-    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), p.vgpr_to_mem, self.horizon)
+    # branch, SALU_CYCLE_n), the last VALU issue (a memory instruction's VGPR reads), the wave's last WMMA completion (its
+    # s_endpgm); and of the LDS pipe's (a DS instruction's cycles, bounded by the horizon)
+    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), p.vgpr_to_mem, p.matrix_drain, self.horizon)
     self.seen: dict[tuple, tuple[int, dict[int, int]]] = {}   # signature -> (its cycle, each running wave's position)
     self.taken, self.stride = 0, 1   # (trips seen at the pilot's loop heads, signatures taken only every `stride` of them)
 
@@ -403,7 +420,7 @@ class _Periods:
     """The CU's state at cycle `now` relative to it (`item`: the heap item the branching wave is about to push). A past cycle that
     can no longer matter reads None: its value plus the most any rule adds to it is not after `now` (every later rule compares
     with a cycle at or after `now`)."""
-    cu, (valu_wait, salu_wait, mem_wait, horizon) = self.cu, self.waits
+    cu, (valu_wait, salu_wait, mem_wait, matrix_wait, horizon) = self.cu, self.waits
     def rel(t:int, wait:int=0) -> int | None: return t - now if t + wait > now else None
     waves = []
     for j in sorted(cu.running):
@@ -412,14 +429,15 @@ class _Periods:
       recent = tuple(None if t is None else rel(t, valu_wait) for t in w.times[max(0, len(w.times) - reach):]) if reach else ()
       for pend in w.pending:   # (stores nothing waits for pile up: beyond the newest KEEP_PENDING, those completed drop out)
         if len(pend) > KEEP_PENDING and all(d <= now for d, _ in pend[:-KEEP_PENDING]): del pend[:-KEEP_PENDING]
-      waves.append((j, w.simd, w.wg, rel(w.salu, salu_wait), rel(w.last_valu, mem_wait), rel(w.parked), w.next_dram, recent,
-                     tuple(tuple((rel(d), g) for d, g in pend) for pend in w.pending)))
+      waves.append((j, w.simd, w.wg, rel(w.salu, salu_wait), rel(w.last_valu, mem_wait), rel(w.parked), rel(w.mx_end, matrix_wait),
+                    w.next_dram, recent, tuple(tuple((rel(d), g) for d, g in pend) for pend in w.pending)))
     icache = cu.icache
     lines = (len(icache.lines), tuple(sorted((ln, t - now) for ln, t in icache.lines.items() if t > now)) if icache.latest > now else ())
     heap = tuple(sorted((c - now, j, tag) for c, j, tag in (*cu.heap, item)))
     return (tuple(waves), lines, heap, tuple(rel(f) for f in cu.ports.free), rel(cu.lds_done, horizon), cu.groups.launched,
             rel(cu.groups.clock), tuple(sorted((g, tuple(ws)) for g, ws in cu.groups.arrived.items())),
-            tuple(tuple(sorted(q)) for q in cu.parked), tuple(None if x is None else (x[0] - now, x[1]) for x in cu.wake))
+            tuple(tuple(sorted(q)) for q in cu.parked), tuple(None if x is None else (x[0] - now, x[1]) for x in cu.wake),
+            tuple(u.signature(now) for u in cu.units) if cu.units is not None else ())
 
   def at_loop_head(self, i:int, now:int, nxt:int) -> int:
     """Wave `i` took a backward branch at `now` and may issue again at `nxt`: take the state's signature if this is the pilot's
@@ -480,6 +498,7 @@ class _Periods:
     for ln, t in lines.items(): lines[ln] = moved(t)
     cu.icache.latest = moved(cu.icache.latest)
     cu.lds_done, cu.groups.clock = moved(cu.lds_done), moved(cu.groups.clock)
+    for unit in cu.units or (): unit.shift(shift)
 
 def _repeated(times:list[int | None], period:int, periods:int) -> list[int | None]:
   """`times` again `periods` times, the k-th copy `k * period` later (None stays None)."""
@@ -508,7 +527,7 @@ class _CU:
     # instead of each retrying at every cycle the port frees (a busy wave64 VALU made that several retries per instruction)
     self.parked: list[list[int]] = [[] for _ in self.ports.free]   # per port: the waiting waves (a heap of wave numbers)
     self.wake: list[tuple[int, int] | None] = [None] * len(self.ports.free)   # per port: (cycle, wave) of its live wake item; others are stale
-    self.periods = _Periods(self) if self.units is None and skip_periods else None
+    self.periods = _Periods(self) if skip_periods else None
     for _ in range(min(len(self.groups.waves_of), max(1, wg_slots))): self.launch(0)
 
   def launch(self, at:int):
