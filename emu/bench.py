@@ -156,14 +156,16 @@ def throughput(make, repeat:int, before=None) -> dict:
 
 def timing_overhead(make, rounds:int) -> dict:
   """CPU seconds (medians over `rounds`) of the dispatch make(timing): off, on (repeated) and new (every CU workload replayed), timed
-  in turn so that the machine's drift touches all three alike."""
+  in turn so that the machine's drift touches all three alike. Replays stay in this process (EMU_REPLAY_JOBS=0): a worker's
+  CPU time is not this process's."""
   from emu.amd.timing import REPLAY_MEMO
   off, on = make(False), make(True)
-  settle(off, on)
-  times: dict[str, list[float]] = {"off": [], "on": [], "new": []}
-  for _ in range(rounds):
-    for key, run, before in (("off", off, None), ("on", on, None), ("new", on, REPLAY_MEMO.forget_results)):
-      times[key].append(_timed(run, 1, before)[0])
+  with _env(EMU_REPLAY_JOBS="0"):
+    settle(off, on)
+    times: dict[str, list[float]] = {"off": [], "on": [], "new": []}
+    for _ in range(rounds):
+      for key, run, before in (("off", off, None), ("on", on, None), ("new", on, REPLAY_MEMO.forget_results)):
+        times[key].append(_timed(run, 1, before)[0])
   return {key: statistics.median(v) for key, v in times.items()}
 
 def _clear_caches():

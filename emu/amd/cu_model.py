@@ -130,6 +130,7 @@ class Stream(NamedTuple):
   lines: list[tuple[int, int, bool]]          # cache_spans
   plain: list[int]    # per instruction its line when it lies in one and does not enter it (nothing to prefetch), else -1
   deps: list[tuple[tuple[int, int], ...]]     # alu_deps
+  codes: np.ndarray   # per instruction an int64, equal exactly where the (op, pc) pairs are
   keys: np.ndarray    # per instruction an int64 that is equal for two instructions exactly when both are the same instruction at
                       # the same pc with the same dependencies counted back from it: where a stream repeats itself (_Periods)
   reach: int          # the farthest back, in instructions, any dependency of the stream reaches
@@ -151,7 +152,8 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
     which = inverse.tolist()
     lines, plain = [table[c] for c in which], [simple[c] for c in which]
     lines[0], plain[0] = (lines[0][0], lines[0][1], True), -1
-  return Stream(ops, pcs, lines, plain, deps, np.asarray(codes, dtype=np.int64) * (int(kind.max(initial=0)) + 1) + kind, reach)
+  codes = np.asarray(codes, dtype=np.int64)
+  return Stream(ops, pcs, lines, plain, deps, codes, codes * (int(kind.max(initial=0)) + 1) + kind, reach)
 
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""

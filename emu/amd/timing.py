@@ -22,6 +22,7 @@ from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.regions import LazyStep
+from emu.amd.replay_pool import POOL
 from emu.amd.semantics import get_op
 from emu.amd.step import Step
 
@@ -493,14 +494,13 @@ class TimingModel(DispatchObserver):
     by_cu = np.argsort(wave_cu, kind="stable")
     bounds = np.searchsorted(wave_cu[by_cu], np.arange(min(self.n_cus, n_wg) + 1)).tolist()
     digest_rows = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(self.n_waves, -1)   # (digests have one length)
+    todo: dict[bytes, np.ndarray] = {}   # CU workloads without a known end: one CU's waves each
     for cu in range(min(self.n_cus, n_wg)):
       ids = by_cu[bounds[cu]:bounds[cu + 1]]
       if not self.keep_timeline:
         key = hashlib.blake2b(inputs + digest_rows[ids].tobytes(), digest_size=16).digest()
-        if (cu_end := REPLAY_MEMO.end(key)) is None:
-          cu_end = max(r[1] for r in self._replay(streams, ids))
-          REPLAY_MEMO.store(key, cu_end)
-        end = max(end, cu_end)
+        if (cu_end := REPLAY_MEMO.end(key)) is None: todo.setdefault(key, ids)
+        else: end = max(end, cu_end)
         continue
       waves = ids.tolist()
       if (res := per_dispatch.get(local := tuple(id(streams[w][0]) for w in waves))) is None: res = per_dispatch[local] = self._replay(streams, ids)
@@ -509,6 +509,10 @@ class TimingModel(DispatchObserver):
         self.timeline.append((w, -1, start, "start", False))
         ops, pcs = streams[w][:2]
         self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
+    # (independent: some may replay in worker processes, emu/amd/replay_pool.py)
+    for key, cu_end in zip(todo, POOL.ends([self._job(streams, ids) for ids in todo.values()], _end_of)):
+      REPLAY_MEMO.store(key, cu_end)
+      end = max(end, cu_end)
     if whole_key is not None: REPLAY_MEMO.store(whole_key, end)
     return end, self.clock_mhz
 
@@ -522,7 +526,15 @@ class TimingModel(DispatchObserver):
     for part in (numbered[2], numbered[3], times, index, *(np.ascontiguousarray(ws, dtype=np.int64) for _, ws in arrays.values())): h.update(part)
     return b"dispatch" + h.digest()
 
-  def _replay(self, streams:list[Stream], ids:np.ndarray) -> list:
-    """simulate_cu for the waves `ids` of one CU (consecutive workgroups of `wpg` waves)."""
+  def _job(self, streams:list[Stream], ids:np.ndarray) -> tuple:
+    """simulate_cu's arguments for the waves `ids` of one CU (consecutive workgroups of `wpg` waves)."""
     waves = [streams[w] for w in ids.tolist()]
-    return simulate_cu(waves, [k // self.wpg for k in range(len(waves))], self.passes, self.wg_slots, self.params, self.fetch)
+    return waves, [k // self.wpg for k in range(len(waves))], self.passes, self.wg_slots, self.params, self.fetch
+
+  def _replay(self, streams:list[Stream], ids:np.ndarray) -> list:
+    """simulate_cu for the waves `ids` of one CU."""
+    return simulate_cu(*self._job(streams, ids))
+
+def _end_of(job:tuple) -> int:
+  """The last wave end of a CU workload (TimingModel._job) replayed here."""
+  return max(r[1] for r in simulate_cu(*job))

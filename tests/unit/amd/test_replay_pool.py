@@ -1,0 +1,85 @@
+"""CU replays in worker processes (emu/amd/replay_pool.py): the same end cycles as replaying here, work actually handed out,
+and a failing worker costing nothing but time."""
+import pytest
+from emu.amd import replay_pool
+from emu.amd.cu_model import make_stream, replay_op, simulate_cu
+from emu.amd.timing import PARAMS, OpInfo
+
+VALU, TRANS, SALU = replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("trans", "trans", 4)), replay_op(OpInfo("salu", "salu"))
+LOAD, WAIT = replay_op(OpInfo("vmem_load", "vmem", 1)), replay_op(OpInfo("waitcnt", None, waits=(("vm", 0),)))
+CBRANCH, END = replay_op(OpInfo("branch", "salu", cond=True)), replay_op(OpInfo("end", None))
+WMMA = replay_op(OpInfo("valu", "matrix", 16))
+
+def stream(body, trips):
+  ops, pcs = [SALU], [0]
+  for _ in range(trips): ops += [*body, CBRANCH]; pcs += [4 + 4 * k for k in range(len(body) + 1)]
+  return make_stream(ops + [END], pcs + [8 + 4 * len(body)])
+
+def jobs(family="rdna3"):
+  """Six CU workloads that differ: waves with different loops and trip counts, one with a matrix unit."""
+  p = PARAMS[family]
+  bodies = [[VALU, LOAD, WAIT, VALU], [TRANS, VALU, SALU], [VALU, WMMA, VALU]]
+  out = []
+  for k in range(6):
+    streams = [stream(bodies[(k + w) % 3], 20 + 7 * k + 3 * w) for w in range(1 + k % 3)]
+    out.append((streams, [w // 2 for w in range(len(streams))], 1 + k % 2, 4, p, p.launch_kfd))
+  return out
+
+def here(job): return max(r[1] for r in simulate_cu(*job))
+
+@pytest.fixture
+def pool(monkeypatch):
+  monkeypatch.setattr(replay_pool, "MIN_INSTRUCTIONS", 0)
+  monkeypatch.setenv("EMU_REPLAY_JOBS", "2")
+  p = replay_pool.ReplayPool()
+  yield p
+  p.close()
+
+@pytest.mark.parametrize("family", ["rdna3", "rdna4", "cdna"])
+def test_workers_answer_what_this_process_would(pool, family):
+  js = jobs(family)
+  local = []
+  def replay(job):
+    local.append(job)
+    return here(job)
+  assert pool.ends(js, replay) == [here(j) for j in js]
+  assert pool.failure is None and len(pool.workers) == 2
+  assert 0 < len(local) < len(js)   # (some went to the workers, some stayed)
+
+def test_a_worker_gone_costs_only_time(pool):
+  js = jobs()
+  assert pool.ends(js[:2], here) == [here(j) for j in js[:2]]   # (starts the workers)
+  for w in pool.workers: w.kill(); w.wait()
+  assert pool.ends(js, here) == [here(j) for j in js]
+  assert pool.failure is not None and not pool.workers
+  assert pool.ends(js, here) == [here(j) for j in js]   # (and it stays off)
+
+def test_no_workers_when_asked_for_none(pool, monkeypatch):
+  monkeypatch.setenv("EMU_REPLAY_JOBS", "0")
+  js = jobs()
+  assert pool.ends(js, here) == [here(j) for j in js]
+  assert not pool.workers
+
+def test_a_dispatch_times_alike_with_and_without_workers(monkeypatch):
+  # a tinygrad kernel whose waves branch on data (each CU its own workload) through the timing model, workers on and off
+  from emu import bench
+  from emu.amd.timing import REPLAY_MEMO
+  monkeypatch.setattr(replay_pool, "MIN_INSTRUCTIONS", 0)
+  monkeypatch.setattr(replay_pool, "POOL", pool := replay_pool.ReplayPool())
+  from emu.amd import timing
+  monkeypatch.setattr(timing, "POOL", pool)
+  try:
+    run = bench.boxmuller(1 << 13)
+    cycles = {}
+    for jobs_env in ("0", "1"):
+      monkeypatch.setenv("EMU_REPLAY_JOBS", jobs_env)
+      REPLAY_MEMO.forget_results()
+      cycles[jobs_env] = run().cycles
+    assert cycles["0"] == cycles["1"] and pool.failure is None and pool.workers
+  finally: pool.close()
+
+def test_default_jobs(monkeypatch):
+  monkeypatch.setenv("EMU_REPLAY_JOBS", "3")
+  assert replay_pool.default_jobs() == 3
+  monkeypatch.delenv("EMU_REPLAY_JOBS")
+  assert 0 <= replay_pool.default_jobs() <= 8
