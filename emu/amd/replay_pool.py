@@ -14,7 +14,7 @@ answer later than `TIMEOUT_S`, an error inside it) stops the pool for this proce
 replay here: never a different number, at worst the time of doing it alone.
 """
 from __future__ import annotations
-import atexit, dataclasses, os, pickle, select, struct, subprocess, sys
+import atexit, dataclasses, os, pickle, select, struct, subprocess, sys, threading
 import numpy as np
 
 MIN_INSTRUCTIONS = 200_000   # wave-instructions to replay below which the pipes and pickling cost more than they save
@@ -60,14 +60,28 @@ class ReplayPool:
   def __init__(self):
     self.workers: list[subprocess.Popen] = []
     self.failure: str | None = None
+    self._lock = threading.Lock()
 
   def ends(self, jobs:list[tuple], replay) -> list[int]:
-    """The end cycle of each job (streams, wg_of, passes, slots, params, fetch): `replay(job)` for those this process keeps."""
+    """The end cycle of each job (streams, wg_of, passes, slots, params, fetch): `replay(job)` for those this process keeps.
+    One caller at a time uses the workers (another thread meanwhile replays its jobs itself)."""
     sizes = [sum(len(s.ops) for s in job[0]) for job in jobs]
-    if len(jobs) < 2 or sum(sizes) < MIN_INSTRUCTIONS or self.failure is not None or not self._start(default_jobs()):
+    if len(jobs) < 2 or sum(sizes) < MIN_INSTRUCTIONS or self.failure is not None or not self._lock.acquire(blocking=False):
       return [replay(job) for job in jobs]
+    try:
+      if not self._start(default_jobs()): return [replay(job) for job in jobs]
+      out = self._shared(jobs, sizes, replay)
+    except BaseException as e:   # (an interrupt mid-exchange would leave answers in the pipes for the next caller to misread)
+      self._stop(f"interrupted: {type(e).__name__}")
+      raise
+    finally: self._lock.release()
+    return [replay(jobs[j]) if end is None else end for j, end in enumerate(out)]
+
+  def _shared(self, jobs:list[tuple], sizes:list[int], replay) -> list[int | None]:
+    """Each job's end cycle, the largest jobs first each to the least loaded of this process and the workers; None where a
+    worker failed (the pool is stopped then)."""
     load, share = [0] * (len(self.workers) + 1), [[] for _ in range(len(self.workers) + 1)]   # share[0]: this process's
-    for j in sorted(range(len(jobs)), key=lambda j: -sizes[j]):   # the largest first, each to the least loaded
+    for j in sorted(range(len(jobs)), key=lambda j: -sizes[j]):
       k = load.index(min(load))
       share[k].append(j); load[k] += sizes[j]
     out: list[int | None] = [None] * len(jobs)
@@ -76,8 +90,7 @@ class ReplayPool:
       for worker, mine in zip(self.workers, share[1:]):
         if not mine: continue
         ops, table, sent = {}, [], {}
-        packed = [pack_job(*jobs[j], ops, table, sent) for j in mine]
-        _send(worker.stdin, (table, packed))
+        _send(worker.stdin, (table, [pack_job(*jobs[j], ops, table, sent) for j in mine]))
         asked.append((worker, mine))
     except (OSError, ValueError) as e:
       self._stop(f"sending jobs: {e}")
@@ -86,12 +99,11 @@ class ReplayPool:
       try:
         for worker, mine in asked:
           if not select.select([worker.stdout], [], [], TIMEOUT_S)[0]: raise TimeoutError(f"no answer within {TIMEOUT_S:.0f} s")
-          answer = _receive(worker.stdout)
-          if isinstance(answer, str): raise RuntimeError(answer)
+          if isinstance(answer := _receive(worker.stdout), str): raise RuntimeError(answer)
           for j, end in zip(mine, answer): out[j] = end
       except (OSError, EOFError, TimeoutError, RuntimeError, pickle.UnpicklingError) as e:
         self._stop(f"receiving answers: {e}")
-    return [replay(jobs[j]) if end is None else end for j, end in enumerate(out)]
+    return out
 
   def _start(self, n:int) -> bool:
     """At least one worker running (started now if need be); False when there are to be none."""

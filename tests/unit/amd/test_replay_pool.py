@@ -83,3 +83,20 @@ def test_default_jobs(monkeypatch):
   assert replay_pool.default_jobs() == 3
   monkeypatch.delenv("EMU_REPLAY_JOBS")
   assert 0 <= replay_pool.default_jobs() <= 8
+
+def test_an_interrupt_mid_exchange_stops_the_pool(pool):
+  # a Ctrl-C while the workers hold jobs would leave their answers in the pipes for the next caller to read as its own
+  js = jobs()
+  def interrupted(job): raise KeyboardInterrupt
+  with pytest.raises(KeyboardInterrupt): pool.ends(js, interrupted)
+  assert pool.failure is not None and not pool.workers
+  assert pool.ends(js, here) == [here(j) for j in js]
+
+def test_a_second_caller_replays_its_own_jobs(pool):
+  js = jobs()
+  local = []
+  def replay(job):
+    local.append(job)
+    return here(job)
+  with pool._lock: assert pool.ends(js, replay) == [here(j) for j in js]   # (another thread is using the workers)
+  assert len(local) == len(js) and not pool.workers
