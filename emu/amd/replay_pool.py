@@ -60,11 +60,14 @@ class ReplayPool:
   def __init__(self):
     self.workers: list[subprocess.Popen] = []
     self.failure: str | None = None
+    self.pid = os.getpid()   # the process the workers serve (a forked child, e.g. a compile pool's, must not share their pipes)
     self._lock = threading.Lock()
 
   def ends(self, jobs:list[tuple], replay) -> list[int]:
     """The end cycle of each job (streams, wg_of, passes, slots, params, fetch): `replay(job)` for those this process keeps.
     One caller at a time uses the workers (another thread meanwhile replays its jobs itself)."""
+    if self.pid != os.getpid():   # (forked: the workers are the parent's; start afresh, leaving theirs alone)
+      self.workers, self.failure, self.pid, self._lock = [], None, os.getpid(), threading.Lock()
     sizes = [sum(len(s.ops) for s in job[0]) for job in jobs]
     if len(jobs) < 2 or sum(sizes) < MIN_INSTRUCTIONS or self.failure is not None or not self._lock.acquire(blocking=False):
       return [replay(job) for job in jobs]

@@ -100,3 +100,19 @@ def test_a_second_caller_replays_its_own_jobs(pool):
     return here(job)
   with pool._lock: assert pool.ends(js, replay) == [here(j) for j in js]   # (another thread is using the workers)
   assert len(local) == len(js) and not pool.workers
+
+def test_a_forked_child_leaves_the_parents_workers_alone(pool):
+  import os
+  js = jobs()
+  assert pool.ends(js, here) == [here(j) for j in js] and pool.workers
+  parents = [w.pid for w in pool.workers]
+  r, w = os.pipe()
+  if (pid := os.fork()) == 0:   # the child replays (with workers of its own) and reports whether it used its parent's
+    ok = pool.ends(js, here) == [here(j) for j in js] and all(x.pid not in parents for x in pool.workers)
+    pool.close()
+    os.write(w, b"1" if ok else b"0"); os._exit(0)
+  os.close(w)
+  assert os.read(r, 1) == b"1"
+  os.waitpid(pid, 0)
+  assert [x.pid for x in pool.workers] == parents and all(x.poll() is None for x in pool.workers)
+  assert pool.ends(js, here) == [here(j) for j in js]
