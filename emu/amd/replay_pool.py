@@ -22,7 +22,9 @@ TIMEOUT_S = 600.0            # longest wait for a worker's answer
 
 def default_jobs() -> int:
   """Worker processes: `EMU_REPLAY_JOBS` (0: none), else one less than the CPUs this process may use, at most 8."""
-  if (env := os.environ.get("EMU_REPLAY_JOBS")) is not None: return max(0, int(env))
+  if (env := os.environ.get("EMU_REPLAY_JOBS")) is not None:
+    if not env.strip().isdigit(): raise ValueError(f"EMU_REPLAY_JOBS={env!r}: expected a number of worker processes (0: none)")
+    return int(env)
   cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
   return min(8, cpus - 1)
 
@@ -39,7 +41,7 @@ def _receive(pipe):
   if len(data) < n: raise EOFError("the worker's answer was cut short")
   return pickle.loads(data)
 
-def pack_job(streams:list, wg_of:list[int], passes:int, slots:int, params, fetch:int, ops:dict, table:list, sent:dict) -> tuple:
+def _pack_job(streams:list, wg_of:list[int], passes:int, slots:int, params, fetch:int, ops:dict, table:list, sent:dict) -> tuple:
   """One CU workload for a worker: its waves as stream numbers, each distinct stream (not `sent` before in this message) as
   (op numbers in `table`, pcs, codes); `ops` numbers the distinct ReplayOps of the message (their fields go in `table`)."""
   waves, new = [], []
@@ -93,7 +95,7 @@ class ReplayPool:
       for worker, mine in zip(self.workers, share[1:]):
         if not mine: continue
         ops, table, sent = {}, [], {}
-        _send(worker.stdin, (table, [pack_job(*jobs[j], ops, table, sent) for j in mine]))
+        _send(worker.stdin, (table, [_pack_job(*jobs[j], ops, table, sent) for j in mine]))
         asked.append((worker, mine))
     except (OSError, ValueError) as e:
       self._stop(f"sending jobs: {e}")

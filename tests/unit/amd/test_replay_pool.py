@@ -83,6 +83,8 @@ def test_default_jobs(monkeypatch):
   assert replay_pool.default_jobs() == 3
   monkeypatch.delenv("EMU_REPLAY_JOBS")
   assert 0 <= replay_pool.default_jobs() <= 8
+  monkeypatch.setenv("EMU_REPLAY_JOBS", "many")
+  with pytest.raises(ValueError, match="EMU_REPLAY_JOBS='many'"): replay_pool.default_jobs()
 
 def test_an_interrupt_mid_exchange_stops_the_pool(pool):
   # a Ctrl-C while the workers hold jobs would leave their answers in the pipes for the next caller to read as its own
