@@ -29,9 +29,9 @@ def loop(head:list, body:list, trips:int, tail:list=(END,), late_body:list|None=
   ops += list(tail); pcs += [after + 4 * k for k in range(len(tail))]
   return make_stream(ops, pcs)
 
-def replays(streams, wg_of, family="rdna3", passes=1, slots=16):
-  """(with the skip, without it, how many trips the skip wrote out)."""
-  p = PARAMS[family]
+def replays(streams, wg_of, family="rdna3", passes=1, slots=16, p=None):
+  """(with the skip, without it, how many trips the skip wrote out); `p` instead of the family's parameters."""
+  p = p or PARAMS[family]
   written = [0]
   real = cu_model._Periods.skip
   def counted(self, now, period, periods, pos):
@@ -137,14 +137,6 @@ def test_wmma_loops_of_waves_sharing_a_matrix_unit():
   # the other wave's passes waiting for completions carry over from trip to trip
   p = PARAMS["rdna4"].__class__(**{**vars(PARAMS["rdna4"]), "simds_per_cu": 1})
   body = [WMMA, VALU, WMMA_8, VALU, VALU, SALU]
-  streams = [loop([SALU], body, 200)] * 2
-  written = [0]
-  real = cu_model._Periods.skip
-  def counted(self, now, period, periods, pos):
-    written[0] += periods
-    return real(self, now, period, periods, pos)
-  cu_model._Periods.skip = counted
-  try: fast = simulate_cu(streams, [0, 0], 1, 2, p, p.launch)
-  finally: cu_model._Periods.skip = real
-  assert fast == simulate_cu(streams, [0, 0], 1, 2, p, p.launch, skip_periods=False)
-  assert written[0] > 100
+  fast, slow, written = replays([loop([SALU], body, 200)] * 2, [0, 0], slots=2, p=p)
+  assert fast == slow
+  assert written > 100
