@@ -119,7 +119,7 @@ class ReplayPool:
     try:
       self.workers = [subprocess.Popen([sys.executable, os.path.abspath(__file__)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.DEVNULL, env=env) for _ in range(n)]
-    except OSError as e:
+    except (OSError, ValueError, TypeError) as e:   # (no usable sys.executable, no fork)
       self._stop(f"starting workers: {e}")
     return bool(self.workers)
 

@@ -118,3 +118,9 @@ def test_a_forked_child_leaves_the_parents_workers_alone(pool):
   os.waitpid(pid, 0)
   assert [x.pid for x in pool.workers] == parents and all(x.poll() is None for x in pool.workers)
   assert pool.ends(js, here) == [here(j) for j in js]
+
+def test_workers_that_cannot_start_cost_only_time(pool, monkeypatch):
+  monkeypatch.setattr(replay_pool.sys, "executable", "/nonexistent/python")
+  js = jobs()
+  assert pool.ends(js, here) == [here(j) for j in js]
+  assert "starting workers" in pool.failure and not pool.workers
