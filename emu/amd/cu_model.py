@@ -57,15 +57,12 @@ def replay_op(info:OpInfo) -> ReplayOp:
              info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END),
              port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans)
 
-def cache_spans(sizes:list[int], pcs:list[int]) -> list[tuple[int, int, bool]]:
-  """Per instruction of `sizes` bytes at `pcs`: first and last instruction cache line (counted from pcs[0]), whether it enters its
-  first line (the first instruction always does)."""
-  if not pcs: return []
-  off = np.asarray(pcs, dtype=np.int64) - pcs[0]
+def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> list[tuple[int, int, bool]]:
+  """Per instruction of `sizes` bytes at `pcs`: first and last instruction cache line (counted from the line of `entry`), whether
+  it enters its first line (starts inside its first ILINE bytes)."""
+  off = np.asarray(pcs, dtype=np.int64) - entry
   size = np.asarray(sizes, dtype=np.int64)
-  enter = off % ILINE < size
-  enter[0] = True
-  return list(zip((off // ILINE).tolist(), ((off + size - 1) // ILINE).tolist(), enter.tolist()))
+  return list(zip((off // ILINE).tolist(), ((off + size - 1) // ILINE).tolist(), (off % ILINE < size).tolist()))
 
 VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
 
@@ -95,13 +92,13 @@ def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[t
     pos = np.flatnonzero(mask)
     return pos, np.searchsorted(pos, target)
   (valu, nv), (trans, nt), (salu, ns) = before(cls <= C_TRANS), before(cls == C_TRANS), before((cls == C_SALU) | (cls == C_BRANCH))
-  k, code = np.full(len(target), -1, dtype=np.int64), np.zeros(len(target), dtype=np.int64)
-  for lo, hi, pos, count, make in ((1, 4, valu, nv, lambda d: np.full(len(d), VALU_DEP)), (5, 7, trans, nt, lambda d: np.full(len(d), TRANS_DEP)),
-                                   (9, 11, salu, ns, lambda d: d - 7)):
-    back = dep - lo + 1 if lo != 9 else np.ones_like(dep)   # (SALU_CYCLE_n: the most recent SALU instruction)
+  # which earlier instruction of its kind each names (the n-th most recent; SALU_CYCLE_n: the most recent) and its latency code
+  back = np.where(dep <= 4, dep, np.where(dep <= 7, dep - 4, 1))
+  code = np.where(dep <= 4, VALU_DEP, np.where(dep <= 7, TRANS_DEP, dep - 8 + 1))
+  k = np.full(len(target), -1, dtype=np.int64)   # (-1: no model for the id, or no such instruction)
+  for lo, hi, pos, count in ((1, 4, valu, nv), (5, 7, trans, nt), (9, 11, salu, ns)):
     ok = (dep >= lo) & (dep <= hi) & (count >= back)
     k[ok] = pos[count[ok] - back[ok]]
-    code[ok] = make(dep[ok])
   found = np.flatnonzero(k >= 0)
   found = found[np.argsort(target[found], kind="stable")]   # by instruction, each one's pairs in the order their delays came
   target, k, code = target[found], k[found], code[found]
@@ -147,7 +144,7 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
   deps, kind, reach = alu_deps(ops, cls)
   lines, plain = [], []
   if ops:   # (each distinct instruction's span, from its first occurrence; the stream's first instruction enters its line)
-    table = cache_spans([ops[0].size] + [ops[f].size for f in first], [pcs[0]] + [pcs[f] for f in first])[1:]
+    table = cache_spans([ops[f].size for f in first], [pcs[f] for f in first], pcs[0])
     simple = [a if a == b and not enter else -1 for a, b, enter in table]
     which = inverse.tolist()
     lines, plain = [table[c] for c in which], [simple[c] for c in which]
@@ -681,6 +678,10 @@ class _CU:
       if cls == C_BRANCH and self.back and periods is not None: nxt = periods.at_loop_head(i, ready, nxt)
       item = heappushpop(heap, (nxt, i, False))
     return [(w.start, w.times[-1] if w.times else w.start, w.times, w.dram) for w in waves]
+
+def simulate_end(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int) -> int:
+  """The last wave end of `simulate_cu` (what a timing replay without a timeline keeps of a CU workload)."""
+  return max(r[1] for r in simulate_cu(streams, wg_of, passes, wg_slots, p, fetch))
 
 def simulate_cu(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p:Params, fetch:int,
                 skip_periods:bool=True) -> list[tuple[int, int, list, list]]:

@@ -159,8 +159,7 @@ def serve():
       for waves, new, wg_of, passes, slots, params, fetch in jobs:
         for k, numbers, pcs, codes in new:
           streams[k] = cu.make_stream([ops[n] for n in numbers.tolist()], pcs.tolist(), codes)
-        res = cu.simulate_cu([streams[k] for k in waves], wg_of, passes, slots, types.SimpleNamespace(**params), fetch)
-        answer.append(max(r[1] for r in res))
+        answer.append(cu.simulate_end([streams[k] for k in waves], wg_of, passes, slots, types.SimpleNamespace(**params), fetch))
     except Exception as e:   # (the parent replays these itself)
       answer = f"{type(e).__name__}: {e}"
     _send(stdout, answer)

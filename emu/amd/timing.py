@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.arch import ArchSpec
-from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu
+from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.regions import LazyStep
@@ -510,7 +510,7 @@ class TimingModel(DispatchObserver):
         ops, pcs = streams[w][:2]
         self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
     # (independent: some may replay in worker processes, emu/amd/replay_pool.py)
-    for key, cu_end in zip(todo, POOL.ends([self._job(streams, ids) for ids in todo.values()], _end_of)):
+    for key, cu_end in zip(todo, POOL.ends([self._job(streams, ids) for ids in todo.values()], lambda job: simulate_end(*job))):
       REPLAY_MEMO.store(key, cu_end)
       end = max(end, cu_end)
     if whole_key is not None: REPLAY_MEMO.store(whole_key, end)
@@ -535,6 +535,3 @@ class TimingModel(DispatchObserver):
     """simulate_cu for the waves `ids` of one CU."""
     return simulate_cu(*self._job(streams, ids))
 
-def _end_of(job:tuple) -> int:
-  """The last wave end of a CU workload (TimingModel._job) replayed here."""
-  return max(r[1] for r in simulate_cu(*job))
