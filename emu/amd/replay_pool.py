@@ -9,7 +9,8 @@ least two workloads) and no timeline is wanted (a worker returns a workload's en
 Workers are `python <this file>` children started on first use and kept for the process's life: each loads emu/amd/cu_model.py
 by its path (no package import, so no tinygrad: ~0.1 s to start) and runs the same `simulate_cu`, so the numbers are the same.
 Jobs go over pipes, pickled: a stream as its distinct ops (their fields), an index per instruction, its pcs and codes; a worker
-gets all its jobs at once and answers their end cycles. Any failure (a worker that cannot start or is gone, a broken pipe, an
+gets all its jobs at once and answers their end cycles; it ignores SIGINT (a terminal's Ctrl-C reaches the whole process group:
+the parent decides) and ends when its stdin closes. Any failure (a worker that cannot start or is gone, a broken pipe, an
 answer later than `TIMEOUT_S`, an error inside it) stops the pool for this process (`failure` says why) and the jobs still open
 replay here: never a different number, at worst the time of doing it alone.
 """
@@ -144,7 +145,8 @@ atexit.register(lambda: POOL._stop("the process is exiting"))   # (no worker sta
 def serve():
   """A worker's loop: read (op table, jobs) messages from stdin until it closes, answer each with the jobs' end cycles (or an
   error's text)."""
-  import importlib.util, types
+  import importlib.util, signal, types
+  signal.signal(signal.SIGINT, signal.SIG_IGN)   # (a terminal's Ctrl-C reaches the whole process group: what it stops is the parent's call)
   spec = importlib.util.spec_from_file_location("replay_worker_cu_model", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cu_model.py"))
   cu = importlib.util.module_from_spec(spec)
   sys.modules[spec.name] = cu   # (dataclasses look their module up by name)

@@ -124,3 +124,14 @@ def test_workers_that_cannot_start_cost_only_time(pool, monkeypatch):
   js = jobs()
   assert pool.ends(js, here) == [here(j) for j in js]
   assert "starting workers" in pool.failure and not pool.workers
+
+def test_a_ctrl_c_to_the_process_group_leaves_the_workers_to_the_parent(pool):
+  # a terminal's Ctrl-C reaches the workers too; whether to stop is the parent's decision (its own interrupt stops the pool)
+  import os, signal, time
+  js = jobs()
+  assert pool.ends(js, here) == [here(j) for j in js]
+  time.sleep(0.5)   # (the workers have set up their signal handling before their first answer; this waits out any lag)
+  for w in pool.workers: os.kill(w.pid, signal.SIGINT)
+  time.sleep(0.2)
+  assert all(w.poll() is None for w in pool.workers)
+  assert pool.ends(js, here) == [here(j) for j in js] and pool.failure is None
