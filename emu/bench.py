@@ -244,7 +244,11 @@ def main(argv=None):
          f"{r['ms_per_inst_cold_disk']:.3f} ms (cold); {r['ms_per_inst_first_kept']:.3f} ms built and kept in the step cache, "
          f"{r['ms_per_inst_step_cache']:.3f} ms loaded from it")
   if "timing" in wl:
-    out["timing"] = {}
+    from emu.amd import cu_native
+    compiled = cu_native.LIBRARY.get(wait=True) is not None   # (built in the background otherwise: the first replays in Python)
+    _log("timing: CU replays " + ("compiled (emu/amd/cu_native.py)" if compiled else
+                                  f"in Python: {cu_native.LIBRARY.disabled() or cu_native.LIBRARY.failure}"))
+    out["timing"] = {"compiled_replay": compiled}
     for name in ("valu", "matmul", "boxmuller"):
       _log(f"timing: {name} with and without the timing model")
       t = timing_overhead(makers[name], max(7, a.repeat))
@@ -272,7 +276,7 @@ def main(argv=None):
   else:
     for name, r in out.items():
       key = {"timing": "overhead", "e2e": "ratio"}.get(name)   # the figure of each sub-workload that the summary shows
-      items = ((k, v[key]) for k, v in r.items()) if key else r.items()
+      items = ((k, v[key] if isinstance(v, dict) else v) for k, v in r.items()) if key else r.items()
       print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in items))
 
 if __name__ == "__main__": main()

@@ -8,7 +8,7 @@ trips once the CU's state repeats. The loop issues, each cycle and per port, the
 (cycle, wave) items). Costs and latencies come from `timing.Params`; each rule cites its trace evidence in docs/timing.md.
 """
 from __future__ import annotations
-import heapq
+import functools, heapq
 from dataclasses import dataclass
 import numpy as np
 from typing import TYPE_CHECKING, NamedTuple
@@ -66,19 +66,20 @@ def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> list[tuple[int, in
 
 VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
 
-def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray, int]:
+def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray, int, tuple]:
   """Per instruction of a stream, what its s_delay_alu dependencies wait for: (k, code) pairs, each "until instruction k's issue
   plus a latency" (code VALU_DEP or TRANS_DEP, else that many cycles). They are static: an s_delay_alu names the n-th most recent
   VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3) or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of
   the wave's own in-order stream before the instruction `skip` non-delay instructions on (instid1's; instid0's: the next one);
   ids without a model (0, FMA_ACCUM_CYCLE_1, an instruction that does not exist) wait for nothing. Also per instruction a number
   for its pairs counted back from it ((j - k, code): 0 for none, equal numbers for equal pairs), and the farthest back any pair
-  reaches. Computed over arrays (a stream is up to millions of instructions; Python runs once per dependency); `cls`: the ops'
-  classes, if known."""
+  reaches, and the pairs as arrays (`flat_deps`: the native replay's form). Computed over arrays (a stream is up to millions of
+  instructions; Python runs once per dependency); `cls`: the ops' classes, if known."""
   n = len(ops)
   if cls is None: cls = np.fromiter((op.cls for op in ops), np.int8, n)
   delays = np.flatnonzero(cls == C_DELAY)
-  if not len(delays): return [()] * n, np.zeros(n, dtype=np.int64), 0   # (CDNA has no s_delay_alu)
+  none = np.zeros(0, dtype=np.int64)
+  if not len(delays): return [()] * n, np.zeros(n, dtype=np.int64), 0, flat_deps(n, none, none, none)   # (CDNA has no s_delay_alu)
   simm = np.array([ops[d].delay for d in delays.tolist()], dtype=np.int64)
   # each s_delay_alu's two (skip, id) slots, in the order they apply: by delay, instid0 first
   at = np.repeat(delays, 2)
@@ -104,7 +105,7 @@ def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[t
   target, k, code = target[found], k[found], code[found]
   out: list[tuple[tuple[int, int], ...]] = [()] * n
   kind = np.zeros(n, dtype=np.int64)
-  if not len(target): return out, kind, 0
+  if not len(target): return out, kind, 0, flat_deps(n, target, k, code)
   # number each instruction's pairs: a single pair (most) as distance * 16 + code + 8 (>= 0), several as a negative number per
   # distinct tuple of them; np.unique numbers those numbers
   dist = target - k
@@ -118,7 +119,13 @@ def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[t
     key[m] = -1 - multi.setdefault(tuple((j - x, y) for x, y in zip(ks[a:a + c], cs[a:a + c])), len(multi))
   kind[at] = np.unique(key, return_inverse=True)[1].reshape(-1) + 1
   for j, a, c in zip(at, starts, count.tolist()): out[j] = tuple(zip(ks[a:a + c], cs[a:a + c]))
-  return out, kind, int(dist.max())
+  return out, kind, int(dist.max()), flat_deps(n, target, k, code)
+
+def flat_deps(n:int, target:np.ndarray, k:np.ndarray, code:np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Dependency pairs (k, code) of instructions `target` (ascending) as CSR arrays: instruction j's are k[off[j]:off[j + 1]]."""
+  off = np.zeros(n + 1, dtype=np.int32)
+  np.cumsum(np.bincount(target, minlength=n), out=off[1:])
+  return off, np.ascontiguousarray(k, dtype=np.int64), np.ascontiguousarray(code, dtype=np.int64)
 
 class Stream(NamedTuple):
   """A wave's replay input (make_stream)."""
@@ -131,6 +138,24 @@ class Stream(NamedTuple):
   keys: np.ndarray    # per instruction an int64 that is equal for two instructions exactly when both are the same instruction at
                       # the same pc with the same dependencies counted back from it: where a stream repeats itself (_Periods)
   reach: int          # the farthest back, in instructions, any dependency of the stream reaches
+  index: np.ndarray   # per instruction (int32) its row of `table`
+  table: np.ndarray   # the stream's distinct (op, pc) pairs, a row each (int64, TABLE_COLUMNS)
+  flat_deps: tuple    # `deps` as CSR arrays (alu_deps)
+
+# a Stream's table: the ReplayOp's fields, its pc, cache span (first, last line, whether it enters the first), plain line and its
+# waits (up to MAX_WAITS (counter, limit) pairs); emu/amd/cu_replay.c's OpRow is this row
+MAX_WAITS = 8
+TABLE_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port",
+                 "pc", "first", "last", "enter", "plain", "n_waits", *(f"wait_counter{k}" for k in range(MAX_WAITS)),
+                 *(f"wait_limit{k}" for k in range(MAX_WAITS)))
+
+@functools.cache
+def _op_row(op:ReplayOp) -> tuple[int, ...]:
+  """The ReplayOp's columns of a stream's table (the first 13, then n_waits and the waits)."""
+  waits = op.waits[:MAX_WAITS]
+  return (op.cls, op.port, op.shared, op.vec, op.cost, op.lds_cycles, op.delay, op.counter, op.size, op.cond, op.via_trans, op.gated,
+          op.own_port, len(op.waits), *(c for c, _ in waits), *[0] * (MAX_WAITS - len(waits)), *(n for _, n in waits),
+          *[0] * (MAX_WAITS - len(waits)))
 
 def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -> Stream:
   """A wave's replay input from its issued instructions and their pcs; `codes`: an int per instruction, equal exactly where the
@@ -141,16 +166,19 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
   _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
   first, inverse = first.tolist(), inverse.reshape(-1)
   cls = np.array([ops[f].cls for f in first], dtype=np.int8)[inverse]
-  deps, kind, reach = alu_deps(ops, cls)
-  lines, plain = [], []
+  deps, kind, reach, flat = alu_deps(ops, cls)
+  lines, plain, rows = [], [], []
   if ops:   # (each distinct instruction's span, from its first occurrence; the stream's first instruction enters its line)
-    table = cache_spans([ops[f].size for f in first], [pcs[f] for f in first], pcs[0])
-    simple = [a if a == b and not enter else -1 for a, b, enter in table]
+    spans = cache_spans([ops[f].size for f in first], [pcs[f] for f in first], pcs[0])
+    simple = [a if a == b and not enter else -1 for a, b, enter in spans]
     which = inverse.tolist()
-    lines, plain = [table[c] for c in which], [simple[c] for c in which]
+    lines, plain = [spans[c] for c in which], [simple[c] for c in which]
     lines[0], plain[0] = (lines[0][0], lines[0][1], True), -1
+    rows = [(*(r := _op_row(ops[f]))[:13], pcs[f], *span, line, *r[13:]) for f, span, line in zip(first, spans, simple)]
   codes = np.asarray(codes, dtype=np.int64)
-  return Stream(ops, pcs, lines, plain, deps, codes, codes * (int(kind.max(initial=0)) + 1) + kind, reach)
+  table = np.array(rows, dtype=np.int64).reshape(len(rows), len(TABLE_COLUMNS))
+  return Stream(ops, pcs, lines, plain, deps, codes, codes * (int(kind.max(initial=0)) + 1) + kind, reach, inverse.astype(np.int32),
+                table, flat)
 
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""

@@ -17,6 +17,7 @@ import hashlib, math, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
+from emu.amd import cu_native
 from emu.amd.arch import ArchSpec
 from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end
 from emu.amd.mnemonic import Mnemonic, parse
@@ -509,8 +510,13 @@ class TimingModel(DispatchObserver):
         self.timeline.append((w, -1, start, "start", False))
         ops, pcs = streams[w][:2]
         self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
-    # (independent: some may replay in worker processes, emu/amd/replay_pool.py)
-    for key, cu_end in zip(todo, POOL.ends([self._job(streams, ids) for ids in todo.values()], lambda job: simulate_end(*job))):
+    # compiled where it can (emu/amd/cu_native.py), the rest in Python (independent: some may replay in worker processes,
+    # emu/amd/replay_pool.py)
+    python: dict[bytes, tuple] = {}
+    for key, ids in todo.items():
+      if (cu_end := cu_native.simulate_end(*(job := self._job(streams, ids)))) is None: python[key] = job
+      else: REPLAY_MEMO.store(key, cu_end); end = max(end, cu_end)
+    for key, cu_end in zip(python, POOL.ends(list(python.values()), lambda job: simulate_end(*job))):
       REPLAY_MEMO.store(key, cu_end)
       end = max(end, cu_end)
     if whole_key is not None: REPLAY_MEMO.store(whole_key, end)
@@ -532,6 +538,7 @@ class TimingModel(DispatchObserver):
     return waves, [k // self.wpg for k in range(len(waves))], self.passes, self.wg_slots, self.params, self.fetch
 
   def _replay(self, streams:list[Stream], ids:np.ndarray) -> list:
-    """simulate_cu for the waves `ids` of one CU."""
-    return simulate_cu(*self._job(streams, ids))
+    """simulate_cu for the waves `ids` of one CU (compiled where it can)."""
+    job = self._job(streams, ids)
+    return cu_native.simulate(*job) or simulate_cu(*job)
 

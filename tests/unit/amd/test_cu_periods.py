@@ -108,7 +108,7 @@ def test_s_delay_alu_dependencies_worked_by_hand():
   def simm(id0, skip=0, id1=0): return id0 | skip << 4 | id1 << 7
   ops = [VALU, TRANS, SALU, delay(simm(2, 2, 9)), VALU, delay(simm(5)), VALU, SALU,
          delay(simm(1, 1, 3)), delay(simm(4)), VALU, VALU]
-  deps, kind, reach = cu_model.alu_deps(ops)
+  deps, kind, reach, _ = cu_model.alu_deps(ops)
   V, T = cu_model.VALU_DEP, cu_model.TRANS_DEP
   assert deps == [(), (), (), (), ((0, V),), (), ((1, T),), ((2, 2),), (), (), ((6, V), (0, V)), ((4, V),)]
   assert reach == 10

@@ -84,7 +84,15 @@ def test_timing_is_deterministic_and_does_not_change_results():
 
 # --- replay rules on synthetic streams (simulate_cu): expected cycles worked by hand from the rules docs/timing.md states ---
 from emu.amd.timing import PARAMS, OpInfo  # noqa: E402
-from emu.amd.cu_model import ILINE, make_stream, replay_op, simulate_cu  # noqa: E402
+from emu.amd.cu_model import ILINE, make_stream, replay_op  # noqa: E402
+from emu.amd import cu_model, cu_native  # noqa: E402
+
+def simulate_cu(streams, wg_of, passes, slots, p, fetch):
+  """cu_model.simulate_cu, which each case below works out by hand; the compiled replay (emu/amd/cu_native.py) must agree
+  wherever it takes the workload and a C compiler can build it (tests/unit/amd/test_cu_native.py checks that it builds)."""
+  res = cu_model.simulate_cu(streams, wg_of, passes, slots, p, fetch)
+  if (native := cu_native.simulate(streams, wg_of, passes, slots, p, fetch, wait=True)) is not None: assert native == res
+  return res
 
 RDNA4 = PARAMS["rdna4"]
 F16_WMMA = replay_op(OpInfo("valu", "matrix", 16))   # v_wmma_f32_16x16x16_f16 on RDNA4: 4096 MACs / 256 per cycle

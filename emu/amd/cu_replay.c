@@ -1,0 +1,368 @@
+/* The CU replay of emu/amd/cu_model.py (`_CU.run`) compiled: the same rules, step for step, for CU workloads without matrix
+   ops (WMMA/MFMA), built by emu/amd/cu_native.py with the system's C compiler. cu_model.py is the reference: every rule here
+   names the Python it mirrors, and tests/unit/amd/test_cu_native.py replays workloads both ways and compares every issue time.
+
+   Inputs are arrays the Python side builds (cu_native.py; its checks keep every index in range): per stream the instruction's
+   row in the stream's table of distinct instructions, the table (`OpRow`), and its s_delay_alu dependencies as CSR arrays.
+   Outputs: per wave its issue cycle per instruction (NONE: consumed without issue) and whether it waited on DRAM, its start,
+   and the number of instructions it recorded. Returns 0, or a negative error code (nothing is then used). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int64_t i64;
+#define NEVER (-1000000000LL)
+#define NONE INT64_MIN
+#define N_PORTS 7
+#define MAX_WAITS 8
+
+enum { C_VALU, C_TRANS, C_SALU, C_BRANCH, C_SMEM, C_VMEM_LOAD, C_VMEM_STORE, C_LDS, C_DELAY, C_NOP, C_WAITCNT, C_BARRIER, C_END, C_OTHER };
+enum { P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS };
+enum { VM = 0, VS = 1, N_COUNTERS = 5 };
+enum { VALU_DEP = -1, TRANS_DEP = -2 };
+enum { ERR_MEMORY = -1, ERR_INPUT = -2, ERR_RANGE = -3 };   /* ERR_RANGE: cycles or waves beyond what a heap key holds */
+
+/* one distinct instruction of a stream (cu_native.OP_FIELDS, in this order) */
+typedef struct {
+  i64 cls, port, shared, vec, cost, lds_cycles, delay, counter, size, cond, via_trans, gated, own_port, pc;
+  i64 first, last, enter, plain;   /* cache_spans; plain: its line when it lies in one and does not enter it, else -1 */
+  i64 n_waits, wait_counter[MAX_WAITS], wait_limit[MAX_WAITS];
+} OpRow;
+
+typedef struct { const int32_t *index; i64 n; const OpRow *table; i64 rows; const int32_t *dep_off; const i64 *dep_k; const i64 *dep_code; } StreamIn;
+
+/* cu_native.PARAM_FIELDS, in this order */
+typedef struct { i64 simds, passes, wg_slots, fetch, valu_dep, trans_dep, vgpr_to_mem, smem_lat, vmem_load_lat, vmem_store_lat, store_next,
+                 lds_lat, barrier_release, branch_dep, branch_taken; } Params;
+
+typedef struct { i64 *t; uint8_t *g; i64 head, len, cap; } Pending;   /* a wait counter's operations: (completion, global) in order */
+
+typedef struct {
+  const StreamIn *st; i64 i, start, salu, last_valu, parked; int simd, wg, next_dram, launched, running;
+  i64 *times; uint8_t *dram; Pending pend[N_COUNTERS];
+} Wave;
+
+/* a heap item (cycle, wave, tag) as one key ordered like the tuple: tag 0 ready, 1 port wait, 2 + port: a wake */
+typedef uint64_t Item;
+#define WAVE_BITS 20
+#define TAG_BITS 7
+#define MAX_CYCLE (1LL << (64 - WAVE_BITS - TAG_BITS))
+static Item item(i64 t, i64 wave, i64 tag) { return (uint64_t)t << (WAVE_BITS + TAG_BITS) | (uint64_t)wave << TAG_BITS | (uint64_t)tag; }
+static i64 item_t(Item x) { return (i64)(x >> (WAVE_BITS + TAG_BITS)); }
+static i64 item_wave(Item x) { return (i64)(x >> TAG_BITS & ((1 << WAVE_BITS) - 1)); }
+static i64 item_tag(Item x) { return (i64)(x & ((1 << TAG_BITS) - 1)); }
+typedef struct { Item *a; i64 n, cap; } Heap;
+typedef struct { int32_t *a; i64 n, cap; } IntHeap;
+
+static int heap_push(Heap *h, i64 t, i64 wave, i64 tag) {
+  if (t < 0 || t >= MAX_CYCLE) return ERR_RANGE;
+  if (h->n == h->cap) {
+    i64 cap = h->cap ? 2 * h->cap : 64; Item *a = realloc(h->a, cap * sizeof(Item));
+    if (!a) return ERR_MEMORY;
+    h->a = a; h->cap = cap;
+  }
+  Item x = item(t, wave, tag);
+  i64 k = h->n++;
+  while (k > 0) { i64 up = (k - 1) / 2; if (x >= h->a[up]) break; h->a[k] = h->a[up]; k = up; }
+  h->a[k] = x;
+  return 0;
+}
+
+static Item heap_pop(Heap *h) {   /* the least item (the heap is not empty) */
+  Item top = h->a[0], x = h->a[--h->n];
+  i64 k = 0, n = h->n;
+  for (;;) {
+    i64 c = 2 * k + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h->a[c + 1] < h->a[c]) c++;
+    if (h->a[c] >= x) break;
+    h->a[k] = h->a[c]; k = c;
+  }
+  if (n) h->a[k] = x;
+  return top;
+}
+
+static int int_push(IntHeap *h, int32_t x) {
+  if (h->n == h->cap) {
+    i64 cap = h->cap ? 2 * h->cap : 16; int32_t *a = realloc(h->a, cap * sizeof(int32_t));
+    if (!a) return ERR_MEMORY;
+    h->a = a; h->cap = cap;
+  }
+  i64 k = h->n++;
+  while (k > 0) { i64 up = (k - 1) / 2; if (x >= h->a[up]) break; h->a[k] = h->a[up]; k = up; }
+  h->a[k] = x;
+  return 0;
+}
+
+static void int_pop(IntHeap *h) {
+  int32_t x = h->a[--h->n];
+  i64 k = 0, n = h->n;
+  for (;;) {
+    i64 c = 2 * k + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h->a[c + 1] < h->a[c]) c++;
+    if (h->a[c] >= x) break;
+    h->a[k] = h->a[c]; k = c;
+  }
+  if (n) h->a[k] = x;
+}
+
+static int pend_push(Pending *p, i64 t, int g) {
+  if (p->len == p->cap) {
+    i64 cap = p->cap ? 2 * p->cap : 16; i64 *nt = realloc(p->t, cap * sizeof(i64));
+    if (!nt) return ERR_MEMORY;
+    p->t = nt;
+    uint8_t *ng = realloc(p->g, cap);
+    if (!ng) return ERR_MEMORY;
+    p->g = ng; p->cap = cap;
+  }
+  p->t[p->len] = t; p->g[p->len] = (uint8_t)g; p->len++;
+  return 0;
+}
+
+/* _Wave.wait: retire all but the newest `limit`; the last completion of those (NEVER if none) and whether one then was global */
+static i64 pend_wait(Pending *p, i64 limit, int *global) {
+  *global = 0;
+  if (p->len - p->head <= limit) return NEVER;
+  i64 stop = p->len - limit, t = NEVER;
+  for (i64 k = p->head; k < stop; k++) if (p->t[k] > t) t = p->t[k];
+  for (i64 k = p->head; k < stop; k++) if (p->t[k] == t && p->g[k]) *global = 1;
+  p->head = stop;
+  return t;
+}
+
+/* _ICache over the line numbers lo..lo+n-1 (cu_native sizes it to every line a stream names, its pair partner and successor) */
+typedef struct { i64 *at; i64 lo, n, lat; } ICache;
+
+static i64 *line_slot(ICache *c, i64 line) { i64 k = line - c->lo; return k >= 0 && k < c->n ? &c->at[k] : NULL; }
+
+static i64 ic_request(ICache *c, i64 line, i64 done, int *err) {   /* _ICache.request */
+  i64 *a = line_slot(c, line), *b = line_slot(c, line ^ 1);
+  if (!a || !b) { *err = ERR_INPUT; return 0; }
+  if (*a == NONE) *a = done;
+  if (*b == NONE) *b = done;
+  return *a;
+}
+
+static i64 ic_fetched(ICache *c, const OpRow *r, i64 ready, int *err) {   /* _ICache.fetched */
+  i64 *f = line_slot(c, r->first), *l = line_slot(c, r->last), t;
+  if (!f || !l) { *err = ERR_INPUT; return 0; }
+  if (r->first == r->last) t = *f != NONE ? *f : ic_request(c, r->first, ready + c->lat, err);
+  else {   /* (Python's `get(line) or request(...)`: a line present at cycle 0 also takes the request path) */
+    i64 a = (*f != NONE && *f != 0) ? *f : ic_request(c, r->first, ready + c->lat, err);
+    i64 b = (*l != NONE && *l != 0) ? *l : ic_request(c, r->last, ready + c->lat, err);
+    t = a > b ? a : b;
+  }
+  if (t <= ready && r->enter) {
+    i64 *nx = line_slot(c, r->first + 1);
+    if (!nx) { *err = ERR_INPUT; return 0; }
+    if (*nx == NONE) ic_request(c, r->first + 1, ready + c->lat, err);
+  }
+  return t;
+}
+
+typedef struct {
+  const Params *p; Wave *waves; i64 n_waves; Heap heap; ICache ic; i64 free[N_PORTS * 9]; i64 shared_base;
+  IntHeap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; i64 lds_done;   /* wake: a port's live wake item, 0 if none */
+  /* _Workgroups: waves of workgroup g are wg_first[g] .. wg_first[g + 1] - 1 (wave numbers wg_wave[...]) */
+  const int32_t *wg_of; i64 n_wg, launched, clock; i64 *wg_first; int32_t *wg_wave; i64 *remaining; int32_t *arrived; i64 *n_arrived;
+} CU;
+
+static int cu_launch(CU *cu, i64 at) {   /* _CU.launch / _Workgroups.next_launch */
+  if (cu->launched >= cu->n_wg) return 0;
+  i64 wg = cu->launched++, t = at > cu->clock ? at : cu->clock, first = cu->wg_first[wg], count = cu->wg_first[wg + 1] - first;
+  cu->clock = t + count;   /* LAUNCH_GAP 1 */
+  for (i64 k = 0; k < count; k++) {
+    Wave *w = &cu->waves[cu->wg_wave[first + k]];
+    w->start = t + k; w->i = 0; w->simd = (int)(k % cu->p->simds); w->wg = (int)wg; w->launched = 1; w->running = 1;
+    w->salu = NEVER; w->last_valu = NEVER; w->parked = 0; w->next_dram = 1;
+    i64 ready = w->start + cu->p->fetch;
+    for (i64 line = 0; line < 4; line++) {   /* ILAUNCH_LINES */
+      i64 *s = line_slot(&cu->ic, line);
+      if (!s) return ERR_INPUT;
+      if (*s == NONE) *s = ready;
+    }
+    int e = heap_push(&cu->heap, ready, cu->wg_wave[first + k], 0);
+    if (e) return e;
+  }
+  return 0;
+}
+
+/* _Workgroups._released + _CU.release: when every running wave of `wg` has arrived, push the waiters (arrival order) */
+static int cu_release_if_all(CU *cu, i64 wg, i64 last) {
+  if (cu->n_arrived[wg] == 0 || cu->n_arrived[wg] != cu->remaining[wg]) return 0;
+  i64 first = cu->wg_first[wg], n = cu->n_arrived[wg];
+  cu->n_arrived[wg] = 0;
+  for (i64 k = 0; k < n; k++) {
+    i64 j = cu->arrived[first + k], t = last + cu->p->barrier_release;
+    if (cu->waves[j].parked > t) t = cu->waves[j].parked;
+    int e = heap_push(&cu->heap, t, j, 0);
+    if (e) return e;
+  }
+  return 0;
+}
+
+/* _Ports.take: `ready` when issued, else the cycle the ports are free */
+static i64 ports_take(CU *cu, int simd, const OpRow *op, i64 ready, i64 mult) {
+  i64 *free = cu->free, base = simd * N_PORTS, key = op->port + (op->shared ? cu->shared_base : base), busy = free[key];
+  if (op->port == P_TRANS && free[base + P_VALU] > busy) busy = free[base + P_VALU];
+  if (op->via_trans && free[base + P_TRANS] > busy) busy = free[base + P_TRANS];
+  if (busy > ready) return busy;
+  free[key] = ready + op->cost * mult;
+  if (op->port == P_TRANS) free[base + P_VALU] = ready + mult;
+  else if (op->via_trans) free[base + P_TRANS] = ready + mult;
+  return ready;
+}
+
+static int wake_set(CU *cu, i64 key, i64 t) {   /* a port's wake item for its lowest-numbered waiting wave, unless it is live */
+  i64 q0 = cu->parked[key].a[0];
+  if (t < 0 || t >= MAX_CYCLE) return ERR_RANGE;
+  if (cu->wake[key] == item(t, q0, 2 + key)) return 0;
+  cu->wake[key] = item(t, q0, 2 + key);
+  return heap_push(&cu->heap, t, q0, 2 + key);
+}
+
+static int run(CU *cu) {   /* _CU.run */
+  const Params *p = cu->p;
+  int err = 0;
+  while (cu->heap.n) {
+    Item top = heap_pop(&cu->heap);
+    i64 ready = item_t(top), i = item_wave(top), tag = item_tag(top);
+    int port_wait;
+    if (tag > 1) {
+      i64 key = tag - 2;
+      if (cu->wake[key] != top) continue;   /* stale */
+      cu->wake[key] = 0;
+      if (!cu->parked[key].n) return ERR_INPUT;
+      int_pop(&cu->parked[key]);
+      port_wait = 1;
+    } else port_wait = (int)tag;
+    Wave *w = &cu->waves[i];
+    const StreamIn *st = w->st;
+    i64 wi = w->i;
+    const OpRow *op = &st->table[st->index[wi]];
+    if (!port_wait) {
+      i64 t = ic_fetched(&cu->ic, op, ready, &err);
+      if (err) return err;
+      if (t > ready) { w->next_dram = 1; if ((err = heap_push(&cu->heap, t, i, 0))) return err; continue; }
+    }
+    i64 mult = op->vec ? p->passes : 1;
+    if (op->own_port) {
+      i64 key = w->simd * N_PORTS + op->port, t = cu->free[key];
+      if (t > ready) {
+        if ((err = int_push(&cu->parked[key], (int32_t)i)) || (err = wake_set(cu, key, t))) return err;
+        continue;
+      }
+      cu->free[key] = t = ready + op->cost * mult;
+      if (cu->parked[key].n && (err = wake_set(cu, key, t))) return err;
+    } else if (op->port >= 0) {
+      i64 t = ports_take(cu, w->simd, op, ready, mult);
+      if (t > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
+    }
+    /* the issue */
+    w->times[wi] = ready; w->dram[wi] = (uint8_t)w->next_dram;
+    w->i = ++wi;
+    i64 cls = op->cls, nxt = ready + 1;
+    if (cls <= C_TRANS) { w->last_valu = ready; nxt = ready + p->passes; }
+    else if (cls == C_SALU) w->salu = ready;
+    else if (cls == C_BRANCH) {   /* _CU.effects from here on */
+      w->salu = ready;
+      if (wi < st->n && st->table[st->index[wi]].pc != op->pc + op->size) nxt = ready + p->branch_taken;
+    } else if (cls == C_SMEM) err = pend_push(&w->pend[op->counter], ready + p->smem_lat, 1);
+    else if (cls == C_VMEM_LOAD) err = pend_push(&w->pend[VM], ready + p->vmem_load_lat, 1);
+    else if (cls == C_VMEM_STORE) { err = pend_push(&w->pend[VS], ready + p->vmem_store_lat, 1); nxt = ready + p->store_next; }
+    else if (cls == C_LDS) {
+      i64 a = ready + p->lds_lat, b = cu->lds_done + op->lds_cycles;
+      cu->lds_done = a > b ? a : b;
+      err = pend_push(&w->pend[op->counter], cu->lds_done, 0);
+    } else if (cls == C_DELAY) { w->times[wi - 1] = NONE; nxt = ready; }
+    else if (cls == C_NOP) nxt = ready + op->delay;
+    if (err) return err;
+    if (cls == C_END || wi >= st->n) {   /* _CU.end_wave */
+      w->running = 0;
+      i64 wg = w->wg;
+      cu->remaining[wg]--;
+      if ((err = cu_release_if_all(cu, wg, ready))) return err;
+      if (cu->remaining[wg] == 0 && (err = cu_launch(cu, ready))) return err;
+      continue;
+    }
+    const OpRow *nop = &st->table[st->index[wi]];
+    /* an s_delay_alu next whose line is in the cache by nxt: consumed here */
+    while (nop->cls == C_DELAY && wi + 1 < st->n && nop->plain >= 0) {
+      i64 *s = line_slot(&cu->ic, nop->plain);
+      if (!s) return ERR_INPUT;
+      if (*s == NONE || *s > nxt) break;
+      w->times[wi] = NONE; w->dram[wi] = 0;
+      w->i = ++wi;
+      nop = &st->table[st->index[wi]];
+    }
+    for (i64 d = st->dep_off[wi]; d < st->dep_off[wi + 1]; d++) {   /* s_delay_alu dependencies */
+      i64 k = st->dep_k[d], code = st->dep_code[d];
+      if (k < 0 || k >= wi || w->times[k] == NONE) return ERR_INPUT;
+      i64 t = w->times[k] + (code == VALU_DEP ? p->valu_dep : code == TRANS_DEP ? p->trans_dep : code);
+      if (t > nxt) nxt = t;
+    }
+    int dram = 0;
+    if (nop->gated) {   /* _CU.readiness */
+      if (nop->port >= P_VMEM) { if (w->last_valu + p->vgpr_to_mem > nxt) nxt = w->last_valu + p->vgpr_to_mem; }
+      else if (nop->cond && w->salu + p->branch_dep > nxt) nxt = w->salu + p->branch_dep;
+      if (nop->cls == C_WAITCNT) {
+        for (i64 q = 0; q < nop->n_waits; q++) {
+          int g;
+          i64 t = pend_wait(&w->pend[nop->wait_counter[q]], nop->wait_limit[q], &g);
+          if (t > nxt) { nxt = t; dram = dram || g; }
+        }
+      } else if (nop->cls == C_END) {
+        i64 t = NONE;
+        for (int c = VM; c <= VS; c++) for (i64 k = w->pend[c].head; k < w->pend[c].len; k++) if (w->pend[c].t[k] > t) t = w->pend[c].t[k];
+        if (t != NONE && t > nxt) { nxt = t; dram = 1; }
+      }
+    }
+    w->next_dram = dram;
+    if (cls == C_BARRIER) {   /* _Workgroups.arrive */
+      w->parked = nxt;
+      i64 wg = w->wg;
+      cu->arrived[cu->wg_first[wg] + cu->n_arrived[wg]++] = (int32_t)i;
+      if ((err = cu_release_if_all(cu, wg, ready))) return err;
+      continue;
+    }
+    if ((err = heap_push(&cu->heap, nxt, i, 0))) return err;
+  }
+  return 0;
+}
+
+/* Replay one CU. streams[s]; wave k runs streams[wave_stream[k]] in local workgroup wg_of[k] (>= 0), recording
+   into times[k] / dram[k] (each its stream's length). ic_lo/ic_n: the instruction-cache line range. out[k]: instructions the
+   wave recorded; start[k]: its start cycle. */
+i64 cu_replay(const StreamIn *streams, i64 n_waves, const int32_t *wave_stream, const int32_t *wg_of, const Params *p, i64 ic_lo,
+              i64 ic_n, i64 *const *times, uint8_t *const *dram, i64 *out, i64 *start) {
+  if (p->simds < 1 || p->simds > 8 || n_waves < 1) return ERR_INPUT;
+  if (n_waves >= 1 << WAVE_BITS) return ERR_RANGE;
+  CU cu;
+  memset(&cu, 0, sizeof cu);
+  cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds * N_PORTS; cu.lds_done = NEVER; cu.wg_of = wg_of;
+  for (i64 k = 0; k < n_waves; k++) { if (wg_of[k] < 0) return ERR_INPUT; if (wg_of[k] >= cu.n_wg) cu.n_wg = wg_of[k] + 1; }
+  cu.waves = calloc(n_waves, sizeof(Wave));
+  cu.ic.at = malloc(ic_n * sizeof(i64)); cu.ic.lo = ic_lo; cu.ic.n = ic_n; cu.ic.lat = p->fetch;
+  cu.wg_first = calloc(cu.n_wg + 1, sizeof(i64)); cu.remaining = calloc(cu.n_wg, sizeof(i64)); cu.n_arrived = calloc(cu.n_wg, sizeof(i64));
+  cu.wg_wave = malloc(n_waves * sizeof(int32_t)); cu.arrived = malloc(n_waves * sizeof(int32_t));
+  i64 err = 0;
+  if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived) { err = ERR_MEMORY; goto done; }
+  for (i64 k = 0; k < ic_n; k++) cu.ic.at[k] = NONE;
+  for (i64 k = 0; k < n_waves; k++) {
+    cu.waves[k].st = &streams[wave_stream[k]]; cu.waves[k].times = times[k]; cu.waves[k].dram = dram[k];
+    cu.remaining[wg_of[k]]++; cu.wg_first[wg_of[k] + 1]++;
+  }
+  for (i64 g = 0; g < cu.n_wg; g++) cu.wg_first[g + 1] += cu.wg_first[g];
+  for (i64 k = 0; k < n_waves; k++) cu.wg_wave[cu.wg_first[wg_of[k]] + cu.n_arrived[wg_of[k]]++] = (int32_t)k;   /* by workgroup, in order */
+  memset(cu.n_arrived, 0, cu.n_wg * sizeof(i64));
+  i64 slots = p->wg_slots < 1 ? 1 : p->wg_slots;
+  for (i64 g = 0; g < (cu.n_wg < slots ? cu.n_wg : slots); g++) if ((err = cu_launch(&cu, 0))) goto done;
+  err = run(&cu);
+  for (i64 k = 0; k < n_waves; k++) { out[k] = cu.waves[k].i; start[k] = cu.waves[k].start; }
+done:
+  if (cu.waves) for (i64 k = 0; k < n_waves; k++) for (int c = 0; c < N_COUNTERS; c++) { free(cu.waves[k].pend[c].t); free(cu.waves[k].pend[c].g); }
+  for (int k = 0; k < N_PORTS * 9; k++) free(cu.parked[k].a);
+  free(cu.heap.a); free(cu.waves); free(cu.ic.at); free(cu.wg_first); free(cu.remaining); free(cu.n_arrived); free(cu.wg_wave); free(cu.arrived);
+  return err;
+}

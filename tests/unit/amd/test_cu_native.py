@@ -1,0 +1,98 @@
+"""The compiled CU replay (emu/amd/cu_native.py, cu_replay.c) against cu_model.simulate_cu, its reference: every wave's start,
+end, issue time of each instruction and DRAM flag must be the same (the reference's rules are checked by hand in test_timing.py,
+whose cases also run here through `replay`)."""
+import random, shutil
+import pytest
+from emu.amd import cu_native
+from emu.amd.timing import PARAMS, OpInfo
+from emu.amd.cu_model import make_stream, replay_op, simulate_cu
+from tests.unit.amd.test_cu_periods import (BARRIER, LDS, LOAD, SALU, STORE, TRANS, TRANS32_DEP_1, VALU, VALU_DEP_1, VALU_DEP_4, WAIT_LGKM,
+                                            WAIT_VM, WAIT_VS_2, WIDE_LDS, WMMA, delay, loop)
+
+HAVE_CC = any(shutil.which(c) for c in ("clang", "cc"))
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (clang or cc) on PATH to build the compiled replay")
+
+@pytest.fixture(autouse=True)
+def native_on(monkeypatch):
+  monkeypatch.delenv("EMU_NATIVE_REPLAY", raising=False)
+  monkeypatch.delenv("EMU_NATIVE", raising=False)
+
+def both(streams, wg_of, passes, slots, p, fetch):
+  """(cu_model's result, the compiled replay's) of one CU workload."""
+  native = cu_native.simulate(streams, wg_of, passes, slots, p, fetch, wait=True)
+  assert native is not None, cu_native.LIBRARY.failure
+  return simulate_cu(streams, wg_of, passes, slots, p, fetch, skip_periods=False), native
+
+@needs_cc
+def test_the_library_builds():
+  assert cu_native.LIBRARY.get(wait=True) is not None, cu_native.LIBRARY.failure
+
+@needs_cc
+@pytest.mark.parametrize("seed", range(80))
+def test_random_workloads_replay_alike(seed):
+  # random loop bodies over every class the compiled replay takes (every port but the matrix unit, s_delay_alu pairs and SALU
+  # cycles, 64-bit ops through the transcendental port, waits, barriers, s_nop), random trip counts, workgroup shapes, slots,
+  # passes and families
+  rng = random.Random(seed)
+  pool = [VALU, TRANS, SALU, LOAD, STORE, LDS, WIDE_LDS, WAIT_VM, WAIT_LGKM, WAIT_VS_2, BARRIER, replay_op(OpInfo("valu", "valu", 2)),
+          replay_op(OpInfo("nop", None, delay=3)), replay_op(OpInfo("smem", "smem", counter="lgkm")), delay(VALU_DEP_1), delay(VALU_DEP_4),
+          delay(TRANS32_DEP_1), delay(9), delay(2 | 1 << 4 | 3 << 7), replay_op(OpInfo("trans", "trans", 1)),
+          replay_op(OpInfo("valu", "valu", 2, via_trans=True)), replay_op(OpInfo("other", None))]
+  body = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
+  waves, wpg = rng.randint(1, 12), rng.choice([1, 2, 3, 4])
+  streams = [loop([rng.choice([SALU, VALU])], body, rng.randint(1, 60)) for _ in range(waves)]
+  p = PARAMS[rng.choice(["rdna3", "rdna4", "cdna"])]
+  python, native = both(streams, [w // wpg for w in range(waves)], rng.choice([1, 2]), rng.choice([1, 2, 16]), p, p.launch_kfd)
+  assert python == native
+
+@needs_cc
+def test_code_spread_over_cache_lines_and_branches():
+  # a stream jumping over lines (taken forward branches and a loop whose head lies in another 128-byte pair), an instruction
+  # spanning two lines, entries not at line starts: cache misses, prefetches of the next line and branch_taken
+  wide = replay_op(OpInfo("valu", "valu", size=12))
+  br = replay_op(OpInfo("branch", "salu", cond=True))
+  ops, pcs = [SALU, VALU, br], [0, 4, 8]
+  for trip in range(5):
+    ops += [VALU, wide, br]; pcs += [300, 304, 316]
+  ops += [br, VALU, SALU, replay_op(OpInfo("end", None))]
+  pcs += [600, 1000, 1004, 1008]
+  streams = [make_stream(ops, [pc + 36 for pc in pcs])] * 3 + [make_stream(ops, pcs)]
+  p = PARAMS["rdna3"]
+  python, native = both(streams, [0, 0, 1, 1], 1, 1, p, p.launch)
+  assert python == native
+
+def test_matrix_workloads_are_left_to_python():
+  assert not cu_native.supported([loop([SALU], [WMMA, VALU], 3)])
+  assert cu_native.supported([loop([SALU], [VALU, TRANS], 3)])
+
+def test_switched_off(monkeypatch):
+  monkeypatch.setenv("EMU_NATIVE_REPLAY", "0")
+  p = PARAMS["rdna3"]
+  assert cu_native.simulate([loop([SALU], [VALU], 3)], [0], 1, 1, p, p.launch, wait=True) is None
+
+@needs_cc
+def test_inconsistent_input_is_an_error_not_a_number():
+  st = loop([SALU], [VALU, delay(VALU_DEP_1), VALU], 4)
+  off, k, code = st.flat_deps
+  bad = st._replace(flat_deps=(off, k + 1000, code))   # a dependency on an instruction not yet issued
+  p = PARAMS["rdna3"]
+  with pytest.raises(RuntimeError, match="inconsistent input"): cu_native.simulate([bad], [0], 1, 1, p, p.launch, wait=True)
+
+@needs_cc
+def test_a_tinygrad_dispatch_times_alike(monkeypatch):
+  # a kernel whose waves branch on data (every CU its own workload) through the timing model, compiled replay on and off
+  from emu import bench
+  from emu.amd.timing import REPLAY_MEMO
+  assert cu_native.LIBRARY.get(wait=True) is not None
+  monkeypatch.setenv("EMU_REPLAY_JOBS", "0")
+  calls = []
+  real = cu_native.simulate_end
+  monkeypatch.setattr(cu_native, "simulate_end", lambda *job: calls.append(r := real(*job)) or r)
+  run = bench.boxmuller(1 << 13)
+  cycles = {}
+  for env in ("1", "0"):
+    monkeypatch.setenv("EMU_NATIVE_REPLAY", env)
+    REPLAY_MEMO.forget_results()
+    cycles[env] = run().cycles
+  assert cycles["1"] == cycles["0"]
+  assert any(c is not None for c in calls) and None in calls   # (both ways really ran)
