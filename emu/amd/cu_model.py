@@ -8,7 +8,7 @@ trips once the CU's state repeats. The loop issues, each cycle and per port, the
 (cycle, wave) items). Costs and latencies come from `timing.Params`; each rule cites its trace evidence in docs/timing.md.
 """
 from __future__ import annotations
-import functools, heapq
+import heapq
 from dataclasses import dataclass
 import numpy as np
 from typing import TYPE_CHECKING, NamedTuple
@@ -57,12 +57,12 @@ def replay_op(info:OpInfo) -> ReplayOp:
              info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END),
              port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans)
 
-def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> list[tuple[int, int, bool]]:
+def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """Per instruction of `sizes` bytes at `pcs`: first and last instruction cache line (counted from the line of `entry`), whether
   it enters its first line (starts inside its first ILINE bytes)."""
   off = np.asarray(pcs, dtype=np.int64) - entry
   size = np.asarray(sizes, dtype=np.int64)
-  return list(zip((off // ILINE).tolist(), ((off + size - 1) // ILINE).tolist(), (off % ILINE < size).tolist()))
+  return off // ILINE, (off + size - 1) // ILINE, off % ILINE < size
 
 VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
 
@@ -139,23 +139,34 @@ class Stream(NamedTuple):
                       # the same pc with the same dependencies counted back from it: where a stream repeats itself (_Periods)
   reach: int          # the farthest back, in instructions, any dependency of the stream reaches
   index: np.ndarray   # per instruction (int32) its row of `table`
-  table: np.ndarray   # the stream's distinct (op, pc) pairs, a row each (int64, TABLE_COLUMNS)
+  table: np.ndarray | None   # the stream's distinct (op, pc) pairs, a row each (ROW; None: a value too large for it)
   flat_deps: tuple    # `deps` as CSR arrays (alu_deps)
 
-# a Stream's table: the ReplayOp's fields, its pc, cache span (first, last line, whether it enters the first), plain line and its
-# waits (up to MAX_WAITS (counter, limit) pairs); emu/amd/cu_replay.c's OpRow is this row
+# a Stream's table: per distinct instruction the ReplayOp's fields, its pc, cache span (first, last line, whether it enters the
+# first), plain line and waits (up to MAX_WAITS (counter, limit) pairs). ROW is its layout, emu/amd/cu_replay.c's OpRow (a C
+# struct: numpy's aligned layout is the C compiler's).
 MAX_WAITS = 8
-TABLE_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port",
-                 "pc", "first", "last", "enter", "plain", "n_waits", *(f"wait_counter{k}" for k in range(MAX_WAITS)),
-                 *(f"wait_limit{k}" for k in range(MAX_WAITS)))
+ROW = np.dtype([("pc", np.int64), *((f, np.int32) for f in ("cost", "lds_cycles", "delay", "size", "first", "last", "plain")),
+                *((f, np.int8) for f in ("cls", "port", "shared", "vec", "cond", "via_trans", "gated", "own_port", "enter", "counter", "n_waits")),
+                ("wait_counter", np.int8, (MAX_WAITS,)), ("wait_limit", np.int8, (MAX_WAITS,))], align=True)
+OP_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port")
 
-@functools.cache
-def _op_row(op:ReplayOp) -> tuple[int, ...]:
-  """The ReplayOp's columns of a stream's table (the first 13, then n_waits and the waits)."""
-  waits = op.waits[:MAX_WAITS]
-  return (op.cls, op.port, op.shared, op.vec, op.cost, op.lds_cycles, op.delay, op.counter, op.size, op.cond, op.via_trans, op.gated,
-          op.own_port, len(op.waits), *(c for c, _ in waits), *[0] * (MAX_WAITS - len(waits)), *(n for _, n in waits),
-          *[0] * (MAX_WAITS - len(waits)))
+def _table(ops:list[ReplayOp], columns:dict[str, np.ndarray]) -> np.ndarray | None:
+  """A stream's table (ROW): per distinct instruction its ReplayOp (`ops`) and the other fields' `columns`; None when a value does
+  not fit its field."""
+  number: dict[int, int] = {}
+  which = np.fromiter((number.setdefault(id(op), len(number)) for op in ops), np.int64, len(ops))
+  distinct = list({id(op): op for op in ops}.values())
+  values = {name: np.array([getattr(op, name) for op in distinct], dtype=np.int64)[which] for name in OP_COLUMNS}
+  values["n_waits"] = np.array([len(op.waits) for op in distinct], dtype=np.int64)[which]
+  waits = np.array([(*op.waits[:MAX_WAITS], *[(0, 0)] * (MAX_WAITS - len(op.waits[:MAX_WAITS]))) for op in distinct], dtype=np.int64)
+  values["wait_counter"], values["wait_limit"] = waits.reshape(len(distinct), MAX_WAITS, 2)[which].transpose(2, 0, 1)
+  out = np.zeros(len(ops), dtype=ROW)
+  for name, v in {**values, **columns}.items():
+    info = np.iinfo(ROW.fields[name][0].base)
+    if len(v) and (v.min() < info.min or v.max() > info.max): return None
+    out[name] = v
+  return out
 
 def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -> Stream:
   """A wave's replay input from its issued instructions and their pcs; `codes`: an int per instruction, equal exactly where the
@@ -167,16 +178,15 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
   first, inverse = first.tolist(), inverse.reshape(-1)
   cls = np.array([ops[f].cls for f in first], dtype=np.int8)[inverse]
   deps, kind, reach, flat = alu_deps(ops, cls)
-  lines, plain, rows = [], [], []
-  if ops:   # (each distinct instruction's span, from its first occurrence; the stream's first instruction enters its line)
-    spans = cache_spans([ops[f].size for f in first], [pcs[f] for f in first], pcs[0])
-    simple = [a if a == b and not enter else -1 for a, b, enter in spans]
-    which = inverse.tolist()
-    lines, plain = [spans[c] for c in which], [simple[c] for c in which]
-    lines[0], plain[0] = (lines[0][0], lines[0][1], True), -1
-    rows = [(*(r := _op_row(ops[f]))[:13], pcs[f], *span, line, *r[13:]) for f, span, line in zip(first, spans, simple)]
+  lines, plain, table = [], [], np.zeros(0, dtype=ROW)
+  if ops:   # (each distinct instruction's span, from its first occurrence: the stream's first instruction enters its line)
+    distinct, at = [ops[f] for f in first], [pcs[f] for f in first]
+    lo, hi, enter = cache_spans([op.size for op in distinct], at, pcs[0])
+    simple = np.where((lo == hi) & ~enter, lo, -1)
+    spans, which = list(zip(lo.tolist(), hi.tolist(), enter.tolist())), inverse.tolist()
+    lines, plain = [spans[c] for c in which], simple[inverse].tolist()
+    table = _table(distinct, {"pc": np.asarray(at, dtype=np.int64), "first": lo, "last": hi, "enter": enter, "plain": simple})
   codes = np.asarray(codes, dtype=np.int64)
-  table = np.array(rows, dtype=np.int64).reshape(len(rows), len(TABLE_COLUMNS))
   return Stream(ops, pcs, lines, plain, deps, codes, codes * (int(kind.max(initial=0)) + 1) + kind, reach, inverse.astype(np.int32),
                 table, flat)
 

@@ -12,16 +12,14 @@ from __future__ import annotations
 import ctypes, hashlib, os, platform, shutil, subprocess, tempfile, threading
 from pathlib import Path
 import numpy as np
-from emu.amd.cu_model import MAX_WAITS, P_MATRIX, TABLE_COLUMNS, Stream
+from emu.amd.cu_model import ROW, Stream
 
 SOURCE = Path(__file__).with_name("cu_replay.c")
 FLAGS = ("-O2", "-std=c11", "-shared", "-fPIC")
 PARAM_FIELDS = ("simds_per_cu", "passes", "wg_slots", "fetch", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat",
                 "vmem_store_lat", "store_next", "lds_lat", "barrier_release", "branch_dep", "branch_taken")   # cu_replay.c's Params
-STREAM_FIELDS = 7   # cu_replay.c's StreamIn: index, n, table, rows, dep_off, dep_k, dep_code
 NONE = -(1 << 63)   # an issue time of an instruction consumed without issue
-COL = {c: k for k, c in enumerate(TABLE_COLUMNS)}
-ERRORS, OUT_OF_RANGE = {-1: "out of memory", -2: "inconsistent input"}, -3   # cu_replay.c's error codes
+ERRORS, UNSUPPORTED = {-1: "out of memory", -2: "inconsistent input"}, -3   # cu_replay.c's error codes
 
 class _Library:
   """The compiled replay: built or loaded once per process, in a background thread."""
@@ -79,66 +77,56 @@ class _Library:
 
   @staticmethod
   def _load(path:str):
-    fn = ctypes.CDLL(path).cu_replay
+    lib = ctypes.CDLL(path)
+    lib.row_size.restype = ctypes.c_int64
+    if lib.row_size() != ROW.itemsize: raise RuntimeError(f"{path}: its OpRow is {lib.row_size()} bytes, cu_model.ROW {ROW.itemsize}")
+    fn = lib.cu_replay
     fn.restype = ctypes.c_int64
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * 8]
     return fn
 
 LIBRARY = _Library()
 
-def supported(streams:list[Stream]) -> bool:
-  """Whether the compiled replay takes these waves: no matrix op, no empty stream, at most MAX_WAITS waits an instruction."""
-  for st in {id(s): s for s in streams}.values():
-    t = st.table
-    if not len(t) or (t[:, COL["port"]] == P_MATRIX).any() or (t[:, COL["n_waits"]] > MAX_WAITS).any(): return False
-  return True
-
 def replay(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p, fetch:int, wait:bool=False) -> tuple | None:
-  """`cu_model.simulate_cu(streams, wg_of, passes, wg_slots, p, fetch)` compiled: (starts, recorded counts, per wave its issue
-  times (NONE: consumed without issue) and DRAM flags, arrays), or None when the compiled replay is not available (yet: `wait`
-  for it) or does not take these waves (matrix ops, over a million waves, cycles past 2**37)."""
-  if not streams or (fn := LIBRARY.get(wait)) is None or not supported(streams) or p.simds_per_cu > 8: return None
+  """`cu_model.simulate_cu(streams, wg_of, passes, wg_slots, p, fetch)` compiled: arrays (starts, recorded counts, where each
+  wave's records begin, the issue times (NONE: consumed without issue), the DRAM flags), or None when the compiled replay is
+  not available (yet: `wait` for it) or does not take these waves (matrix ops, over a million waves, cycles past 2**37, code
+  spanning over 1 GiB)."""
+  if not streams or (fn := LIBRARY.get(wait)) is None or any(s.table is None for s in streams) or p.simds_per_cu > 8: return None
   distinct: dict[int, int] = {}
   waves = np.array([distinct.setdefault(id(s), len(distinct)) for s in streams], dtype=np.int32)
   uniq = list({id(s): s for s in streams}.values())
-  rows = np.zeros((len(uniq), STREAM_FIELDS), dtype=np.int64)
-  lines = [0, 3]
-  for k, st in enumerate(uniq):
-    off, dk, dc = st.flat_deps
-    rows[k] = (st.index.ctypes.data, len(st.index), st.table.ctypes.data, len(st.table), off.ctypes.data, dk.ctypes.data, dc.ctypes.data)
-    first, last = st.table[:, COL["first"]], st.table[:, COL["last"]]
-    for a in (first, last, first + 1):   # every line a fetch can name: a span's lines, the next line, their pair partners
-      lines += [int(a.min()), int(a.max()), int((a ^ 1).min()), int((a ^ 1).max())]
-  lo, hi = min(lines), max(lines)
+  rows = np.array([(st.index.ctypes.data, len(st.index), st.table.ctypes.data, len(st.table), *(a.ctypes.data for a in st.flat_deps))
+                   for st in uniq], dtype=np.int64)
   params = np.array([passes if f == "passes" else wg_slots if f == "wg_slots" else fetch if f == "fetch" else getattr(p, f)
                      for f in PARAM_FIELDS], dtype=np.int64)
-  times = [np.empty(len(s.index), dtype=np.int64) for s in streams]
-  dram = [np.empty(len(s.index), dtype=np.uint8) for s in streams]
-  t_ptr = np.array([t.ctypes.data for t in times], dtype=np.int64)
-  d_ptr = np.array([d.ctypes.data for d in dram], dtype=np.int64)
+  sizes = np.array([len(s.index) for s in streams], dtype=np.int64)
+  at = np.zeros(len(streams) + 1, dtype=np.int64)
+  np.cumsum(sizes, out=at[1:])
+  times, dram = np.empty(int(at[-1]), dtype=np.int64), np.empty(int(at[-1]), dtype=np.uint8)   # every wave's, one after another
   counts, starts = np.zeros(len(streams), dtype=np.int64), np.zeros(len(streams), dtype=np.int64)
   wg = np.asarray(wg_of, dtype=np.int32)
-  err = fn(rows.ctypes.data, len(streams), waves.ctypes.data, wg.ctypes.data, params.ctypes.data, lo, hi - lo + 1,
-           t_ptr.ctypes.data, d_ptr.ctypes.data, counts.ctypes.data, starts.ctypes.data)
-  if err == OUT_OF_RANGE: return None   # (cycles or waves beyond its heap keys' fields: the Python replay has no such bound)
+  err = fn(rows.ctypes.data, len(uniq), len(streams), waves.ctypes.data, wg.ctypes.data, params.ctypes.data, at.ctypes.data,
+           times.ctypes.data, dram.ctypes.data, counts.ctypes.data, starts.ctypes.data)
+  if err == UNSUPPORTED: return None   # (matrix ops, cycles or waves beyond its heap keys' fields: the Python replay takes them)
   if err: raise RuntimeError(f"the compiled CU replay failed: {ERRORS.get(err, err)}")
-  return starts, counts, times, dram
+  return starts, counts, at, times, dram
 
 def simulate(*job, wait:bool=False) -> list[tuple[int, int, list, list]] | None:
   """`cu_model.simulate_cu(*job)`'s result from the compiled replay, or None as `replay` answers."""
   if (res := replay(*job, wait=wait)) is None: return None
-  starts, counts, times, dram = res
+  starts, counts, at, times, dram = res
   out = []
-  for start, n, t, d in zip(starts.tolist(), counts.tolist(), times, dram):
-    issued = [None if x == NONE else x for x in t[:n].tolist()]
-    out.append((start, issued[-1] if issued else start, issued, d[:n].astype(bool).tolist()))
+  for start, n, a in zip(starts.tolist(), counts.tolist(), at.tolist()):
+    issued = [None if x == NONE else x for x in times[a:a + n].tolist()]
+    out.append((start, issued[-1] if issued else start, issued, dram[a:a + n].astype(bool).tolist()))
   return out
 
 def simulate_end(*job) -> int | None:
   """`cu_model.simulate_end(*job)` from the compiled replay, or None as `replay` answers."""
   if (res := replay(*job)) is None: return None
-  starts, counts, times, _ = res
-  ends = [int(t[n - 1]) if n else int(s) for s, n, t in zip(starts.tolist(), counts.tolist(), times)]
-  if NONE in ends: raise TypeError("a wave's stream ends with an instruction consumed without issue")   # (as cu_model's max does)
-  return max(ends)
+  starts, counts, at, times, _ = res
+  last = times[np.maximum(at[:-1] + counts - 1, 0)]
+  ends = np.where(counts > 0, last, starts)
+  if (ends == NONE).any(): raise TypeError("a wave's stream ends with an instruction consumed without issue")   # (as cu_model's max does)
+  return int(ends.max())

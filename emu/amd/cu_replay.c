@@ -15,19 +15,25 @@ typedef int64_t i64;
 #define NONE INT64_MIN
 #define N_PORTS 7
 #define MAX_WAITS 8
+#define MAX_LINES (1LL << 24)   /* instruction-cache lines a CU's code may span here (1 GiB) */
 
 enum { C_VALU, C_TRANS, C_SALU, C_BRANCH, C_SMEM, C_VMEM_LOAD, C_VMEM_STORE, C_LDS, C_DELAY, C_NOP, C_WAITCNT, C_BARRIER, C_END, C_OTHER };
 enum { P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS };
 enum { VM = 0, VS = 1, N_COUNTERS = 5 };
 enum { VALU_DEP = -1, TRANS_DEP = -2 };
-enum { ERR_MEMORY = -1, ERR_INPUT = -2, ERR_RANGE = -3 };   /* ERR_RANGE: cycles or waves beyond what a heap key holds */
+/* ERR_UNSUPPORTED: what the Python replay takes and this one does not (matrix ops, cycles or waves beyond a heap key's fields) */
+enum { ERR_MEMORY = -1, ERR_INPUT = -2, ERR_UNSUPPORTED = -3 };
 
-/* one distinct instruction of a stream (cu_native.OP_FIELDS, in this order) */
+/* one distinct instruction of a stream: cu_model.ROW (cu_native checks that the sizes agree) */
 typedef struct {
-  i64 cls, port, shared, vec, cost, lds_cycles, delay, counter, size, cond, via_trans, gated, own_port, pc;
-  i64 first, last, enter, plain;   /* cache_spans; plain: its line when it lies in one and does not enter it, else -1 */
-  i64 n_waits, wait_counter[MAX_WAITS], wait_limit[MAX_WAITS];
+  i64 pc;
+  int32_t cost, lds_cycles, delay, size, first, last, plain;   /* first/last/enter: cache_spans; plain: its line when it lies in
+                                                                  one and does not enter it, else -1 */
+  int8_t cls, port, shared, vec, cond, via_trans, gated, own_port, enter, counter, n_waits;
+  int8_t wait_counter[MAX_WAITS], wait_limit[MAX_WAITS];
 } OpRow;
+
+i64 row_size(void) { return sizeof(OpRow); }
 
 typedef struct { const int32_t *index; i64 n; const OpRow *table; i64 rows; const int32_t *dep_off; const i64 *dep_k; const i64 *dep_code; } StreamIn;
 
@@ -55,7 +61,7 @@ typedef struct { Item *a; i64 n, cap; } Heap;
 typedef struct { int32_t *a; i64 n, cap; } IntHeap;
 
 static int heap_push(Heap *h, i64 t, i64 wave, i64 tag) {
-  if (t < 0 || t >= MAX_CYCLE) return ERR_RANGE;
+  if (t < 0 || t >= MAX_CYCLE) return ERR_UNSUPPORTED;
   if (h->n == h->cap) {
     i64 cap = h->cap ? 2 * h->cap : 64; Item *a = realloc(h->a, cap * sizeof(Item));
     if (!a) return ERR_MEMORY;
@@ -163,9 +169,11 @@ static i64 ic_fetched(ICache *c, const OpRow *r, i64 ready, int *err) {   /* _IC
 
 typedef struct {
   const Params *p; Wave *waves; i64 n_waves; Heap heap; ICache ic; i64 free[N_PORTS * 9]; i64 shared_base;
-  IntHeap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; i64 lds_done;   /* wake: a port's live wake item, 0 if none */
+  /* a port's waiting waves and its wake item (0: none). cu_model pushes a new wake item whenever one changes and skips the
+     stale ones it pops; here each port's one live item stays out of the heap and the loop takes it when it is the least */
+  IntHeap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; uint64_t live; i64 lds_done;
   /* _Workgroups: waves of workgroup g are wg_first[g] .. wg_first[g + 1] - 1 (wave numbers wg_wave[...]) */
-  const int32_t *wg_of; i64 n_wg, launched, clock; i64 *wg_first; int32_t *wg_wave; i64 *remaining; int32_t *arrived; i64 *n_arrived;
+  i64 n_wg, launched, clock; i64 *wg_first; int32_t *wg_wave; i64 *remaining; int32_t *arrived; i64 *n_arrived;
 } CU;
 
 static int cu_launch(CU *cu, i64 at) {   /* _CU.launch / _Workgroups.next_launch */
@@ -214,25 +222,31 @@ static i64 ports_take(CU *cu, int simd, const OpRow *op, i64 ready, i64 mult) {
   return ready;
 }
 
-static int wake_set(CU *cu, i64 key, i64 t) {   /* a port's wake item for its lowest-numbered waiting wave, unless it is live */
-  i64 q0 = cu->parked[key].a[0];
-  if (t < 0 || t >= MAX_CYCLE) return ERR_RANGE;
-  if (cu->wake[key] == item(t, q0, 2 + key)) return 0;
-  cu->wake[key] = item(t, q0, 2 + key);
-  return heap_push(&cu->heap, t, q0, 2 + key);
+static int wake_set(CU *cu, i64 key, i64 t) {   /* a port's wake item: for its lowest-numbered waiting wave at `t` */
+  if (t < 0 || t >= MAX_CYCLE) return ERR_UNSUPPORTED;
+  cu->wake[key] = item(t, cu->parked[key].a[0], 2 + key);
+  cu->live |= 1ULL << key;
+  return 0;
+}
+
+static Item next_item(CU *cu) {   /* the least of the heap's top and the live wake items, taken (one of them exists) */
+  Item least = UINT64_MAX;
+  int key = -1;
+  for (uint64_t m = cu->live; m; m &= m - 1) { int k = __builtin_ctzll(m); if (cu->wake[k] < least) { least = cu->wake[k]; key = k; } }
+  if (key < 0 || (cu->heap.n && cu->heap.a[0] < least)) return heap_pop(&cu->heap);
+  cu->live &= ~(1ULL << key);
+  return least;
 }
 
 static int run(CU *cu) {   /* _CU.run */
   const Params *p = cu->p;
   int err = 0;
-  while (cu->heap.n) {
-    Item top = heap_pop(&cu->heap);
+  while (cu->heap.n || cu->live) {
+    Item top = next_item(cu);
     i64 ready = item_t(top), i = item_wave(top), tag = item_tag(top);
     int port_wait;
     if (tag > 1) {
       i64 key = tag - 2;
-      if (cu->wake[key] != top) continue;   /* stale */
-      cu->wake[key] = 0;
       if (!cu->parked[key].n) return ERR_INPUT;
       int_pop(&cu->parked[key]);
       port_wait = 1;
@@ -331,26 +345,52 @@ static int run(CU *cu) {   /* _CU.run */
   return 0;
 }
 
-/* Replay one CU. streams[s]; wave k runs streams[wave_stream[k]] in local workgroup wg_of[k] (>= 0), recording
-   into times[k] / dram[k] (each its stream's length). ic_lo/ic_n: the instruction-cache line range. out[k]: instructions the
-   wave recorded; start[k]: its start cycle. */
-i64 cu_replay(const StreamIn *streams, i64 n_waves, const int32_t *wave_stream, const int32_t *wg_of, const Params *p, i64 ic_lo,
-              i64 ic_n, i64 *const *times, uint8_t *const *dram, i64 *out, i64 *start) {
+/* 0 when every index and code of the stream is in range (bad input is an error code, never a wild access), widening lo..hi to
+   every instruction-cache line a fetch can name: a span's lines, the next line, their 128-byte pair partners */
+static int check(const StreamIn *st, i64 *lo, i64 *hi) {
+  if (st->n < 1 || st->rows < 1) return ERR_INPUT;
+  for (i64 r = 0; r < st->rows; r++) {
+    const OpRow *o = &st->table[r];
+    if (o->cls < 0 || o->cls > C_OTHER || o->port < -1 || o->port >= N_PORTS || o->counter < -1 || o->counter >= N_COUNTERS ||
+        ((o->cls == C_SMEM || o->cls == C_LDS) && o->counter < 0) || o->n_waits < 0 || o->n_waits > MAX_WAITS) return ERR_INPUT;
+    for (int q = 0; q < o->n_waits; q++) if (o->wait_counter[q] < 0 || o->wait_counter[q] >= N_COUNTERS) return ERR_INPUT;
+    if (o->port == P_MATRIX) return ERR_UNSUPPORTED;
+    i64 lines[6] = {o->first, o->first ^ 1, o->last, o->last ^ 1, o->first + 1, (o->first + 1) ^ 1};
+    for (int k = 0; k < 6; k++) { if (lines[k] < *lo) *lo = lines[k]; if (lines[k] > *hi) *hi = lines[k]; }
+  }
+  if (st->dep_off[0] != 0) return ERR_INPUT;
+  for (i64 k = 0; k < st->n; k++) if (st->index[k] < 0 || st->index[k] >= st->rows || st->dep_off[k + 1] < st->dep_off[k]) return ERR_INPUT;
+  return 0;
+}
+
+/* Replay one CU. streams[s]; wave k runs streams[wave_stream[k]] in local workgroup wg_of[k] (>= 0), recording into
+   times[at[k]...] / dram[at[k]...] (room for its stream's length). out[k]: instructions the wave recorded; start[k]: its start
+   cycle. */
+i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t *wave_stream, const int32_t *wg_of, const Params *p,
+              const i64 *at, i64 *times, uint8_t *dram, i64 *out, i64 *start) {
   if (p->simds < 1 || p->simds > 8 || n_waves < 1) return ERR_INPUT;
-  if (n_waves >= 1 << WAVE_BITS) return ERR_RANGE;
+  if (n_waves >= 1 << WAVE_BITS) return ERR_UNSUPPORTED;
+  i64 lo = 0, hi = 3, err = 0;   /* (the launch fetches lines 0-3) */
+  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi))) return err;
+  if (hi - lo >= MAX_LINES) return ERR_UNSUPPORTED;
   CU cu;
   memset(&cu, 0, sizeof cu);
-  cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds * N_PORTS; cu.lds_done = NEVER; cu.wg_of = wg_of;
-  for (i64 k = 0; k < n_waves; k++) { if (wg_of[k] < 0) return ERR_INPUT; if (wg_of[k] >= cu.n_wg) cu.n_wg = wg_of[k] + 1; }
+  cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds * N_PORTS; cu.lds_done = NEVER;
+  for (i64 k = 0; k < n_waves; k++) {
+    if (wg_of[k] < 0) return ERR_INPUT;
+    if (wg_of[k] >= n_waves) return ERR_UNSUPPORTED;   /* (workgroups no wave is in) */
+    if (wg_of[k] >= cu.n_wg) cu.n_wg = wg_of[k] + 1;
+  }
   cu.waves = calloc(n_waves, sizeof(Wave));
-  cu.ic.at = malloc(ic_n * sizeof(i64)); cu.ic.lo = ic_lo; cu.ic.n = ic_n; cu.ic.lat = p->fetch;
+  cu.ic.n = hi - lo + 1; cu.ic.lo = lo; cu.ic.lat = p->fetch; cu.ic.at = malloc(cu.ic.n * sizeof(i64));
   cu.wg_first = calloc(cu.n_wg + 1, sizeof(i64)); cu.remaining = calloc(cu.n_wg, sizeof(i64)); cu.n_arrived = calloc(cu.n_wg, sizeof(i64));
   cu.wg_wave = malloc(n_waves * sizeof(int32_t)); cu.arrived = malloc(n_waves * sizeof(int32_t));
-  i64 err = 0;
   if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived) { err = ERR_MEMORY; goto done; }
-  for (i64 k = 0; k < ic_n; k++) cu.ic.at[k] = NONE;
+  for (i64 k = 0; k < cu.ic.n; k++) cu.ic.at[k] = NONE;
   for (i64 k = 0; k < n_waves; k++) {
-    cu.waves[k].st = &streams[wave_stream[k]]; cu.waves[k].times = times[k]; cu.waves[k].dram = dram[k];
+    if (wave_stream[k] < 0 || wave_stream[k] >= n_streams) { err = ERR_INPUT; goto done; }
+    cu.waves[k].st = &streams[wave_stream[k]]; if (at[k + 1] - at[k] < streams[wave_stream[k]].n) { err = ERR_INPUT; goto done; }
+    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k];
     cu.remaining[wg_of[k]]++; cu.wg_first[wg_of[k] + 1]++;
   }
   for (i64 g = 0; g < cu.n_wg; g++) cu.wg_first[g + 1] += cu.wg_first[g];

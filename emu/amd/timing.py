@@ -182,6 +182,7 @@ class ReplayMemo:
   def __init__(self, limit:int=65536, max_codes:int=1 << 20):
     self.ops: dict[int, list] = {}   # step id -> [the step, its ReplayOp once classified]
     self.classified: dict[tuple[str, bytes], ReplayOp] = {}   # (arch, instruction bytes) -> its ReplayOp
+    self.interned: dict[ReplayOp, ReplayOp] = {}   # one object per distinct ReplayOp: a stream's few classes are its few distinct ops
     self.runs: dict[tuple[int, int], tuple[list, list[int], list[int]]] = {}   # run_keys
     self.streams: OrderedDict[tuple[int, bytes], Stream] = OrderedDict()   # stream(): by (generation, digest of the codes)
     self.stream_budget, self.stream_size = 400_000, 0   # instructions the kept streams may hold (a matmul's: ~60k, ~8 MB)
@@ -209,7 +210,7 @@ class ReplayMemo:
     if (hit := self.ops[sid])[1] is None:
       step = hit[0]
       key = (step.spec.name, step.window[:step.size] if isinstance(step, LazyStep) else step.instr.raw)
-      if (op := self.classified.get(key)) is None: op = self.classified[key] = replay_op(classify(step))
+      if (op := self.classified.get(key)) is None: op = self.classified[key] = self.interned.setdefault(new := replay_op(classify(step)), new)
       hit[1] = op
     return hit[1]
 

@@ -79,5 +79,6 @@ def fresh_process(monkeypatch):
     STEP_CACHE.forget()
     monkeypatch.setattr(regions, "_built", {})
     monkeypatch.setattr(REPLAY_MEMO, "classified", {})
+    monkeypatch.setattr(REPLAY_MEMO, "interned", {})
   yield start
   STEP_CACHE.forget()

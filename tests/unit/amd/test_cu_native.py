@@ -61,9 +61,11 @@ def test_code_spread_over_cache_lines_and_branches():
   python, native = both(streams, [0, 0, 1, 1], 1, 1, p, p.launch)
   assert python == native
 
+@needs_cc
 def test_matrix_workloads_are_left_to_python():
-  assert not cu_native.supported([loop([SALU], [WMMA, VALU], 3)])
-  assert cu_native.supported([loop([SALU], [VALU, TRANS], 3)])
+  p = PARAMS["rdna4"]
+  assert cu_native.simulate([loop([SALU], [WMMA, VALU], 3), loop([SALU], [VALU], 3)], [0, 0], 1, 1, p, p.launch, wait=True) is None
+  assert cu_native.simulate([loop([SALU], [VALU, TRANS], 3)], [0], 1, 1, p, p.launch, wait=True) is not None
 
 def test_switched_off(monkeypatch):
   monkeypatch.setenv("EMU_NATIVE_REPLAY", "0")

@@ -77,7 +77,7 @@ def test_timing_is_deterministic_and_does_not_change_results():
   prog = [v_add_f32_e32(v[1], v[0], v[0]), s_delay_alu(VALU_DEP_1), v_exp_f32_e32(v[2], v[1])]
   regs = {0: np.arange(32, dtype=np.float32).view(np.uint32)}
   a, b = timed(prog, 2, vgprs=regs), timed(prog, 2, vgprs=regs)
-  assert a[0] == b[0] and a[1] == b[1]
+  assert a[0] == b[0] and relative(a[1]) == relative(b[1])
   from emu.amd import run_program
   ref = run_program(prog, waves=2, vgprs=regs)
   np.testing.assert_array_equal(a[2].vgpr[:, :, :3], ref.vgpr[:, :, :3])
