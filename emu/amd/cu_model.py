@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 import numpy as np
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 if TYPE_CHECKING: from emu.amd.timing import OpInfo, Params
 
 LAUNCH_GAP = 1            # consecutive wave starts of a dispatch
@@ -66,81 +66,60 @@ def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> tuple[np.ndarray, 
 
 VALU_DEP, TRANS_DEP = -1, -2   # alu_deps' codes for the latencies Params.valu_dep / trans_dep (other codes: that many cycles)
 
-def alu_deps(ops:list[ReplayOp], cls:np.ndarray|None=None) -> tuple[list[tuple[tuple[int, int], ...]], np.ndarray, int, tuple]:
-  """Per instruction of a stream, what its s_delay_alu dependencies wait for: (k, code) pairs, each "until instruction k's issue
-  plus a latency" (code VALU_DEP or TRANS_DEP, else that many cycles). They are static: an s_delay_alu names the n-th most recent
-  VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3) or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of
-  the wave's own in-order stream before the instruction `skip` non-delay instructions on (instid1's; instid0's: the next one);
-  ids without a model (0, FMA_ACCUM_CYCLE_1, an instruction that does not exist) wait for nothing. Also per instruction a number
-  for its pairs counted back from it ((j - k, code): 0 for none, equal numbers for equal pairs), and the farthest back any pair
-  reaches, and the pairs as arrays (`flat_deps`: the native replay's form). Computed over arrays (a stream is up to millions of
-  instructions; Python runs once per dependency); `cls`: the ops' classes, if known."""
-  n = len(ops)
-  if cls is None: cls = np.fromiter((op.cls for op in ops), np.int8, n)
+def alu_deps(cls:np.ndarray, delay:np.ndarray) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+  """The s_delay_alu dependencies of a stream whose instructions have classes `cls` and delay fields `delay` (arrays). Each
+  instruction waits for (k, code) pairs, each "until instruction k's issue plus a latency" (code VALU_DEP or TRANS_DEP, else that
+  many cycles). They are static: an s_delay_alu names the n-th most recent VALU (VALU_DEP_1-4), transcendental (TRANS32_DEP_1-3)
+  or SALU (SALU_CYCLE_1-3: 1-3 cycles after its issue + 1) instruction of the wave's own in-order stream before the instruction
+  `skip` non-delay instructions on (instid1's; instid0's: the next one); ids without a model (0, FMA_ACCUM_CYCLE_1, an
+  instruction that does not exist) wait for nothing. Returns per instruction a number for its pairs counted back from it ((j - k,
+  code): 0 for none, equal numbers for equal pairs), the farthest back any pair reaches, and the pairs as CSR arrays (off, k,
+  code: instruction j's pairs are k[off[j]:off[j + 1]], in the order their delays came). Computed over arrays (a stream is up to
+  millions of instructions; Python runs once per instruction with several pairs)."""
+  n = len(cls)
   delays = np.flatnonzero(cls == C_DELAY)
-  none = np.zeros(0, dtype=np.int64)
-  if not len(delays): return [()] * n, np.zeros(n, dtype=np.int64), 0, flat_deps(n, none, none, none)   # (CDNA has no s_delay_alu)
-  simm = np.array([ops[d].delay for d in delays.tolist()], dtype=np.int64)
-  # each s_delay_alu's two (skip, id) slots, in the order they apply: by delay, instid0 first
-  at = np.repeat(delays, 2)
-  skip = np.stack([np.zeros_like(simm), (simm >> 4) & 7], axis=1).reshape(-1)
-  dep = np.stack([simm & 0xf, (simm >> 7) & 0xf], axis=1).reshape(-1)
-  plain = np.flatnonzero(cls != C_DELAY)   # the instructions dependencies attach to
-  slot = np.searchsorted(plain, at) + skip
-  keep = (dep != 0) & (slot < len(plain))
-  target, dep = plain[slot[keep]], dep[keep]
-  def before(mask:np.ndarray) -> tuple[np.ndarray, np.ndarray]:   # (positions of such instructions, how many precede each target)
-    pos = np.flatnonzero(mask)
-    return pos, np.searchsorted(pos, target)
-  (valu, nv), (trans, nt), (salu, ns) = before(cls <= C_TRANS), before(cls == C_TRANS), before((cls == C_SALU) | (cls == C_BRANCH))
-  # which earlier instruction of its kind each names (the n-th most recent; SALU_CYCLE_n: the most recent) and its latency code
-  back = np.where(dep <= 4, dep, np.where(dep <= 7, dep - 4, 1))
-  code = np.where(dep <= 4, VALU_DEP, np.where(dep <= 7, TRANS_DEP, dep - 8 + 1))
-  k = np.full(len(target), -1, dtype=np.int64)   # (-1: no model for the id, or no such instruction)
-  for lo, hi, pos, count in ((1, 4, valu, nv), (5, 7, trans, nt), (9, 11, salu, ns)):
-    ok = (dep >= lo) & (dep <= hi) & (count >= back)
-    k[ok] = pos[count[ok] - back[ok]]
-  found = np.flatnonzero(k >= 0)
-  found = found[np.argsort(target[found], kind="stable")]   # by instruction, each one's pairs in the order their delays came
-  target, k, code = target[found], k[found], code[found]
-  out: list[tuple[tuple[int, int], ...]] = [()] * n
+  target = k = code = np.zeros(0, dtype=np.int64)
+  if len(delays):   # (CDNA has no s_delay_alu)
+    simm = delay[delays].astype(np.int64)
+    # each s_delay_alu's two (skip, id) slots, in the order they apply: by delay, instid0 first
+    at = np.repeat(delays, 2)
+    skip = np.stack([np.zeros_like(simm), (simm >> 4) & 7], axis=1).reshape(-1)
+    dep = np.stack([simm & 0xf, (simm >> 7) & 0xf], axis=1).reshape(-1)
+    plain = np.flatnonzero(cls != C_DELAY)   # the instructions dependencies attach to
+    slot = np.searchsorted(plain, at) + skip
+    keep = (dep != 0) & (slot < len(plain))
+    target, dep = plain[slot[keep]], dep[keep]
+    def before(mask:np.ndarray) -> tuple[np.ndarray, np.ndarray]:   # (positions of such instructions, how many precede each target)
+      pos = np.flatnonzero(mask)
+      return pos, np.searchsorted(pos, target)
+    (valu, nv), (trans, nt), (salu, ns) = before(cls <= C_TRANS), before(cls == C_TRANS), before((cls == C_SALU) | (cls == C_BRANCH))
+    # which earlier instruction of its kind each names (the n-th most recent; SALU_CYCLE_n: the most recent) and its latency code
+    back = np.where(dep <= 4, dep, np.where(dep <= 7, dep - 4, 1))
+    code = np.where(dep <= 4, VALU_DEP, np.where(dep <= 7, TRANS_DEP, dep - 8 + 1))
+    k = np.full(len(target), -1, dtype=np.int64)   # (-1: no model for the id, or no such instruction)
+    for lo, hi, pos, count in ((1, 4, valu, nv), (5, 7, trans, nt), (9, 11, salu, ns)):
+      ok = (dep >= lo) & (dep <= hi) & (count >= back)
+      k[ok] = pos[count[ok] - back[ok]]
+    found = np.flatnonzero(k >= 0)
+    found = found[np.argsort(target[found], kind="stable")]   # by instruction, each one's pairs in the order their delays came
+    target, k, code = target[found], k[found], code[found]
+  off = np.zeros(n + 1, dtype=np.int32)
+  np.cumsum(np.bincount(target, minlength=n), out=off[1:])
+  flat = (off, np.ascontiguousarray(k, dtype=np.int64), np.ascontiguousarray(code, dtype=np.int64))
   kind = np.zeros(n, dtype=np.int64)
-  if not len(target): return out, kind, 0, flat_deps(n, target, k, code)
+  if not len(target): return kind, 0, flat
   # number each instruction's pairs: a single pair (most) as distance * 16 + code + 8 (>= 0), several as a negative number per
   # distinct tuple of them; np.unique numbers those numbers
   dist = target - k
   first = np.flatnonzero(np.r_[True, target[1:] != target[:-1]])
   count = np.diff(np.r_[first, len(target)])
   key = (dist * 16 + code + 8)[first]
-  ks, cs, starts = k.tolist(), code.tolist(), first.tolist()
-  at, multi = target[first].tolist(), {}
+  multi: dict[tuple, int] = {}
   for m in np.flatnonzero(count > 1).tolist():
-    j, a, c = at[m], starts[m], int(count[m])
-    key[m] = -1 - multi.setdefault(tuple((j - x, y) for x, y in zip(ks[a:a + c], cs[a:a + c])), len(multi))
-  kind[at] = np.unique(key, return_inverse=True)[1].reshape(-1) + 1
-  for j, a, c in zip(at, starts, count.tolist()): out[j] = tuple(zip(ks[a:a + c], cs[a:a + c]))
-  return out, kind, int(dist.max()), flat_deps(n, target, k, code)
-
-def flat_deps(n:int, target:np.ndarray, k:np.ndarray, code:np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Dependency pairs (k, code) of instructions `target` (ascending) as CSR arrays: instruction j's are k[off[j]:off[j + 1]]."""
-  off = np.zeros(n + 1, dtype=np.int32)
-  np.cumsum(np.bincount(target, minlength=n), out=off[1:])
-  return off, np.ascontiguousarray(k, dtype=np.int64), np.ascontiguousarray(code, dtype=np.int64)
-
-class Stream(NamedTuple):
-  """A wave's replay input (make_stream)."""
-  ops: list[ReplayOp]
-  pcs: list[int]
-  lines: list[tuple[int, int, bool]]          # cache_spans
-  plain: list[int]    # per instruction its line when it lies in one and does not enter it (nothing to prefetch), else -1
-  deps: list[tuple[tuple[int, int], ...]]     # alu_deps
-  codes: np.ndarray   # per instruction an int64, equal exactly where the (op, pc) pairs are
-  keys: np.ndarray    # per instruction an int64 that is equal for two instructions exactly when both are the same instruction at
-                      # the same pc with the same dependencies counted back from it: where a stream repeats itself (_Periods)
-  reach: int          # the farthest back, in instructions, any dependency of the stream reaches
-  index: np.ndarray   # per instruction (int32) its row of `table`
-  table: np.ndarray | None   # the stream's distinct (op, pc) pairs, a row each (ROW; None: a value too large for it)
-  flat_deps: tuple    # `deps` as CSR arrays (alu_deps)
+    a, c = int(first[m]), int(count[m])
+    key[m] = -1 - multi.setdefault(tuple(zip(dist[a:a + c].tolist(), code[a:a + c].tolist())), len(multi))
+  kind[target[first]] = np.unique(key, return_inverse=True)[1].reshape(-1) + 1
+  return kind, int(dist.max()), flat
 
 # a Stream's table: per distinct instruction the ReplayOp's fields, its pc, cache span (first, last line, whether it enters the
 # first), plain line and waits (up to MAX_WAITS (counter, limit) pairs). ROW is its layout, emu/amd/cu_replay.c's OpRow (a C
@@ -168,27 +147,83 @@ def _table(ops:list[ReplayOp], columns:dict[str, np.ndarray]) -> np.ndarray | No
     out[name] = v
   return out
 
+class Stream:
+  """A wave's replay input: its instructions as rows of its distinct (op, pc) pairs (stream_of_codes, make_stream). The arrays
+  serve both replays; the per-instruction lists only the Python one reads (`ops` ... `deps`) are made on first use."""
+  __slots__ = ("distinct", "at", "index", "codes", "keys", "reach", "table", "flat_deps", "spans", "_ops", "_pcs", "_lines", "_plain",
+               "_deps")
+  def __init__(self, distinct:list[ReplayOp], at:list[int], index:np.ndarray, codes:np.ndarray):
+    self.distinct, self.at = distinct, at   # the distinct (op, pc) pairs, ascending by code
+    self.index = index.astype(np.int32)     # per instruction its pair
+    self.codes = np.asarray(codes, dtype=np.int64)   # per instruction an int, equal exactly where the (op, pc) pairs are
+    self._ops = self._pcs = self._lines = self._plain = self._deps = None
+    n = len(index)
+    cls = np.array([op.cls for op in distinct], dtype=np.int8)[index]
+    kind, self.reach, self.flat_deps = alu_deps(cls, np.array([op.delay for op in distinct], dtype=np.int64)[index])
+    # keys: per instruction an int that is equal for two instructions exactly when both are the same instruction at the same pc
+    # with the same dependencies counted back from it: where a stream repeats itself (_Periods); reach: the farthest back, in
+    # instructions, any dependency reaches
+    self.keys = self.codes * (int(kind.max(initial=0)) + 1) + kind
+    self.spans, self.table = [], np.zeros(0, dtype=ROW)
+    if n:   # (each distinct instruction's span: the stream's first instruction is its pair's first occurrence, and enters its line)
+      lo, hi, enter = cache_spans([op.size for op in distinct], at, at[int(index[0])])
+      simple = np.where((lo == hi) & ~enter, lo, -1)
+      self.spans = list(zip(lo.tolist(), hi.tolist(), enter.tolist(), simple.tolist()))
+      self.table = _table(distinct, {"pc": np.asarray(at, dtype=np.int64), "first": lo, "last": hi, "enter": enter, "plain": simple})
+
+  def __len__(self) -> int: return len(self.index)
+
+  @property
+  def ops(self) -> list[ReplayOp]:
+    if self._ops is None: self._ops = [self.distinct[k] for k in self.index.tolist()]
+    return self._ops
+
+  @property
+  def pcs(self) -> list[int]:
+    if self._pcs is None: self._pcs = [self.at[k] for k in self.index.tolist()]
+    return self._pcs
+
+  @property
+  def lines(self) -> list[tuple[int, int, bool]]:
+    """Per instruction its cache span: first and last line, whether it enters the first (cache_spans)."""
+    if self._lines is None: self._lines = [self.spans[k][:3] for k in self.index.tolist()]
+    return self._lines
+
+  @property
+  def plain(self) -> list[int]:
+    """Per instruction its line when it lies in one and does not enter it (nothing to prefetch), else -1."""
+    if self._plain is None: self._plain = [self.spans[k][3] for k in self.index.tolist()]
+    return self._plain
+
+  @property
+  def deps(self) -> list[tuple[tuple[int, int], ...]]:
+    """Per instruction its s_delay_alu dependencies as (k, code) pairs (alu_deps)."""
+    if self._deps is None:
+      off, k, code = self.flat_deps
+      out: list[tuple[tuple[int, int], ...]] = [()] * len(self)
+      ks, cs, bounds = k.tolist(), code.tolist(), off.tolist()
+      for j in np.flatnonzero(np.diff(off)).tolist(): out[j] = tuple(zip(ks[bounds[j]:bounds[j + 1]], cs[bounds[j]:bounds[j + 1]]))
+      self._deps = out
+    return self._deps
+
+def stream_of_codes(codes:np.ndarray, pair) -> Stream:
+  """A wave's replay input from an int per issued instruction, equal exactly where the (op, pc) pairs are; `pair(code)`: the
+  (op, pc) of a code, asked once per distinct code."""
+  uniq, inverse = np.unique(codes, return_inverse=True)
+  pairs = [pair(c) for c in uniq.tolist()]
+  return Stream([op for op, _ in pairs], [pc for _, pc in pairs], inverse.reshape(-1), codes)
+
 def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -> Stream:
   """A wave's replay input from its issued instructions and their pcs; `codes`: an int per instruction, equal exactly where the
-  (op, pc) pairs are (made here when not given). What depends on the instruction alone is worked out once per distinct code."""
+  (op, pc) pairs are (made here when not given)."""
   if codes is None:
     seen: dict[tuple[int, int], int] = {}
     codes = np.fromiter((seen.setdefault((id(op), pc), len(seen)) for op, pc in zip(ops, pcs)), np.int64, len(ops))
   _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-  first, inverse = first.tolist(), inverse.reshape(-1)
-  cls = np.array([ops[f].cls for f in first], dtype=np.int8)[inverse]
-  deps, kind, reach, flat = alu_deps(ops, cls)
-  lines, plain, table = [], [], np.zeros(0, dtype=ROW)
-  if ops:   # (each distinct instruction's span, from its first occurrence: the stream's first instruction enters its line)
-    distinct, at = [ops[f] for f in first], [pcs[f] for f in first]
-    lo, hi, enter = cache_spans([op.size for op in distinct], at, pcs[0])
-    simple = np.where((lo == hi) & ~enter, lo, -1)
-    spans, which = list(zip(lo.tolist(), hi.tolist(), enter.tolist())), inverse.tolist()
-    lines, plain = [spans[c] for c in which], simple[inverse].tolist()
-    table = _table(distinct, {"pc": np.asarray(at, dtype=np.int64), "first": lo, "last": hi, "enter": enter, "plain": simple})
-  codes = np.asarray(codes, dtype=np.int64)
-  return Stream(ops, pcs, lines, plain, deps, codes, codes * (int(kind.max(initial=0)) + 1) + kind, reach, inverse.astype(np.int32),
-                table, flat)
+  first = first.tolist()
+  stream = Stream([ops[f] for f in first], [pcs[f] for f in first], inverse.reshape(-1), codes)
+  stream._ops, stream._pcs = list(ops), list(pcs)
+  return stream
 
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
@@ -552,8 +587,8 @@ class _CU:
     self.streams, self.passes, self.p, self.fetch = streams, passes, p, fetch
     self.waves: list[_Wave | None] = [None] * len(streams)
     self.groups, self.icache, self.ports = _Workgroups(wg_of), _ICache(fetch), _Ports(p.simds_per_cu)
-    distinct = {id(st[0]): st[0] for st in streams}.values()   # waves with the same stream share its lists
-    self.units = [_Matrix() for _ in range(p.simds_per_cu)] if any(P_MATRIX in [op.port for op in ops] for ops in distinct) else None
+    distinct = {id(st): st for st in streams}.values()   # (waves with the same stream share it)
+    self.units = [_Matrix() for _ in range(p.simds_per_cu)] if any(op.port == P_MATRIX for st in distinct for op in st.distinct) else None
     self.pass_issue = ISSUE * passes   # a VALU instruction's issue cycles (wave64: two passes)
     self.lds_done = NEVER   # the cycle the CU's LDS pipe has finished the last DS instruction
     self.back = False   # the last branch issued was taken backward

@@ -8,7 +8,7 @@ least two workloads) and no timeline is wanted (a worker returns a workload's en
 
 Workers are `python <this file>` children started on first use and kept for the process's life: each loads emu/amd/cu_model.py
 by its path (no package import, so no tinygrad: ~0.1 s to start) and runs the same `simulate_cu`, so the numbers are the same.
-Jobs go over pipes, pickled: a stream as its distinct ops (their fields), an index per instruction, its pcs and codes; a worker
+Jobs go over pipes, pickled: a stream as its distinct (op, pc) pairs (ops as their fields), a pair per instruction and its codes; a worker
 gets all its jobs at once and answers their end cycles; it ignores SIGINT (a terminal's Ctrl-C reaches the whole process group:
 the parent decides) and ends when its stdin closes. Any failure (a worker that cannot start or is gone, a broken pipe, an
 answer later than `TIMEOUT_S`, an error inside it) stops the pool for this process (`failure` says why) and the jobs still open
@@ -16,7 +16,6 @@ replay here: never a different number, at worst the time of doing it alone.
 """
 from __future__ import annotations
 import atexit, dataclasses, os, pickle, select, struct, subprocess, sys, threading
-import numpy as np
 
 MIN_INSTRUCTIONS = 200_000   # wave-instructions to replay below which the pipes and pickling cost more than they save
 TIMEOUT_S = 600.0            # longest wait for a worker's answer
@@ -43,18 +42,18 @@ def _receive(pipe):
   return pickle.loads(data)
 
 def _pack_job(streams:list, wg_of:list[int], passes:int, slots:int, params, fetch:int, ops:dict, table:list, sent:dict) -> tuple:
-  """One CU workload for a worker: its waves as stream numbers, each distinct stream (not `sent` before in this message) as
-  (op numbers in `table`, pcs, codes); `ops` numbers the distinct ReplayOps of the message (their fields go in `table`)."""
+  """One CU workload for a worker: its waves as stream numbers, each distinct stream (not `sent` before in this message) as its
+  distinct (op, pc) pairs (op numbers in `table`, pcs), each instruction's pair and its codes (cu_model.Stream); `ops` numbers
+  the distinct ReplayOps of the message (their fields go in `table`)."""
   waves, new = [], []
   for s in streams:
     if (k := sent.get(id(s))) is None:
       k = sent[id(s)] = len(sent)
-      _, first, inverse = np.unique(s.codes, return_index=True, return_inverse=True)
       numbers = []
-      for f in first.tolist():
-        if (n := ops.get(id(op := s.ops[f]))) is None: n = ops[id(op)] = len(table); table.append(dataclasses.astuple(op))
+      for op in s.distinct:
+        if (n := ops.get(id(op))) is None: n = ops[id(op)] = len(table); table.append(dataclasses.astuple(op))
         numbers.append(n)
-      new.append((k, np.asarray(numbers, dtype=np.int32)[inverse.reshape(-1)], np.asarray(s.pcs, dtype=np.int64), s.codes))
+      new.append((k, numbers, s.at, s.index, s.codes))
     waves.append(k)
   return waves, new, wg_of, passes, slots, dataclasses.asdict(params), fetch
 
@@ -71,7 +70,7 @@ class ReplayPool:
     One caller at a time uses the workers (another thread meanwhile replays its jobs itself)."""
     if self.pid != os.getpid():   # (forked: the workers are the parent's; start afresh, leaving theirs alone)
       self.workers, self.failure, self.pid, self._lock = [], None, os.getpid(), threading.Lock()
-    sizes = [sum(len(s.ops) for s in job[0]) for job in jobs]
+    sizes = [sum(len(s) for s in job[0]) for job in jobs]
     if len(jobs) < 2 or sum(sizes) < MIN_INSTRUCTIONS or self.failure is not None or not self._lock.acquire(blocking=False):
       return [replay(job) for job in jobs]
     try:
@@ -159,8 +158,7 @@ def serve():
       ops = [cu.ReplayOp(*fields) for fields in table]
       answer, streams = [], {}
       for waves, new, wg_of, passes, slots, params, fetch in jobs:
-        for k, numbers, pcs, codes in new:
-          streams[k] = cu.make_stream([ops[n] for n in numbers.tolist()], pcs.tolist(), codes)
+        for k, numbers, at, index, codes in new: streams[k] = cu.Stream([ops[n] for n in numbers], at, index, codes)
         answer.append(cu.simulate_end([streams[k] for k in waves], wg_of, passes, slots, types.SimpleNamespace(**params), fetch))
     except Exception as e:   # (the parent replays these itself)
       answer = f"{type(e).__name__}: {e}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from emu.amd import cu_native
 from emu.amd.arch import ArchSpec
-from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end
+from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end, stream_of_codes
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.regions import LazyStep
@@ -276,14 +276,11 @@ class ReplayMemo:
       if (hit := self.streams.get(key := (generation, digest))) is not None:
         self.streams.move_to_end(key)
         return hit, digest
-    sp = [pairs[c] for c in codes.tolist()]
-    held = self.ops   # (inline: a stream holds up to ~60k instructions; `op` only for those not classified yet)
-    ops, pcl = [h[1] if (h := held[sid])[1] is not None else self.op(sid) for sid, _ in sp], [pc for _, pc in sp]
-    stream = make_stream(ops, pcl, codes)
+    stream = stream_of_codes(codes, lambda c: (self.op((p := pairs[c])[0]), p[1]))
     with self._lock:
-      self.streams[key], self.stream_size = stream, self.stream_size + len(ops)
+      self.streams[key], self.stream_size = stream, self.stream_size + len(stream)
       while self.stream_size > self.stream_budget and len(self.streams) > 1:
-        self.stream_size -= len(self.streams.popitem(last=False)[1][0])
+        self.stream_size -= len(self.streams.popitem(last=False)[1])
     return stream, digest
 
   def forget_results(self):
@@ -505,12 +502,11 @@ class TimingModel(DispatchObserver):
         else: end = max(end, cu_end)
         continue
       waves = ids.tolist()
-      if (res := per_dispatch.get(local := tuple(id(streams[w][0]) for w in waves))) is None: res = per_dispatch[local] = self._replay(streams, ids)
+      if (res := per_dispatch.get(local := tuple(id(streams[w]) for w in waves))) is None: res = per_dispatch[local] = self._replay(streams, ids)
       end = max([end] + [r[1] for r in res])
       for w, (start, _, times, dram) in zip(waves, res):
         self.timeline.append((w, -1, start, "start", False))
-        ops, pcs = streams[w][:2]
-        self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(ops, pcs, times, dram) if t is not None)
+        self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(streams[w].ops, streams[w].pcs, times, dram) if t is not None)
     # compiled where it can (emu/amd/cu_native.py), the rest in Python (independent: some may replay in worker processes,
     # emu/amd/replay_pool.py)
     python: dict[bytes, tuple] = {}

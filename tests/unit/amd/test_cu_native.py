@@ -1,7 +1,7 @@
 """The compiled CU replay (emu/amd/cu_native.py, cu_replay.c) against cu_model.simulate_cu, its reference: every wave's start,
 end, issue time of each instruction and DRAM flag must be the same (the reference's rules are checked by hand in test_timing.py,
 whose cases also run here through `replay`)."""
-import random, shutil
+import copy, random, shutil
 import pytest
 from emu.amd import cu_native
 from emu.amd.timing import PARAMS, OpInfo
@@ -76,7 +76,8 @@ def test_switched_off(monkeypatch):
 def test_inconsistent_input_is_an_error_not_a_number():
   st = loop([SALU], [VALU, delay(VALU_DEP_1), VALU], 4)
   off, k, code = st.flat_deps
-  bad = st._replace(flat_deps=(off, k + 1000, code))   # a dependency on an instruction not yet issued
+  bad = copy.copy(st)
+  bad.flat_deps = (off, k + 1000, code)   # a dependency on an instruction not yet issued
   p = PARAMS["rdna3"]
   with pytest.raises(RuntimeError, match="inconsistent input"): cu_native.simulate([bad], [0], 1, 1, p, p.launch, wait=True)
 

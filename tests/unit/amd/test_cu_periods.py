@@ -1,6 +1,7 @@
 """The replay's steady-state skip (emu/amd/cu_model.py, _Periods): a loop's repeated trips written out must be exactly what
 replaying them gives. The reference is the same replay with the skip off (its rules are checked by hand in test_timing.py);
 each case also checks that the skip happened, so that it cannot pass by never skipping."""
+import numpy as np
 import pytest
 from emu.amd import cu_model
 from emu.amd.cu_model import make_stream, replay_op, simulate_cu
@@ -108,7 +109,9 @@ def test_s_delay_alu_dependencies_worked_by_hand():
   def simm(id0, skip=0, id1=0): return id0 | skip << 4 | id1 << 7
   ops = [VALU, TRANS, SALU, delay(simm(2, 2, 9)), VALU, delay(simm(5)), VALU, SALU,
          delay(simm(1, 1, 3)), delay(simm(4)), VALU, VALU]
-  deps, kind, reach, _ = cu_model.alu_deps(ops)
+  st = make_stream(ops, [4 * k for k in range(len(ops))])
+  kind, reach, _ = cu_model.alu_deps(np.array([op.cls for op in ops]), np.array([op.delay for op in ops]))
+  deps = st.deps
   V, T = cu_model.VALU_DEP, cu_model.TRANS_DEP
   assert deps == [(), (), (), (), ((0, V),), (), ((1, T),), ((2, 2),), (), (), ((6, V), (0, V)), ((4, V),)]
   assert reach == 10
