@@ -1,5 +1,4 @@
-"""The CU replay compiled (emu/amd/cu_replay.c): `cu_model.simulate_cu`'s rules in C, ~20-40x faster, for CU workloads without
-matrix ops.
+"""The CU replay compiled (emu/amd/cu_replay.c): `cu_model.simulate_cu`'s rules in C, ~20-40x faster.
 
 The library is built with the machine's C compiler (`clang`, else `cc`; tinygrad's CPU device needs clang, so a bench setup
 has it) in a background thread the first time a replay asks for it, and kept next to the pcode disk cache, keyed by the source,
@@ -17,7 +16,8 @@ from emu.amd.cu_model import ROW, Stream
 SOURCE = Path(__file__).with_name("cu_replay.c")
 FLAGS = ("-O2", "-std=c11", "-shared", "-fPIC")
 PARAM_FIELDS = ("simds_per_cu", "passes", "wg_slots", "fetch", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat",
-                "vmem_store_lat", "store_next", "lds_lat", "barrier_release", "branch_dep", "branch_taken")   # cu_replay.c's Params
+                "vmem_store_lat", "store_next", "lds_lat", "barrier_release", "branch_dep", "branch_taken", "matrix_start", "matrix_queue",
+                "matrix_drain", "matrix_buffer")   # cu_replay.c's Params
 NONE = -(1 << 63)   # an issue time of an instruction consumed without issue
 ERRORS, UNSUPPORTED = {-1: "out of memory", -2: "inconsistent input"}, -3   # cu_replay.c's error codes
 
@@ -90,8 +90,8 @@ LIBRARY = _Library()
 def replay(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p, fetch:int, wait:bool=False) -> tuple | None:
   """`cu_model.simulate_cu(streams, wg_of, passes, wg_slots, p, fetch)` compiled: arrays (starts, recorded counts, where each
   wave's records begin, the issue times (NONE: consumed without issue), the DRAM flags), or None when the compiled replay is
-  not available (yet: `wait` for it) or does not take these waves (matrix ops, over a million waves, cycles past 2**37, code
-  spanning over 1 GiB)."""
+  not available (yet: `wait` for it) or does not take these waves (over a million waves, cycles past 2**37, code spanning over
+  1 GiB, a value beyond its table's fields)."""
   if not streams or (fn := LIBRARY.get(wait)) is None or any(s.table is None for s in streams) or p.simds_per_cu > 8: return None
   distinct: dict[int, int] = {}
   waves = np.array([distinct.setdefault(id(s), len(distinct)) for s in streams], dtype=np.int32)
@@ -108,7 +108,7 @@ def replay(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p, f
   wg = np.asarray(wg_of, dtype=np.int32)
   err = fn(rows.ctypes.data, len(uniq), len(streams), waves.ctypes.data, wg.ctypes.data, params.ctypes.data, at.ctypes.data,
            times.ctypes.data, dram.ctypes.data, counts.ctypes.data, starts.ctypes.data)
-  if err == UNSUPPORTED: return None   # (matrix ops, cycles or waves beyond its heap keys' fields: the Python replay takes them)
+  if err == UNSUPPORTED: return None   # (what its fixed-size fields do not hold: the Python replay takes it)
   if err: raise RuntimeError(f"the compiled CU replay failed: {ERRORS.get(err, err)}")
   return starts, counts, at, times, dram
 

@@ -1,8 +1,8 @@
-/* The CU replay of emu/amd/cu_model.py (`_CU.run`) compiled: the same rules, step for step, for CU workloads without matrix
-   ops (WMMA/MFMA), built by emu/amd/cu_native.py with the system's C compiler. cu_model.py is the reference: every rule here
+/* The CU replay of emu/amd/cu_model.py (`_CU.run`) compiled: the same rules, step for step (the steady-state skip aside, which
+   only saves time), built by emu/amd/cu_native.py with the system's C compiler. cu_model.py is the reference: every rule here
    names the Python it mirrors, and tests/unit/amd/test_cu_native.py replays workloads both ways and compares every issue time.
 
-   Inputs are arrays the Python side builds (cu_native.py; its checks keep every index in range): per stream the instruction's
+   Inputs are arrays the Python side builds (cu_native.py; `check` keeps every index in range): per stream the instruction's
    row in the stream's table of distinct instructions, the table (`OpRow`), and its s_delay_alu dependencies as CSR arrays.
    Outputs: per wave its issue cycle per instruction (NONE: consumed without issue) and whether it waited on DRAM, its start,
    and the number of instructions it recorded. Returns 0, or a negative error code (nothing is then used). */
@@ -21,7 +21,7 @@ enum { C_VALU, C_TRANS, C_SALU, C_BRANCH, C_SMEM, C_VMEM_LOAD, C_VMEM_STORE, C_L
 enum { P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS };
 enum { VM = 0, VS = 1, N_COUNTERS = 5 };
 enum { VALU_DEP = -1, TRANS_DEP = -2 };
-/* ERR_UNSUPPORTED: what the Python replay takes and this one does not (matrix ops, cycles or waves beyond a heap key's fields) */
+/* ERR_UNSUPPORTED: what the Python replay takes and this one does not (cycles or waves beyond a heap key's fields, code over MAX_LINES) */
 enum { ERR_MEMORY = -1, ERR_INPUT = -2, ERR_UNSUPPORTED = -3 };
 
 /* one distinct instruction of a stream: cu_model.ROW (cu_native checks that the sizes agree) */
@@ -39,12 +39,12 @@ typedef struct { const int32_t *index; i64 n; const OpRow *table; i64 rows; cons
 
 /* cu_native.PARAM_FIELDS, in this order */
 typedef struct { i64 simds, passes, wg_slots, fetch, valu_dep, trans_dep, vgpr_to_mem, smem_lat, vmem_load_lat, vmem_store_lat, store_next,
-                 lds_lat, barrier_release, branch_dep, branch_taken; } Params;
+                 lds_lat, barrier_release, branch_dep, branch_taken, matrix_start, matrix_queue, matrix_drain, matrix_buffer; } Params;
 
 typedef struct { i64 *t; uint8_t *g; i64 head, len, cap; } Pending;   /* a wait counter's operations: (completion, global) in order */
 
 typedef struct {
-  const StreamIn *st; i64 i, start, salu, last_valu, parked; int simd, wg, next_dram, launched, running;
+  const StreamIn *st; i64 i, start, salu, last_valu, parked, mx_end, free_at; int simd, wg, next_dram;
   i64 *times; uint8_t *dram; Pending pend[N_COUNTERS];
 } Wave;
 
@@ -137,6 +137,128 @@ static i64 pend_wait(Pending *p, i64 limit, int *global) {
   return t;
 }
 
+/* _Matrix: a SIMD's matrix unit and the VALU work that waits on it (cu_model's docstring tells the rules). A wave's `free_at`
+   lives in its Wave (a wave uses one SIMD's unit). */
+typedef struct { i64 end, owner; } Flight;   /* a WMMA in flight: its completion and wave */
+typedef struct { i64 wave, rest; } Pass;     /* VALU work waiting for completions: its wave, passes left */
+typedef struct {
+  Flight *fl; i64 n, cap;              /* in order */
+  i64 *used; i64 n_used, cap_used;     /* completions an instruction issued at */
+  Pass *pend; i64 head, n_pend, cap_pend;
+  i64 undrained, drain_end, seen, pass_seen;
+} Unit;
+
+static int grow(void **a, i64 *cap, i64 need, size_t size) {
+  if (need <= *cap) return 0;
+  i64 c = *cap ? *cap : 8;
+  while (c < need) c *= 2;
+  void *b = realloc(*a, c * size);
+  if (!b) return ERR_MEMORY;
+  *a = b; *cap = c;
+  return 0;
+}
+
+static int unit_used(const Unit *u, i64 t) { for (i64 k = 0; k < u->n_used; k++) if (u->used[k] == t) return 1; return 0; }
+
+static int unit_use(Unit *u, i64 t) {   /* add `t` to the completions taken */
+  if (unit_used(u, t)) return 0;
+  if (grow((void **)&u->used, &u->cap_used, u->n_used + 1, sizeof(i64))) return ERR_MEMORY;
+  u->used[u->n_used++] = t;
+  return 0;
+}
+
+static void unit_advance(Unit *u, Wave *waves, i64 now) {   /* _Matrix.advance */
+  for (i64 k = 0; k < u->n; k++) {
+    i64 e = u->fl[k].end;
+    if (e > now) break;
+    if (e > u->seen) { u->drain_end = (u->drain_end > e ? u->drain_end : e) + u->undrained; u->undrained = 0; u->seen = e; }
+    if (e < now && e > u->pass_seen) {
+      u->pass_seen = e;
+      if (!unit_used(u, e) && u->head < u->n_pend && --u->pend[u->head].rest == 0) waves[u->pend[u->head++].wave].free_at = e + 1;
+    }
+  }
+  i64 k = 0;
+  while (k < u->n && u->fl[k].end < now) k++;
+  if (!k) return;
+  if (k == u->n) {   /* idle: what was buffered or pending drains from the last completion */
+    u->head = u->n_pend = 0;
+    u->drain_end = (u->drain_end > u->seen ? u->drain_end : u->seen) + u->undrained; u->undrained = 0;
+  }
+  memmove(u->fl, u->fl + k, (u->n - k) * sizeof(Flight));
+  u->n -= k;
+  i64 keep = 0;
+  for (i64 j = 0; j < u->n_used; j++) if (u->used[j] >= now) u->used[keep++] = u->used[j];
+  u->n_used = keep;
+}
+
+static int others_in_flight(const Unit *u, i64 wave, i64 now) {
+  for (i64 k = 0; k < u->n; k++) if (u->fl[k].end > now && u->fl[k].owner != wave) return 1;
+  return 0;
+}
+
+static int pending(const Unit *u, i64 wave, int mine) {   /* _Matrix.waiting (mine) / held (another wave's work) */
+  for (i64 k = u->head; k < u->n_pend; k++) if ((u->pend[k].wave == wave) == mine) return 1;
+  return 0;
+}
+
+static i64 next_slot(const Unit *u) {
+  for (i64 k = 0; k < u->n; k++) if (!unit_used(u, u->fl[k].end)) return u->fl[k].end;
+  return u->fl[u->n - 1].end + 1;
+}
+
+/* _Matrix.gate: `ready` when the instruction may issue (with what unit_take then records in take[]: need, at_slot, follow;
+   take[0] = -1: nothing), else the cycle to look again */
+static i64 unit_gate(Unit *u, Wave *waves, i64 wave, const OpRow *op, i64 ready, i64 passes, i64 buffer, i64 *take) {
+  take[0] = -1;
+  if (u->n) unit_advance(u, waves, ready);
+  if (op->port == P_MATRIX) {
+    if (u->n && (others_in_flight(u, wave, ready) || pending(u, wave, 0))) { i64 slot = next_slot(u); if (slot > ready) return slot; }
+    return ready;
+  }
+  if (!u->n || u->fl[u->n - 1].end <= ready) return u->drain_end - 1 > ready ? u->drain_end - 1 : ready;
+  i64 need = op->cost * passes, room = NONE;   /* _Matrix.buffer_room; NONE: the owner's buffer takes none */
+  if (u->undrained + need <= buffer && !others_in_flight(u, wave, ready) && !pending(u, wave, 0)) {
+    room = u->drain_end - 1 - (buffer - need - u->undrained);
+    if (room < ready) room = ready;
+  }
+  int at_slot = room == NONE || room > ready;
+  if (at_slot && pending(u, wave, 1)) {   /* its previous work still waits: look again after the next completion */
+    for (i64 k = 0; k < u->n; k++) if (u->fl[k].end >= ready) return u->fl[k].end + 1;
+    return ready + 1;
+  }
+  int follow = at_slot && waves[wave].free_at == ready;
+  if (at_slot && !follow) {
+    i64 slot = next_slot(u);
+    if (room != NONE && room < slot) slot = room;
+    if (slot > ready) return slot;
+  }
+  int at_end = 0;   /* (a completion it issues at counts as one) */
+  for (i64 k = 0; k < u->n; k++) if (u->fl[k].end == ready) at_end = 1;
+  take[0] = need; take[1] = at_slot; take[2] = follow && !at_end;
+  return ready;
+}
+
+static int unit_take(Unit *u, i64 wave, i64 now, const i64 *take) {   /* _Matrix.take */
+  i64 need = take[0], at_slot = take[1], follow = take[2];
+  if (at_slot) {
+    if (!follow && unit_use(u, now)) return ERR_MEMORY;
+    i64 rest = follow ? need : need - 1;
+    if ((others_in_flight(u, wave, now) || pending(u, wave, 0)) && rest > 0) {
+      if (grow((void **)&u->pend, &u->cap_pend, u->n_pend + 1, sizeof(Pass))) return ERR_MEMORY;
+      u->pend[u->n_pend++] = (Pass){wave, rest};
+    }
+  }
+  u->undrained += need;
+  return 0;
+}
+
+static i64 unit_queue(Unit *u, i64 wave, i64 ready, i64 cycles, i64 start, int *err) {   /* _Matrix.queue: the WMMA's completion */
+  if (grow((void **)&u->fl, &u->cap, u->n + 1, sizeof(Flight)) || unit_use(u, ready)) { *err = ERR_MEMORY; return 0; }
+  i64 after = u->n ? u->fl[u->n - 1].end : 0, t = (ready + start > after ? ready + start : after) + cycles;
+  u->fl[u->n++] = (Flight){t, wave};
+  return t;
+}
+
 /* _ICache over the line numbers lo..lo+n-1 (cu_native sizes it to every line a stream names, its pair partner and successor) */
 typedef struct { i64 *at; i64 lo, n, lat; } ICache;
 
@@ -169,6 +291,7 @@ static i64 ic_fetched(ICache *c, const OpRow *r, i64 ready, int *err) {   /* _IC
 
 typedef struct {
   const Params *p; Wave *waves; i64 n_waves; Heap heap; ICache ic; i64 free[N_PORTS * 9]; i64 shared_base;
+  int matrix; Unit units[8];   /* each SIMD's matrix unit, when a stream has a matrix op (else the ports alone decide) */
   /* a port's waiting waves and its wake item (0: none). cu_model pushes a new wake item whenever one changes and skips the
      stale ones it pops; here each port's one live item stays out of the heap and the loop takes it when it is the least */
   IntHeap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; uint64_t live; i64 lds_done;
@@ -182,7 +305,7 @@ static int cu_launch(CU *cu, i64 at) {   /* _CU.launch / _Workgroups.next_launch
   cu->clock = t + count;   /* LAUNCH_GAP 1 */
   for (i64 k = 0; k < count; k++) {
     Wave *w = &cu->waves[cu->wg_wave[first + k]];
-    w->start = t + k; w->i = 0; w->simd = (int)(k % cu->p->simds); w->wg = (int)wg; w->launched = 1; w->running = 1;
+    w->start = t + k; w->i = 0; w->simd = (int)(k % cu->p->simds); w->wg = (int)wg; w->mx_end = NEVER; w->free_at = NONE;
     w->salu = NEVER; w->last_valu = NEVER; w->parked = 0; w->next_dram = 1;
     i64 ready = w->start + cu->p->fetch;
     for (i64 line = 0; line < 4; line++) {   /* ILAUNCH_LINES */
@@ -261,7 +384,21 @@ static int run(CU *cu) {   /* _CU.run */
       if (t > ready) { w->next_dram = 1; if ((err = heap_push(&cu->heap, t, i, 0))) return err; continue; }
     }
     i64 mult = op->vec ? p->passes : 1;
-    if (op->own_port) {
+    if (cu->matrix && op->vec) {   /* _CU.issue_port with matrix units */
+      Unit *u = &cu->units[w->simd];
+      i64 take[3], t = unit_gate(u, cu->waves, i, op, ready, p->passes, p->matrix_buffer, take);
+      if (t > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
+      if (op->port == P_MATRIX) {   /* the issue takes one VALU pass; the op queues behind the SIMD's WMMAs in flight */
+        i64 key = w->simd * N_PORTS + P_VALU;
+        if (cu->free[key] > ready) { if ((err = heap_push(&cu->heap, cu->free[key], i, 1))) return err; continue; }
+        cu->free[key] = ready + mult;
+        w->mx_end = unit_queue(u, i, ready, op->cost * mult, p->matrix_start, &err);
+        if (err) return err;
+      } else {
+        if ((t = ports_take(cu, w->simd, op, ready, mult)) > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
+        if (take[0] >= 0 && (err = unit_take(u, i, ready, take))) return err;
+      }
+    } else if (op->own_port && !cu->matrix) {
       i64 key = w->simd * N_PORTS + op->port, t = cu->free[key];
       if (t > ready) {
         if ((err = int_push(&cu->parked[key], (int32_t)i)) || (err = wake_set(cu, key, t))) return err;
@@ -277,7 +414,18 @@ static int run(CU *cu) {   /* _CU.run */
     w->times[wi] = ready; w->dram[wi] = (uint8_t)w->next_dram;
     w->i = ++wi;
     i64 cls = op->cls, nxt = ready + 1;
-    if (cls <= C_TRANS) { w->last_valu = ready; nxt = ready + p->passes; }
+    if (cls <= C_TRANS) {
+      w->last_valu = ready; nxt = ready + p->passes;
+      if (op->port == P_MATRIX) {   /* _CU.matrix_hold: with the queue full, until the oldest WMMA beyond its size completes */
+        const Unit *u = &cu->units[w->simd];
+        i64 out = 0;
+        for (i64 k = 0; k < u->n; k++) out += u->fl[k].end > ready;
+        if (u->n >= p->matrix_queue && out >= p->matrix_queue) {
+          i64 seen = 0;
+          for (i64 k = 0; k < u->n; k++) if (u->fl[k].end > ready && seen++ == out - p->matrix_queue && u->fl[k].end > nxt) nxt = u->fl[k].end;
+        }
+      }
+    }
     else if (cls == C_SALU) w->salu = ready;
     else if (cls == C_BRANCH) {   /* _CU.effects from here on */
       w->salu = ready;
@@ -293,7 +441,6 @@ static int run(CU *cu) {   /* _CU.run */
     else if (cls == C_NOP) nxt = ready + op->delay;
     if (err) return err;
     if (cls == C_END || wi >= st->n) {   /* _CU.end_wave */
-      w->running = 0;
       i64 wg = w->wg;
       cu->remaining[wg]--;
       if ((err = cu_release_if_all(cu, wg, ready))) return err;
@@ -330,6 +477,7 @@ static int run(CU *cu) {   /* _CU.run */
         i64 t = NONE;
         for (int c = VM; c <= VS; c++) for (i64 k = w->pend[c].head; k < w->pend[c].len; k++) if (w->pend[c].t[k] > t) t = w->pend[c].t[k];
         if (t != NONE && t > nxt) { nxt = t; dram = 1; }
+        if (w->mx_end + p->matrix_drain > nxt) nxt = w->mx_end + p->matrix_drain;
       }
     }
     w->next_dram = dram;
@@ -347,14 +495,14 @@ static int run(CU *cu) {   /* _CU.run */
 
 /* 0 when every index and code of the stream is in range (bad input is an error code, never a wild access), widening lo..hi to
    every instruction-cache line a fetch can name: a span's lines, the next line, their 128-byte pair partners */
-static int check(const StreamIn *st, i64 *lo, i64 *hi) {
+static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix) {
   if (st->n < 1 || st->rows < 1) return ERR_INPUT;
   for (i64 r = 0; r < st->rows; r++) {
     const OpRow *o = &st->table[r];
     if (o->cls < 0 || o->cls > C_OTHER || o->port < -1 || o->port >= N_PORTS || o->counter < -1 || o->counter >= N_COUNTERS ||
         ((o->cls == C_SMEM || o->cls == C_LDS) && o->counter < 0) || o->n_waits < 0 || o->n_waits > MAX_WAITS) return ERR_INPUT;
     for (int q = 0; q < o->n_waits; q++) if (o->wait_counter[q] < 0 || o->wait_counter[q] >= N_COUNTERS) return ERR_INPUT;
-    if (o->port == P_MATRIX) return ERR_UNSUPPORTED;
+    if (o->port == P_MATRIX) *matrix = 1;
     i64 lines[6] = {o->first, o->first ^ 1, o->last, o->last ^ 1, o->first + 1, (o->first + 1) ^ 1};
     for (int k = 0; k < 6; k++) { if (lines[k] < *lo) *lo = lines[k]; if (lines[k] > *hi) *hi = lines[k]; }
   }
@@ -371,11 +519,13 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (p->simds < 1 || p->simds > 8 || n_waves < 1) return ERR_INPUT;
   if (n_waves >= 1 << WAVE_BITS) return ERR_UNSUPPORTED;
   i64 lo = 0, hi = 3, err = 0;   /* (the launch fetches lines 0-3) */
-  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi))) return err;
+  int matrix = 0;
+  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi, &matrix))) return err;
   if (hi - lo >= MAX_LINES) return ERR_UNSUPPORTED;
   CU cu;
   memset(&cu, 0, sizeof cu);
-  cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds * N_PORTS; cu.lds_done = NEVER;
+  cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds * N_PORTS; cu.lds_done = NEVER; cu.matrix = matrix;
+  for (int k = 0; k < 8; k++) { cu.units[k].seen = cu.units[k].pass_seen = -1; }
   for (i64 k = 0; k < n_waves; k++) {
     if (wg_of[k] < 0) return ERR_INPUT;
     if (wg_of[k] >= n_waves) return ERR_UNSUPPORTED;   /* (workgroups no wave is in) */
@@ -403,6 +553,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
 done:
   if (cu.waves) for (i64 k = 0; k < n_waves; k++) for (int c = 0; c < N_COUNTERS; c++) { free(cu.waves[k].pend[c].t); free(cu.waves[k].pend[c].g); }
   for (int k = 0; k < N_PORTS * 9; k++) free(cu.parked[k].a);
+  for (int k = 0; k < 8; k++) { free(cu.units[k].fl); free(cu.units[k].used); free(cu.units[k].pend); }
   free(cu.heap.a); free(cu.waves); free(cu.ic.at); free(cu.wg_first); free(cu.remaining); free(cu.n_arrived); free(cu.wg_wave); free(cu.arrived);
   return err;
 }
