@@ -134,6 +134,13 @@ def doctor(out=print) -> int:
        "the CPU's fused multiply-add, compiled through libLLVM (emu/native.py)" if avail == "True"
        else f"not used, numpy paths instead (slower, same results): {why or r.stderr.strip()[-120:]}")
 
+  r = _child("from emu.amd import cu_native as c; f = c.LIBRARY.get(wait=True); print(f is not None, c.LIBRARY.disabled() or c.LIBRARY.failure)")
+  avail, _, why = r.stdout.strip().partition(" ")
+  line(True if avail == "True" else None, "compiled CU replay",
+       "the timing model's replay in C, built with the system's C compiler (emu/amd/cu_native.py)" if avail == "True"
+       else f"not used, the Python replay instead (slower, same cycles): {why or r.stderr.strip()[-120:]}",
+       None if avail == "True" or why.startswith("EMU_") else "apt-get install -y clang   (./bench.sh setup does), or point CC at a C compiler")
+
   from mockgpu.nvrtc_path import pypi_cuda_headers, pypi_nvrtc
   nvrtc = os.environ.get("NVRTC_PATH") or pypi_nvrtc()
   if nvrtc is None:

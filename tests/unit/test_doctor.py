@@ -1,5 +1,5 @@
 """The doctor reports what is really there: a missing libLLVM is a problem with a fix, a present one lists compiling targets."""
-import glob, os, subprocess, sys
+import glob, os, shutil, subprocess, sys
 import pytest
 
 def doctor(unset:tuple=(), **env) -> subprocess.CompletedProcess:
@@ -32,3 +32,16 @@ def test_gfx950_counts_the_llvm_the_mock_selects():
   r = doctor(unset=("LLVM_PATH",))
   gfx950 = next(l for l in r.stdout.splitlines() if "target gfx950" in l)
   assert "[ok]" in gfx950 and LLVM22[0] in gfx950 and "the mock selects" in gfx950, r.stdout
+
+def test_compiled_replay_line():
+  # without a C compiler on PATH the timing model replays in Python: said, with the fix; switched off, said without a fix
+  bare = os.path.dirname(sys.executable)   # (the interpreter's folder: no clang or cc there)
+  r = doctor(PATH=bare)
+  replay = [l for l in r.stdout.splitlines() if "compiled CU replay" in l or "fix: apt-get install -y clang" in l]
+  assert len(replay) == 2 and "[--]" in replay[0] and "no C compiler" in replay[0], r.stdout
+  off = next(l for l in doctor(EMU_NATIVE_REPLAY="0").stdout.splitlines() if "compiled CU replay" in l)
+  assert "[--]" in off and "EMU_NATIVE_REPLAY=0" in off
+
+@pytest.mark.skipif(not shutil.which("clang") and not shutil.which("cc"), reason="no C compiler (clang or cc) on PATH")
+def test_compiled_replay_builds():
+  assert any("[ok] compiled CU replay" in l for l in doctor().stdout.splitlines())
