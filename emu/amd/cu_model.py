@@ -6,6 +6,9 @@ waves as slots free up and releases barriers; `_ICache` fetches instruction-cach
 waits on it; each `_Wave` keeps its own issue history, wait counters and `s_delay_alu` dependencies; `_Periods` writes out a loop's
 trips once the CU's state repeats. The loop issues, each cycle and per port, the ready instruction of the oldest wave (a heap of
 (cycle, wave) items). Costs and latencies come from `timing.Params`; each rule cites its trace evidence in docs/timing.md.
+
+This is the reference: emu/amd/cu_replay.c mirrors `_CU.run` rule for rule in C (emu/amd/cu_native.py builds and calls it; a rule
+changed here changes there too, and tests/unit/amd/test_cu_native.py compares every issue time of both).
 """
 from __future__ import annotations
 import heapq

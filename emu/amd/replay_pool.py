@@ -1,8 +1,9 @@
-"""Independent CU replays in worker processes (`EMU_REPLAY_JOBS`), for dispatches that need only their end cycles.
+"""Independent CU replays in worker processes (`EMU_REPLAY_JOBS`), for dispatches that need only their end cycles and replay in
+Python (the compiled replay, emu/amd/cu_native.py, is not there: no C compiler, or EMU_NATIVE_REPLAY=0).
 
 A dispatch whose CUs run different workloads (waves whose instruction streams differ with the data: tinygrad's gated blocks,
-skipped by a wave whose lanes are all masked off, make most training kernels so) replays each CU workload in turn, ~0.6 µs an
-instruction, and nothing repeats for `cu_model._Periods` to skip. The workloads are independent, so `ReplayPool.ends` hands
+skipped by a wave whose lanes are all masked off, make most training kernels so) replays each CU workload in turn, ~0.6-1 µs an
+instruction in Python, and nothing repeats for `cu_model._Periods` to skip. The workloads are independent, so `ReplayPool.ends` hands
 some of them to worker processes while this process replays the rest. Only when there is enough work (`MIN_INSTRUCTIONS`, at
 least two workloads) and no timeline is wanted (a worker returns a workload's end cycle, not its issue times).
 

@@ -10,7 +10,8 @@ memory instructions, wait counters (VMEM/LDS in order), barriers, `s_nop` / `s_s
 ends. Results are cached per identical CU workload (across dispatches: `REPLAY_MEMO`), so uniform kernels simulate one CU per
 distinct load and a repeated dispatch none. Costs and
 latencies cite their trace evidence in docs/timing.md. This module holds the per-family costs, the classification of an
-instruction (from its mnemonic's grammar and its compiled semantics) and the observer; emu/amd/cu_model.py is the replay.
+instruction (from its mnemonic's grammar and its compiled semantics) and the observer; emu/amd/cu_model.py is the replay (run
+compiled by emu/amd/cu_native.py where a C compiler is at hand).
 """
 from __future__ import annotations
 import hashlib, math, threading
@@ -509,11 +510,12 @@ class TimingModel(DispatchObserver):
         self.timeline.extend((w, pc, t, op.name, d) for op, pc, t, d in zip(streams[w].ops, streams[w].pcs, times, dram) if t is not None)
     # compiled where it can (emu/amd/cu_native.py), the rest in Python (independent: some may replay in worker processes,
     # emu/amd/replay_pool.py)
-    python: dict[bytes, tuple] = {}
+    ends, python = {}, {}
     for key, ids in todo.items():
       if (cu_end := cu_native.simulate_end(*(job := self._job(streams, ids)))) is None: python[key] = job
-      else: REPLAY_MEMO.store(key, cu_end); end = max(end, cu_end)
-    for key, cu_end in zip(python, POOL.ends(list(python.values()), lambda job: simulate_end(*job))):
+      else: ends[key] = cu_end
+    ends.update(zip(python, POOL.ends(list(python.values()), lambda job: simulate_end(*job))))
+    for key, cu_end in ends.items():
       REPLAY_MEMO.store(key, cu_end)
       end = max(end, cu_end)
     if whole_key is not None: REPLAY_MEMO.store(whole_key, end)
