@@ -104,3 +104,17 @@ def test_a_tinygrad_dispatch_times_alike(monkeypatch):
     cycles[env] = run().cycles
   assert cycles["1"] == cycles["0"]
   assert any(c is not None for c in calls) and None in calls   # (both ways really ran)
+
+@needs_cc
+def test_built_once_per_machine_and_in_the_background(monkeypatch, tmp_path):
+  # a process asks without waiting (the Python replay runs meanwhile), the build lands in the disk cache, and a later process
+  # loads it from there without compiling
+  import subprocess
+  monkeypatch.setenv("EMU_PCODE_CACHE", str(tmp_path / "pcode"))
+  compiles, real = [], subprocess.run
+  monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: (compiles.append(cmd) if "-shared" in cmd else None, real(cmd, **kw))[1])
+  first = cu_native._Library()
+  first.get()   # (returns at once: None while building)
+  assert first.get(wait=True) is not None and len(compiles) == 1
+  assert list((tmp_path / "native_replay").glob("cu_replay-*.so"))
+  assert cu_native._Library().get(wait=True) is not None and len(compiles) == 1
