@@ -57,25 +57,22 @@ static Item item(i64 t, i64 wave, i64 tag) { return (uint64_t)t << (WAVE_BITS + 
 static i64 item_t(Item x) { return (i64)(x >> (WAVE_BITS + TAG_BITS)); }
 static i64 item_wave(Item x) { return (i64)(x >> TAG_BITS & ((1 << WAVE_BITS) - 1)); }
 static i64 item_tag(Item x) { return (i64)(x & ((1 << TAG_BITS) - 1)); }
-typedef struct { Item *a; i64 n, cap; } Heap;
-typedef struct { int32_t *a; i64 n, cap; } IntHeap;
+typedef struct { uint64_t *a; i64 n, cap; } Heap;   /* a binary min-heap: of Items, or of the wave numbers parked at a port */
 
-static int heap_push(Heap *h, i64 t, i64 wave, i64 tag) {
-  if (t < 0 || t >= MAX_CYCLE) return ERR_UNSUPPORTED;
+static int heap_add(Heap *h, uint64_t x) {
   if (h->n == h->cap) {
-    i64 cap = h->cap ? 2 * h->cap : 64; Item *a = realloc(h->a, cap * sizeof(Item));
+    i64 cap = h->cap ? 2 * h->cap : 64; uint64_t *a = realloc(h->a, cap * sizeof(uint64_t));
     if (!a) return ERR_MEMORY;
     h->a = a; h->cap = cap;
   }
-  Item x = item(t, wave, tag);
   i64 k = h->n++;
   while (k > 0) { i64 up = (k - 1) / 2; if (x >= h->a[up]) break; h->a[k] = h->a[up]; k = up; }
   h->a[k] = x;
   return 0;
 }
 
-static Item heap_pop(Heap *h) {   /* the least item (the heap is not empty) */
-  Item top = h->a[0], x = h->a[--h->n];
+static uint64_t heap_pop(Heap *h) {   /* the least value (the heap is not empty) */
+  uint64_t top = h->a[0], x = h->a[--h->n];
   i64 k = 0, n = h->n;
   for (;;) {
     i64 c = 2 * k + 1;
@@ -88,29 +85,9 @@ static Item heap_pop(Heap *h) {   /* the least item (the heap is not empty) */
   return top;
 }
 
-static int int_push(IntHeap *h, int32_t x) {
-  if (h->n == h->cap) {
-    i64 cap = h->cap ? 2 * h->cap : 16; int32_t *a = realloc(h->a, cap * sizeof(int32_t));
-    if (!a) return ERR_MEMORY;
-    h->a = a; h->cap = cap;
-  }
-  i64 k = h->n++;
-  while (k > 0) { i64 up = (k - 1) / 2; if (x >= h->a[up]) break; h->a[k] = h->a[up]; k = up; }
-  h->a[k] = x;
-  return 0;
-}
-
-static void int_pop(IntHeap *h) {
-  int32_t x = h->a[--h->n];
-  i64 k = 0, n = h->n;
-  for (;;) {
-    i64 c = 2 * k + 1;
-    if (c >= n) break;
-    if (c + 1 < n && h->a[c + 1] < h->a[c]) c++;
-    if (h->a[c] >= x) break;
-    h->a[k] = h->a[c]; k = c;
-  }
-  if (n) h->a[k] = x;
+static int heap_push(Heap *h, i64 t, i64 wave, i64 tag) {   /* an item (cycle, wave, tag) */
+  if (t < 0 || t >= MAX_CYCLE) return ERR_UNSUPPORTED;
+  return heap_add(h, item(t, wave, tag));
 }
 
 static int pend_push(Pending *p, i64 t, int g) {
@@ -294,7 +271,7 @@ typedef struct {
   int matrix; Unit units[8];   /* each SIMD's matrix unit, when a stream has a matrix op (else the ports alone decide) */
   /* a port's waiting waves and its wake item (0: none). cu_model pushes a new wake item whenever one changes and skips the
      stale ones it pops; here each port's one live item stays out of the heap and the loop takes it when it is the least */
-  IntHeap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; uint64_t live; i64 lds_done;
+  Heap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; uint64_t live; i64 lds_done;
   /* _Workgroups: waves of workgroup g are wg_first[g] .. wg_first[g + 1] - 1 (wave numbers wg_wave[...]) */
   i64 n_wg, launched, clock; i64 *wg_first; int32_t *wg_wave; i64 *remaining; int32_t *arrived; i64 *n_arrived;
 } CU;
@@ -371,7 +348,7 @@ static int run(CU *cu) {   /* _CU.run */
     if (tag > 1) {
       i64 key = tag - 2;
       if (!cu->parked[key].n) return ERR_INPUT;
-      int_pop(&cu->parked[key]);
+      heap_pop(&cu->parked[key]);
       port_wait = 1;
     } else port_wait = (int)tag;
     Wave *w = &cu->waves[i];
@@ -401,7 +378,7 @@ static int run(CU *cu) {   /* _CU.run */
     } else if (op->own_port && !cu->matrix) {
       i64 key = w->simd * N_PORTS + op->port, t = cu->free[key];
       if (t > ready) {
-        if ((err = int_push(&cu->parked[key], (int32_t)i)) || (err = wake_set(cu, key, t))) return err;
+        if ((err = heap_add(&cu->parked[key], (uint64_t)i)) || (err = wake_set(cu, key, t))) return err;
         continue;
       }
       cu->free[key] = t = ready + op->cost * mult;

@@ -82,3 +82,18 @@ def fresh_process(monkeypatch):
     monkeypatch.setattr(REPLAY_MEMO, "interned", {})
   yield start
   STEP_CACHE.forget()
+
+@pytest.fixture
+def boxmuller_cycles(monkeypatch):
+  """cycles(var, values): the cycles of one dispatch of tinygrad's Box-Muller kernel (its waves branch on data: every CU its own
+  workload), replayed afresh with the environment variable `var` at each of `values`, {value: cycles}."""
+  from emu import bench
+  from emu.amd.timing import REPLAY_MEMO
+  def cycles(var:str, values:tuple[str, ...]) -> dict[str, int]:
+    run, out = bench.boxmuller(1 << 13), {}
+    for value in values:
+      monkeypatch.setenv(var, value)
+      REPLAY_MEMO.forget_results()
+      out[value] = run().cycles
+    return out
+  return cycles

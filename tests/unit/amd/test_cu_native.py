@@ -87,21 +87,14 @@ def test_inconsistent_input_is_an_error_not_a_number():
   with pytest.raises(RuntimeError, match="inconsistent input"): cu_native.simulate([bad], [0], 1, 1, p, p.launch, wait=True)
 
 @needs_cc
-def test_a_tinygrad_dispatch_times_alike(monkeypatch):
+def test_a_tinygrad_dispatch_times_alike(monkeypatch, boxmuller_cycles):
   # a kernel whose waves branch on data (every CU its own workload) through the timing model, compiled replay on and off
-  from emu import bench
-  from emu.amd.timing import REPLAY_MEMO
   assert cu_native.LIBRARY.get(wait=True) is not None
   monkeypatch.setenv("EMU_REPLAY_JOBS", "0")
   calls = []
   real = cu_native.simulate_end
   monkeypatch.setattr(cu_native, "simulate_end", lambda *job: calls.append(r := real(*job)) or r)
-  run = bench.boxmuller(1 << 13)
-  cycles = {}
-  for env in ("1", "0"):
-    monkeypatch.setenv("EMU_NATIVE_REPLAY", env)
-    REPLAY_MEMO.forget_results()
-    cycles[env] = run().cycles
+  cycles = boxmuller_cycles("EMU_NATIVE_REPLAY", ("1", "0"))
   assert cycles["1"] == cycles["0"]
   assert any(c is not None for c in calls) and None in calls   # (both ways really ran)
 

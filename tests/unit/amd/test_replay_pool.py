@@ -60,22 +60,15 @@ def test_no_workers_when_asked_for_none(pool, monkeypatch):
   assert pool.ends(js, here) == [here(j) for j in js]
   assert not pool.workers
 
-def test_a_dispatch_times_alike_with_and_without_workers(monkeypatch):
+def test_a_dispatch_times_alike_with_and_without_workers(monkeypatch, boxmuller_cycles):
   # a tinygrad kernel whose waves branch on data (each CU its own workload) through the timing model, workers on and off
-  from emu import bench
-  from emu.amd.timing import REPLAY_MEMO
   monkeypatch.setattr(replay_pool, "MIN_INSTRUCTIONS", 0)
   monkeypatch.setattr(replay_pool, "POOL", pool := replay_pool.ReplayPool())
   monkeypatch.setenv("EMU_NATIVE_REPLAY", "0")   # (the workers take what the compiled replay does not: here, everything)
   from emu.amd import timing
   monkeypatch.setattr(timing, "POOL", pool)
   try:
-    run = bench.boxmuller(1 << 13)
-    cycles = {}
-    for jobs_env in ("0", "1"):
-      monkeypatch.setenv("EMU_REPLAY_JOBS", jobs_env)
-      REPLAY_MEMO.forget_results()
-      cycles[jobs_env] = run().cycles
+    cycles = boxmuller_cycles("EMU_REPLAY_JOBS", ("0", "1"))
     assert cycles["0"] == cycles["1"] and pool.failure is None and pool.workers
   finally: pool.close()
 
