@@ -18,6 +18,7 @@ FLAGS = ("-O2", "-std=c11", "-shared", "-fPIC")
 PARAM_FIELDS = ("simds_per_cu", "passes", "wg_slots", "fetch", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat",
                 "vmem_store_lat", "store_next", "lds_lat", "barrier_release", "branch_dep", "branch_taken", "matrix_start", "matrix_queue",
                 "matrix_drain", "matrix_buffer")   # cu_replay.c's Params
+STREAM_FIELDS = 7   # cu_replay.c's StreamIn: index, n, table, rows, dep_off, dep_k, dep_code
 NONE = -(1 << 63)   # an issue time of an instruction consumed without issue
 ERRORS, UNSUPPORTED = {-1: "out of memory", -2: "inconsistent input"}, -3   # cu_replay.c's error codes
 
@@ -44,7 +45,10 @@ class _Library:
     with self.lock:
       if self.thread is None:
         self.thread = threading.Thread(target=self._build, name="cu-replay-build", daemon=True)
-        self.thread.start()
+        try: self.thread.start()
+        except RuntimeError as e:   # (no new threads once the interpreter is shutting down: replay in Python)
+          self.failure = f"cannot start the build: {e}"
+          return None
       t = self.thread
     if wait: t.join()
     return self.fn
@@ -78,8 +82,10 @@ class _Library:
   @staticmethod
   def _load(path:str):
     lib = ctypes.CDLL(path)
-    lib.row_size.restype = ctypes.c_int64
-    if lib.row_size() != ROW.itemsize: raise RuntimeError(f"{path}: its OpRow is {lib.row_size()} bytes, cu_model.ROW {ROW.itemsize}")
+    sizes = np.zeros(3, dtype=np.int64)
+    lib.layout(ctypes.c_void_p(sizes.ctypes.data))
+    if sizes.tolist() != (want := [ROW.itemsize, 8 * STREAM_FIELDS, 8 * len(PARAM_FIELDS)]):
+      raise RuntimeError(f"{path}: its structs are {sizes.tolist()} bytes, this module lays out {want}")
     fn = lib.cu_replay
     fn.restype = ctypes.c_int64
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * 8]
@@ -97,7 +103,7 @@ def replay(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p, f
   waves = np.array([distinct.setdefault(id(s), len(distinct)) for s in streams], dtype=np.int32)
   uniq = list({id(s): s for s in streams}.values())
   rows = np.array([(st.index.ctypes.data, len(st.index), st.table.ctypes.data, len(st.table), *(a.ctypes.data for a in st.flat_deps))
-                   for st in uniq], dtype=np.int64)
+                   for st in uniq], dtype=np.int64).reshape(len(uniq), STREAM_FIELDS)
   params = np.array([passes if f == "passes" else wg_slots if f == "wg_slots" else fetch if f == "fetch" else getattr(p, f)
                      for f in PARAM_FIELDS], dtype=np.int64)
   sizes = np.array([len(s.index) for s in streams], dtype=np.int64)

@@ -33,13 +33,14 @@ typedef struct {
   int8_t wait_counter[MAX_WAITS], wait_limit[MAX_WAITS];
 } OpRow;
 
-i64 row_size(void) { return sizeof(OpRow); }
-
 typedef struct { const int32_t *index; i64 n; const OpRow *table; i64 rows; const int32_t *dep_off; const i64 *dep_k; const i64 *dep_code; } StreamIn;
 
 /* cu_native.PARAM_FIELDS, in this order */
 typedef struct { i64 simds, passes, wg_slots, fetch, valu_dep, trans_dep, vgpr_to_mem, smem_lat, vmem_load_lat, vmem_store_lat, store_next,
                  lds_lat, barrier_release, branch_dep, branch_taken, matrix_start, matrix_queue, matrix_drain, matrix_buffer; } Params;
+
+/* the sizes of the structs the Python side lays out (cu_native checks them when it loads the library) */
+void layout(i64 *out) { out[0] = sizeof(OpRow); out[1] = sizeof(StreamIn); out[2] = sizeof(Params); }
 
 typedef struct { i64 *t; uint8_t *g; i64 head, len, cap; } Pending;   /* a wait counter's operations: (completion, global) in order */
 

@@ -111,3 +111,10 @@ def test_built_once_per_machine_and_in_the_background(monkeypatch, tmp_path):
   assert first.get(wait=True) is not None and len(compiles) == 1
   assert list((tmp_path / "native_replay").glob("cu_replay-*.so"))
   assert cu_native._Library().get(wait=True) is not None and len(compiles) == 1
+
+@needs_cc
+def test_a_library_whose_structs_differ_is_not_used(monkeypatch):
+  # the C structs and this side's layout must agree (a field added on one side only would read every value shifted)
+  path = cu_native._Library._object()
+  monkeypatch.setattr(cu_native, "PARAM_FIELDS", (*cu_native.PARAM_FIELDS, "extra"))
+  with pytest.raises(RuntimeError, match="structs are"): cu_native._Library._load(path)
