@@ -12,7 +12,9 @@ and the emulator is single-threaded):
   timing    extra CPU time of the timing model (timing on vs off) on the valu, matmul and boxmuller workloads: repeated
             (a dispatch whose CU workloads an earlier one replayed takes their cycles from the replay memo) and `_new` (the
             memo's streams and end cycles emptied before each run: every CU workload replayed); the three are timed in turn
-            for max(7, --repeat) rounds and their medians compared (single runs of a few ms swing too much on a shared machine)
+            for max(7, --repeat) rounds and their medians compared (single runs of a few ms swing too much on a shared machine);
+            and the CU replay's own rate on boxmuller's CU workloads, compiled (emu/amd/cu_native.py) and in Python
+            (cu_model.py), in replayed wave-instructions/s
   nv        the PTX emulator (emu/nv), timing model on (sm_89): warp-instructions/s of tinygrad's fp32 (2 x --size)^3 matmul
             (PTX renderer) and of an FMA loop (--waves warps x --iters trips of 8 dependent-free fma.rn.f32), the timing model's
             extra wall time on the matmul, and ms per new program (parse + validate)
@@ -168,6 +170,29 @@ def timing_overhead(make, rounds:int) -> dict:
         times[key].append(_timed(run, 1, before)[0])
   return {key: statistics.median(v) for key, v in times.items()}
 
+def replay_rates(make, repeat:int) -> dict:
+  """The CU replay's own speed on the CU workloads of the dispatch `make()` returns (timing on, every workload replayed):
+  replayed wave-instructions per second of the compiled replay (best of `repeat`) and of the Python one (once; None without the
+  compiled replay), and whether both gave the same end cycles."""
+  from emu.amd import cu_model, cu_native, timing
+  jobs: list[tuple] = []
+  real = timing.TimingModel._job
+  def capture(self, streams, ids):
+    jobs.append(job := real(self, streams, ids))
+    return job
+  run = make()
+  timing.TimingModel._job = capture
+  try:
+    timing.REPLAY_MEMO.forget_results()
+    with _env(EMU_REPLAY_JOBS="0"): run()
+  finally: timing.TimingModel._job = real
+  n = sum(len(s) for job in jobs for s in job[0])
+  python_s, python = _timed(lambda: [cu_model.simulate_end(*job) for job in jobs], 1)
+  compiled = cu_native.LIBRARY.get(wait=True) is not None
+  native_s, native = _timed(lambda: [cu_native.simulate_end(*job) for job in jobs], repeat) if compiled else (None, None)
+  return {"wave_instructions": n, "workloads": len(jobs), "python_winst_per_s": n / python_s,
+          "compiled_winst_per_s": n / native_s if compiled else None, "same": native == python if compiled else None}
+
 def _clear_caches():
   from emu.amd import decode, steps, semantics
   from emu.amd.step_cache import STEP_CACHE
@@ -248,7 +273,7 @@ def main(argv=None):
     compiled = cu_native.LIBRARY.get(wait=True) is not None   # (built in the background otherwise: the first replays in Python)
     _log("timing: CU replays " + ("compiled (emu/amd/cu_native.py)" if compiled else
                                   f"in Python: {cu_native.LIBRARY.disabled() or cu_native.LIBRARY.failure}"))
-    out["timing"] = {"compiled_replay": compiled}
+    out["timing"] = {}
     for name in ("valu", "matmul", "boxmuller"):
       _log(f"timing: {name} with and without the timing model")
       t = timing_overhead(makers[name], max(7, a.repeat))
@@ -256,6 +281,10 @@ def main(argv=None):
       out["timing"][name] = {"on_s": on, "off_s": off, "overhead": on / off - 1}
       out["timing"][f"{name}_new"] = {"on_s": new, "off_s": off, "overhead": new / off - 1}
       _log(f"timing: {name} {(on / off - 1) * 100:+.1f}% repeated, {(new / off - 1) * 100:+.1f}% replaying every CU workload")
+    out["replay"] = r = replay_rates(makers["boxmuller"], max(3, a.repeat))
+    _log(f"timing: CU replay of boxmuller's {r['workloads']} CU workloads ({r['wave_instructions']:,} wave-instructions): "
+         + (f"compiled {r['compiled_winst_per_s'] / 1e6:.1f} M/s, " if r["compiled_winst_per_s"] else "")
+         + f"Python {r['python_winst_per_s'] / 1e6:.2f} M/s" + ("" if r["same"] is None else f", same end cycles: {r['same']}"))
   if "nv" in wl:
     _log(f"nv: tinygrad's fp32 {a.nv_size}^3 matmul on the PTX emulator")
     out["nv"] = r = nv(a.nv_size, a.repeat, a.waves, a.iters)
@@ -276,7 +305,7 @@ def main(argv=None):
   else:
     for name, r in out.items():
       key = {"timing": "overhead", "e2e": "ratio"}.get(name)   # the figure of each sub-workload that the summary shows
-      items = ((k, v[key] if isinstance(v, dict) else v) for k, v in r.items()) if key else r.items()
+      items = ((k, v[key]) for k, v in r.items()) if key else r.items()
       print(f"{name:8s} " + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in items))
 
 if __name__ == "__main__": main()

@@ -118,3 +118,10 @@ def test_a_library_whose_structs_differ_is_not_used(monkeypatch):
   path = cu_native._Library._object()
   monkeypatch.setattr(cu_native, "PARAM_FIELDS", (*cu_native.PARAM_FIELDS, "extra"))
   with pytest.raises(RuntimeError, match="structs are"): cu_native._Library._load(path)
+
+@needs_cc
+def test_the_benchmarks_replay_figure_replays_both_ways():
+  # emu.bench's `replay` figure times both replays on a dispatch's CU workloads; they must be the workloads it replays, and agree
+  from emu import bench
+  r = bench.replay_rates(lambda: bench.boxmuller(1 << 12), 1)
+  assert r["workloads"] > 1 and r["wave_instructions"] > 1000 and r["same"] is True and r["compiled_winst_per_s"] > 0
