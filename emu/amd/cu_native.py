@@ -18,7 +18,7 @@ FLAGS = ("-O2", "-std=c11", "-shared", "-fPIC")
 PARAM_FIELDS = ("simds_per_cu", "passes", "wg_slots", "fetch", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat",
                 "vmem_store_lat", "store_next", "lds_lat", "barrier_release", "branch_dep", "branch_taken", "matrix_start", "matrix_queue",
                 "matrix_drain", "matrix_buffer")   # cu_replay.c's Params
-STREAM_FIELDS = 7   # cu_replay.c's StreamIn: index, n, table, rows, dep_off, dep_k, dep_code
+STREAM_FIELDS = 8   # cu_replay.c's StreamIn: index, n, table, rows, dep_off, dep_k, dep_code, n_deps
 NONE = -(1 << 63)   # an issue time of an instruction consumed without issue
 ERRORS, UNSUPPORTED = {-1: "out of memory", -2: "inconsistent input"}, -3   # cu_replay.c's error codes
 
@@ -102,8 +102,8 @@ def replay(streams:list[Stream], wg_of:list[int], passes:int, wg_slots:int, p, f
   distinct: dict[int, int] = {}
   waves = np.array([distinct.setdefault(id(s), len(distinct)) for s in streams], dtype=np.int32)
   uniq = list({id(s): s for s in streams}.values())
-  rows = np.array([(st.index.ctypes.data, len(st.index), st.table.ctypes.data, len(st.table), *(a.ctypes.data for a in st.flat_deps))
-                   for st in uniq], dtype=np.int64).reshape(len(uniq), STREAM_FIELDS)
+  rows = np.array([(st.index.ctypes.data, len(st.index), st.table.ctypes.data, len(st.table), *(a.ctypes.data for a in st.flat_deps),
+                    min(len(st.flat_deps[1]), len(st.flat_deps[2]))) for st in uniq], dtype=np.int64).reshape(len(uniq), STREAM_FIELDS)
   params = np.array([passes if f == "passes" else wg_slots if f == "wg_slots" else fetch if f == "fetch" else getattr(p, f)
                      for f in PARAM_FIELDS], dtype=np.int64)
   sizes = np.array([len(s.index) for s in streams], dtype=np.int64)

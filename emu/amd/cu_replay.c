@@ -33,7 +33,8 @@ typedef struct {
   int8_t wait_counter[MAX_WAITS], wait_limit[MAX_WAITS];
 } OpRow;
 
-typedef struct { const int32_t *index; i64 n; const OpRow *table; i64 rows; const int32_t *dep_off; const i64 *dep_k; const i64 *dep_code; } StreamIn;
+typedef struct { const int32_t *index; i64 n; const OpRow *table; i64 rows; const int32_t *dep_off; const i64 *dep_k; const i64 *dep_code;
+                 i64 n_deps; } StreamIn;
 
 /* cu_native.PARAM_FIELDS, in this order */
 typedef struct { i64 simds, passes, wg_slots, fetch, valu_dep, trans_dep, vgpr_to_mem, smem_lat, vmem_load_lat, vmem_store_lat, store_next,
@@ -484,7 +485,7 @@ static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix) {
     i64 lines[6] = {o->first, o->first ^ 1, o->last, o->last ^ 1, o->first + 1, (o->first + 1) ^ 1};
     for (int k = 0; k < 6; k++) { if (lines[k] < *lo) *lo = lines[k]; if (lines[k] > *hi) *hi = lines[k]; }
   }
-  if (st->dep_off[0] != 0) return ERR_INPUT;
+  if (st->dep_off[0] != 0 || st->dep_off[st->n] > st->n_deps) return ERR_INPUT;
   for (i64 k = 0; k < st->n; k++) if (st->index[k] < 0 || st->index[k] >= st->rows || st->dep_off[k + 1] < st->dep_off[k]) return ERR_INPUT;
   return 0;
 }

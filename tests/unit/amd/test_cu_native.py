@@ -85,6 +85,8 @@ def test_inconsistent_input_is_an_error_not_a_number():
   bad.flat_deps = (off, k + 1000, code)   # a dependency on an instruction not yet issued
   p = PARAMS["rdna3"]
   with pytest.raises(RuntimeError, match="inconsistent input"): cu_native.simulate([bad], [0], 1, 1, p, p.launch, wait=True)
+  bad.flat_deps = (off, k[:-1], code[:-1])   # fewer pairs than the offsets name
+  with pytest.raises(RuntimeError, match="inconsistent input"): cu_native.simulate([bad], [0], 1, 1, p, p.launch, wait=True)
 
 @needs_cc
 def test_a_tinygrad_dispatch_times_alike(monkeypatch, boxmuller_cycles):
