@@ -167,11 +167,12 @@ class Stream:
     # with the same dependencies counted back from it: where a stream repeats itself (_Periods); reach: the farthest back, in
     # instructions, any dependency reaches
     self.keys = self.codes * (int(kind.max(initial=0)) + 1) + kind
-    self.spans, self.table = [], np.zeros(0, dtype=ROW)
+    empty = np.zeros(0, dtype=np.int64)
+    self.spans, self.table = (empty, empty, empty.astype(bool), empty), np.zeros(0, dtype=ROW)
     if n:   # (each distinct instruction's span: the stream's first instruction is its pair's first occurrence, and enters its line)
       lo, hi, enter = cache_spans([op.size for op in distinct], at, at[int(index[0])])
       simple = np.where((lo == hi) & ~enter, lo, -1)
-      self.spans = list(zip(lo.tolist(), hi.tolist(), enter.tolist(), simple.tolist()))
+      self.spans = (lo, hi, enter, simple)   # per pair: first and last line, whether it enters the first, its plain line
       self.table = _table(distinct, {"pc": np.asarray(at, dtype=np.int64), "first": lo, "last": hi, "enter": enter, "plain": simple})
 
   def __len__(self) -> int: return len(self.index)
@@ -189,13 +190,13 @@ class Stream:
   @property
   def lines(self) -> list[tuple[int, int, bool]]:
     """Per instruction its cache span: first and last line, whether it enters the first (cache_spans)."""
-    if self._lines is None: self._lines = [self.spans[k][:3] for k in self.index.tolist()]
+    if self._lines is None: self._lines = list(zip(*(a[self.index].tolist() for a in self.spans[:3])))
     return self._lines
 
   @property
   def plain(self) -> list[int]:
     """Per instruction its line when it lies in one and does not enter it (nothing to prefetch), else -1."""
-    if self._plain is None: self._plain = [self.spans[k][3] for k in self.index.tolist()]
+    if self._plain is None: self._plain = self.spans[3][self.index].tolist()
     return self._plain
 
   @property

@@ -43,12 +43,24 @@ typedef struct { i64 simds, passes, wg_slots, fetch, valu_dep, trans_dep, vgpr_t
 /* the sizes of the structs the Python side lays out (cu_native checks them when it loads the library) */
 void layout(i64 *out) { out[0] = sizeof(OpRow); out[1] = sizeof(StreamIn); out[2] = sizeof(Params); }
 
-typedef struct { i64 *t; uint8_t *g; i64 head, len, cap; } Pending;   /* a wait counter's operations: (completion, global) in order */
+typedef struct { i64 t, global; } Access;   /* a counted operation: its completion, whether it was a global-memory access */
+typedef struct { Access *a; i64 head, len, cap; } Pending;   /* a wait counter's operations, in order */
 
 typedef struct {
   const StreamIn *st; i64 i, start, salu, last_valu, parked, mx_end, free_at; int simd, wg, next_dram;
   i64 *times; uint8_t *dram; Pending pend[N_COUNTERS];
 } Wave;
+
+/* room for `need` elements of `size` bytes in *a (capacity *cap, doubled as it grows) */
+static int grow(void **a, i64 *cap, i64 need, size_t size) {
+  if (need <= *cap) return 0;
+  i64 c = *cap ? *cap : 8;
+  while (c < need) c *= 2;
+  void *b = realloc(*a, c * size);
+  if (!b) return ERR_MEMORY;
+  *a = b; *cap = c;
+  return 0;
+}
 
 /* a heap item (cycle, wave, tag) as one key ordered like the tuple: tag 0 ready, 1 port wait, 2 + port: a wake */
 typedef uint64_t Item;
@@ -62,11 +74,7 @@ static i64 item_tag(Item x) { return (i64)(x & ((1 << TAG_BITS) - 1)); }
 typedef struct { uint64_t *a; i64 n, cap; } Heap;   /* a binary min-heap: of Items, or of the wave numbers parked at a port */
 
 static int heap_add(Heap *h, uint64_t x) {
-  if (h->n == h->cap) {
-    i64 cap = h->cap ? 2 * h->cap : 64; uint64_t *a = realloc(h->a, cap * sizeof(uint64_t));
-    if (!a) return ERR_MEMORY;
-    h->a = a; h->cap = cap;
-  }
+  if (grow((void **)&h->a, &h->cap, h->n + 1, sizeof(uint64_t))) return ERR_MEMORY;
   i64 k = h->n++;
   while (k > 0) { i64 up = (k - 1) / 2; if (x >= h->a[up]) break; h->a[k] = h->a[up]; k = up; }
   h->a[k] = x;
@@ -93,15 +101,8 @@ static int heap_push(Heap *h, i64 t, i64 wave, i64 tag) {   /* an item (cycle, w
 }
 
 static int pend_push(Pending *p, i64 t, int g) {
-  if (p->len == p->cap) {
-    i64 cap = p->cap ? 2 * p->cap : 16; i64 *nt = realloc(p->t, cap * sizeof(i64));
-    if (!nt) return ERR_MEMORY;
-    p->t = nt;
-    uint8_t *ng = realloc(p->g, cap);
-    if (!ng) return ERR_MEMORY;
-    p->g = ng; p->cap = cap;
-  }
-  p->t[p->len] = t; p->g[p->len] = (uint8_t)g; p->len++;
+  if (grow((void **)&p->a, &p->cap, p->len + 1, sizeof(Access))) return ERR_MEMORY;
+  p->a[p->len++] = (Access){t, g};
   return 0;
 }
 
@@ -110,8 +111,8 @@ static i64 pend_wait(Pending *p, i64 limit, int *global) {
   *global = 0;
   if (p->len - p->head <= limit) return NEVER;
   i64 stop = p->len - limit, t = NEVER;
-  for (i64 k = p->head; k < stop; k++) if (p->t[k] > t) t = p->t[k];
-  for (i64 k = p->head; k < stop; k++) if (p->t[k] == t && p->g[k]) *global = 1;
+  for (i64 k = p->head; k < stop; k++) if (p->a[k].t > t) t = p->a[k].t;
+  for (i64 k = p->head; k < stop; k++) if (p->a[k].t == t && p->a[k].global) *global = 1;
   p->head = stop;
   return t;
 }
@@ -126,16 +127,6 @@ typedef struct {
   Pass *pend; i64 head, n_pend, cap_pend;
   i64 undrained, drain_end, seen, pass_seen;
 } Unit;
-
-static int grow(void **a, i64 *cap, i64 need, size_t size) {
-  if (need <= *cap) return 0;
-  i64 c = *cap ? *cap : 8;
-  while (c < need) c *= 2;
-  void *b = realloc(*a, c * size);
-  if (!b) return ERR_MEMORY;
-  *a = b; *cap = c;
-  return 0;
-}
 
 static int unit_used(const Unit *u, i64 t) { for (i64 k = 0; k < u->n_used; k++) if (u->used[k] == t) return 1; return 0; }
 
@@ -238,7 +229,7 @@ static i64 unit_queue(Unit *u, i64 wave, i64 ready, i64 cycles, i64 start, int *
   return t;
 }
 
-/* _ICache over the line numbers lo..lo+n-1 (cu_native sizes it to every line a stream names, its pair partner and successor) */
+/* _ICache over the line numbers lo..lo+n-1 (`check` widens them to every line a stream names, its pair partner and successor) */
 typedef struct { i64 *at; i64 lo, n, lat; } ICache;
 
 static i64 *line_slot(ICache *c, i64 line) { i64 k = line - c->lo; return k >= 0 && k < c->n ? &c->at[k] : NULL; }
@@ -454,7 +445,7 @@ static int run(CU *cu) {   /* _CU.run */
         }
       } else if (nop->cls == C_END) {
         i64 t = NONE;
-        for (int c = VM; c <= VS; c++) for (i64 k = w->pend[c].head; k < w->pend[c].len; k++) if (w->pend[c].t[k] > t) t = w->pend[c].t[k];
+        for (int c = VM; c <= VS; c++) for (i64 k = w->pend[c].head; k < w->pend[c].len; k++) if (w->pend[c].a[k].t > t) t = w->pend[c].a[k].t;
         if (t != NONE && t > nxt) { nxt = t; dram = 1; }
         if (w->mx_end + p->matrix_drain > nxt) nxt = w->mx_end + p->matrix_drain;
       }
@@ -530,7 +521,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   err = run(&cu);
   for (i64 k = 0; k < n_waves; k++) { out[k] = cu.waves[k].i; start[k] = cu.waves[k].start; }
 done:
-  if (cu.waves) for (i64 k = 0; k < n_waves; k++) for (int c = 0; c < N_COUNTERS; c++) { free(cu.waves[k].pend[c].t); free(cu.waves[k].pend[c].g); }
+  if (cu.waves) for (i64 k = 0; k < n_waves; k++) for (int c = 0; c < N_COUNTERS; c++) free(cu.waves[k].pend[c].a);
   for (int k = 0; k < N_PORTS * 9; k++) free(cu.parked[k].a);
   for (int k = 0; k < 8; k++) { free(cu.units[k].fl); free(cu.units[k].used); free(cu.units[k].pend); }
   free(cu.heap.a); free(cu.waves); free(cu.ic.at); free(cu.wg_first); free(cu.remaining); free(cu.n_arrived); free(cu.wg_wave); free(cu.arrived);
