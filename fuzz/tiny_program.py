@@ -23,8 +23,64 @@ def _values(rng:random.Random, dtype:str, n:int) -> list:
     else: out.append(int(np.clip(rng.choice(EDGE["i"]) if rng.random() < 0.3 else rng.randint(-20, 20), info.min, info.max)))
   return out
 
+# tensor-core-sized matmuls: M and N multiples of the tiles' 16 and 8, K every multiple of 8 up to 64, so every residue of K
+# modulo the NVIDIA fragment depths (k8, k16, k32) and AMD's WMMA/MFMA depth (16) is drawn
+MATMUL_M, MATMUL_K, MATMUL_N = (16, 32), tuple(range(8, 72, 8)), (8, 16)   # up to 32 x 64 x 16: the PYTHON reference takes ~1 s
+MATMUL_DTYPES = ("float16", "bfloat16", "float32")   # float32: tensor cores only where tinygrad allows tf32; plain FMAs otherwise
+MATMUL_SHARE = 0.15   # of generated programs
+
+def matmul_case(rng:random.Random) -> dict:
+  """A matmul of two float32 inputs (values in [-4, 4], two decimals) cast to a tensor-core input dtype, sometimes followed by
+  a unary step; bfloat16 results are cast back to float32 (numpy has no bfloat16)."""
+  m, k, n, dt = rng.choice(MATMUL_M), rng.choice(MATMUL_K), rng.choice(MATMUL_N), rng.choice(MATMUL_DTYPES)
+  data = lambda count: [round(rng.uniform(-4, 4), 2) for _ in range(count)]  # noqa: E731
+  inputs = [{"dtype": "float32", "shape": [m, k], "data": data(m * k)}, {"dtype": "float32", "shape": [k, n], "data": data(k * n)}]
+  steps = ([] if dt == "float32" else [["cast", dt]]) + [["matmul", 1]]
+  if rng.random() < 0.3: steps.append(["unary", rng.choice(MATMUL_AFTER)])
+  if dt == "bfloat16": steps.append(["cast", "float32"])
+  return {"inputs": inputs, "steps": steps}
+
+MATMUL_AFTER = ("neg", "abs", "relu")   # steps after a matmul that do not widen the reference's error bound (Lipschitz 1)
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24}
+
+def is_matmul(case:dict) -> bool:
+  """Whether the program is a `matmul_case`."""
+  return any(s[0] == "matmul" for s in case["steps"])
+
+def _rounded(x:np.ndarray, dt:str) -> np.ndarray:
+  """float32 values rounded to nearest even in dt, as float64 (bfloat16: the upper half of the float32 bits, rounded)."""
+  if dt == "float16": return x.astype(np.float16).astype(np.float64)
+  if dt == "bfloat16":
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x7fff) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xffff0000)).view(np.float32).astype(np.float64)
+  return x.astype(np.float64)
+
+def compare_matmul(got:np.ndarray, case:dict) -> tuple[str, tuple]|None:
+  """A matmul program's result against numpy: the inputs rounded to the input dtype, the exact product, then the steps after it.
+  tinygrad leaves the rounding of products and the order of the float32 accumulation to the backend (a tensor core multiplies
+  exactly, the LLVM and clang renderers may round each product to the input dtype or keep it wider), so an element may be off by
+  (|A| @ |B|) * (2 u_in + K u_f32) plus the output's own rounding, and no more: a misplaced fragment element is off by a whole
+  product. None when it matches, else (detail, dedupe key)."""
+  a, b = (np.array(i["data"], np.float32).reshape(i["shape"]) for i in case["inputs"])
+  dt = case["steps"][0][1] if case["steps"][0][0] == "cast" else "float32"
+  a64, b64 = _rounded(a, dt), _rounded(b, dt)
+  exp, bound = a64 @ b64, np.abs(a64) @ np.abs(b64) * (2 * UNIT_ROUNDOFF[dt] + a.shape[1] * UNIT_ROUNDOFF["float32"])
+  for st in case["steps"]:
+    if st[0] == "unary": exp = {"neg": np.negative, "abs": np.abs, "relu": lambda v: np.maximum(v, 0)}[st[1]](exp)
+  out = "bfloat16" if dt == "bfloat16" else got.dtype.name   # a bfloat16 result is cast to float32 at the end
+  bound = bound + np.abs(exp) * UNIT_ROUNDOFF.get(out, 2.0 ** -24) * 2
+  g = got.astype(np.float64)
+  if got.shape != exp.shape: return f"shape {got.shape} != {exp.shape}", ("shape",)
+  bad = ~(np.abs(g - exp) <= bound)
+  if not bad.any(): return None
+  i = tuple(int(k) for k in np.argwhere(bad)[0])
+  return (f"{bad.sum()} of {bad.size} values off by more than the rounding bound, first at {i}: {g[i]!r} vs {exp[i]!r} (bound "
+          f"{bound[i]:.3g}); {dt} {a.shape[0]}x{a.shape[1]}x{b.shape[1]}, steps {case['steps']}", (dt, "matmul", a.shape[1] % 32))
+
 def generate(rng:random.Random, max_steps:int=6) -> dict:
-  """A random program: 1-2 inputs of one shape (1-3 dims of 1-6), then up to `max_steps` steps."""
+  """A random program: 1-2 inputs of one shape (1-3 dims of 1-6), then up to `max_steps` steps; or (MATMUL_SHARE of them) a
+  tensor-core-sized matmul (`matmul_case`)."""
+  if rng.random() < MATMUL_SHARE: return matmul_case(rng)
   shape = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
   dtype = rng.choice(FLOATS + INTS)
   inputs = [{"dtype": dtype, "shape": shape, "data": _values(rng, dtype, math.prod(shape))} for _ in range(rng.randint(1, 2))]
@@ -83,7 +139,7 @@ def _unary(x:Tensor, op:str) -> Tensor:
     case "recip": return x.reciprocal()
   raise ValueError(f"unknown unary op {op}")
 
-TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-9}
+TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-9}
 HALF_MAX = 65504.0
 # tinygrad's PYTHON backend computes float16 in float32 before Python 3.12 (its half support needs 3.12), without rounding each step
 # to half as a device does: results of half programs then differ by the rounding of intermediates, not only of the output
@@ -98,7 +154,7 @@ def fast_math_div(case:dict) -> bool:
 
 def float_dtypes(case:dict) -> set[str]:
   """The float dtypes a program computes in: its inputs' and every cast's target."""
-  return {d for d in [i["dtype"] for i in case.get("inputs", [])] + [s[1] for s in case["steps"] if s[0] == "cast"] if d in FLOATS}
+  return {d for d in [i["dtype"] for i in case.get("inputs", [])] + [s[1] for s in case["steps"] if s[0] == "cast"] if d in FLOATS + ("bfloat16",)}
 
 def tolerance(case:dict, out_dtype:str) -> float:
   """Relative and absolute tolerance for a float output: that of the least precise float dtype the program computes in (a float32
@@ -209,6 +265,7 @@ def build(case:dict, inputs:list[Tensor]) -> Tensor:
       case ["binary", op, "input", j]: x = _binary(x, op, inputs[j])
       case ["binary", op, "flip", ax]: x = _binary(x, op, x.flip(ax))
       case ["where", j]: x = (x > 0).where(x, inputs[j])
+      case ["matmul", j]: x = x.matmul(inputs[j].cast(x.dtype))
       case ["reduce", "sum", ax]: x = x.sum(ax, dtype=x.dtype)
       case ["reduce", "max", ax]: x = x.max(ax)
       case ["permute", perm]: x = x.permute(*perm)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from emu.pcode import numerics as N
+from emu.nv import mma as MMA
 from emu.nv.ptx import Addr, Inst, Kernel, Label, PTXError, Reg, Vec
 
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
@@ -57,17 +58,17 @@ def ftz_in(x:np.ndarray, t:str, mods) -> np.ndarray:
 @dataclass(frozen=True)
 class OpDef:
   """One opcode: the type suffixes it accepts, its other modifiers, its semantics fn(ctx, inst, type), timing class and
-  operand count."""
+  operand counts it takes."""
   types: tuple[str, ...]
   mods: frozenset[str]
   fn: Callable
   timing: str
-  operands: int
+  operands: tuple[int, ...]
 
 OPS: dict[str, OpDef] = {}
-def op(name:str, types, mods=(), timing="alu", operands:int=3):
+def op(name:str, types, mods=(), timing="alu", operands:int|tuple[int, ...]=3):
   def reg(fn):
-    OPS[name] = OpDef(tuple(types), frozenset(mods), fn, timing, operands)
+    OPS[name] = OpDef(tuple(types), frozenset(mods), fn, timing, operands if isinstance(operands, tuple) else (operands,))
     return fn
   return reg
 
@@ -87,8 +88,8 @@ def validate(k:Kernel):
     for m in inst.mods:
       if m not in d.mods and m not in d.types and not (m in DTYPES and inst.op in TWO_TYPES):
         raise PTXError(inst.line, f".{m}", f"{inst.op} does not take .{m} here")
-    if len(inst.operands) != d.operands:
-      raise PTXError(inst.line, inst.op, f"{inst.op} takes {d.operands} operands, got {len(inst.operands)}")
+    if len(inst.operands) not in d.operands:
+      raise PTXError(inst.line, inst.op, f"{inst.op} takes {' or '.join(map(str, d.operands))} operands, got {len(inst.operands)}")
     t = instruction_type(inst)
     if t and t not in d.types and inst.op not in TWO_TYPES: raise PTXError(inst.line, f".{t}", f"{inst.op} does not take type .{t}")
     _check_modifiers(inst, t)
@@ -117,7 +118,7 @@ def _check_modifiers(inst:Inst, t:str):
   if len(mods & ROUNDS) > 1 or len(mods & PARTS) > 1 or len(mods & {m for m in mods if m in COMPARES}) > 1:
     bad(f"{inst.op} takes one rounding, one .lo/.hi/.wide and one comparison at most")
   if inst.op in ("ld", "st") and t == "f16": bad(f"{inst.op} does not take .f16 (half values load and store as .b16)")
-  if inst.op == "cvt": return _check_cvt(inst, mods, bad)
+  if inst.op == "cvt": return _check_cvt_packed(inst, mods, bad) if mods & PACKED.keys() else _check_cvt(inst, mods, bad)
   if inst.op in ("setp", "set"):
     st = [m for m in inst.mods if m in DTYPES][-1]
     cmp = next((m for m in inst.mods if m in COMPARES), None)
@@ -132,6 +133,7 @@ def _check_modifiers(inst:Inst, t:str):
   if "cc" in mods and (inst.op not in ("add", "sub", "mad", "addc", "subc", "madc") or t not in CARRY_TYPES or "wide" in mods):
     bad(f"{inst.op}.{t} does not take .cc (carry chains are add/sub/mad on 32- and 64-bit integers)")
   if inst.op in TRANSCENDENTAL: return _check_transcendental(inst, t, mods, bad)
+  if inst.op == "mma": return _check_mma(inst, bad)
   if inst.op not in ARITH: return
   is_float = t in FLOATS or t == "bf16"
   if t[0] == "b" and t != "bf16" or (t in INTS and width(t) == 8): bad(f"{inst.op} does not take .{t}")
@@ -155,6 +157,8 @@ def _check_cvt(inst:Inst, mods:set, bad:Callable):
   type at most an integral rounding, from a narrower float none; an integer destination from a float needs an integral rounding,
   from an integer none, and .sat only where the source range does not fit; .ftz only with an f32 side."""
   dt, st = [m for m in inst.mods if m in DTYPES]
+  if len(inst.operands) != 2: bad("cvt takes 2 operands")
+  if mods & {"relu", "satfinite"}: bad(f"cvt.{dt}.{st} with .relu or .satfinite is not modelled by the emulator (only the packed forms)")
   if dt[0] == "b" and dt != "bf16" or st[0] == "b" and st != "bf16": bad("cvt does not take .b types")
   fd, fs = dt in FLOATS or dt == "bf16", st in FLOATS or st == "bf16"
   rnd, integral = mods & {"rn", "rz", "rm", "rp"}, mods & {"rni", "rzi", "rmi", "rpi"}
@@ -169,6 +173,23 @@ def _check_cvt(inst:Inst, mods:set, bad:Callable):
   if "sat" in mods and not fd and not fs:
     if _int_range(st)[0] >= _int_range(dt)[0] and _int_range(st)[1] <= _int_range(dt)[1]: bad(f"cvt.sat.{dt}.{st} cannot overflow")
   if "ftz" in mods and "f32" not in (dt, st): bad("cvt.ftz needs an f32 source or destination")
+
+def _check_cvt_packed(inst:Inst, mods:set, bad:Callable):
+  """The packed forms the ISA defines: .f16x2/.bf16x2 from two .f32 (.rn/.rz, optional .relu and .satfinite); .e4m3x2/.e5m2x2
+  from two .f32 or from an .f16x2 (.rn.satfinite, optional .relu); .f16x2 from .e4m3x2/.e5m2x2 (.rn, optional .relu)."""
+  types = [m for m in inst.mods if m in PACKED or m in DTYPES]
+  if len(types) != 2: bad("a packed cvt names a destination and a source type")
+  dt, st = types
+  fp8 = ("e4m3x2", "e5m2x2")
+  if not (dt in ("f16x2", "bf16x2") and st == "f32" or dt in fp8 and st in ("f32", "f16x2") or dt == "f16x2" and st in fp8):
+    bad(f"cvt.{dt}.{st} is not a conversion the ISA defines")
+  rnd = mods & {"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"}
+  half_pair = dt in ("f16x2", "bf16x2") and st == "f32"
+  if rnd != {"rn"} and not (half_pair and rnd == {"rz"}): bad(f"cvt.{dt}.{st} rounds with .rn" + (" or .rz" if half_pair else ""))
+  if dt in fp8 and "satfinite" not in mods: bad(f"cvt.{dt}.{st} needs .satfinite")
+  if st in fp8 and "satfinite" in mods: bad(f"cvt.{dt}.{st} does not take .satfinite")
+  if mods - {"rn", "rz", "relu", "satfinite", dt, st}: bad(f"cvt.{dt}.{st} takes only a rounding, .relu and .satfinite")
+  if len(inst.operands) != (3 if st == "f32" else 2): bad(f"cvt.{dt}.{st} takes {3 if st == 'f32' else 2} operands")
 
 def _int_range(t:str) -> tuple[int, int]:
   return (-(1 << (width(t) - 1)), (1 << (width(t) - 1)) - 1) if t in SIGNED else (0, (1 << width(t)) - 1)
@@ -188,6 +209,14 @@ def _check_transcendental(inst:Inst, t:str, mods:set, bad:Callable):
     if t == "f64" and not rounding_given and not approx: bad(f"{inst.op}.f64 needs a rounding modifier")
   elif not approx or rounding_given: bad(f"{inst.op} exists only as {inst.op}.approx")
   if "ftz" in mods and t != "f32" and not (t == "f64" and approx): bad(f"{inst.op}.{t} does not take .ftz")
+
+def _check_mma(inst:Inst, bad:Callable):
+  """A form the ISA defines (emu.nv.mma.form) with vectors of as many registers as its fragments fill."""
+  try: f = MMA.form(inst.mods)
+  except MMA.FormError as e: bad(str(e))
+  for name, o in zip("dabc", inst.operands):
+    if not isinstance(o, Vec) or len(o.items) != f.registers(name):
+      bad(f"mma {'.'.join(inst.mods)}: operand {name} is a vector of {f.registers(name)} registers")
 
 def _flat(ops):
   for o in ops:
@@ -242,11 +271,33 @@ def _cvta(ctx, inst, t):
   base = np.uint64(ctx.window(space))
   ctx.write(inst.operands[0], (a - base if "to" in inst.mods else a + base).astype(DTYPES[t]), t)
 
-@op("cvt", INTS + FLOATS + ("bf16",), mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"), operands=2)
+# packed cvt types: element format and bits (PTX ISA cvt: .f16x2/.bf16x2 from two f32, .e4m3x2/.e5m2x2 from two f32 or an .f16x2,
+# .f16x2 from an .e4m3x2/.e5m2x2; the first source, or the upper half of a packed one, goes to the upper half)
+PACKED = {"f16x2": (N.F16, 16), "bf16x2": (N.BF16, 16), "e4m3x2": (N.FP8, 8), "e5m2x2": (N.BF8, 8)}
+
+@op("cvt", INTS + FLOATS + ("bf16",), mods=("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz", "relu", "satfinite",
+                                            *PACKED), operands=(2, 3))
 def _cvt(ctx, inst, t):
+  if any(m in PACKED for m in inst.mods): return _cvt_packed(ctx, inst)
   dt, st = [m for m in inst.mods if m in DTYPES]
   x = ctx.read(inst.operands[1], st)
   ctx.write(inst.operands[0], convert(x, st, dt, inst.mods), dt)
+
+def _cvt_packed(ctx, inst):
+  """Two values converted at once and packed, high element first (PTX ISA cvt): .relu makes negative results +0 (NaN stays
+  NaN); .satfinite turns infinities and finite overflow into the largest finite value of the sign (NaN stays NaN)."""
+  dt, st = [m for m in inst.mods if m in PACKED or m == "f32"]
+  if st == "f32": hi, lo = (ctx.read(o, "f32").astype(np.float64) for o in inst.operands[1:3])
+  else:
+    fmt, bits = PACKED[st]
+    raw = ctx.read(inst.operands[1], f"b{2 * bits}").astype(np.uint32)
+    hi, lo = N.decode(raw >> np.uint32(bits), fmt), N.decode(raw & np.uint32((1 << bits) - 1), fmt)
+  fmt, bits = PACKED[dt]
+  out = np.zeros(ctx.n, np.uint32)
+  for x, shift in ((hi, bits), (lo, 0)):
+    if "relu" in inst.mods: x = np.where(x < 0, 0.0, x)
+    out |= N.encode(x, fmt, rounding(inst.mods), saturate="satfinite" in inst.mods).astype(np.uint32) << np.uint32(shift)
+  ctx.write(inst.operands[0], out, f"b{2 * bits}")
 
 def convert(x:np.ndarray, st:str, dt:str, mods) -> np.ndarray:
   """cvt semantics (see the module docstring). A float destination gets the exact source value rounded once in the
@@ -559,59 +610,21 @@ def _exit(ctx, inst, t): ctx.exit()
 @op("bar", (), mods=("sync",), timing="barrier", operands=1)
 def _bar(ctx, inst, t): ctx.barrier()
 
-# ---- warp-level matrix multiply-accumulate (tensor cores) ----
-def _fragment(kind:str, shape:str, lane:np.ndarray, i:int) -> tuple[np.ndarray, np.ndarray]:
-  """(row, col) of element i of a lane's A/B/C fragment, from the PTX ISA's "Matrix Fragments for mma.m16n8k16 / m16n8k8"
-  (groupID = laneid >> 2, threadID_in_group = laneid % 4). A is MxK, B KxN (row = k), C/D MxN."""
-  g, tig = lane >> 2, lane % 4
-  if kind == "c": return g + 8 * (i >= 2), tig * 2 + (i & 1)
-  if shape == "m16n8k8":   # tf32: one element per register
-    if kind == "a": return g + 8 * (i & 1), tig + 4 * (i >= 2)
-    return tig + 4 * i, g
-  if kind == "a": return g + 8 * (i in (2, 3, 6, 7)), tig * 2 + (i & 1) + 8 * (i >= 4)
-  return tig * 2 + (i & 1) + 8 * (i >= 2), g
-
-def _unpack(ctx, regs, typ:str) -> list[np.ndarray]:
-  """The elements a fragment's registers hold, in order, as float64: f16/bf16 two per .b32 register (low half first)."""
-  out = []
-  for r in regs:
-    bits = ctx.read(r, "b32")
-    if typ == "f32": out.append(bits.view(np.float32).astype(np.float64))
-    elif typ == "tf32":   # model: the register's low 13 mantissa bits are not read (tf32 keeps 10); not checked on hardware yet
-      out.append((bits & np.uint32(0xffffe000)).view(np.float32).astype(np.float64))
-    else:
-      for h in (bits & np.uint32(0xffff), bits >> np.uint32(16)):
-        v = h.astype(np.uint16).view(np.float16) if typ == "f16" else (h << np.uint32(16)).view(np.float32)   # bf16: the top half of an f32
-        out.append(v.astype(np.float64))
-  return out
-
-@op("mma", ("f32", "f16", "bf16"), mods=("sync", "aligned", "m16n8k16", "m16n8k8", "row", "col", "tf32"), timing="tensor",
-    operands=4)
+# ---- warp-level matrix multiply-accumulate (tensor cores): forms, fragment layouts and arithmetic in emu.nv.mma ----
+@op("mma", MMA.TYPES, mods=MMA.MODIFIERS, timing="tensor", operands=4)
 def _mma(ctx, inst, t):
-  """D = A * B + C per warp (m16n8k16 f16/bf16 or m16n8k8 tf32, f32 or f16 accumulators): products exact, summed in f64 and
-  rounded once to the accumulator type (the hardware's internal order is not documented; this is the exact sum). Every lane
-  of each warp must take part (.aligned)."""
-  shape = next(m for m in inst.mods if m.startswith("m16"))
-  dtype, atype, btype, ctype = [m for m in inst.mods if m in DTYPES or m == "tf32"]
-  d, a, b, c = (o.items for o in inst.operands)
+  """D = A * B + C per warp (emu.nv.mma). Every lane of each warp must take part (.aligned)."""
+  f = MMA.form(inst.mods)
   lanes = np.nonzero(ctx.mask)[0]
   warps, local = np.unique(ctx.warp[lanes], return_inverse=True)
   if (np.bincount(local) != 32).any(): raise PTXError(inst.line, "mma", "mma.sync.aligned needs all 32 lanes of each warp")
-  laneid = ctx.special["%laneid"][lanes]
-  k = 16 if shape == "m16n8k16" else 8
-  mats = {"a": np.zeros((len(warps), 16, k)), "b": np.zeros((len(warps), k, 8)), "c": np.zeros((len(warps), 16, 8))}
-  for kind, regs, typ in (("a", a, atype), ("b", b, btype), ("c", c, ctype)):
-    for i, vals in enumerate(_unpack(ctx, regs, typ)):
-      r, col = _fragment(kind, shape, laneid, i)
-      mats[kind][local, r, col] = vals[lanes]
-  res = mats["a"] @ mats["b"] + mats["c"]
-  outs = [np.zeros(ctx.n, DTYPES[dtype]) for _ in range(4)]
-  for i in range(4):
-    r, col = _fragment("c", shape, laneid, i)
-    outs[i][lanes] = res[local, r, col].astype(DTYPES[dtype])
-  if dtype == "f32":
-    for reg, v in zip(d, outs): ctx.write(reg, v, "f32")
-  else:
-    for j, reg in enumerate(d):   # f16 accumulators: two per register, low half first
-      lo, hi = (outs[2 * j + h].view(np.uint16).astype(np.uint32) for h in (0, 1))
-      ctx.write(reg, lo | (hi << np.uint32(16)), "b32")
+  order = np.lexsort((ctx.special["%laneid"][lanes], local))   # each warp's lanes in %laneid order
+  lanes = lanes[order]
+  d, a, b, c = (o.items for o in inst.operands)
+  frags = [MMA.elements([ctx.read(r, "b32")[lanes] for r in regs], typ).reshape(len(warps), 32, -1)
+           for regs, typ in ((a, f.atype), (b, f.btype), (c, f.ctype))]
+  out = MMA.multiply(f, *frags).reshape(len(lanes), -1)
+  for reg, words in zip(d, MMA.words_of(out, f.dtype)):
+    full = ctx.read(reg, "b32")
+    full[lanes] = words
+    ctx.write(reg, full, "b32")

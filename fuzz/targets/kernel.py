@@ -54,7 +54,12 @@ def check(dev:str, case:dict) -> None:
   """Raise a Finding when the program's result on the emulated device differs from the PYTHON backend's (fast-math rule of
   tiny_program.compare: the LLVM renderer's `fdiv nsz arcp contract afn` leaves non-finite quotients undefined, and the NV
   renderers' `.approx` division and transcendentals likewise; a program that the renderer's flags leave undefined,
-  tiny_program.undefined_on_llvm, is not judged)."""
+  tiny_program.undefined_on_llvm, is not judged). A matmul program is judged against numpy instead (tiny_program.compare_matmul:
+  tensor cores multiply exactly, the PYTHON backend accumulates bfloat16 in bfloat16)."""
+  if tiny_program.is_matmul(case):
+    if (diff:=tiny_program.compare_matmul(run_device(dev, case), case)) is not None:
+      raise Finding("kernel-mismatch", f"{dev} vs numpy: {diff[0]}", key=(dev, *diff[1]))
+    return
   with Context(DEV="PYTHON"):
     try: ref = run_reference(case)
     except Finding as ref_error:   # the device may fail on its own too (a renderer CompileError behind a PYTHON-backend bug)

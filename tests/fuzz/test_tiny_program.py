@@ -13,6 +13,19 @@ def test_recorded_programs_build():
     case = tiny_program.generate(random.Random(seed))
     tiny_program.build(case, [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]])
 
+def test_programs_draw_tensor_core_matmuls_of_every_k_residue():
+  # the m16n8k8 layout bug hid because no program was tensor-core sized: matmuls of every K modulo 32 (NVIDIA's k8/k16/k32
+  # fragments, AMD's 16-deep WMMA/MFMA) in each input dtype, M and N multiples of the 16 x 8 tiles
+  drawn = set()
+  for seed in range(600):
+    case = tiny_program.generate(random.Random(seed))
+    if ["matmul", 1] not in case["steps"]: continue
+    (m, k), (k2, n) = (i["shape"] for i in case["inputs"])
+    assert k == k2 and m % 16 == 0 and n % 8 == 0 and k % 8 == 0
+    dt = case["steps"][0][1] if case["steps"][0][0] == "cast" else "float32"
+    drawn.add((dt, k % 32))
+  assert drawn == {(dt, r) for dt in tiny_program.MATMUL_DTYPES for r in (0, 8, 16, 24)}
+
 def test_tolerance_is_the_least_precise_float_in_the_program():
   f32_to_f64 = {"inputs": [{"dtype": "float32", "shape": [1], "data": [1.0]}], "steps": [["cast", "float64"]]}
   assert tolerance(f32_to_f64, "float64") == 1e-5

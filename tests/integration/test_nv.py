@@ -2,7 +2,7 @@
 matmuls (a half one on tensor cores), conv2d, softmax, argmax, masking, gather/scatter, rand, TinyJit and graph replay,
 copies, a tensor sharded over two GPUs, profiler timestamps, and the fault and hang paths. Expected values come from numpy
 (rand: from tinygrad's PYTHON reference backend); each test is one child process reporting a verdict per check."""
-import json, time
+import json, re, time
 import pytest
 from tinygrad_run import SIGINT_AS_AT_A_TERMINAL, failed_checks, run, run_json
 from mockgpu.nvrtc_path import pypi_nvrtc
@@ -83,17 +83,34 @@ print(json.dumps(res))
 """, dev=f"MOCK+NV:{renderer}")
   assert out and not failed_checks(out), failed_checks(out)
 
-@pytest.mark.parametrize("renderer", RENDERERS)
-def test_half_matmul_runs_on_tensor_cores(renderer):
-  # tinygrad's PTX renderer uses mma.sync for a half matmul with float accumulation; DEBUG=4 prints each kernel's source
-  p = run(CHECKS + """
-h, g = rng.standard_normal((64, 64)).astype(np.float16), rng.standard_normal((64, 64)).astype(np.float16)
-check("half matmul", (T(h) @ T(g)).float().numpy(), h.astype(np.float32) @ g.astype(np.float32), 0.05)
+TC_MATMULS = """
+from tinygrad import Context
+cases = [("half", dtypes.half, dtypes.float), ("half acc half", dtypes.half, dtypes.half), ("bf16", dtypes.bfloat16, dtypes.float),
+         ("tf32", dtypes.float, dtypes.float)] + ([("fp8e4m3", dtypes.fp8e4m3, dtypes.float), ("fp8e5m2", dtypes.fp8e5m2, dtypes.float)]
+                                                  if FP8 else [])
+for name, din, dout in cases:
+  # every K residue of the m16n8k8 and m16n8k16 shapes (fp8: k32 tiles, K a multiple of 32 or no tensor cores at all)
+  for m, k, n in ([(16, 32, 8), (32, 64, 24)] if name.startswith("fp8") else [(16, 8, 8), (16, 24, 16), (32, 40, 24), (16, 16, 8), (48, 56, 16)]):
+    # quarter steps in [-2, 2): exact in every input type, and every product and sum exact in the accumulator
+    a, b = (rng.integers(-8, 8, (m, k)) / 4).astype(np.float32), (rng.integers(-8, 8, (k, n)) / 4).astype(np.float32)
+    with Context(ALLOW_TF32=1): got = T(a).cast(din).matmul(T(b).cast(din), dtype=dout).float().numpy()
+    check(f"{name} {m}x{k}x{n}", got, a.astype(np.float64) @ b.astype(np.float64), 0)
 print(json.dumps(res))
-""", dev=f"MOCK+NV:{renderer}", env={"DEBUG": "4"})
+"""
+
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_matmuls_on_tensor_cores_every_shape_and_k_residue(renderer):
+  # tinygrad's TC list for sm_89: m16n8k16 (f16 -> f32/f16, bf16 -> f32; the PTX renderer leaves bf16 to plain FMAs),
+  # m16n8k8 (f16, and tf32 under ALLOW_TF32), m16n8k32 fp8 (CUDA renderer only); DEBUG=4 prints each kernel's source
+  p = run(CHECKS + f"FP8 = {renderer == 'CUDA'}\n" + TC_MATMULS, dev=f"MOCK+NV:{renderer}", env={"DEBUG": "4"})
   assert p.returncode == 0, p.stderr[-3000:]
-  assert "mma.sync.aligned.m16n8k16" in p.stdout + p.stderr   # the PTX, or the CUDA source's inline PTX
-  assert json.loads(p.stdout.strip().splitlines()[-1]) == {"half matmul": True}
+  forms = set(re.findall(r"mma\.sync\.aligned\.(m\d+n\d+k\d+\.row\.col\.\w+\.\w+\.\w+\.\w+)", p.stdout + p.stderr))
+  want = {"m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f16.f16.f16.f16", "m16n8k8.row.col.f32.f16.f16.f32",
+          "m16n8k8.row.col.f16.f16.f16.f16", "m16n8k8.row.col.f32.tf32.tf32.f32"}
+  if renderer == "CUDA": want |= {"m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k32.row.col.f32.e4m3.e4m3.f32", "m16n8k32.row.col.f32.e5m2.e5m2.f32"}
+  assert forms == want, forms ^ want
+  out = json.loads(p.stdout.strip().splitlines()[-1])
+  assert len(out) == (24 if renderer == "CUDA" else 20) and not failed_checks(out), failed_checks(out)
 
 @pytest.mark.parametrize("renderer", RENDERERS)
 def test_rand_matches_tinygrads_python_backend(renderer):

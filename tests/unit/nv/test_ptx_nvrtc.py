@@ -185,3 +185,41 @@ def test_cvt_of_infinities_and_nan_to_integers_saturates():
           "st.global.s32 [%out+8], %z;\nst.global.u16 [%out+12], %w;")
   got = run_one(body, ".reg .f32 %a, %b, %c;\n.reg .s32 %x, %y, %z;\n.reg .u16 %w;")
   assert got[:3].view(np.int32).tolist() == [2**31 - 1, -2**31, 0] and got[3] & 0xffff == 0xffff
+
+F32 = lambda v: f"0f{np.float32(v).view(np.uint32):08X}"  # noqa: E731
+@pytest.mark.parametrize("form,a,b,exp", [
+  # e4m3 (bias 7, 3 mantissa bits, S.1111.111 is NaN, max 448 = 0x7E); the first source goes to the upper byte
+  ("rn.satfinite.e4m3x2.f32", 1.0, -2.5, 0x38C2),                 # 1.0 = 0.0111.000, -2.5 = -1.25 * 2^1 = 1.1000.010
+  ("rn.satfinite.e4m3x2.f32", 1.0625, 1.1875, 0x383A),            # halfway cases round to the even mantissa (000, 010)
+  ("rn.satfinite.e4m3x2.f32", 500.0, float("-inf"), 0x7EFE),       # .satfinite: overflow and infinities -> +-448
+  ("rn.satfinite.e4m3x2.f32", float("nan"), 2.0**-9, 0x7F01),      # NaN stays NaN; 2^-9 is the smallest subnormal
+  ("rn.satfinite.relu.e4m3x2.f32", -2.5, 3.0, 0x0044),            # .relu: a negative result is +0; 3.0 = 0.1000.100
+  # e5m2 (bias 15, 2 mantissa bits, IEEE-style; max 57344 = 0x7B)
+  ("rn.satfinite.e5m2x2.f32", 1.0, 60000.0, 0x3C7B),
+  ("rn.satfinite.e5m2x2.f32", float("inf"), -1.5, 0x7BBE),        # inf -> max finite; -1.5 = 1.01111.10
+  # f16x2 and bf16x2 from two f32: 65520 is halfway between 65504 and 2^16 and rounds to inf, unless .satfinite
+  ("rn.f16x2.f32", 1.0, 65520.0, 0x3C007C00), ("rn.satfinite.f16x2.f32", 1.0, 65520.0, 0x3C007BFF),
+  ("rn.bf16x2.f32", 1.01171875, -2.0, 0x3F82C000), ("rz.bf16x2.f32", 1.01171875, -2.0, 0x3F81C000)])   # 1 + 3/256: tie -> even
+def test_packed_conversions_from_f32(form, a, b, exp):
+  # PTX ISA cvt, packed forms (NVRTC's cuda_fp8.h / cuda_fp16.h use them): a -> the upper half of d, b -> the lower half
+  wide = form.endswith("16x2.f32")
+  got = run_one(f"mov.b32 %a, {F32(a)};\nmov.b32 %b, {F32(b)};\ncvt.{form} %d, %a, %b;\n" +
+                ("st.global.b32 [%out+0], %d;" if wide else "st.global.b16 [%out+0], %d;"),
+                f".reg .f32 %a, %b;\n.reg .b{32 if wide else 16} %d;")
+  assert got[0] == exp
+
+def test_packed_conversions_between_fp8_and_f16x2():
+  # e4m3x2 0x38C2 = (1.0, -2.5) -> f16x2 (0x3C00, 0xC100), and back; e5m2x2 0x7C80 = (+inf, -0) -> f16x2 (0x7C00, 0x8000),
+  # and back with .satfinite: inf becomes the largest finite e5m2, 0x7B
+  body = ("mov.b16 %p, 0x38C2;\ncvt.rn.f16x2.e4m3x2 %h, %p;\nst.global.b32 [%out+0], %h;\ncvt.rn.satfinite.e4m3x2.f16x2 %q, %h;\n"
+          "st.global.b16 [%out+4], %q;\nmov.b16 %p, 0x7C80;\ncvt.rn.f16x2.e5m2x2 %h, %p;\nst.global.b32 [%out+8], %h;\n"
+          "cvt.rn.satfinite.e5m2x2.f16x2 %q, %h;\nst.global.b16 [%out+12], %q;")
+  got = run_one(body, ".reg .b16 %p, %q;\n.reg .b32 %h;")
+  assert [hex(v) for v in got[:4]] == [hex(0x3C00C100), hex(0x38C2), hex(0x7C008000), hex(0x7B80)]
+
+@pytest.mark.parametrize("form,operands,why", [
+  ("rn.e4m3x2.f32", "%p, %a, %a", "needs .satfinite"), ("rz.satfinite.e4m3x2.f32", "%p, %a, %a", "rounds with .rn"),
+  ("rn.satfinite.e4m3x2.f32", "%p, %a", "takes 3 operands"), ("rn.e4m3x2.bf16", "%p, %p", "not a conversion the ISA defines"),
+  ("rn.relu.f16.f32", "%p, %a", "not modelled")])
+def test_packed_conversions_the_isa_does_not_define_are_refused(form, operands, why):
+  with pytest.raises(ptx.PTXError, match=why): kernel(f"cvt.{form} {operands};", ".reg .b16 %p;\n.reg .f32 %a;")
