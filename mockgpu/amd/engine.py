@@ -23,8 +23,8 @@ class GPUContext:
   """What engines need from the GPU they belong to. The KFD (and PCI) mocks implement it."""
   memory: MemoryMap
   clock: DeviceClock
-  def interrupt(self, source:str, ctxid:int):
-    """An engine raised an interrupt (RELEASE_MEM INT_SEL, SDMA TRAP) carrying `ctxid`."""
+  def interrupt(self, engine:Engine, source:str, ctxid:int):
+    """`engine` raised an interrupt (RELEASE_MEM INT_SEL, SDMA TRAP) carrying `ctxid`."""
     raise NotImplementedError
   def on_fault(self, engine:Engine, err:Exception):
     """`engine` died on `err` (a GPUFault or a PacketError)."""

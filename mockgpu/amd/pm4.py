@@ -127,7 +127,7 @@ class PM4Engine(Engine):
     elif data_sel == 2: self.write64(addr, data)
     elif data_sel == 3: self.write64(addr, self.gpu.clock.now())
     elif data_sel != 0: raise PacketError(f"PM4: RELEASE_MEM DATA_SEL={data_sel} is not emulated at {where}")
-    if int_sel in (1, 2, 3, 4): self.gpu.interrupt("CP", ctxid)
+    if int_sel in (1, 2, 3, 4): self.gpu.interrupt(self, "CP", ctxid)
 
   def _wait_reg_mem(self, body, where):
     info, lo, hi, ref, mask = body[0], body[1], body[2], body[3], body[4]

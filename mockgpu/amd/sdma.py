@@ -55,7 +55,7 @@ class SDMAEngine(Engine):
       addr = dw(1) | (dw(2) << 32)
       self.gpu.memory.write(addr, b"".join(dw(4 + i).to_bytes(4, "little") for i in range(size - 4)))
     elif op == OP_FENCE: self.write32(dw(1) | (dw(2) << 32), dw(3))
-    elif op == OP_TRAP: self.gpu.interrupt("SDMA", dw(1) & 0x0fffffff)
+    elif op == OP_TRAP: self.gpu.interrupt(self, "SDMA", dw(1) & 0x0fffffff)
     elif op == OP_POLL_REGMEM:
       func, mem_poll, mask = (hdr >> 28) & 7, (hdr >> 31) & 1, dw(4)
       if mem_poll and not compare(func, (value := self.read32(addr := dw(1) | (dw(2) << 32))) & mask, dw(3) & mask):

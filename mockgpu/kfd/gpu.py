@@ -18,7 +18,7 @@ class KFDGPU(EmulatedGPU):
     self._on_interrupt, self._on_fault = on_interrupt, on_fault
 
   # ---- GPUContext ----
-  def interrupt(self, source:str, ctxid:int): self._on_interrupt(self, ctxid)
+  def interrupt(self, engine:Engine, source:str, ctxid:int): self._on_interrupt(self, ctxid)
   def on_fault(self, engine:Engine, err:Exception): self._on_fault(self, engine, err)
 
   def add_queue(self, engine:Engine) -> int:

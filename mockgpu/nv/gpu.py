@@ -43,7 +43,7 @@ class NVGPU(GPUContext):
     self._usermode: int | None = None
 
   # ---- GPUContext ----
-  def interrupt(self, source:str, ctxid:int): pass   # NON_STALL_INTERRUPT: tinygrad polls its semaphores instead
+  def interrupt(self, engine:Engine, source:str, ctxid:int): pass   # NON_STALL_INTERRUPT: tinygrad polls its semaphores instead
   def cancel(self, reason:str): self.watchdog.cancel(reason)
 
   def on_fault(self, engine:Engine, err:Exception):

@@ -72,7 +72,9 @@ class CommandProcessor:
     self._stop(self.selected)
     engine = PM4Engine(self.gpu, ring, size, rptr, wptr, regs=self.gpu.compute_regs, dispatch=self.gpu.dispatch, sqtt=self.gpu.thread_trace)
     engine.name = f"PM4 (MEC pipe {pipe} queue {queue})"
-    self.gpu.add_queue(engine, db["doorbell_offset"] * 4, what=f"compute queue {pipe}.{queue} (CP_HQD_PQ_BASE {ring:#x})")
+    if f"regCP_ME1_PIPE{pipe}_INT_CNTL" not in self.regs.defs: raise self._err(f"CP_HQD_ACTIVE=1 on MEC pipe {pipe}: the MEC has no such pipe")
+    self.gpu.add_queue(engine, db["doorbell_offset"] * 4, what=f"compute queue {pipe}.{queue} (CP_HQD_PQ_BASE {ring:#x})",
+                       interrupts_enabled=lambda: bool(self.regs.fields(f"regCP_ME1_PIPE{pipe}_INT_CNTL")["time_stamp_int_enable"]))
     self.queues[self.selected] = engine
 
   def _dequeue(self, value:int):

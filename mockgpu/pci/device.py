@@ -13,6 +13,7 @@ ring when it waits, prints the entry and raises "Device is in error state"; the 
 """
 from __future__ import annotations
 import ctypes, mmap, os
+from typing import Callable
 import numpy as np
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
 from mockgpu.amd.engine import SCHEDULER, Engine, PacketError
@@ -48,6 +49,7 @@ class PCIGPU(EmulatedGPU):
     bus.add_bar(self.bar0_bus, vram_bytes, lambda off, size: self.vram_addr + off)
     self.firmware = firmware(board)
     self.regs = RegisterFile(f"mockpci {name}", board)
+    self.interrupt_enables: dict[Engine, Callable[[], bool]] = {}
     self._reset()
     self.doorbell_page()
 
@@ -101,19 +103,28 @@ class PCIGPU(EmulatedGPU):
                           present=lambda h=host, s=size: is_mapped(h, s))
 
   # ---- queues ----
-  def add_queue(self, engine:Engine, doorbell_offset:int, what:str):
-    """Start `engine`, rung by the 64-bit doorbell at byte `doorbell_offset` of BAR2."""
+  def add_queue(self, engine:Engine, doorbell_offset:int, what:str, interrupts_enabled:Callable[[], bool]):
+    """Start `engine`, rung by the 64-bit doorbell at byte `doorbell_offset` of BAR2; `interrupts_enabled()` says whether the
+    interrupts it raises reach the IH ring now (the block's interrupt-enable register)."""
     if doorbell_offset % 8 or doorbell_offset >= self.doorbell_bytes:
       raise PCIDeviceError(f"{self.name}: {what}: doorbell offset {doorbell_offset:#x} is not a doorbell of the {self.doorbell_bytes:#x}-byte BAR")
     if (other:=self.doorbells.get(doorbell_offset // 8)) is not None:
       raise PCIDeviceError(f"{self.name}: {what}: doorbell {doorbell_offset:#x} already rings {other.name}")
     if not self.config.bus_master: raise PCIDeviceError(f"{self.name}: {what} started with PCI_COMMAND bus mastering off")
     engine.write64(engine.rptr_addr, 0)
+    self.interrupt_enables[engine] = interrupts_enabled
     self.bind_queue(doorbell_offset // 8, engine)
 
+  def remove_queue(self, engine:Engine):
+    super().remove_queue(engine)
+    self.interrupt_enables.pop(engine, None)
+
   # ---- GPUContext ----
-  def interrupt(self, source:str, ctxid:int):
+  def interrupt(self, engine:Engine, source:str, ctxid:int):
+    """An end-of-pipe or SDMA trap interrupt reaches the IH ring only where the driver enabled it for that engine
+    (`interrupt_enables`), as on the hardware."""
     from tinygrad.runtime.autogen.am import am
+    if (enabled := self.interrupt_enables.get(engine)) is None or not enabled(): return
     gfx = {"CP": self._gfx_src("CP_EOP_INTERRUPT"), "SDMA": self._gfx_src("SDMA_TRAP")}[source]
     self.ih.post(am.SOC21_IH_CLIENTID_GRBM_CP if source == "CP" else am.SOC21_IH_CLIENTID_GFX, gfx, (ctxid, 0, 0, 0))
 

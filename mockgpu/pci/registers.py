@@ -30,7 +30,17 @@ def register_modules(board:PCIBoard) -> dict:
   out: dict = {}
   for prefix, hwid, ver in mods:
     out.update(import_asic_regs(prefix, ver, cls=functools.partial(AMDReg, bases={0: register_bases(hwid)})))
+  ring0 = out["regCP_INT_CNTL_RING0"]
+  for pipe in range(MEC_PIPES[v[GC][0]]):   # the same interrupt-enable layout as CP_INT_CNTL_RING0's
+    out[f"regCP_ME1_PIPE{pipe}_INT_CNTL"] = AMDReg(f"regCP_ME1_PIPE{pipe}_INT_CNTL", ME1_PIPE0_INT_CNTL + pipe, 0, dict(ring0.fields),
+                                                   bases={0: register_bases(GC)})
   return out
+
+# Registers the hardware has and tinygrad's register modules leave out: each MEC pipe's interrupt control, which gates the
+# pipe's end-of-pipe (RELEASE_MEM INT_SEL) interrupts (TIME_STAMP_INT_ENABLE; amdgpu enables it per pipe, the AM driver never
+# does). Offset (GC segment 0) from Linux's gc_11_0_0_offset.h and gc_12_0_0_offset.h; GC 11 has four such pipes, GC 12 two.
+ME1_PIPE0_INT_CNTL = 0x1e25
+MEC_PIPES = {11: 4, 12: 2}
 
 class RegisterFile:
   """See the module docstring. `name` prefixes error messages (e.g. 'mockpci 0000:81:00.0')."""

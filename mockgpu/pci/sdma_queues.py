@@ -34,7 +34,9 @@ class SDMAQueues:
     engine = SDMAEngine(self.gpu, ring, size, rptr, wptr, count_mask=count_mask(self.gpu.pci_board.ip_versions[SDMA0]))
     engine.name = f"SDMA ({prefix[3:]})"
     offset = self.regs.reg(f"{prefix}_DOORBELL_OFFSET").decode(get("DOORBELL_OFFSET"))["offset"]
-    self.gpu.add_queue(engine, offset * 4, what=f"{prefix[3:]} (RB_BASE {ring:#x})")
+    cntl = prefix.split("_QUEUE")[0] + "_CNTL"   # regSDMA<e>_CNTL: its TRAP_ENABLE gates the engine's trap interrupts
+    self.gpu.add_queue(engine, offset * 4, what=f"{prefix[3:]} (RB_BASE {ring:#x})",
+                       interrupts_enabled=lambda: bool(self.regs.fields(cntl)["trap_enable"]))
     self.queues[prefix] = engine
 
   def _stop(self, prefix:str):

@@ -2,9 +2,9 @@
 matmuls (a half one on tensor cores), conv2d, softmax, argmax, masking, gather/scatter, rand, TinyJit and graph replay,
 copies, a tensor sharded over two GPUs, profiler timestamps, and the fault and hang paths. Expected values come from numpy
 (rand: from tinygrad's PYTHON reference backend); each test is one child process reporting a verdict per check."""
-import json, re, time
+import re, time
 import pytest
-from tinygrad_run import SIGINT_AS_AT_A_TERMINAL, failed_checks, run, run_json
+from tinygrad_run import SIGINT_AS_AT_A_TERMINAL, failed_checks, last_json, run, run_json
 from mockgpu.nvrtc_path import pypi_nvrtc
 
 NV2 = "MOCK:0,1+NV:PTX"
@@ -109,7 +109,7 @@ def test_matmuls_on_tensor_cores_every_shape_and_k_residue(renderer):
           "m16n8k8.row.col.f16.f16.f16.f16", "m16n8k8.row.col.f32.tf32.tf32.f32"}
   if renderer == "CUDA": want |= {"m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k32.row.col.f32.e4m3.e4m3.f32", "m16n8k32.row.col.f32.e5m2.e5m2.f32"}
   assert forms == want, forms ^ want
-  out = json.loads(p.stdout.strip().splitlines()[-1])
+  out = last_json(p.stdout)
   assert len(out) == (24 if renderer == "CUDA" else 20) and not failed_checks(out), failed_checks(out)
 
 @pytest.mark.parametrize("renderer", RENDERERS)
@@ -230,7 +230,7 @@ except KeyboardInterrupt: caught = time.perf_counter() - sent[0]
 busy = any(e.pending() for e in SCHEDULER.engines)
 v = p.numpy()
 print(json.dumps([caught, busy, {str(k): int((v == k).sum()) for k in (1.0, 2.0, 3.0, 4.0)}]))
-""", dev=f"MOCK+NV:{renderer}")
+""", dev=f"MOCK+NV:{renderer}", env={"DEBUG": "0"})   # DEBUG >= 2 waits for each kernel: none would be in flight
   caught, busy, counts = out
   assert caught is not None and caught < 1.0, out
   assert busy, "the kernel finished before the interrupt: the test did not interrupt anything"

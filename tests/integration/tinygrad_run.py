@@ -18,6 +18,9 @@ HANG_FAULT = "HW fault:" if IFACE == "MOCKKFD" else "Device hang detected"
 KNOWN_BUGS: dict[str, dict[str, str]] = {}
 SQTT_ENV = {"PROFILE": "1", "SQTT": "1", "VIZ": "0", "SQTT_BUFFER_SIZE": "1"}   # tinygrad's thread-trace profiling, 1 MB buffers
 USER_LLVM_PATH = os.environ.get("LLVM_PATH")   # the user's choice, passed on to the children unchanged
+# settings every child gets unless its test sets them itself, e.g. EMU_TEST_CHILD_ENV="DEBUG=2 PROFILE=1" (.ci/run runs the suite so:
+# timestamps on every queue, tinygrad's debug output and its profiler on every interface)
+CHILD_ENV = dict(kv.split("=", 1) for kv in os.environ.get("EMU_TEST_CHILD_ENV", "").split())
 PRELUDE = "import sys; sys.path.insert(0, %r)\nfrom mockgpu import hook; hook.install()\n" % str(ROOT)
 # child code for Ctrl-C tests, before any device is used: SIGINT raises KeyboardInterrupt as at a terminal, whatever the parent's
 # disposition (a test run started as a background job ignores SIGINT, and its children inherit that)
@@ -31,14 +34,21 @@ def run(code:str, dev:str=f"{IFACE}+AMD:LLVM:{ARCH}", env:dict|None=None, timeou
   """Run `code` with DEV=`dev` (default: the arch of env EMU_TEST_ARCH); returns the completed process (check=False). LLVM_PATH is
   left to the caller's environment: the mock picks a libLLVM new enough for DEV's arch (mockgpu/llvm_path.py)."""
   e = {k: v for k, v in os.environ.items() if k != "LLVM_PATH"} | ({"LLVM_PATH": USER_LLVM_PATH} if USER_LLVM_PATH else {})
-  e.update({"DEV": dev, "PYTHONPATH": str(ROOT), **(env or {})})
+  e.update({"DEV": dev, "PYTHONPATH": str(ROOT), **CHILD_ENV, **(env or {})})
   return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout, env=e)
 
 def run_json(code:str, **kwargs):
   """Run `code` and parse the JSON its last stdout line prints; fails with the child's stderr when it did not succeed."""
   p = run(code, **kwargs)
   assert p.returncode == 0, f"child failed ({p.returncode}):\n{p.stderr[-4000:]}"
-  return json.loads(p.stdout.strip().splitlines()[-1])
+  return last_json(p.stdout)
+
+def last_json(stdout:str):
+  """The last line of a child's stdout that is JSON: tinygrad's own DEBUG output (and the AM driver's at exit) may follow it."""
+  for line in reversed(stdout.strip().splitlines()):
+    try: return json.loads(line)
+    except json.JSONDecodeError: continue
+  raise AssertionError(f"no JSON line in the child's output:\n{stdout[-2000:]}")
 
 def failed_checks(out:dict, arch:str=ARCH) -> list[str]:
   """The checks of a child's {check: passed} verdict that failed and are not known bugs of `arch`, plus the known bugs that now pass."""

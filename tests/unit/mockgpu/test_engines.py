@@ -20,7 +20,7 @@ class FakeGPU(GPUContext):
     self.memory, self.clock = MemoryMap(), DeviceClock()
     self.memory.map(self.base, size, "test")
     self.interrupts, self.faults, self.dispatches = [], [], []
-  def interrupt(self, source, ctxid): self.interrupts.append((source, ctxid))
+  def interrupt(self, engine, source, ctxid): self.interrupts.append((source, ctxid))
   def on_fault(self, engine, err): self.faults.append(err)
   def u32(self, off:int) -> int: return struct.unpack_from("<I", self.buf, off)[0]
   def u64(self, off:int) -> int: return struct.unpack_from("<Q", self.buf, off)[0]

@@ -137,7 +137,7 @@ def test_signal_event_through_mailbox_and_wait():
   w = call(s.proc, "WAIT_EVENTS", events_ptr=ctypes.addressof(arr), num_events=2, wait_for_all=0, timeout=1)
   assert w.wait_result == 1  # timeout
   ctypes.c_uint64.from_address(page_va + ev.event_slot_index * 8).value = ev.event_id  # what RELEASE_MEM's mailbox write does
-  s.proc.gpus[0].interrupt("CP", ev.event_id)
+  s.proc.gpus[0].interrupt(None, "CP", ev.event_id)
   w = call(s.proc, "WAIT_EVENTS", events_ptr=ctypes.addressof(arr), num_events=2, wait_for_all=0, timeout=1000)
   assert w.wait_result == 0 and arr[1].memory_exception_data.gpu_id == 0
   bad = (kfd.struct_kfd_event_data * 1)(kfd.struct_kfd_event_data(event_id=4000))
