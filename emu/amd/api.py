@@ -32,10 +32,11 @@ class GPUHangFault(GPUFault):
                      f"{f', last pc={pc:#x}' if pc is not None else ''}{f' wave={wave}' if wave else ''}")
 
 class GPUTrapFault(GPUFault):
-  """A wave executed s_trap. No trap handler is emulated, so the trap ends the dispatch as a fault naming the trap id."""
-  def __init__(self, pc:int, trap_id:int, wave:tuple|None=None):
-    self.pc, self.trap_id, self.wave = pc, trap_id, wave
-    super().__init__(f"GPU trap: s_trap {trap_id:#x} at pc={pc:#x}{f' wave={wave}' if wave else ''} (no trap handler is emulated)")
+  """A wave executed a trap instruction (AMD s_trap, PTX trap). No trap handler is emulated, so the trap ends the dispatch as a
+  fault naming the instruction (`what`: s_trap and its id by default)."""
+  def __init__(self, pc:int, trap_id:int, wave:tuple|None=None, what:str|None=None):
+    self.pc, self.trap_id, self.wave, self.what = pc, trap_id, wave, what or f"s_trap {trap_id:#x}"
+    super().__init__(f"GPU trap: {self.what} at pc={pc:#x}{f' wave={wave}' if wave else ''} (no trap handler is emulated)")
 
 class GPUIllegalInstruction(GPUFault):
   """The decoder met bytes that are no instruction of this arch, or an instruction the emulator does not implement."""
@@ -47,6 +48,14 @@ class GPUIllegalInstruction(GPUFault):
 class IllegalOperand(Exception):
   """Raised by the operand layer when an operand turns out to be impossible only once the wave runs (a wave64 lane mask at
   EXEC_HI); the dispatcher reports it as GPUIllegalInstruction at the instruction's PC."""
+
+class GPUMisalignedAccess(GPUFault):
+  """A lane accessed memory at an address that is not a multiple of the access size (NVIDIA: PTX requires natural alignment,
+  the hardware stops the warp with a misaligned-address error); nothing of the access was applied."""
+  def __init__(self, addr:int, size:int, write:bool, space:str, pc:int|None=None, inst:str|None=None):
+    self.addr, self.size, self.write, self.space, self.pc, self.inst = addr, size, write, space, pc, inst
+    where = f" at pc={pc:#x} ({inst})" if pc is not None else ""
+    super().__init__(f"GPU misaligned address: {size}-byte {'write' if write else 'read'} of {space} address {addr:#x}{where}")
 
 class GPUInvalidDispatch(GPUFault):
   """The dispatch itself is impossible on this GPU (a workgroup, LDS or scratch size beyond the hardware's limits); no wave ran."""

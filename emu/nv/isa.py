@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
+from emu.amd.api import GPUTrapFault
 from emu.pcode import numerics as N
 from emu.nv import mma as MMA
 from emu.nv.ptx import Addr, Inst, Kernel, Label, PTXError, Reg, Vec
@@ -606,6 +607,9 @@ def _ret(ctx, inst, t): ctx.exit()
 
 @op("exit", (), timing="branch", operands=0)
 def _exit(ctx, inst, t): ctx.exit()
+
+@op("trap", (), timing="branch", operands=0)
+def _trap(ctx, inst, t): raise GPUTrapFault(0, 0, what=f"PTX trap (line {inst.line})")   # emu.nv.simt gives it the instruction's index
 
 @op("bar", (), mods=("sync",), timing="barrier", operands=1)
 def _bar(ctx, inst, t): ctx.barrier()

@@ -9,10 +9,10 @@ checked through emu.amd.memory.MemoryMap: an access outside every mapping faults
 its own `.shared` bytes, `.param` is the launch's argument block.
 """
 from __future__ import annotations
-import os, struct, sys
+import math, os, struct, sys
 from dataclasses import dataclass
 import numpy as np
-from emu.amd.api import GPUEmulatorError, GPUFault, GPUMemoryFault
+from emu.amd.api import GPUEmulatorError, GPUFault, GPUInvalidDispatch, GPUMemoryFault, GPUMisalignedAccess, GPUTrapFault
 from emu.amd.memory import MemoryMap
 from emu.amd.watchdog import Watchdog
 from emu.nv import isa
@@ -124,7 +124,7 @@ class _Lanes:
     nb, dt = isa.width(t) // 8, isa.DTYPES[t]
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     raw = np.zeros((self.n, nb * count), np.uint8)
-    for sp, lanes, at in self._spaces(space, a, addr, sel):
+    for sp, lanes, at in self._aligned(self._spaces(space, a, addr, sel), nb * count, False):
       if self.timer is not None: self.timer.access(sp, at, lanes, nb * count)
       if sp == "global": raw[lanes] = self.memory.gather(at, nb * count)
       elif sp == "param":
@@ -139,7 +139,7 @@ class _Lanes:
     nb = isa.width(t) // 8
     addr, sel = self._address(a), np.nonzero(self.mask)[0]
     data = np.concatenate([np.asarray(v).astype(isa.DTYPES[t]).view(np.uint8).reshape(self.n, nb) for v in values], axis=1)
-    for sp, lanes, at in self._spaces(space, a, addr, sel):
+    for sp, lanes, at in self._aligned(self._spaces(space, a, addr, sel), data.shape[1], True):
       if self.timer is not None: self.timer.access(sp, at, lanes, data.shape[1])
       if sp == "global": self.memory.scatter(at, data[lanes])
       elif sp == "shared": self.shared[self.cta[lanes][:, None], self._index(self.shared, at, data.shape[1], sp)] = data[lanes]
@@ -161,6 +161,16 @@ class _Lanes:
       sel, at = sel[~inside], at[~inside]
     if len(sel): yield "global", sel, at
 
+  @staticmethod
+  def _aligned(parts, size:int, write:bool) -> list:
+    """The (space, lanes, addresses) parts of an access, after checking that every address is a multiple of the access size
+    (a vector's whole size: PTX ISA ld/st, "the address must be naturally aligned"); raises GPUMisalignedAccess before any part
+    is read or written."""
+    parts = list(parts)
+    for sp, _, at in parts:
+      if len(at) and (bad := at % np.uint64(size)).any(): raise GPUMisalignedAccess(int(at[np.nonzero(bad)[0][0]]), size, write, sp)
+    return parts
+
   def _index(self, store:np.ndarray, addr:np.ndarray, nbytes:int, space:str) -> np.ndarray:
     """Byte indices into a per-CTA (shared) or per-thread (local) store; past its end is a memory fault."""
     if len(addr) and int(addr.max()) + nbytes > store.shape[1]:
@@ -179,15 +189,27 @@ TRACE = os.environ.get("EMU_NV_TRACE", "") not in ("", "0")   # one stderr line 
 WINDOWS = {"shared": 0x7294_0000_0000, "local": 0x7293_0000_0000}
 WINDOW_BYTES = 1 << 32
 BATCH_LANES = 1 << 16   # lanes run together: whole CTAs up to this many threads (CTAs share nothing but global memory)
-WATCHDOG_EVERY = 32     # lockstep steps between watchdog checks
+WATCHDOG_EVERY = 32     # lockstep steps between watchdog checks (and one, reading the clock, before every batch)
+# launch limits of every board modelled (CUDA C++ Programming Guide, "Features and Technical Specifications", compute
+# capability 5.0 and later): grid x up to 2^31 - 1, y and z up to 65535; a block of up to 1024 threads, x and y up to 1024, z 64
+MAX_GRID, MAX_BLOCK, MAX_BLOCK_THREADS = (2**31 - 1, 65535, 65535), (1024, 1024, 64), 1024
+
+def check_launch(grid:tuple, block:tuple):
+  """GPUInvalidDispatch for a launch past the hardware's limits (or with an empty grid or block), which it refuses to start."""
+  for what, dims, limit in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
+    for axis, v, top in zip("xyz", dims, limit):
+      if not 1 <= v <= top: raise GPUInvalidDispatch(f"invalid launch: {what} {tuple(dims)}: {what} {axis} = {v} is outside 1..{top}")
+  if math.prod(block) > MAX_BLOCK_THREADS:
+    raise GPUInvalidDispatch(f"invalid launch: a block of {math.prod(block)} threads {tuple(block)} exceeds {MAX_BLOCK_THREADS}")
 
 def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap, watchdog:Watchdog|None=None, board=None) -> LaunchStats:
   """Run `kernel` over grid x block threads with `args` (one int per .param: addresses or values), in batches of whole CTAs.
   Raises GPUMemoryFault (naming the instruction) for an access outside `memory`, and GPUHangFault when `watchdog` (by default
   one armed now with the EMU_WATCHDOG_S / EMU_WATCHDOG budgets, counted in warp-instructions) says the launch ran too long or
   was cancelled. With a `board` (emu.nv.boards) the timing model runs alongside and `LaunchStats.cycles` is its estimate."""
-  grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
-  per_cta, nctas = int(np.prod(block)), int(np.prod(grid))
+  grid, block = tuple(int(v) for v in grid) + (1,) * (3 - len(grid)), tuple(int(v) for v in block) + (1,) * (3 - len(block))
+  check_launch(grid, block)
+  per_cta, nctas = math.prod(block), math.prod(grid)
   step = max(1, BATCH_LANES // per_cta)
   stats = LaunchStats(per_cta * nctas, nctas * -(-per_cta // 32), ctas=nctas)
   if watchdog is None:
@@ -197,6 +219,7 @@ def run(kernel:Kernel, grid:tuple, block:tuple, args:list[int], memory:MemoryMap
   mapped = _map_globals(kernel, memory)
   try:
     for first in range(0, nctas, step):
+      watchdog.check(stats.warp_instructions, 0, long=True)   # a grid of many short CTAs can run for minutes in few steps per batch
       _run_batch(kernel, _Lanes(kernel, grid, block, args, memory, range(first, min(first + step, nctas)), timer), stats, watchdog)
   finally:
     for addr in mapped: memory.unmap(addr)
@@ -238,6 +261,10 @@ def _run_batch(kernel:Kernel, st:_Lanes, stats:LaunchStats, watchdog:Watchdog):
       except GPUMemoryFault as e:
         if e.pc is not None: raise
         raise GPUMemoryFault(e.addr, e.write, pc=p, inst=f"{kernel.name}: {inst}", detail=e.detail) from None
+      except GPUMisalignedAccess as e:
+        if e.pc is not None: raise
+        raise GPUMisalignedAccess(e.addr, e.size, e.write, e.space, pc=p, inst=f"{kernel.name}: {inst}") from None
+      except GPUTrapFault as e: raise GPUTrapFault(p, e.trap_id, what=f"{kernel.name}: {e.what}") from None
       except (GPUFault, PTXError): raise
       except Exception as e: raise GPUEmulatorError(p, str(inst), None, e) from e   # an emulator bug: named, the host survives
     pc[at] += 1

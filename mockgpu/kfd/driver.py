@@ -192,7 +192,8 @@ class KFDProcess:
     if st.ring_size < 1024 or st.ring_size & (st.ring_size - 1): raise _err(errno.EINVAL, f"ring size {st.ring_size:#x} is not a power of 2 >= 1KB")
     for what, addr, size in (("ring", st.ring_base_address, st.ring_size), ("read pointer", st.read_pointer_address, 8),
                              ("write pointer", st.write_pointer_address, 8)):
-      if gpu.memory.find(addr, size) is None: raise _err(errno.EINVAL, f"queue {what} {addr:#x} is not in memory mapped to the GPU")
+      if (m := gpu.memory.find(addr, size)) is None: raise _err(errno.EINVAL, f"queue {what} {addr:#x} is not in memory mapped to the GPU")
+      if what == "read pointer" and not m.writable: raise _err(errno.EINVAL, f"queue read pointer {addr:#x} is in read-only GPU memory")
     args = (gpu, st.ring_base_address, st.ring_size, st.read_pointer_address, st.write_pointer_address)
     if st.queue_type == QUEUE_COMPUTE:
       engine: Engine = PM4Engine(*args, regs=gpu.compute_regs, dispatch=gpu.dispatch, sqtt=gpu.thread_trace)

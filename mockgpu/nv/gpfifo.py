@@ -25,7 +25,7 @@ class GpFifoEngine(Engine):
   def __init__(self, gpu:GPUContext, name:str, ring_va:int, entries:int, userd_va:int, channel:Channel, token:int=0):
     super().__init__(gpu, ring_va, entries * 8, userd_va + GPGET, userd_va + GPPUT)
     self.name, self.entries, self.channel, self.token = name, entries, channel, token
-    self.resume = 0   # the dword of the current entry to resume at after a stall
+    self.resume = (0, 0)   # where in the current entry to resume after a stall: (header, data dword)
     self.trapped: dict[int, int] = {}   # semaphore address -> payload this channel died owing (see NVGPU)
 
   def ring_where(self) -> str: return f"GPFIFO entry {self.rptr % self.entries}"
@@ -61,4 +61,4 @@ class GpFifoEngine(Engine):
     if stall is not None:
       self.resume = stall.pos
       raise Stall(stall.reason)
-    self.rptr, self.resume = self.rptr + 1, 0
+    self.rptr, self.resume = self.rptr + 1, (0, 0)

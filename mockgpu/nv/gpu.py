@@ -52,19 +52,26 @@ class NVGPU(GPUContext):
     self._trap_releases(engine, err)
 
   def _trap_releases(self, engine:GpFifoEngine, err:Exception):
-    """Trap the host's views of each semaphore `engine`'s unfinished entries would have released: while one holds less than that
-    payload, a view of it raises, naming `err`. The traps go with the channel."""
+    """Trap the host's views of each semaphore `engine` will now never release: what its unfinished entries would have released
+    (as far as they decode), and a value past the last one of every signal this GPU's channels released before (tinygrad's
+    timeline signal, which its compute and copy queues share, even when the stream that would have released it cannot be
+    decoded). While one is owed (`never_released`), a view of it raises, naming `err`. The traps go with the channel."""
     def check(addr:int):
-      if int.from_bytes(ctypes.string_at(addr, 8), "little") < engine.trapped.get(addr, 0):
-        raise RuntimeError(f"mockgpu: GPU {self.index} will never release the semaphore at {addr:#x}: {engine.name} stopped: {err}")
+      if (why := never_released(addr)) is not None: raise RuntimeError(f"mockgpu: {why}")
+    owed: dict[int, int] = {}
+    for e in self.channels.values():
+      for addr, payload in e.channel.signals.items(): owed[addr] = max(payload + 1, owed.get(addr, 0))
     for i in range(engine.rptr, engine.wptr):
-      for addr, payload in pending_releases(self.memory, engine.entry_words(i)).items():
-        engine.trapped[addr] = max(payload, engine.trapped.get(addr, 0))
-        devwrite.trap(addr, check)
+      for addr, payload in pending_releases(self.memory, engine.entry_words(i)).items(): owed[addr] = max(payload, owed.get(addr, 0))
+    for addr, payload in owed.items():
+      engine.trapped[addr] = max(payload, engine.trapped.get(addr, 0))
+      if (self, engine) not in (owners := OWED.setdefault(addr, [])): owners.append((self, engine))
+      devwrite.trap(addr, check)
 
   def channel(self, name:str, ring_va:int, entries:int, userd_va:int) -> GpFifoEngine:
     """A new channel (not yet scheduled); its work-submit token is `len(channels)`."""
-    ch = Channel(self.memory, self.clock.now, self.programs, self.watchdog, self._kernel_done, self.clock.advance_copy, self.board)
+    ch = Channel(self.memory, self.clock.now, self.programs, self.watchdog, self._kernel_done, self.clock.advance_copy, self.board,
+                 never_released)
     engine = GpFifoEngine(self, name, ring_va, entries, userd_va, ch, token=len(self.channels))
     self.channels[engine.token] = engine
     return engine
@@ -75,7 +82,11 @@ class NVGPU(GPUContext):
     SCHEDULER.kick(engine)
 
   def remove_channel(self, engine:GpFifoEngine):
-    for addr in engine.trapped: devwrite.untrap(addr)
+    for addr in engine.trapped:
+      OWED[addr] = [(g, e) for g, e in OWED.get(addr, []) if e is not engine]
+      if not OWED[addr]:
+        del OWED[addr]
+        devwrite.untrap(addr)
     self.channels = {t: e for t, e in self.channels.items() if e is not engine}
     self.faults.pop(engine, None)
     SCHEDULER.remove(engine)
@@ -100,6 +111,20 @@ class NVGPU(GPUContext):
       engine.doorbell()
       if engine.dead is not None: self._trap_releases(engine, engine.dead)   # work submitted to a stopped channel never runs
     SCHEDULER.kick(engine)
+
+# every semaphore a stopped channel of this process owes: address -> (its GPU, the channel); a GPU's channels see each other's
+# memory at the same addresses (system memory, peer mappings), so one GPU's channel may wait on another's semaphore
+OWED: dict[int, list[tuple[NVGPU, GpFifoEngine]]] = {}
+
+def never_released(addr:int, waiter:Channel|None=None) -> str | None:
+  """Why the semaphore at `addr` will never reach the value a stopped channel owed it, or None: it is still below that value
+  and no live channel of the stopped channel's GPU has work left that could release it (`waiter`, a channel asking because it
+  waits for the semaphore, does not count)."""
+  for gpu, engine in OWED.get(addr, []):
+    busy = any(e.pending() and e.channel is not waiter for e in gpu.channels.values())
+    if int.from_bytes(ctypes.string_at(addr, 8), "little") < engine.trapped.get(addr, 0) and not busy:
+      return f"GPU {gpu.index} will never release the semaphore at {addr:#x}: {engine.name} stopped: {engine.dead}"
+  return None
 
 class _DispatchRecord:
   """What mockgpu.stats counts for one kernel (the AMD field names: warps are its waves)."""

@@ -4,7 +4,8 @@ UVM owns the GPU side of the shared address space (GPU VA == CPU VA): CREATE_EXT
 MAP_EXTERNAL_ALLOCATION maps an RM memory object there on each GPU listed in its per-GPU attributes (a peer GPU maps another
 GPU's VRAM the same way), FREE unmaps a range from every GPU. Status codes are those UVM returns for bad input: an fd that was
 not initialised (NV_ERR_ILLEGAL_ACTION), an unknown GPU (NV_ERR_GPU_UUID_NOT_FOUND), a range that overlaps another
-(NV_ERR_UVM_ADDRESS_IN_USE) or is not there (NV_ERR_INVALID_ADDRESS), misaligned addresses (NV_ERR_INVALID_ADDRESS).
+(NV_ERR_UVM_ADDRESS_IN_USE) or is not there (NV_ERR_INVALID_ADDRESS), misaligned addresses or a range past the GPU's virtual
+address space (NV_ERR_INVALID_ADDRESS).
 """
 from __future__ import annotations
 import bisect
@@ -14,6 +15,8 @@ from mockgpu.hostmem import PAGE
 from mockgpu.nv.gpu import NVGPU
 from mockgpu.nv.memory import ExternalRange
 from mockgpu.nv.rm import GPFIFO_CLASSES, ResourceManager, RMError
+
+GPU_VA_LIMIT = 1 << 49   # the virtual address space of the GPU MMU of every board modelled (Pascal and later: 49 bits)
 
 class UVM:
   """The process's UVM state: initialised fds, registered GPUs and the external ranges (sorted by base)."""
@@ -73,6 +76,8 @@ class UVM:
   def _create_range(self, file, p):
     base, length = int(p.base), int(p.length)
     if base % PAGE or length % PAGE or not length: raise RMError(nv.NV_ERR_INVALID_ADDRESS, f"range {base:#x}+{length:#x} is not page-aligned")
+    if base + length > GPU_VA_LIMIT:
+      raise RMError(nv.NV_ERR_INVALID_ADDRESS, f"range {base:#x}+{length:#x} ends past the GPU's {GPU_VA_LIMIT.bit_length() - 1}-bit address space")
     i = bisect.bisect_right([r.base for r in self.ranges], base)
     if (i > 0 and self.ranges[i - 1].base + self.ranges[i - 1].length > base) or (i < len(self.ranges) and self.ranges[i].base < base + length):
       raise RMError(nv.NV_ERR_UVM_ADDRESS_IN_USE, f"range {base:#x}+{length:#x} overlaps an existing external range")

@@ -74,7 +74,7 @@ class PCIGPU(EmulatedGPU):
     """The SMU's mode-1 reset: every queue stops and the blocks return to their power-on state (VRAM keeps its contents)."""
     for engine in list(self.doorbells.values()): self.remove_queue(engine)
     self.regs.handlers.clear()
-    self.regs.bar[:] = 0
+    self.regs.bar[:] = self.regs.shadow[:] = 0
     self.regs.far.clear()
     self._reset()
 
@@ -111,9 +111,11 @@ class PCIGPU(EmulatedGPU):
     if (other:=self.doorbells.get(doorbell_offset // 8)) is not None:
       raise PCIDeviceError(f"{self.name}: {what}: doorbell {doorbell_offset:#x} already rings {other.name}")
     if not self.config.bus_master: raise PCIDeviceError(f"{self.name}: {what} started with PCI_COMMAND bus mastering off")
-    engine.write64(engine.rptr_addr, 0)
     self.interrupt_enables[engine] = interrupts_enabled
     self.bind_queue(doorbell_offset // 8, engine)
+    with SCHEDULER.lock:   # the queue's first store goes through the GC hub: a broken translation is the queue's fault, not the host's
+      try: engine.write64(engine.rptr_addr, 0)
+      except GPUMemoryFault as e: engine.fail(e)
 
   def remove_queue(self, engine:Engine):
     super().remove_queue(engine)

@@ -11,7 +11,7 @@ Register names, addresses and fields come from tinygrad's own register modules f
 (the same data the driver uses), with each block's bases from the discovery table.
 """
 from __future__ import annotations
-import ctypes, functools
+import ctypes, functools, struct, time
 from typing import Callable
 import numpy as np
 from mockgpu import devwrite
@@ -52,6 +52,9 @@ class RegisterFile:
     self.far: dict[int, int] = {}
     self.handlers: dict[int, Callable[[int], None]] = {}
     self.index, self.data = self.addr("regBIF_BX_PF0_RSMU_INDEX"), self.addr("regBIF_BX_PF0_RSMU_DATA")
+    self.read_only = {self.addr(n) for n in READ_ONLY if n in self.defs}
+    self.shadow = self.bar.copy()   # the BAR as the device knows it: a difference is a store the bench did not see
+    self._checked = 0.0
 
   def reg(self, name:str):
     """The register definition (tinygrad AMDReg) called `name`."""
@@ -65,10 +68,10 @@ class RegisterFile:
   def __setitem__(self, addr:int, value:int):
     """The device sets a register (no handler runs)."""
     value &= 0xffffffff
-    if addr < len(self.bar): self.bar[addr] = value
+    if addr < len(self.bar): self.bar[addr] = self.shadow[addr] = value
     else:
       self.far[addr] = value
-      if int(self.bar[self.index]) // 4 == addr: self.bar[self.data] = value
+      if int(self.bar[self.index]) // 4 == addr: self.bar[self.data] = self.shadow[self.data] = value
 
   def get(self, name:str) -> int: return self[self.addr(name)]
   def set(self, name:str, value:int=0, **fields):
@@ -81,17 +84,47 @@ class RegisterFile:
     self.handlers[self.addr(name)] = fn
 
   def _host_write(self, offset:int, fmt:str, value:int):
+    """A host store through a to_mv view (it has already reached the BAR's memory). Refused, and undone as the hardware drops
+    it: a store that is not an aligned 32-bit one, a store to a read-only register, and (checked at most every UNSEEN_CHECK_S)
+    any change to the BAR the bench did not see (a store by native code or through a raw mmap)."""
+    first, last = offset // 4, (offset + struct.calcsize(fmt) - 1) // 4
     if fmt not in ("I", "i", "L", "l") or offset % 4:
+      self.bar[first:last + 1] = self.shadow[first:last + 1]
       raise PCIDeviceError(f"{self.name}: {struct_name(fmt)} store at MMIO offset {offset:#x}: registers take aligned 32-bit stores")
-    addr = offset // 4
-    if addr == self.index: self.bar[self.data] = self[(value & 0xffffffff) // 4]
+    addr = first
+    if addr in self.read_only:
+      self.bar[addr] = self.shadow[addr]
+      raise PCIDeviceError(f"{self.name}: store of {value & 0xffffffff:#x} to read-only register {self.name_of(addr)}: the hardware drops it")
+    self.shadow[addr] = self.bar[addr]
+    self._unseen_stores()
+    if addr == self.index: self.bar[self.data] = self.shadow[self.data] = self[(value & 0xffffffff) // 4]
     elif addr == self.data:
       addr = int(self.bar[self.index]) // 4
       self[addr] = value
     self.store(addr, value)
 
+  def _unseen_stores(self):
+    if (now := time.monotonic()) - self._checked < UNSEEN_CHECK_S: return
+    self._checked = now
+    if (changed := np.nonzero(self.bar != self.shadow)[0]).size:
+      addr, got = int(changed[0]), int(self.bar[changed[0]])
+      self.bar[changed] = self.shadow[changed]
+      raise PCIDeviceError(f"{self.name}: register {self.name_of(addr)} (MMIO offset {addr * 4:#x}) changed to {got:#x} by a store the bench did "
+                           "not see (native code or a raw mmap; registers take aligned 32-bit stores through tinygrad's to_mv views); undone")
+
+  def name_of(self, addr:int) -> str:
+    """The name of the register at dword `addr` (or the address)."""
+    if not hasattr(self, "_names"): self._names = {r.addr[0]: n for n, r in self.defs.items()}
+    return self._names.get(addr, f"{addr:#x}")
+
   def store(self, addr:int, value:int):
     """A host write reached register `addr` (directly or through the index/data pair): run its handler."""
     if (fn:=self.handlers.get(addr)) is not None: fn(value & 0xffffffff)
+
+# registers only the device writes (status the blocks report); a host store to one is dropped by the hardware
+READ_ONLY = ("regCP_STAT", "regRLC_RLCS_BOOTLOAD_STATUS", "regGCVM_L2_PROTECTION_FAULT_STATUS", "regGCVM_L2_PROTECTION_FAULT_STATUS_LO32",
+             "regGCVM_L2_PROTECTION_FAULT_ADDR_LO32", "regGCVM_L2_PROTECTION_FAULT_ADDR_HI32", "regGCVM_INVALIDATE_ENG17_ACK",
+             "regMMVM_INVALIDATE_ENG17_ACK")
+UNSEEN_CHECK_S = 0.001   # how often host stores look for BAR changes the bench did not see (a 1 MB compare costs ~40 us)
 
 def struct_name(fmt:str) -> str: return {"B": "8-bit", "b": "8-bit", "H": "16-bit", "h": "16-bit", "Q": "64-bit", "q": "64-bit"}.get(fmt, fmt)

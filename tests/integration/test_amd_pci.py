@@ -113,3 +113,23 @@ def test_end_of_pipe_interrupts_reach_the_ih_ring_only_where_the_driver_enabled_
   # source it calls CP_EOP_INTR, not the CP_EOP_INTERRUPT the ring would carry). Enabled by hand, the entries arrive.
   out = run_json(EOP_GATE, dev=f"MOCKPCI+AMD:LLVM:{arch}", env={"DEBUG": "2"})
   assert out == {"disabled": [[], False], "enabled": ["CP_EOP_INTERRUPT"]}
+
+CORRUPT_PAGE_TABLE = """
+import json
+from tinygrad import Device, Tensor
+dev = Device["AMD"]
+adev = dev.iface.dev_impl
+(Tensor([1.0, 2.0]) * 2).realize()
+adev.reg("regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32").write(12345)   # a root table in VRAM that holds no page tables
+adev.reg("regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32").write(0)
+adev.gmc.flush_tlb(ip="GC", vmid=0)
+try: (Tensor([1.0, 2.0]) * 3).tolist(); err = None
+except BaseException as e: err = f"{type(e).__module__}.{type(e).__name__}: {e}"
+print(json.dumps(err))
+"""
+
+def test_a_corrupted_page_table_base_faults_the_queues_not_the_host():
+  # every GPU access now misses; tinygrad's recovery re-creates its compute queue, whose first store (the read pointer, through
+  # the broken tables) is that queue's fault, reported through the IH ring like any other, never an exception in the host
+  err = run_json(CORRUPT_PAGE_TABLE, dev="MOCKPCI+AMD:LLVM:gfx1100")
+  assert err is not None and err.startswith("builtins.RuntimeError: Device hang detected"), err

@@ -235,3 +235,50 @@ print(json.dumps([caught, busy, {str(k): int((v == k).sum()) for k in (1.0, 2.0,
   assert caught is not None and caught < 1.0, out
   assert busy, "the kernel finished before the interrupt: the test did not interrupt anything"
   assert counts == {"1.0": 0, "2.0": 0, "3.0": 8 << 20, "4.0": 0}, counts
+
+BAD_STREAM = """
+import json, time
+from tinygrad import Device, Tensor
+dev = Device["NV"]
+(Tensor([1.0]) + 1).realize(); dev.synchronize()
+q = dev.hw_compute_queue_t()
+q.q(1 << 16 | 0xff << 4)   # a GRP0 tertiary header (SET_SUB_DEV_MASK): the mock does not model it
+q.signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+t0 = time.monotonic()
+try: dev.synchronize(); err = None
+except RuntimeError as e: err = str(e).splitlines()[0]
+print(json.dumps([err, time.monotonic() - t0]))
+"""
+
+def test_a_stream_the_mock_cannot_decode_fails_the_wait_at_once_naming_it():
+  # the timeline release after the bad header cannot be decoded; the channel's earlier signals say which semaphore it owed
+  p = run(BAD_STREAM, dev="MOCK+NV:PTX")
+  err, took = last_json(p.stdout)
+  assert err is not None and took < 5, (err, took, p.stderr[-2000:])
+  assert "subdevice-mask (GRP0 tertiary) header is not modelled" in p.stderr
+
+def test_a_copy_from_a_faulted_gpu_fails_at_once_naming_the_fault():
+  # NV:1's queue waits on NV:0's timeline, which NV:0's stopped channel will never release: the wait fails with that reason
+  before, after = (RAW % (OOB, "oob")).split("t0 = time.monotonic()")
+  p = run(before + 'x = (Tensor([1.0, 2.0], device="NV") * 2).realize()\n' + "t0 = time.monotonic()" + after.split('print("AFTER"')[0] + """
+t0 = time.monotonic()
+try: x.to("NV:1").numpy(); print("COPIED")
+except RuntimeError as e: print("COPYFAULT", repr(str(e).splitlines()[0]), f"after {time.monotonic() - t0:.1f} s")
+""", dev=NV2)
+  fault = [ln for ln in p.stdout.splitlines() if ln.startswith("COPYFAULT")]
+  assert fault and float(fault[0].split("after ")[1].split()[0]) < 5 and "''" not in fault[0], p.stdout + p.stderr[-2000:]
+  assert "waits forever: GPU 0 will never release the semaphore" in p.stderr
+
+def test_exit_after_ctrl_c_in_a_grid_of_many_short_blocks_is_prompt():
+  # 2^31 - 1 blocks of one instruction each, far past a generous watchdog: the interrupt ends the script, and tinygrad's
+  # teardown resets the queue, which the emulator sees at its next batch of blocks
+  code = SIGINT_AS_AT_A_TERMINAL + RAW.split("buf = ")[0] % (".visible .entry k(.param .u64 data0)\n{\nret;\n}\n", "k") + """
+import os, signal, threading
+buf = Tensor.zeros(16, device="NV").contiguous().realize()
+prg(buf.uop.buffer._buf, global_size=(2**31 - 1, 1, 1), local_size=(1, 1, 1))
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+dev.synchronize()
+"""
+  t = time.monotonic()
+  p = run(code, dev="MOCK+NV:PTX", env={"EMU_WATCHDOG_S": "300"}, timeout=120)
+  assert "KeyboardInterrupt" in p.stderr and time.monotonic() - t < 30, p.stderr[-3000:]

@@ -129,6 +129,8 @@ def test_uvm_ranges():
   assert create(base, 0x10000) == 0
   assert name(create(base + 0x8000, 0x10000)) == "NV_ERR_UVM_ADDRESS_IN_USE"
   assert name(create(base + 0x10100, 0x1000)) == "NV_ERR_INVALID_ADDRESS"
+  assert name(create(base + 0x100000, 1 << 62)) == "NV_ERR_INVALID_ADDRESS"   # past the GPU MMU's 49-bit virtual address space
+  assert name(create((1 << 49) - 0x1000, 0x2000)) == "NV_ERR_INVALID_ADDRESS" and create((1 << 49) - 0x1000, 0x1000) == 0
   mem = s.vram(dev, 0x10000).hObjectNew
   attrs = (nv.UvmGpuMappingAttributes * 256)(nv.UvmGpuMappingAttributes(gpuUuid=uuid, gpuMappingType=1))
   def map_at(b):

@@ -94,10 +94,31 @@ def test_an_sdma_queue_without_its_doorbell_is_refused():
 def test_registers_take_32_bit_stores_only_and_far_registers_go_through_the_index_window():
   from tinygrad.helpers import to_mv
   gpu = make_gpu()
-  with pytest.raises(PCIDeviceError, match="8-bit store at MMIO offset 0x10"): to_mv(gpu.regs.bar_addr, 64)[0x10] = 1
+  scratch = gpu.regs.addr("regSCRATCH_REG6")
+  wreg(gpu, "regSCRATCH_REG6", 0x11223344)
+  bar = to_mv(gpu.regs.bar_addr, 1 << 20)
+  with pytest.raises(PCIDeviceError, match=f"8-bit store at MMIO offset {scratch * 4 + 1:#x}"): bar[scratch * 4 + 1] = 0xff
+  with pytest.raises(PCIDeviceError, match="16-bit store"): bar.cast("H")[scratch * 2] = 0xffff
+  assert rreg(gpu, "regSCRATCH_REG6") == 0x11223344   # refused stores are dropped: the register keeps its value
   far = next(n for n, r in gpu.regs.defs.items() if r.addr[0] >= len(mmio(gpu)) and r.addr[0] not in gpu.regs.handlers)
   wreg(gpu, far, 0xabcd)
   assert gpu.regs.get(far) == 0xabcd and rreg(gpu, far) == 0xabcd
+
+def test_stores_the_bench_does_not_see_and_stores_to_read_only_registers_are_refused_and_undone(monkeypatch):
+  import ctypes
+  import mockgpu.pci.registers as registers
+  monkeypatch.setattr(registers, "UNSEEN_CHECK_S", 0.0)   # look at every store (by default at most every millisecond)
+  gpu = make_gpu()
+  wreg(gpu, "regSCRATCH_REG6", 7)
+  ctypes.c_uint8.from_address(gpu.regs.bar_addr + gpu.regs.addr("regSCRATCH_REG6") * 4).value = 0x55   # native code, not a to_mv view
+  with pytest.raises(PCIDeviceError, match="register regSCRATCH_REG6 .* changed to 0x55 by a store the bench did not see"):
+    wreg(gpu, "regSCRATCH_REG7", 1)
+  assert rreg(gpu, "regSCRATCH_REG6") == 7 and rreg(gpu, "regSCRATCH_REG7") == 1
+  gpu.hubs["GC"].record_fault(0x123456000, True, False)   # the device latches a fault's status
+  name = "regGCVM_L2_PROTECTION_FAULT_STATUS_LO32" if gpu.gc_version >= (12, 0, 0) else "regGCVM_L2_PROTECTION_FAULT_STATUS"
+  status = rreg(gpu, name)
+  with pytest.raises(PCIDeviceError, match=f"to read-only register {name}: the hardware drops it"): wreg(gpu, name, 0)
+  assert status != 0 and rreg(gpu, name) == status
 
 def test_an_interrupt_with_the_ih_ring_disabled_is_reported_lost_with_the_overflow_flag(capsys):
   gpu = make_gpu()

@@ -2,7 +2,7 @@
 the emulator's defined faults, and instruction numerics match the PTX ISA text worked by hand."""
 import numpy as np
 import pytest
-from emu.amd.api import GPUHangFault, GPUMemoryFault
+from emu.amd.api import GPUHangFault, GPUInvalidDispatch, GPUMemoryFault, GPUMisalignedAccess, GPUTrapFault
 from emu.amd.watchdog import Watchdog
 from emu.amd.memory import MemoryMap
 from emu.nv import ptx, simt
@@ -115,3 +115,53 @@ def test_a_signed_load_into_a_wider_register_is_sign_extended():
   mem.map(buf.ctypes.data, buf.nbytes, backing=buf)
   simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
   assert buf[2:].view(np.int16).tolist() == [1, -3, 253]
+
+@pytest.mark.parametrize("grid,block,why", [
+  ((0xffffffff, 0xffff, 0xffff), (1, 1, 1), r"grid x = 4294967295 is outside 1..2147483647"),   # 2^64 blocks: overflowed int64 once
+  ((1, 65536, 1), (1, 1, 1), r"grid y = 65536 is outside 1..65535"), ((0, 1, 1), (32, 1, 1), r"grid x = 0"),
+  ((1, 1, 1), (0, 1, 1), r"block x = 0 is outside 1..1024"), ((1, 1, 1), (1, 1, 65), r"block z = 65 is outside 1..64"),
+  ((1, 1, 1), (64, 32, 1), r"a block of 2048 threads")])
+def test_launches_past_the_hardware_limits_are_refused_before_anything_runs(grid, block, why):
+  # CUDA's limits for compute capability 5.0+: grid (2^31 - 1, 65535, 65535), block (1024, 1024, 64) and 1024 threads
+  buf = np.zeros(4, np.uint32)
+  mem = MemoryMap()
+  mem.map(buf.ctypes.data, buf.nbytes, backing=buf.view(np.uint8))
+  k = kernel("ld.param.u64 %a, [out+0];\nst.global.u32 [%a+0], 1;", ".reg .u64 %a;")
+  with pytest.raises(GPUInvalidDispatch, match=why): simt.run(k, grid, block, [buf.ctypes.data], mem)
+  assert buf[0] == 0
+
+def test_a_grid_of_many_short_blocks_is_stopped_by_the_watchdog_and_by_a_cancel():
+  # 2^31 - 1 one-instruction blocks: 32,768 batches of 65,536 CTAs, each a single lockstep step; the clock is read per batch
+  import threading, time
+  k = kernel("ret;", "")
+  t = time.monotonic()
+  with pytest.raises(GPUHangFault, match="watchdog budget of 0.5 s wall clock"):
+    simt.run(k, (2**31 - 1,), (1,), [0], MemoryMap(), watchdog=armed(Watchdog(seconds=0.5)))
+  assert time.monotonic() - t < 5
+  dog = armed(Watchdog(seconds=600))
+  threading.Timer(0.3, lambda: dog.cancel("Ctrl-C")).start()
+  t = time.monotonic()
+  with pytest.raises(GPUHangFault, match="was reset: Ctrl-C"): simt.run(k, (2**31 - 1,), (1,), [0], MemoryMap(), watchdog=dog)
+  assert time.monotonic() - t < 5
+
+@pytest.mark.parametrize("body,why", [
+  ("st.global.u32 [%a+2], 1;", "4-byte write of global address 0x.*2 at pc=0x1"),
+  ("ld.global.u16 %h, [%a+1];", "2-byte read of global"),
+  ("ld.global.v4.u32 {%r, %r, %r, %r}, [%a+4];", "16-byte read of global"),   # a vector's alignment is its whole size
+  ("st.global.v2.u32 [%a+12], {%r, %r};", "8-byte write of global"),
+  ("st.shared.u32 [s+2], 1;", "4-byte write of shared address 0x2"),
+  ("st.local.u64 [l+4], 1;", "8-byte write of local address 0x4"),
+  ("cvta.shared.u64 %g, s;\nst.u32 [%g+6], 1;", "4-byte write of shared address 0x6")])   # generic: the window it lands in
+def test_misaligned_accesses_fault_and_apply_nothing(body, why):
+  # PTX ISA ld/st: "the address must be naturally aligned to a multiple of the access size"; hardware stops the warp with a
+  # misaligned-address error; no byte of the access is written
+  buf = np.zeros(8, np.uint32)
+  mem = MemoryMap()
+  mem.map(buf.ctypes.data, buf.nbytes, backing=buf.view(np.uint8))
+  k = ptx.parse(HEAD + ".visible .entry k(.param .u64 out)\n{\n.reg .u64 %a, %g;\n.reg .u32 %r;\n.reg .u16 %h;\n"
+                ".shared .align 8 .b8 s[16];\n.local .align 8 .b8 l[16];\nld.param.u64 %a, [out+0];\n" + body + "\n}\n").kernels["k"]
+  with pytest.raises(GPUMisalignedAccess, match=why): simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
+  assert not buf.any()
+
+def test_ptx_trap_is_a_trap_fault_naming_the_instruction():
+  with pytest.raises(GPUTrapFault, match=r"GPU trap: k: PTX trap \(line 7\) at pc=0x0"): simt.run(kernel("trap;", ""), (1,), (1,), [0], MemoryMap())
