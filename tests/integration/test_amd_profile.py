@@ -18,7 +18,7 @@ def test_profile_names_each_kernel_and_splits_the_emulators_host_time(tmp_path):
   out = tmp_path / "profile.json"
   p = run(PROGRAM, env={"MOCKGPU_PROFILE": str(out)})
   assert p.returncode == 0, p.stderr[-3000:]
-  assert p.stdout.strip().splitlines()[-1] == "2016.0"             # sum(0..63): the program ran correctly with the profile on
+  assert "2016.0" in p.stdout.splitlines()                          # sum(0..63): the program ran correctly with the profile on
   assert "mockgpu profile:" in p.stderr and "mock parts (host s):" in p.stderr
   data = json.loads(out.read_text())
   by_label = {k["label"]: k for k in data["kernels"]}
