@@ -3,7 +3,7 @@
 from __future__ import annotations
 import argparse, pathlib, sys
 from fuzz import registry, runner
-from fuzz.finding import load
+from fuzz.finding import Classified, Finding, load
 
 DEFAULT_FINDINGS = pathlib.Path(__file__).parent / "findings"
 
@@ -12,9 +12,9 @@ def replay(paths:list[str]) -> int:
   failing = 0
   for p in paths:
     rec = load(p)
-    f = runner.check_case(registry.get(rec["target"]), rec["case"])
-    print(f"{p}: {'STILL FAILS ' + str(f) if f else 'passes'}")
-    failing += f is not None
+    f = runner.outcome(registry.get(rec["target"]), rec["case"])
+    print(f"{p}: {'passes' if f is None else f.label if isinstance(f, Classified) else 'STILL FAILS ' + str(f)}")
+    failing += isinstance(f, Finding)
   return failing
 
 def main(argv:list[str]|None=None) -> int:
@@ -40,6 +40,7 @@ def main(argv:list[str]|None=None) -> int:
     print(e.args[0], file=sys.stderr)
     return 2
   st = runner.run(target, args.time, args.seed, args.findings, every=args.every, max_execs=args.cases)
+  for label, n in sorted(st.classified.items()): print(f"{n:6d} {label}")
   for p in st.findings.values(): print(p)
   return 0
 

@@ -12,6 +12,14 @@ class Finding(Exception):
   key: tuple = field(default=())  # extra dedupe key parts (e.g. arch, format, opcode); kind + key names one distinct bug
   def __str__(self): return f"{self.kind}: {self.detail}"
 
+class Classified(Exception):
+  """A case that differs from the reference for a known reason, counted but never saved: `label` is `known: <class>` (a known
+  bug of the system under test, fuzz/known.py) or `unjudged: <why>` (the program's result is not defined, or tinygrad's other
+  backends give what the device gives)."""
+  def __init__(self, label:str, detail:str=""):
+    self.label, self.detail = label, detail
+    super().__init__(f"{label}{': ' + detail if detail else ''}")
+
 def finding_id(target:str, f:Finding) -> str:
   """Short stable id of a distinct finding: the same bug found twice gets the same id."""
   return hashlib.sha1(json.dumps([target, f.kind, *map(str, f.key)]).encode()).hexdigest()[:12]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pathlib, random, time, traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
-from fuzz.finding import Finding, finding_id, save
+from fuzz.finding import Classified, Finding, finding_id, save
 from fuzz.registry import Target
 
 @dataclass
@@ -13,16 +13,24 @@ class Stats:
   hits: int = 0
   seconds: float = 0.0
   findings: dict[str, pathlib.Path] = field(default_factory=dict)
+  classified: dict[str, int] = field(default_factory=dict)   # Classified label -> cases
+  def classes(self) -> str:
+    """The classified cases, e.g. `known: ptx-minmax-drops-nan 3, unjudged: undefined under LLVM's flags 1`."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(self.classified.items()))
   @property
   def rate(self) -> float: return self.execs / self.seconds if self.seconds else 0.0
 
-def check_case(target:Target, case:Any) -> Finding|None:
-  """Run a target's check; a Finding is returned, and any other exception becomes a `harness-crash` finding."""
+def outcome(target:Target, case:Any) -> Finding|Classified|None:
+  """Run a target's check: its Finding or Classified, None when the case passed; any other exception is a `harness-crash` finding."""
   try: target.check(case)
-  except Finding as f: return f
+  except (Finding, Classified) as f: return f
   except Exception as e:  # a crash outside the target's own classification is still worth a reproducer
     return Finding("harness-crash", "".join(traceback.format_exception_only(e)).strip(), key=(type(e).__name__,))
   return None
+
+def check_case(target:Target, case:Any) -> Finding|None:
+  """The Finding a case gives (a classified case is not one), or None."""
+  return f if isinstance(f := outcome(target, case), Finding) else None
 
 def minimise(target:Target, case:Any, f:Finding) -> tuple[Any, Finding]:
   """Shrink a failing case while it keeps failing with the same kind and key; returns the smaller case and its finding."""
@@ -37,12 +45,13 @@ def run(target:Target, seconds:float, seed:int, findings_dir:pathlib.Path, progr
   start = last = time.perf_counter()
   def report(final=False):
     if progress: progress(f"[{st.seconds:6.1f}s] {target.name}: {st.execs} execs ({st.rate:.0f}/s), {len(st.findings)} findings"
-                          f" ({st.hits} failing cases){' done' if final else ''}")
+                          f" ({st.hits} failing cases){'; ' + st.classes() if st.classified else ''}{' done' if final else ''}")
   while (now:=time.perf_counter()) - start < seconds and (max_execs is None or st.execs < max_execs):
     case_seed = rng.getrandbits(64)
     case = target.generate(random.Random(case_seed))
     st.execs += 1
-    if (f:=check_case(target, case)) is not None:
+    if isinstance(f := outcome(target, case), Classified): st.classified[f.label] = st.classified.get(f.label, 0) + 1
+    elif f is not None:
       st.hits += 1
       if (fid:=finding_id(target.name, f)) not in st.findings:
         small, sf = minimise(target, case, f)

@@ -3,7 +3,7 @@
 `generate(rng)` draws one, tracking shapes and dtypes so every step is valid; `build(case, inputs)` turns it into a Tensor.
 """
 from __future__ import annotations
-import math, random, re, sys
+import math, random, re
 from typing import Callable
 import numpy as np
 from tinygrad import Tensor, dtypes
@@ -16,7 +16,7 @@ UNARY_I = ("neg", "abs", "relu", "square")
 BINARY_F, BINARY_I = ("add", "sub", "mul", "max", "min", "div", "lt"), ("add", "sub", "mul", "max", "min", "lt", "and", "xor", "idiv")
 
 def _values(rng:random.Random, dtype:str, n:int) -> list:
-  info = np.iinfo(dtype) if dtype in INTS else None
+  info = np.iinfo(dtype) if dtype not in FLOATS else None
   out = []
   for _ in range(n):
     if dtype in FLOATS: out.append(rng.choice(EDGE["f"]) if rng.random() < 0.3 else round(rng.uniform(-10, 10), 3))
@@ -86,12 +86,13 @@ def generate(rng:random.Random, max_steps:int=6) -> dict:
   inputs = [{"dtype": dtype, "shape": shape, "data": _values(rng, dtype, math.prod(shape))} for _ in range(rng.randint(1, 2))]
   steps, shp, dt = [], list(shape), dtype
   for _ in range(rng.randint(1, max_steps)):
-    kind = rng.choice(["unary", "binary", "binary", "reduce", "permute", "reshape", "expand", "pad", "shrink", "flip", "cast", "where"])
+    kind = rng.choice(["unary", "binary", "binary", "reduce", "permute", "reshape", "expand", "pad", "shrink", "flip", "cast", "where",
+                       "multi"])
     ax = rng.randrange(len(shp))
     if kind == "unary": steps.append(["unary", rng.choice(UNARY_F if dt in FLOATS else UNARY_I)])
     elif kind == "binary":
       op = rng.choice(BINARY_F if dt in FLOATS else BINARY_I)
-      if op == "idiv": steps.append(["binary", op, "const", rng.choice([1, 2, 3, 7, -5])])
+      if op == "idiv": steps.append(["binary", op, "const", rng.choice([1, 2, 3, 7] + ([-5] if dt[0] == "i" else []))])
       elif rng.random() < 0.4: steps.append(["binary", op, "const", _values(rng, dt, 1)[0]])
       elif shp == shape and dt == dtype and rng.random() < 0.5: steps.append(["binary", op, "input", rng.randrange(len(inputs))])
       else: steps.append(["binary", op, "flip", ax])
@@ -110,7 +111,20 @@ def generate(rng:random.Random, max_steps:int=6) -> dict:
       a = rng.randrange(shp[ax]); b = rng.randint(a + 1, shp[ax]); steps.append(["shrink", ax, a, b]); shp[ax] = b - a
     elif kind == "flip": steps.append(["flip", ax])
     elif kind == "cast": dt = rng.choice([d for d in FLOATS + INTS if d != dt]); steps.append(["cast", dt])
+    elif kind == "multi":   # tinygrad ops of several kernels
+      op = rng.choice(["softmax", "argmax", "cumsum"] if dt in FLOATS else ["argmax", "cumsum"])
+      steps.append([op, ax])
+      if op == "argmax": dt = "int32"; shp.pop(ax)
+      if op == "cumsum": dt = cumsum_dtypes(dt)[1]
+      if not shp: shp.append(1); steps.append(["reshape", [1]])   # argmax of a vector is a scalar: keep one axis
   return {"inputs": inputs, "steps": steps}
+
+def cumsum_dtypes(dt:str) -> tuple[str, str]:
+  """(accumulation dtype, result dtype) of tinygrad's cumsum (a sum without a dtype: sum_acc_dtype; half is cast back)."""
+  if dt == "float16": return "float32", "float16"
+  if dt in FLOATS: return dt, dt
+  acc = "int64" if dt == "int64" else "uint64" if dt == "uint64" else "uint32" if dt.startswith("uint") else "int32"
+  return acc, acc
 
 def _binary(x:Tensor, op:str, y) -> Tensor:
   match op:
@@ -140,13 +154,10 @@ def _unary(x:Tensor, op:str) -> Tensor:
   raise ValueError(f"unknown unary op {op}")
 
 TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-9}
-HALF_MAX = 65504.0
-# tinygrad's PYTHON backend computes float16 in float32 before Python 3.12 (its half support needs 3.12), without rounding each step
-# to half as a device does: results of half programs then differ by the rounding of intermediates, not only of the output
-HALF_IN_FLOAT32 = sys.version_info < (3, 12)
 # tinygrad's LLVM renderer emits `fdiv nsz arcp contract afn`: LLVM may compute x/y as x * rcp(y) with Newton fma steps, which
 # gives NaN where IEEE division gives +-inf or +-0 (x/0, x/inf). Such results are not defined by the program, see docs/fuzzing.md.
 FAST_MATH_DIV = ("div", "recip")
+REDUCING = ("reduce", "softmax", "cumsum")   # steps whose float results depend on an order tinygrad leaves to the backend
 
 def fast_math_div(case:dict) -> bool:
   """Whether the program divides or takes a reciprocal of floats (only float programs draw these ops)."""
@@ -161,38 +172,34 @@ def tolerance(case:dict, out_dtype:str) -> float:
   result cast to float64 carries float32 rounding)."""
   return max(TOL.get(d, 1e-5) for d in float_dtypes(case) | {out_dtype})
 
-def compare(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False) -> tuple[str, tuple]|None:
-  """None when `got` matches the reference (floats within the program's tolerance, NaN equal to NaN; ints exact), else (detail,
-  dedupe key).
-
-  fast_math (the device was compiled with tinygrad's LLVM flags): in programs with a float division or reciprocal (`fast_math_div`),
-  elements whose reference is inf or NaN are not compared, and NaN is accepted for a reference of +-0 (x/inf).
-  Half programs with a reference that computes half in float32 (HALF_IN_FLOAT32): the absolute tolerance scales with the largest
-  finite magnitude among the inputs and the reference (intermediate rounding errors are relative to intermediate values), and a
-  reference of +-inf matches +-65504 (a float32 intermediate beyond half's range that per-step half rounding keeps at the maximum),
-  and a result of +-inf matches a reference beyond +-65504 (a half step that overflowed where float32 did not)."""
-  if got.shape != ref.shape: return f"shape {got.shape} != {ref.shape}", ("shape",)
+def differs(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False, undefined:np.ndarray|None=None) -> np.ndarray:
+  """The elements of `got` that do not match `ref` (same shapes) by `compare`'s rules."""
   if got.dtype.kind == "f":
     tol, g, r = tolerance(case, got.dtype.name), got.astype(np.float64), ref.astype(np.float64)
-    atol, half_ref = tol, HALF_IN_FLOAT32 and "float16" in float_dtypes(case)
-    if half_ref:
+    atol = tol
+    if any(s[0] in REDUCING for s in case["steps"]):
       vals = np.concatenate([np.asarray(i["data"], dtype=np.float64).ravel() for i in case.get("inputs", [])] + [r.ravel()])
       atol = tol * max(1.0, float(np.abs(vals[np.isfinite(vals)]).max(initial=0.0)))
-    ok = np.isclose(g, r, rtol=tol, atol=atol, equal_nan=True)
-    if half_ref:   # beyond half's range: the device's half saturates or overflows per step
-      ok |= (np.isinf(r) & (np.abs(g) == HALF_MAX) | np.isinf(g) & (np.abs(r) > HALF_MAX)) & (np.sign(g) == np.sign(r))
+    with np.errstate(all="ignore"): ok = np.isclose(g, r, rtol=tol, atol=atol, equal_nan=True)
     if fast_math and fast_math_div(case): ok |= ~np.isfinite(ref) | ((ref == 0) & np.isnan(got))  # x/0, x/inf: undefined under arcp
   else: ok = got == ref
+  if undefined is not None: ok |= undefined
+  return ~ok
+
+def compare(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False, undefined:np.ndarray|None=None) -> tuple[str, tuple]|None:
+  """None when `got` matches the reference (floats within the program's tolerance, NaN equal to NaN; ints exact), else (detail,
+  dedupe key). `undefined`: elements the reference leaves undefined (fuzz.reference), never compared.
+
+  A program with a reduction (sum, max, softmax, cumsum: REDUCING) may round in any order: its absolute tolerance scales with the
+  largest finite magnitude among the inputs and the reference.
+  fast_math (the device was compiled with tinygrad's LLVM flags): in programs with a float division or reciprocal (`fast_math_div`),
+  elements whose reference is inf or NaN are not compared, and NaN is accepted for a reference of +-0 (x/inf)."""
+  if got.shape != ref.shape: return f"shape {got.shape} != {ref.shape}", ("shape",)
+  ok = ~differs(got, ref, case, fast_math, undefined)
   if ok.all(): return None
   i = tuple(int(k) for k in np.argwhere(~ok)[0])
   ops = sorted({s[0] if s[0] not in ("unary", "binary") else s[1] for s in case["steps"]})
   return f"{(~ok).sum()} of {ok.size} values differ, first at {i}: {got[i]!r} vs {ref[i]!r}; steps {case['steps']}", (got.dtype.name, *ops)
-
-def half_feeds_integers(case:dict, got:np.ndarray) -> bool:
-  """Whether a program's integer (or bool) result comes from half-precision values while the reference computes half in float32
-  (HALF_IN_FLOAT32): tinygrad's NV renderers compute half in half, so a float->int cast or a comparison of an intermediate can
-  land one step apart (9.106**2 is 83 in half, 82.98 in float32), and no tolerance applies to integers. Not judged on NV."""
-  return HALF_IN_FLOAT32 and got.dtype.kind in "iub" and bool({"float16", "bfloat16"} & set(float_dtypes(case)))
 
 WIDER = {"int8": "int64", "int32": "int64"}   # signed dtypes a program can be re-run in to see its exact integer results
 
@@ -266,6 +273,9 @@ def build(case:dict, inputs:list[Tensor]) -> Tensor:
       case ["binary", op, "flip", ax]: x = _binary(x, op, x.flip(ax))
       case ["where", j]: x = (x > 0).where(x, inputs[j])
       case ["matmul", j]: x = x.matmul(inputs[j].cast(x.dtype))
+      case ["softmax", ax]: x = x.softmax(ax)
+      case ["argmax", ax]: x = x.argmax(ax)
+      case ["cumsum", ax]: x = x.cumsum(ax)
       case ["reduce", "sum", ax]: x = x.sum(ax, dtype=x.dtype)
       case ["reduce", "max", ax]: x = x.max(ax)
       case ["permute", perm]: x = x.permute(*perm)

@@ -244,14 +244,7 @@ def _ld(ctx, inst, t):
   dst, src = inst.operands
   outs = dst.items if isinstance(dst, Vec) else (dst,)
   vals = ctx.load(_space(inst), src, t, len(outs))
-  for o, v in zip(outs, vals): ctx.write(o, *_extended(ctx, o, v, t))
-
-def _extended(ctx, reg, v, t:str):
-  """A signed integer loaded into a wider register is sign-extended to the register's width (the PTX ISA's ld: "the value is
-  sign-extended or zero-extended to the destination register size"; zero extension is what a narrower write does anyway)."""
-  rt = ctx.k.regs.get(reg.name, t)
-  if t in SIGNED and rt != "pred" and width(rt) > width(t): return v.astype(DTYPES[f"s{width(rt)}"]), f"s{width(rt)}"
-  return v, t
+  for o, v in zip(outs, vals): ctx.write(o, v, t)
 
 @op("st", tuple(DTYPES), mods=("global", "shared", "local", "param", "v2", "v4"), timing="mem", operands=2)
 def _st(ctx, inst, t):

@@ -103,9 +103,13 @@ class _Lanes:
     return WINDOWS.get(space, 0)
 
   def write(self, o, values:np.ndarray, t:str):
+    """Write `values` of instruction type `t` to register `o` in the executing lanes. A register wider than the type gets the
+    value sign-extended for a signed type and zero-extended otherwise (PTX ISA, "Operand Size Exceeding Instruction-Type Size",
+    destination operands: cvt.s8.s64 into an .s16 register, as tinygrad's renderer writes, reads back negative at .s16)."""
     if not isinstance(o, Reg) or o.name in self.special: raise PTXError(0, str(o), "not a writable register")
     cur = self.regs[o.name]
     if cur.dtype == bool: new = np.asarray(values).astype(bool)
+    elif t in isa.SIGNED: new = np.asarray(values).astype(isa.DTYPES[t]).astype(np.int64).view(np.uint64)
     else:
       w = isa.width(t)
       new = np.asarray(values).astype(isa.DTYPES[t]).view(isa.DTYPES[f"u{w}"] if t != "pred" else np.uint8).astype(np.uint64)

@@ -1,11 +1,11 @@
-"""Target `x86`: tinygrad's x86 ISA renderer (tinygrad/renderer/isa/x86.py) against its PYTHON backend.
+"""Target `x86`: tinygrad's x86 ISA renderer (tinygrad/renderer/isa/x86.py) against the dtype reference.
 
 A random small program (fuzz.tiny_program) is scheduled by tinygrad; every kernel is compiled with X86Renderer (whose render()
 emits machine code directly and whose X86Compiler only un-hexes it, so no assembler is involved) and executed, never on the
 host CPU: under QEMU user mode (fuzz.x86_qemu) where qemu-x86_64 >= 7.2 and clang are installed, else in unicorn
-(fuzz.x86_unicorn). The output buffer must match the same program realised on Device["PYTHON"].
+(fuzz.x86_unicorn). The output buffer is judged by fuzz.judge (numpy in the program's own dtypes, CPU:LLVM as a second opinion).
 Kinds: `x86-mismatch` (wrong values), `x86-fault` (crash, bad access, runaway loop, callee-saved register clobbered),
-`x86-compile-error` (the renderer raised), `reference-error` (the PYTHON backend raised: not an x86 bug, kept apart),
+`x86-compile-error` (the renderer raised),
 `unicorn-invalid-insn` (unicorn cannot execute an instruction the renderer emitted). The executor is chosen by measurement
 (`executor()`: the vaddss 3-operand probe); where it ignores VEX 3-operand semantics (unicorn 2.1.x) value mismatches cannot
 be blamed on the renderer and are filed as `x86-mismatch-unverified`. Every finding's detail starts with the executor's name.
@@ -22,6 +22,7 @@ from tinygrad.renderer.isa.x86 import X86Renderer
 from tinygrad.uop.ops import Ops
 from fuzz import tiny_program, x86_qemu, x86_unicorn
 from fuzz.finding import Finding
+from fuzz.judge import SECOND_OPINION, judge, run_device
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy
 
@@ -78,23 +79,19 @@ def run_x86(case:dict) -> np.ndarray:
       for n, b in names.items(): mem[b.base][span(b)] = res[n]
   return np.frombuffer(content(out.uop.buffer), dtype=dt)[:int(np.prod(shape))].reshape(shape)  # a view when no kernel copied
 
-def run_reference(case:dict) -> np.ndarray:
-  """The same program realised by tinygrad's PYTHON backend."""
-  ins = [Tensor(tiny_program.input_array(i), device="PYTHON") for i in case["inputs"]]
-  try: return tiny_program.build(case, ins).numpy()
-  except Exception as e: raise Finding("reference-error", f"{type(e).__name__}: {e}", key=(type(e).__name__,)) from None
-
 def generate(rng:random.Random) -> dict: return tiny_program.generate(rng)
 
 def check(case:dict) -> None:
-  """Raise a Finding when the x86-rendered program, run by `executor()`, disagrees with the PYTHON backend (a matmul program:
-  with numpy, tiny_program.compare_matmul)."""
-  with Context(DEV="PYTHON"):
-    got = run_x86(case)
-    diff = tiny_program.compare_matmul(got, case) if tiny_program.is_matmul(case) else tiny_program.compare(got, run_reference(case), case)
-  if diff is not None:
-    ex = executor()
-    raise Finding("x86-mismatch" if ex.vex_ok else "x86-mismatch-unverified", f"[{ex.name}] x86 vs PYTHON: {diff[0]}", key=diff[1])
+  """Raise a Finding when the x86-rendered program, run by `executor()`, disagrees with fuzz.reference (fuzz.judge: numpy in the
+  program's dtypes, CPU:LLVM as a second opinion; a matmul program: tiny_program.compare_matmul)."""
+  with Context(DEV="PYTHON"): got = run_x86(case)
+  ex = executor()
+  try:
+    if tiny_program.is_matmul(case):
+      if (diff := tiny_program.compare_matmul(got, case)) is not None: raise Finding("x86-mismatch", diff[0], key=diff[1])
+    else: judge("x86", case, got, lambda: run_device(SECOND_OPINION, case), "x86")
+  except Finding as f:
+    raise Finding("x86-mismatch" if ex.vex_ok else "x86-mismatch-unverified", f"[{ex.name}] {f.detail}", key=f.key) from None
 
 def simpler(case:dict):
   """Drop a step, drop the second input, or replace an input value by 0 or 1."""
@@ -110,4 +107,4 @@ def minimise(case:dict, fails) -> dict:
   """Shrink steps first, then input values, while the same finding persists."""
   return greedy(case, fails, simpler, budget=40)
 
-register(Target("x86", generate, check, minimise, doc="tinygrad's x86 ISA renderer in QEMU user mode (else unicorn) vs the PYTHON backend"))
+register(Target("x86", generate, check, minimise, doc="tinygrad's x86 ISA renderer in QEMU user mode (else unicorn) vs the dtype reference"))

@@ -1,0 +1,76 @@
+"""How the kernel-level targets run a program on a tinygrad device and judge its result.
+
+`run_device(dev, case)` realises a tiny program (fuzz.tiny_program) in one long-lived child per DEV string (fuzz.kernel_worker:
+tinygrad reads DEV at import); a device error is a `kernel-error` Finding, a dead child a `worker-crash`.
+
+`judge` holds a result to fuzz.reference (numpy in the program's own dtypes, never a tinygrad backend). Where they differ: a
+known bug of the system under test that gives exactly the device's result (fuzz.known) labels the case `known: <bug>`; a program
+the LLVM renderer's flags leave undefined (tiny_program.undefined_on_llvm) is `unjudged`; then tinygrad's `DEV=CPU:LLVM` gives a
+second opinion, and a device that agrees with it is `unjudged: the device agrees with CPU:LLVM` (the difference is tinygrad's
+own, on every backend: its front end's rewrites, such as `-x > 0` made `x < 0` for unsigned x). Only what is left is a finding,
+and its detail says what CPU:LLVM gave. An error the device raises is a known bug's error, or unjudged when CPU:LLVM fails alike.
+"""
+from __future__ import annotations
+import json, os, subprocess, sys
+from typing import Callable
+import numpy as np
+from fuzz import known, reference, tiny_program
+from fuzz.finding import Classified, Finding
+
+_workers: dict[str, subprocess.Popen] = {}
+
+def worker(dev:str) -> subprocess.Popen:
+  """The running child for DEV string `dev`, started on first use or after it died."""
+  if (p:=_workers.get(dev)) is None or p.poll() is not None:
+    env = {**os.environ, "DEV": dev}
+    _workers[dev] = p = subprocess.Popen([sys.executable, "-m", "fuzz.kernel_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=env, text=True)
+  return p
+
+def run_device(dev:str, case:dict) -> np.ndarray:
+  """Realise the case in the child for `dev`; the output array."""
+  p = worker(dev)
+  try:
+    p.stdin.write(json.dumps(case) + "\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+  except BrokenPipeError: line = ""
+  if not line: raise Finding("worker-crash", f"{dev} child exited with {p.wait()}; steps {case['steps']}", key=(dev,))
+  ans = json.loads(line)
+  if "error" in ans and dev.startswith("MOCK+NV"):   # tinygrad keeps an NV device that faulted in its error state: start afresh
+    p.kill()
+    p.wait()
+  if "error" in ans:
+    raise Finding("kernel-error", f"{dev}: {ans['error']}; steps {case['steps']}",
+                  key=(dev, ans["error"].split(":")[0], tiny_program.error_shape(ans["error"])))
+  return np.frombuffer(bytes.fromhex(ans["data"]), dtype=np.dtype(ans["dtype"])).reshape(ans["shape"])
+
+SECOND_OPINION = "CPU:LLVM"
+
+def judge(dev:str, case:dict, got:np.ndarray|Finding, second:Callable[[], np.ndarray], kind:str) -> None:
+  """Classify the result `got` of a program on `dev` (or the error Finding it raised) against fuzz.reference (module docstring):
+  return when it matches, raise Classified when a known bug or an undefined program explains it, else a `<kind>-mismatch` Finding
+  (or `got` itself). `second()` runs the program on CPU:LLVM (asked only when needed)."""
+  if isinstance(got, Finding):
+    if (bug := known.explains_error(dev, got.detail)) is not None: raise Classified(f"known: {bug.name}", got.detail[:200])
+    try: second()
+    except Finding as cpu:
+      if cpu.key[1:] == got.key[1:]: raise Classified("unjudged: CPU:LLVM fails alike", got.detail[:200]) from None
+    raise got
+  fast = dev.startswith(("MOCKKFD", "MOCKPCI", "CPU:LLVM"))   # tinygrad's LLVM renderer: fast-math flags
+  with np.errstate(all="ignore"): ref, undef = reference.evaluate(case)
+  if (diff := tiny_program.compare(got, ref.astype(got.dtype) if ref.shape == got.shape else ref, case, fast, undef)) is None: return
+  if (bug := known.explains_values(dev, case, got, fast)) is not None: raise Classified(f"known: {bug.name}", diff[0])
+  # LLVM's `add nsw` and `arcp afn` leave signed wraps and non-finite quotients undefined; the NV renderers' .approx division the latter
+  undefined = tiny_program.undefined_on_llvm(case, ref, reference.values) if fast else \
+    tiny_program.fast_math_div(case) and tiny_program.nonfinite_quotient(case, reference.values)
+  if undefined: raise Classified("unjudged: undefined under the renderer's flags", diff[0])
+  try: cpu = second()
+  except Finding as e: opinion = f"CPU:LLVM failed ({e.detail[:120]})"
+  else:
+    if tiny_program.compare(got, cpu, case, fast_math=True, undefined=undef) is None:
+      raise Classified("unjudged: the device agrees with CPU:LLVM", diff[0])
+    agrees = tiny_program.compare(cpu, ref.astype(cpu.dtype) if ref.shape == cpu.shape else ref, case, True, undef) is None
+    opinion = "CPU:LLVM agrees with the reference" if agrees else f"CPU:LLVM differs from both ({np.asarray(cpu).ravel()[:6].tolist()}...)"
+  raise Finding(f"{kind}-mismatch", f"{dev} vs the dtype reference: {diff[0]}; {opinion}", key=(dev, *diff[1]))
+
