@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 from tinygrad import Tensor, dtypes
 
-FLOATS, INTS = ("float32", "float64", "float16"), ("int32", "int64", "int8", "uint8")
+FLOATS, INTS = ("float32", "float64", "float16"), ("int32", "int64", "int16", "int8", "uint8", "uint16", "uint32", "uint64")
 EDGE = {"f": [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -7.25, 1e-3, 65504.0, 1e30, float("inf"), float("-inf"), float("nan")],
         "i": [0, 1, -1, 2, 7, 100, -128, 127, 255, 2**31-1, -2**31]}
 UNARY_F = ("neg", "abs", "relu", "sqrt", "exp2", "log2", "square", "trunc", "recip")
@@ -26,7 +26,8 @@ def _values(rng:random.Random, dtype:str, n:int) -> list:
 # tensor-core-sized matmuls: M and N multiples of the tiles' 16 and 8, K every multiple of 8 up to 64, so every residue of K
 # modulo the NVIDIA fragment depths (k8, k16, k32) and AMD's WMMA/MFMA depth (16) is drawn
 MATMUL_M, MATMUL_K, MATMUL_N = (16, 32), tuple(range(8, 72, 8)), (8, 16)   # up to 32 x 64 x 16: the PYTHON reference takes ~1 s
-MATMUL_DTYPES = ("float16", "bfloat16", "float32")   # float32: tensor cores only where tinygrad allows tf32; plain FMAs otherwise
+# tf32: float32 inputs with tinygrad's ALLOW_TF32 on while the program runs (NVIDIA's tf32 tensor cores); float32 without it
+MATMUL_DTYPES = ("float16", "bfloat16", "float32", "tf32")
 MATMUL_SHARE = 0.15   # of generated programs
 
 def matmul_case(rng:random.Random) -> dict:
@@ -35,13 +36,14 @@ def matmul_case(rng:random.Random) -> dict:
   m, k, n, dt = rng.choice(MATMUL_M), rng.choice(MATMUL_K), rng.choice(MATMUL_N), rng.choice(MATMUL_DTYPES)
   data = lambda count: [round(rng.uniform(-4, 4), 2) for _ in range(count)]  # noqa: E731
   inputs = [{"dtype": "float32", "shape": [m, k], "data": data(m * k)}, {"dtype": "float32", "shape": [k, n], "data": data(k * n)}]
-  steps = ([] if dt == "float32" else [["cast", dt]]) + [["matmul", 1]]
+  steps = ([] if dt in ("float32", "tf32") else [["cast", dt]]) + [["matmul", 1]]
   if rng.random() < 0.3: steps.append(["unary", rng.choice(MATMUL_AFTER)])
   if dt == "bfloat16": steps.append(["cast", "float32"])
-  return {"inputs": inputs, "steps": steps}
+  return {"inputs": inputs, "steps": steps, **({"allow_tf32": True} if dt == "tf32" else {})}
 
 MATMUL_AFTER = ("neg", "abs", "relu")   # steps after a matmul that do not widen the reference's error bound (Lipschitz 1)
-UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24}
+# tf32 keeps 10 mantissa bits and the tensor cores truncate (emu.nv.mma): up to 2^-10 relative per input
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "tf32": 2.0 ** -10}
 
 def is_matmul(case:dict) -> bool:
   """Whether the program is a `matmul_case`."""
@@ -62,7 +64,7 @@ def compare_matmul(got:np.ndarray, case:dict) -> tuple[str, tuple]|None:
   (|A| @ |B|) * (2 u_in + K u_f32) plus the output's own rounding, and no more: a misplaced fragment element is off by a whole
   product. None when it matches, else (detail, dedupe key)."""
   a, b = (np.array(i["data"], np.float32).reshape(i["shape"]) for i in case["inputs"])
-  dt = case["steps"][0][1] if case["steps"][0][0] == "cast" else "float32"
+  dt = case["steps"][0][1] if case["steps"][0][0] == "cast" else "tf32" if case.get("allow_tf32") else "float32"
   a64, b64 = _rounded(a, dt), _rounded(b, dt)
   exp, bound = a64 @ b64, np.abs(a64) @ np.abs(b64) * (2 * UNIT_ROUNDOFF[dt] + a.shape[1] * UNIT_ROUNDOFF["float32"])
   for st in case["steps"]:
@@ -201,7 +203,7 @@ def compare(got:np.ndarray, ref:np.ndarray, case:dict, fast_math:bool=False, und
   ops = sorted({s[0] if s[0] not in ("unary", "binary") else s[1] for s in case["steps"]})
   return f"{(~ok).sum()} of {ok.size} values differ, first at {i}: {got[i]!r} vs {ref[i]!r}; steps {case['steps']}", (got.dtype.name, *ops)
 
-WIDER = {"int8": "int64", "int32": "int64"}   # signed dtypes a program can be re-run in to see its exact integer results
+WIDER = {"int8": "int64", "int16": "int64", "int32": "int64"}   # signed dtypes a program can be re-run in to see its exact integer results
 
 WRAPPING_STEPS = (("binary", "add"), ("binary", "sub"), ("binary", "mul"), ("reduce", "sum"), ("unary", "neg"), ("unary", "abs"),
                   ("unary", "square"))   # integer steps that can leave their dtype's range
@@ -238,19 +240,27 @@ def signed_overflow(case:dict, plain:np.ndarray, reference:Callable[[dict], np.n
       return True
   return False
 
-def nonfinite_quotient(case:dict, reference:Callable[[dict], np.ndarray]) -> bool:
-  """Whether a float division or reciprocal step of the program (FAST_MATH_DIV) gives inf or NaN anywhere, by `reference` on the
-  program up to that step. Under the LLVM renderer's `arcp afn` such a quotient is undefined (x * rcp(y) with Newton steps gives NaN
-  for x/0), and later steps can hide it from the output (min, where), so compare's fast-math rule on the output misses it."""
+def ill_defined_quotient(case:dict, reference:Callable[[dict], np.ndarray]) -> bool:
+  """Whether a float division or reciprocal step of the program (FAST_MATH_DIV) gives inf or NaN anywhere, or a zero from an
+  infinite divisor (1/inf, x/inf), by `reference` on the program up to that step. Under the LLVM renderer's `arcp afn` such a
+  quotient is undefined (x * rcp(y) with Newton steps gives NaN for x/0 and x/inf), and later steps can hide it from the output
+  (min, where, argmax), so compare's fast-math rule on the output misses it."""
   for k, st in enumerate(case["steps"]):
-    if st[0] in ("unary", "binary") and st[1] in FAST_MATH_DIV and (part := _prefix(case, case["steps"][:k + 1], reference)) is not None:
-      if part.dtype.kind == "f" and not np.isfinite(part.astype(np.float64)).all(): return True
+    if st[0] not in ("unary", "binary") or st[1] not in FAST_MATH_DIV: continue
+    if (part := _prefix(case, case["steps"][:k + 1], reference)) is None or part.dtype.kind != "f": continue
+    q = part.astype(np.float64)
+    if not np.isfinite(q).all(): return True
+    if (before := _prefix(case, case["steps"][:k], reference)) is not None and before.shape == q.shape:
+      x = before.astype(np.float64)
+      if st[1] == "recip" and np.isinf(x).any(): return True
+      if st[1] == "div" and ((q == 0) & np.isfinite(x) & (x != 0)).any(): return True   # x / inf (or an underflow: as ill-defined)
   return False
 
 def undefined_on_llvm(case:dict, plain:np.ndarray, reference:Callable[[dict], np.ndarray]) -> bool:
   """Whether the LLVM renderer's flags leave the program's result undefined: a signed step wraps under `add nsw` (signed_overflow)
-  or a float quotient is inf or NaN under `arcp afn` (nonfinite_quotient). Such a program is not judged against the reference."""
-  return signed_overflow(case, plain, reference) or fast_math_div(case) and nonfinite_quotient(case, reference)
+  or a float quotient is inf, NaN or a zero from an infinite divisor under `arcp afn` (ill_defined_quotient). Such a program is
+  not judged against the reference."""
+  return signed_overflow(case, plain, reference) or fast_math_div(case) and ill_defined_quotient(case, reference)
 
 def error_shape(message:str) -> str:
   """A compile error's dedupe key part: the first line that names the error (LLVM's `error: ...`), numbers and value names

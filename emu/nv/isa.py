@@ -73,7 +73,7 @@ def op(name:str, types, mods=(), timing="alu", operands:int|tuple[int, ...]=3):
     return fn
   return reg
 
-TWO_TYPES = ("cvt", "set", "dp4a")   # opcodes with two type suffixes
+TWO_TYPES = ("cvt", "set", "dp4a", "dp2a")   # opcodes with two type suffixes
 
 def instruction_type(inst:Inst) -> str:
   """The instruction's (last) type suffix."""
@@ -118,6 +118,7 @@ def _check_modifiers(inst:Inst, t:str):
   def bad(why:str): raise PTXError(inst.line, inst.op, why)
   if len(mods & ROUNDS) > 1 or len(mods & PARTS) > 1 or len(mods & {m for m in mods if m in COMPARES}) > 1:
     bad(f"{inst.op} takes one rounding, one .lo/.hi/.wide and one comparison at most")
+  if inst.op == "dp2a" and len(mods & {"lo", "hi"}) != 1: bad("dp2a needs .lo or .hi")
   if inst.op in ("ld", "st") and t == "f16": bad(f"{inst.op} does not take .f16 (half values load and store as .b16)")
   if inst.op == "cvt": return _check_cvt_packed(inst, mods, bad) if mods & PACKED.keys() else _check_cvt(inst, mods, bad)
   if inst.op in ("setp", "set"):
@@ -507,20 +508,34 @@ def _prmt(ctx, inst, t):
     d |= byte << np.uint64(8 * i)
   ctx.write(inst.operands[0], d.astype(np.uint32), "b32")
 
+def _packed(x:np.ndarray, bits:int, first:int, n:int, signed:bool) -> list[np.ndarray]:
+  """n `bits`-wide fields of the 32-bit values x from field `first` on, sign- or zero-extended to int64."""
+  out = []
+  for i in range(first, first + n):
+    v = (x >> (bits * i)) & ((1 << bits) - 1)
+    out.append(np.where(v >= 1 << (bits - 1), v - (1 << bits), v) if signed else v)
+  return out
+
+def _dot(ctx, inst, a_bits:int, b_first:int):
+  """d = c + the dot product of a's `a_bits`-wide fields with as many of b's bytes from byte `b_first` on, each field signed or
+  unsigned by its operand's type, wrapping at 32 bits (c and d are .s32 when either input is signed)."""
+  at, bt = [m for m in inst.mods if m in DTYPES]
+  dt = "s32" if "s32" in (at, bt) else "u32"
+  a, b = ctx.read(inst.operands[1], "u32").astype(np.int64), ctx.read(inst.operands[2], "u32").astype(np.int64)
+  n = 32 // a_bits
+  acc = ctx.read(inst.operands[3], dt).astype(np.int64)
+  for x, y in zip(_packed(a, a_bits, 0, n, at == "s32"), _packed(b, 8, b_first, n, bt == "s32")): acc = acc + x * y
+  ctx.write(inst.operands[0], (acc & 0xffffffff).astype(np.uint32).view(DTYPES[dt]), dt)
+
 @op("dp4a", ("u32", "s32"), operands=4)
 def _dp4a(ctx, inst, t):
-  """dp4a.atype.btype d, a, b, c: c plus the four products of a's and b's bytes (each signed or unsigned by its type), wrapping
-  at 32 bits (d is .s32 when either input is signed)."""
-  at, bt = [m for m in inst.mods if m in DTYPES]
-  a, b = ctx.read(inst.operands[1], "u32").astype(np.int64), ctx.read(inst.operands[2], "u32").astype(np.int64)
-  acc = ctx.read(inst.operands[3], "s32" if "s32" in (at, bt) else "u32").astype(np.int64)
-  for i in range(4):
-    x, y = (a >> (8 * i)) & 0xff, (b >> (8 * i)) & 0xff
-    if at == "s32": x = np.where(x >= 128, x - 256, x)
-    if bt == "s32": y = np.where(y >= 128, y - 256, y)
-    acc = acc + x * y
-  dt = "s32" if "s32" in (at, bt) else "u32"
-  ctx.write(inst.operands[0], (acc & 0xffffffff).astype(np.uint32).view(DTYPES[dt]), dt)
+  """dp4a.atype.btype d, a, b, c: c plus the four products of a's and b's bytes."""
+  _dot(ctx, inst, 8, 0)
+
+@op("dp2a", ("u32", "s32"), mods=("lo", "hi"), operands=4)
+def _dp2a(ctx, inst, t):
+  """dp2a.mode.atype.btype d, a, b, c: c plus the two products of a's 16-bit halves with b's bytes 0-1 (.lo) or 2-3 (.hi)."""
+  _dot(ctx, inst, 16, 0 if "lo" in inst.mods else 2)
 
 def _count(name:str, f:Callable):
   @op(name, ("b32", "b64"), operands=2)

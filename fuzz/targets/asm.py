@@ -52,7 +52,7 @@ from emu.llvm_libs import ensure_llvm
 from fuzz import reference, tiny_program
 from fuzz.amd_asm import FAMILY, Translator, Untranslatable
 from fuzz.finding import Finding
-from fuzz.judge import SECOND_OPINION, judge, run_device
+from fuzz.judge import judge, run_device
 from fuzz.registry import Target, register
 from fuzz.targets.x86 import minimise
 from emu.amd.api import ARCHS
@@ -268,7 +268,7 @@ def check(arch:str, case:dict) -> None:
               else f"LLVM's code object (both differ from the dtype reference): {vs_llvm[0]}")
       raise Finding("asm-elf-mismatch", f"{arch}: assembled vs {what}{why}", key=(arch, *names))
     # both alike: the emulator, LLVM's codegen or tinygrad itself; known bugs and CPU:LLVM's opinion decide (fuzz.judge)
-    judge(f"MOCKKFD+AMD:LLVM:{arch}", case, asm_out, lambda: run_device(SECOND_OPINION, case), "asm")
+    judge(f"MOCKKFD+AMD:LLVM:{arch}", case, asm_out, lambda d, llvm=None: run_device(d, case, llvm), "asm")
   if llvm_diff is not None:
     raise Finding("llvm-elf-mismatch", f"{arch}: LLVM's code object vs the dtype reference (the assembled one matches): {llvm_diff[0]}"
                   f"{_violations(kernels, arch)[1]}", key=(arch, *llvm_diff[1]))

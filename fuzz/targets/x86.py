@@ -22,7 +22,7 @@ from tinygrad.renderer.isa.x86 import X86Renderer
 from tinygrad.uop.ops import Ops
 from fuzz import tiny_program, x86_qemu, x86_unicorn
 from fuzz.finding import Finding
-from fuzz.judge import SECOND_OPINION, judge, run_device
+from fuzz.judge import judge, run_device
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy
 
@@ -89,7 +89,7 @@ def check(case:dict) -> None:
   try:
     if tiny_program.is_matmul(case):
       if (diff := tiny_program.compare_matmul(got, case)) is not None: raise Finding("x86-mismatch", diff[0], key=diff[1])
-    else: judge("x86", case, got, lambda: run_device(SECOND_OPINION, case), "x86")
+    else: judge("x86", case, got, lambda d, llvm=None: run_device(d, case, llvm), "x86")
   except Finding as f:
     raise Finding("x86-mismatch" if ex.vex_ok else "x86-mismatch-unverified", f"[{ex.name}] {f.detail}", key=f.key) from None
 

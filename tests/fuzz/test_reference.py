@@ -65,6 +65,34 @@ def test_what_tinygrad_leaves_undefined_is_marked():
   assert undef.tolist() == [True, False]
   _, undef = ref(case("float32", [inf, 2.0], ["binary", "sub", "flip", 1], shape=[2, 1]))    # x - flip(x) over one element: x - x
   assert undef.tolist() == [[True], [False]]
+  # x * x then softmax: a fused x * x - max (fma) keeps the product's rounding error; at 1e30 squared (float64) that is ~1e44 and
+  # exp2 of it inf, so the row is undefined; at 3 squared the error moves nothing
+  _, undef = ref(case("float64", [1.0, 1e30, 2.0, 3.0, 1.0, 2.0], ["unary", "square"], ["softmax", 1], shape=[2, 3]))
+  assert undef.tolist() == [[True] * 3, [False] * 3]
+  _, undef = ref(case("float64", [1.0, 1e30, 2.0], ["unary", "abs"], ["softmax", 0]))   # no product to fuse
+  assert not undef.any()
+  # the middle of an odd axis meets itself: NaN - NaN there is what tinygrad folds once it unrolls the axis (0 on gfx1100)
+  _, undef = ref(case("float16", [1.0, 2.0, nan, 3.0, inf], ["binary", "sub", "flip", 0]))
+  assert undef.tolist() == [False, False, True, False, False]
+
+def test_reached_marks_the_elements_a_deviation_changes():
+  # uint8 [255, 3] * 255: 65025 wraps (element 0), 765 wraps too (element 1); [3, 4] * 5 = [15, 20] wraps nowhere
+  assert reference.reached(case("uint8", [255, 3], ["binary", "mul", "const", 255]), "eight_bit_in_16_bits").tolist() == [True, True]
+  assert not reference.reached(case("uint8", [3, 4], ["binary", "mul", "const", 5]), "eight_bit_in_16_bits").any()
+  # a wrap feeds a row's sum: every element of that row's result is reached, the other row's not
+  rows = case("uint8", [200, 100, 1, 2], ["binary", "add", "const", 0], ["reduce", "sum", 1], shape=[2, 2])
+  assert reference.reached(rows, "eight_bit_in_16_bits").tolist() == [True, False]
+  # NaN into a maximum, and only there
+  nan = case("float32", [float("nan"), 1.0], ["binary", "max", "const", 2.0])
+  assert reference.reached(nan, "minmax_drops_nan").tolist() == [True, False]
+  assert not reference.reached(case("float32", [float("nan")], ["unary", "neg"]), "minmax_drops_nan").any()
+  # tinygrad subtracts by adding the negation: uint16 5 - 2 is 5 + 65534, which wraps (C's int keeps 65539)
+  assert reference.reached(case("uint16", [5], ["binary", "sub", "const", 2]), "small_ints_as_int").tolist() == [True]
+  assert not reference.reached(case("int32", [5], ["binary", "sub", "const", 2]), "wraps").any()
+  # int16 promotion is CUDA's, not PTX's 8-bit deviation
+  wide = case("int16", [30000], ["binary", "add", "const", 30000])
+  assert reference.reached(wide, "small_ints_as_int").tolist() == [True]
+  assert not reference.reached(wide, "eight_bit_in_16_bits").any()
 
 def test_every_generated_program_evaluates():
   for seed in range(300):

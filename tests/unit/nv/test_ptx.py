@@ -171,7 +171,8 @@ def test_a_signed_result_in_a_wider_register_is_sign_extended_for_every_instruct
   # so max.s16 of it and 0 is 0 for -12 (tinygrad's PTX renderer casts int64 -> int8 with cvt.s8.s64 into .s16 registers; a
   # zero-extended 0x00f4 read as 244 made relu(int8(-12)) come out -12); an unsigned result is zero-extended
   k = kernel("ld.param.u64 %a, [out+0];\nmov.b64 %w, -12;\ncvt.s8.s64 %v, %w;\nmax.s16 %r, %v, 0;\nst.global.s16 [%a+0], %r;\n"
-             "st.global.s16 [%a+2], %v;\ncvt.u8.s64 %u, %w;\nst.global.u16 [%a+4], %u;", ".reg .u64 %a;\n.reg .s64 %w;\n.reg .s16 %v, %r;\n.reg .u16 %u;")
+             "st.global.s16 [%a+2], %v;\ncvt.u8.s64 %u, %w;\nst.global.u16 [%a+4], %u;",
+             ".reg .u64 %a;\n.reg .s64 %w;\n.reg .s16 %v, %r;\n.reg .u16 %u;")
   buf = np.zeros(4, np.int16)
   mem = MemoryMap()
   mem.map(buf.ctypes.data, buf.nbytes, backing=buf.view(np.uint8))

@@ -178,6 +178,13 @@ def test_dp4a_sums_byte_products_signed_or_unsigned():
           "st.global.u32 [%out+0], %u;\nst.global.s32 [%out+4], %s;")
   assert run_one(body, ".reg .b32 %a, %b;\n.reg .u32 %u;\n.reg .s32 %s;")[:2].tolist() == [642, 130]
 
+def test_dp2a_sums_half_by_byte_products_from_the_chosen_half_of_b():
+  # a = halves (3, 0xfffe), b = bytes (4, 5, 6, 0xff): .lo uses bytes 4, 5; .hi bytes 6, 0xff
+  # lo.u32.u32: 3*4 + 65534*5 + 10 = 327692; hi.s32.s32: 3*6 + (-2)*(-1) + 10 = 30; hi.s32.u32: 3*6 + (-2)*255 + 10 = -482
+  body = ("mov.b32 %a, 0xfffe0003;\nmov.b32 %b, 0xff060504;\ndp2a.lo.u32.u32 %u, %a, %b, 10;\ndp2a.hi.s32.s32 %s, %a, %b, 10;\n"
+          "dp2a.hi.s32.u32 %t, %a, %b, 10;\nst.global.u32 [%out+0], %u;\nst.global.s32 [%out+4], %s;\nst.global.s32 [%out+8], %t;")
+  assert run_one(body, ".reg .b32 %a, %b;\n.reg .u32 %u;\n.reg .s32 %s, %t;")[:3].view(np.int32).tolist() == [327692, 30, -482]
+
 def test_cvt_of_infinities_and_nan_to_integers_saturates():
   # float -> int saturates to the destination's range (infinities too) and gives 0 for NaN; found by ptx.float (it raised)
   body = ("mov.b32 %a, 0x7f800000;\nmov.b32 %b, 0xff800000;\nmov.b32 %c, 0x7fc00000;\ncvt.rzi.s32.f32 %x, %a;\ncvt.rzi.s32.f32 %y, %b;\n"
