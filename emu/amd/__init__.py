@@ -16,6 +16,12 @@ Environment: EMU_TRACE=1 prints an instruction trace (or selects dispatches: EMU
 sets the per-dispatch wave-instruction budget.
 See docs/emulator.md (design, coverage) and docs/timing.md (cycle model).
 """
-from emu.amd.runner import run_program
+
+def __getattr__(name:str):
+  # imported on first use, so a leaf module (emu.amd.waits, read by emu.pcode) loads without the whole emulator
+  if name == "run_program":
+    from emu.amd.runner import run_program
+    return run_program
+  raise AttributeError(f"module 'emu.amd' has no attribute {name!r}")
 
 __all__ = ["run_program"]

@@ -44,7 +44,7 @@ def card(arch:str, mnemonic:str) -> str:
       step = compile_step(instr, spec, 0)
       t = classify(step)
       lines.append(f"    {instruction_text(instr, arch)}")
-      extra = "".join(f", {k} {getattr(t, k)}" for k in ("width", "dwords", "lds_cycles", "counter") if getattr(t, k))
+      extra = "".join(f", {k} {getattr(t, k)}" for k in ("width", "dwords", "lds_cycles", "counter", "waits") if getattr(t, k))
       lines.append(f"    step {type(step).__name__}; timing: class {t.cls}, port {t.port}, cost {t.cost}{extra}")
     except Exception as e: lines.append(f"    (with all fields 0 this encoding does not run: {type(e).__name__}: {str(e).splitlines()[0][:120]})")
     ops.setdefault(op.name, op)

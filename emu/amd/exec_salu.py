@@ -8,6 +8,7 @@ s_sendmsg_rtn_* is a `MessageStep`.
 """
 from __future__ import annotations
 import numpy as np
+from emu.amd import waits
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, code, rawf
@@ -28,11 +29,9 @@ ACROSS_INPUTS = {"S0", "S1", "D0", "SCC", "VCC", "EXEC", "M0", "PC", "VCCZ", "EX
 SRC_FIELDS = {"SOP1": {"S0": "ssrc0"}, "SOP2": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPC": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPK": {}, "SOPP": {},
               "SMEM": {}}
 ENDS = {"S_ENDPGM", "S_ENDPGM_SAVED", "S_ENDPGM_ORDERED_PS_DONE", "S_SENDMSGHALT", "S_SETHALT"}
-NO_EFFECT = {"S_NOP", "S_WAITCNT", "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAITCNT_EXPCNT", "S_WAITCNT_LGKMCNT", "S_WAITCNT_DEPCTR",
-             "S_DELAY_ALU", "S_CLAUSE", "S_SLEEP", "S_SENDMSG", "S_SET_INST_PREFETCH_DISTANCE", "S_WAIT_IDLE", "S_WAIT_EVENT", "S_ICACHE_INV",
+NO_EFFECT = {"S_NOP", waits.PACKED_WAIT, *waits.COUNTER_WAITS, *waits.OTHER_WAITS, *waits.UNISSUED,
+             "S_CLAUSE", "S_SLEEP", "S_SENDMSG", "S_SET_INST_PREFETCH_DISTANCE", "S_ICACHE_INV",
              "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_VERSION",
-             "S_BARRIER_WAIT", "S_WAIT_LOADCNT", "S_WAIT_STORECNT", "S_WAIT_KMCNT", "S_WAIT_DSCNT",
-             "S_WAIT_ALU", "S_WAIT_SAMPLECNT", "S_WAIT_BVHCNT", "S_WAIT_EXPCNT", "S_WAIT_LOADCNT_DSCNT", "S_WAIT_STORECNT_DSCNT",
              "S_SLEEP_VAR",
              # branch when a debugger set the wave's conditional-debug bits: no debugger is attached, so never taken
              "S_CBRANCH_CDBGSYS", "S_CBRANCH_CDBGUSER", "S_CBRANCH_CDBGSYS_OR_USER", "S_CBRANCH_CDBGSYS_AND_USER"} | \

@@ -18,7 +18,7 @@ import hashlib, math, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
-from emu.amd import cu_native
+from emu.amd import cu_native, waits
 from emu.amd.arch import ArchSpec
 from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end, stream_of_codes
 from emu.amd.mnemonic import Mnemonic, parse
@@ -81,14 +81,7 @@ ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64": 2, "valu_mad64": 4, "va
 # timing classes by mnemonic (emu.amd.mnemonic): SOPP instructions by name, VALU ops by operation word and data types
 TRANSCENDENTAL = {"EXP", "LOG", "RCP", "RSQ", "SQRT", "SIN", "COS"}   # first operation word (V_EXP_LEGACY_F32, V_RCP_IFLAG_F32 too)
 MATRIX_OPS = {"WMMA": 1, "SWMMAC": 2}     # RDNA matrix ops -> K divisor (SWMMAC is 2:4 sparse: half the multiply-accumulates)
-BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is SKIPPED)
-SKIPPED = {"S_DELAY_ALU", "S_WAIT_ALU", "S_BARRIER_WAIT"}   # consumed by the instruction buffer, never issued
-# single-counter waits (SOPP on RDNA4, SOPK on RDNA3; simm16[5:0] = the count) -> the model's counters (loads, stores, LDS+scalar
-# memory, RDNA4's separate DS and scalar-memory counters; None: a counter the model does not keep, the export counter and the
-# dependency counters). s_waitcnt itself packs several counters (ArchSpec.waitcnt).
-COUNTER_WAITS = {"S_WAITCNT_VSCNT": "vs", "S_WAITCNT_VMCNT": "vm", "S_WAITCNT_LGKMCNT": "lgkm", "S_WAIT_LOADCNT": "vm",
-                 "S_WAIT_SAMPLECNT": "vm", "S_WAIT_BVHCNT": "vm", "S_WAIT_STORECNT": "vs", "S_WAIT_DSCNT": "ds", "S_WAIT_KMCNT": "km",
-                 "S_WAITCNT_EXPCNT": None, "S_WAIT_EXPCNT": None, "S_WAITCNT_DEPCTR": None}
+BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is waits.UNISSUED)
 PAUSES = {"S_NOP": lambda simm: (simm & 0xf) + 1, "S_SLEEP": lambda simm: (simm & 0x7f) * SLEEP_UNIT}   # stall cycles
 VMEM_FORMATS = ("GLOBAL", "FLAT", "SCRATCH", "MUBUF")
 DATA_OPERANDS = ("DATA", "DATA2", "VDATA")   # the pcode's names of the data a memory op sends
@@ -147,15 +140,15 @@ def classify(step:Step) -> OpInfo:
                   dwords=dwords if data else 0, writes=writes)
   name = m.name
   if name in BARRIERS: return OpInfo("barrier", None, size=size)
-  if fmt in ("SOPP", "SOPK") and (name == "S_WAITCNT" or name in COUNTER_WAITS):
+  if fmt in ("SOPP", "SOPK") and (name == waits.PACKED_WAIT or name in waits.COUNTER_WAITS):
     simm = instr.inst.simm16
-    if name == "S_WAITCNT": waits = tuple((k, n) for k, n in spec.waitcnt_counts(simm).items() if k != "exp")
-    else: waits = ((COUNTER_WAITS[name], simm & 0x3f),) if COUNTER_WAITS[name] else ()
-    return OpInfo("waitcnt", None, waits=waits, size=size)
+    if name == waits.PACKED_WAIT: limits = tuple((k, n) for k, n in spec.waitcnt_counts(simm).items() if k != "exp")
+    else: limits = waits.counts(name, simm)
+    return OpInfo("waitcnt", None, waits=limits, size=size)
   if fmt == "SOPP":
     simm = instr.inst.simm16
     if name == "S_ENDPGM": return OpInfo("end", None, size=size)
-    if name in SKIPPED: return OpInfo("delay", None, delay=simm, size=size)
+    if name in waits.UNISSUED: return OpInfo("delay", None, delay=simm, size=size)
     if name in PAUSES: return OpInfo("nop", None, delay=PAUSES[name](simm), size=size)
     if m.words[0] in ("BRANCH", "CBRANCH"): return OpInfo("branch", "salu", size=size, cond=m.words[0] == "CBRANCH")
     return OpInfo("other", None, size=size)

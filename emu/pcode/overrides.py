@@ -19,6 +19,7 @@ declared width.
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
+from emu.amd import waits
 from emu.pcode.abi import CompiledOp
 
 _COUNTER_WAIT = "memory counter wait (executor)"
@@ -28,11 +29,8 @@ PREFETCH = "prefetch hint (MODE.SCALAR_PREFETCH_EN; no architectural effect)"
 _BVH = "ray-tracing traversal stack (the pcode calls DECODE_ADDR/ENCODE_ADDR, which the ISA does not define)"
 _CSP = "fork/join on the wave's control-stack pointer (WAVE_MODE.CSP) and a stack in SGPRs: executor control flow"
 EXECUTOR_OWNED = {
-  "S_WAITCNT": "waits on memory counters: timing, owned by the executor", "S_WAITCNT_VSCNT": _COUNTER_WAIT, "S_WAITCNT_VMCNT": _COUNTER_WAIT,
-  "S_WAITCNT_LGKMCNT": _COUNTER_WAIT, "S_WAITCNT_EXPCNT": _COUNTER_WAIT, "S_WAIT_LOADCNT": _COUNTER_WAIT, "S_WAIT_STORECNT": _COUNTER_WAIT,
-  "S_WAIT_DSCNT": _COUNTER_WAIT, "S_WAIT_KMCNT": _COUNTER_WAIT, "S_WAIT_SAMPLECNT": _COUNTER_WAIT, "S_WAIT_BVHCNT": _COUNTER_WAIT,
-  "S_WAIT_EXPCNT": _COUNTER_WAIT, "S_WAIT_LOADCNT_DSCNT": _COUNTER_WAIT, "S_WAIT_STORECNT_DSCNT": _COUNTER_WAIT,
-  "S_WAIT_ALU": "dependency wait (executor)", "S_WAIT_IDLE": "wait (executor)", "S_WAIT_EVENT": "wait (executor)",
+  waits.PACKED_WAIT: "waits on memory counters: timing, owned by the executor", **dict.fromkeys(waits.COUNTER_WAITS, _COUNTER_WAIT),
+  "S_WAIT_ALU": "dependency wait (executor)", **dict.fromkeys(waits.OTHER_WAITS, "wait (executor)"),
   "S_BARRIER": "workgroup barrier (executor/dispatcher)", "S_BARRIER_WAIT": "workgroup barrier (executor)",
   "S_BARRIER_SIGNAL": "workgroup barrier (executor)", "S_BARRIER_SIGNAL_ISFIRST": "workgroup barrier (executor)",
   "S_ENDPGM": "ends the wave (executor)", "S_ENDPGM_SAVED": "ends the wave (executor)", "S_ENDPGM_ORDERED_PS_DONE": "ends the wave (executor)",

@@ -11,7 +11,6 @@ import decimal, pickle, re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SKIPPED = {"S_DELAY_ALU", "S_WAIT_ALU", "S_BARRIER_WAIT"}   # instructions the SQTT stream does not report (map_insts skips them)
 
 class Record:
   """Stand-in for any tinygrad class in a pickle: keeps constructor arguments (`args`) and state as attributes."""
