@@ -89,10 +89,10 @@ def nv_matmul(n:int, timing:bool=True):
   """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt on an sm_89 board, with or without the
   timing model (returns its LaunchStats)."""
   from emu.amd.memory import MemoryMap
-  from emu.nv import ptx, simt
+  from emu.nv import isa, simt
   from emu.nv.kernel import render
   rk = render(lambda a, b: a @ b, (n, n), (n, n))
-  kernel = ptx.parse(rk.ptx).kernels[rk.name]
+  kernel = isa.parse(rk.ptx).kernels[rk.name]
   rng = np.random.default_rng(0)
   arrays, out, mem = [rng.standard_normal((n, n)).astype(np.float32) for _ in range(2)], np.zeros(n * n, np.float32), MemoryMap()
   for arr in (*arrays, out): mem.map(arr.ctypes.data, arr.nbytes, backing=arr.view(np.uint8).reshape(-1))
@@ -103,19 +103,19 @@ def nv_matmul(n:int, timing:bool=True):
 def nv_fma_loop(warps:int, iters:int):
   """A hand-written PTX FMA loop: each of warps x 32 threads runs `iters` trips of 8 independent fma.rn.f32 and a loop branch."""
   from emu.amd.memory import MemoryMap
-  from emu.nv import ptx, simt
+  from emu.nv import isa, simt
   from emu.nv.boards import board
   body = "".join(f"fma.rn.f32 %f{i}, %f{i}, %x, %y;\n" for i in range(8))
   text = (".version 7.8\n.target sm_89\n.address_size 64\n.visible .entry fma_loop(.param .u64 out)\n{\n.reg .f32 %f<8>, %x, %y;\n"
           ".reg .u32 %i;\n.reg .pred %p;\nmov.f32 %x, 0f3f800001;\nmov.f32 %y, 0f3c23d70a;\nmov.u32 %i, 0;\n"
           + "".join(f"mov.f32 %f{i}, 0f3f800000;\n" for i in range(8)) +
           f"LOOP:\n{body}add.u32 %i, %i, 1;\nsetp.lt.u32 %p, %i, {iters};\n@%p bra LOOP;\nret;\n}}\n")
-  kernel = ptx.parse(text).kernels["fma_loop"]
+  kernel = isa.parse(text).kernels["fma_loop"]
   return lambda: simt.run(kernel, (warps,), (32,), [0], MemoryMap(), board=board("sm_89"))
 
 def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
   """The nv workload: matmul throughput and the cost of parsing a new program."""
-  from emu.nv import ptx
+  from emu.nv import isa
   from emu.nv.kernel import render
   run, untimed = nv_matmul(n), nv_matmul(n, timing=False)
   run(), untimed()
@@ -125,7 +125,7 @@ def nv(n:int, repeat:int, warps:int, iters:int) -> dict:
   fma()
   fma_s, fma_stats = _timed(fma, repeat)
   text = render(lambda a, b: a @ b, (n, n), (n, n)).ptx
-  parse_s, _ = _timed(lambda: ptx.parse(text), repeat)
+  parse_s, _ = _timed(lambda: isa.parse(text), repeat)
   return {"warp_instructions": stats.warp_instructions, "threads": stats.threads, "seconds": secs, "cycles": stats.cycles,
           "warp_inst_per_s": stats.warp_instructions / secs, "timing_overhead": secs / off_s - 1, "ms_per_parse": parse_s * 1e3,
           "fma_warp_inst_per_s": fma_stats.warp_instructions / fma_s,
@@ -194,10 +194,10 @@ def replay_rates(make, repeat:int) -> dict:
           "compiled_winst_per_s": n / native_s if compiled else None, "same": native == python if compiled else None}
 
 def _clear_caches():
-  from emu.amd import decode, steps, semantics
+  from emu.amd import step_build, decode, semantics
   from emu.amd.step_cache import STEP_CACHE
   from emu.pcode import compiler
-  decode._cache.clear(); steps._steps.clear(); semantics._compile.cache_clear(); compiler.compile_op.cache_clear(); STEP_CACHE.forget()
+  decode._cache.clear(); step_build._steps.clear(); semantics._compile.cache_clear(); compiler.compile_op.cache_clear(); STEP_CACHE.forget()
 
 @contextlib.contextmanager
 def _env(**values):
@@ -216,7 +216,7 @@ def cold_cost(make) -> dict:
   """ms per distinct instruction of a kernel (decode + step build + pcode op, as a dispatch meets it): with the pcode disk cache warm
   and cold and no step cache, as a first process pays; and from a warm step cache (emu.amd.step_cache), as every later one does.
   Each the best of COLD_REPS readings, each from empty in-process caches (and an empty disk cache where that is measured)."""
-  from emu.amd import steps
+  from emu.amd import step_build
   from emu.amd.arch import get_spec
   from emu.amd.step_cache import STEP_CACHE, source_digest
   with _env(EMU_STEP_CACHE="0"):
@@ -224,12 +224,12 @@ def cold_cost(make) -> dict:
     make()()
   spec = get_spec("gfx1100")
   source_digest(spec.family)   # once per process (~7 ms), not per instruction
-  code = [raw.ljust(16, b"\0") for (_, raw) in steps._steps]   # each instruction as code followed by zeros
+  code = [raw.ljust(16, b"\0") for (_, raw) in step_build._steps]   # each instruction as code followed by zeros
   def timed(**env) -> float:
     with _env(**env):
       _clear_caches()
       t = time.process_time()
-      for data in code: steps.load_step(data, spec, 0)
+      for data in code: step_build.load_step(data, spec, 0)
       return (time.process_time() - t) * 1e3 / max(1, len(code))
   res: dict = {"distinct_instructions": len(code)}
   for _ in range(COLD_REPS):

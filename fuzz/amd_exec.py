@@ -35,6 +35,7 @@ from fuzz.oracle import sx
 
 FORMATS = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC", "SOP1", "SOP2", "SOPC", "SOPK")  # base formats of VALU/SALU ops
 SALU = ("SOP1", "SOP2", "SOPC", "SOPK")
+MFMA = ("V_MFMA", "V_SMFMAC")   # CDNA matrix ops (name prefixes)
 # the other formats each table set runs (rdna3's MUBUF/MTBUF/MIMG/EXP/LDSDIR, rdna4's VBUFFER/VIMAGE/VSAMPLE/VEXPORT/VDSDIR and cdna's
 # MTBUF are not emulated: docs/emulator.md)
 MORE_FORMATS = {"rdna3": ("SOPP", "VOPD", "VINTERP", "SMEM", "DS", "FLAT", "GLOBAL", "SCRATCH"),

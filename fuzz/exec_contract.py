@@ -50,8 +50,7 @@ def exempt(case:dict) -> bool:
   """Cases the contract does not judge (see the module docstring)."""
   if case.get("edge") or base_format(case["cls"]) in ("SOPP", "VINTERP"): return True
   if case["op"].startswith(EXEMPT_PREFIXES): return True
-  from fuzz.targets.exec import MFMA
-  return case["op"].startswith(MFMA) and (not amd_exec.OPERANDS.get(amd_exec.case_op(case)) or spec_has_agprs(case))
+  return case["op"].startswith(amd_exec.MFMA) and (not amd_exec.OPERANDS.get(amd_exec.case_op(case)) or spec_has_agprs(case))
 
 def spec_has_agprs(case:dict) -> bool:
   """CDNA: an MFMA's operands may be AGPRs, which amd_exec.operands names by their VGPR numbers."""

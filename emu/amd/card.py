@@ -10,7 +10,7 @@ from emu.amd.decode import decode, encode_fields
 from emu.amd.disasm import instruction_text
 from emu.amd.mnemonic import parse
 from emu.amd.operands import int_clamp_formula
-from emu.amd.steps import compile_step
+from emu.amd.step_build import compile_step
 from emu.amd.timing import classify
 
 VARIANTS = ("_LIT", "DPP", "SDWA")   # encodings that only change how operands are given (shown once, through the base class)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import ctypes, itertools, os
 import numpy as np
 from emu import native
+from emu.amd import step_build
 from emu.amd.exec_salu import MASK64, ControlStep, SaluStep, SmemStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
@@ -998,9 +999,8 @@ class LazyStep:
   def __init__(self, window:bytes, spec, size:int): self.window, self.spec, self.size, self._step = window, spec, size, None
 
   def step(self) -> Step:
-    from emu.amd import steps   # (steps imports this module)
     # (pc 0 would name a failure, but these bytes were decoded and built before: the same code cannot fail now)
-    if self._step is None: self._step = steps.load_step(self.window, self.spec, 0)
+    if self._step is None: self._step = step_build.load_step(self.window, self.spec, 0)
     return self._step
 
   def __getattr__(self, name:str): return getattr(self.step(), name)

@@ -4,70 +4,12 @@ what an earlier one fetched."""
 from __future__ import annotations
 import time
 from collections import OrderedDict
-from emu.amd import regions
-from emu.amd.api import GPUFault, GPUIllegalInstruction, GPUMemoryFault
+from emu.amd import step_build, regions
+from emu.amd.api import GPUFault, GPUMemoryFault
 from emu.amd.arch import ArchSpec
-from emu.amd.decode import Instr, decode
-from emu.amd.exec_salu import ControlStep, MessageStep, ModeStep, SaluStep, SmemStep, BARRIERS, ENDS, NO_EFFECT
-from emu.amd.exec_ds import DsCounterStep, DsSwizzleStep
-from emu.amd.cdna import AccMoveStep, MubufStep
-from emu.amd.exec_valu import ValuStep, VopdStep
-from emu.amd.exec_vmem import VmemStep
 from emu.amd.memory import Mapping, MemoryMap
-from emu.amd.operands import register_overrun
-from emu.amd.semantics import get_op
 from emu.amd.step import Step
 from emu.amd.step_cache import STEP_CACHE
-
-SCALAR = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
-VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
-VMEM = ("DS", "GLOBAL", "FLAT", "SCRATCH")
-CONTROL = ENDS | NO_EFFECT | BARRIERS | {"S_TRAP"}
-MESSAGES = ("S_SENDMSG_RTN_B32", "S_SENDMSG_RTN_B64")
-MODE_OPS = ("S_ROUND_MODE", "S_DENORM_MODE")
-
-# executor-owned ops (pcode kind 'executor') with their own Step; every other executor-owned op is a ControlStep, which knows the
-# no-ops (waits, hints, cache invalidation, prefetch) and raises GPUIllegalInstruction for the rest
-EXECUTOR_STEPS = {"DS_SWIZZLE_B32": DsSwizzleStep, "DS_APPEND": DsCounterStep, "DS_CONSUME": DsCounterStep, "V_ACCVGPR_READ": AccMoveStep,
-                  "V_ACCVGPR_WRITE": AccMoveStep, "V_ACCVGPR_MOV_B32_E32": AccMoveStep, "V_ACCVGPR_MOV_B32_E64": AccMoveStep}
-
-def _build(instr:Instr, spec:ArchSpec) -> Step:
-  fmt, name = instr.fmt, instr.name.upper()
-  if fmt == "VOPD": return VopdStep(instr, spec)
-  if fmt in SCALAR and name in CONTROL: return ControlStep(instr, spec)
-  if fmt in SCALAR and name in MESSAGES: return MessageStep(instr, spec)
-  if fmt in SCALAR and name in MODE_OPS: return ModeStep(instr, spec)
-  op = get_op(spec.name, instr.op, raw=instr.raw)
-  if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)
-  if fmt == "MUBUF" and not spec.buffer_ops:
-    raise GPUIllegalInstruction(0, instr.raw, f"{instr.name}: {spec.name} buffer instructions are not emulated")
-  if fmt == "MUBUF": return MubufStep(instr, spec)
-  if fmt in SCALAR: return SaluStep(instr, spec, op)
-  if fmt == "SMEM": return SmemStep(instr, spec)
-  if fmt in VALU: return ValuStep(instr, spec)
-  if fmt in VMEM: return VmemStep(instr, spec)
-  raise GPUIllegalInstruction(0, instr.raw, f"{fmt} instructions ({instr.name}) are not implemented")
-
-_steps: dict[tuple[str, bytes], Step] = {}
-
-def compile_step(instr:Instr, spec:ArchSpec, pc:int) -> Step:
-  """The Step for a decoded instruction (cached on its bytes); failures become GPUIllegalInstruction at `pc`."""
-  if (s := _steps.get(key := (spec.name, instr.raw))) is not None: return s
-  if (why := register_overrun(instr)) is not None: raise GPUIllegalInstruction(pc, instr.raw, f"{instr.name}: operand {why}")
-  try: s = _build(instr, spec)
-  except GPUIllegalInstruction as e: raise GPUIllegalInstruction(pc, instr.raw, e.reason) from None
-  except (KeyError, ValueError, AttributeError, TypeError) as e:
-    raise GPUIllegalInstruction(pc, instr.raw, f"{instr.name}: cannot execute ({type(e).__name__}: {e})") from e
-  _steps[key] = s
-  return s
-
-def load_step(data:bytes, spec:ArchSpec, pc:int) -> Step:
-  """The Step of the instruction at the start of `data` (16 bytes of code, fewer at a mapping's end): from the step cache, else
-  decoded and built (and kept there)."""
-  if (s := STEP_CACHE.load(data, spec)) is not None: return s
-  s = compile_step(decode(data, spec, pc), spec, pc)
-  STEP_CACHE.keep(data, spec, s)
-  return s
 
 MAX_REGION = 256   # instructions in one native region (bounds its IR and compile time)
 TAIL = 16          # code bytes after a region's candidate run that decided where it ends (its last window, the next instruction's)
@@ -150,7 +92,7 @@ class Program:
   def _load(self, pc:int) -> Step:
     if (m := self.mem.find(pc, 4)) is None: raise GPUMemoryFault(pc, False, pc=pc, detail="instruction fetch")
     data = self.fetched[pc] = bytes(m.view[pc - m.addr: min(pc - m.addr + 16, m.size)])
-    return load_step(data, self.spec, pc)
+    return step_build.load_step(data, self.spec, pc)
 
 class ProgramCache:
   """The Programs of recent dispatches on one memory map, by (entry PC, wave size, RSRC1): a dispatch of code whose bytes are

@@ -16,7 +16,7 @@ import numpy as np
 from emu.amd.api import GPUTrapFault
 from emu.pcode import numerics as N
 from emu.nv import mma as MMA
-from emu.nv.ptx import Addr, Inst, Kernel, Label, PTXError, Reg, Vec
+from emu.nv.ptx import SPECIAL, Addr, Inst, Kernel, Label, Module, PTXError, Reg, Vec, parse_syntax
 
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
           "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "b8": np.uint8, "b16": np.uint16, "b32": np.uint32,
@@ -79,10 +79,15 @@ def instruction_type(inst:Inst) -> str:
   """The instruction's (last) type suffix."""
   return next((m for m in reversed(inst.mods) if m in DTYPES), "")
 
+def parse(text:str) -> Module:
+  """PTX text as the kernels the emulator runs: parsed, `.func` calls inlined, every kernel validated against the ISA table."""
+  module = parse_syntax(text)
+  for k in module.kernels.values(): validate(k)
+  return module
+
 def validate(k:Kernel):
   """Reject what the executor cannot run or ptxas would not accept, naming the line: unknown opcodes, types and modifiers,
   undeclared registers, unknown labels, `.approx` on f64."""
-  from emu.nv.ptx import SPECIAL
   for inst in k.body:
     d = OPS.get(inst.op)
     if d is None: raise PTXError(inst.line, inst.op, "opcode not supported by the emulator")

@@ -311,13 +311,10 @@ class _Parser:
     if t[:2] in ("0d", "0D"): return Imm(struct.unpack("<d", struct.pack("<Q", int(t[2:], 16)))[0], 64)
     return Imm(int(t, 0))
 
-def parse(text:str) -> Module:
-  """Parse and validate PTX text (see the module docstring); `.func` calls are inlined into the kernels."""
-  from emu.nv import isa
+def parse_syntax(text:str) -> Module:
+  """Parse PTX text (see the module docstring), `.func` calls inlined into the kernels; emu.nv.isa.parse also validates them."""
   module = _Parser(text).module()
-  for k in module.kernels.values():
-    inline_calls(k, module.functions)
-    isa.validate(k)
+  for k in module.kernels.values(): inline_calls(k, module.functions)
   return module
 
 MAX_CALL_DEPTH = 16

@@ -125,7 +125,7 @@ class Mapped:
 def cdna_reported(instr, spec, pc:int) -> bool:
   """Whether a CDNA capture has an instruction packet for `instr` (emu.amd.decode.Instr at `pc`): the layout's rule
   (emu.timing.sqtt_layouts.CDNA.issue; s_waitcnt, s_nop, s_barrier and other immediate SOPP instructions have none)."""
-  from emu.amd.steps import compile_step
+  from emu.amd.step_build import compile_step
   from emu.amd.timing import classify
   from emu.timing.sqtt_layouts import CDNA_LAYOUT
   return CDNA_LAYOUT.issue(classify(compile_step(instr, spec, pc)), instr, False) is not None

@@ -44,7 +44,7 @@ import numpy as np
 from emu.amd.api import GPUEmulatorError, GPUHangFault, GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from fuzz import amd_exec, exec_contract
 from fuzz.amd_fields import DPP_CTRL
-from fuzz.amd_exec import EXEC, VCC, N_VGPR, SALU, Access, Outcome, base_format
+from fuzz.amd_exec import EXEC, MFMA, VCC, N_VGPR, SALU, Access, Outcome, base_format
 from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy
@@ -52,7 +52,6 @@ from fuzz.targets.encoding import simpler as simpler_fields
 from emu.amd.arch import FAMILIES as ARCHS
 
 EDGE_SHARE = 0.15   # cases that are edge encodings (see the module docstring)
-MFMA = ("V_MFMA", "V_SMFMAC")
 LANE_SWAPS = ("V_PERMLANE16_SWAP", "V_PERMLANE32_SWAP")   # gfx950: exchange lanes between the VDST and SRC0 registers, writing both
 # v_writelane and the whole-wave ops: the ISA's pseudocode for (S)WMMA and (S)MFMA is one matrix product over the wave
 # (D = A * B + C) with no per-lane EXEC condition, and the emulator writes all of D; the lane swaps' text moves every lane

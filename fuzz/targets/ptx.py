@@ -105,8 +105,8 @@ def kernel_text(case:dict) -> str:
 def run(case:dict) -> np.ndarray:
   """The 32 lanes' destination bits after the instruction (as uint64, the destination's width)."""
   from emu.amd.memory import MemoryMap
-  from emu.nv import ptx, simt
-  k = ptx.parse(kernel_text(case)).kernels["k"]
+  from emu.nv import isa, simt
+  k = isa.parse(kernel_text(case)).kernels["k"]
   rec = np.zeros((LANES, RECORD), np.uint8)
   for i, (a, b, c) in enumerate(case["lanes"]):
     rec[i, :24] = np.array([a, b, c], np.uint64).view(np.uint8)

@@ -27,8 +27,8 @@ def generate(rng:random.Random) -> dict:
 
 def front_end(text:str) -> tuple[bool | None, str]:
   """(valid?, why) by the emulator's front end; None when it refused for something it does not model."""
-  from emu.nv import ptx
-  try: ptx.parse(text)
+  from emu.nv import isa, ptx
+  try: isa.parse(text)
   except ptx.PTXError as e: return (None if any(s in str(e) for s in NOT_MODELLED) else False), str(e)
   return True, ""
 

@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 from emu.amd.memory import MemoryMap
 from emu.amd.watchdog import Watchdog
-from emu.nv import ptx, simt
+from emu.nv import isa, ptx, simt
 from mockgpu.nv.qmd import Launch
 
 ARGS_OFFSET = 0x160          # first argument slot in constant buffer 0 (ops_nv.py, mock mode)
@@ -20,7 +20,7 @@ class ProgramCache:
   def kernel(self, text:str) -> ptx.Kernel:
     key = hashlib.sha256(text.encode()).digest()
     if (k := self._kernels.get(key)) is None:
-      module = ptx.parse(text)
+      module = isa.parse(text)
       if len(module.kernels) != 1: raise ValueError(f"a mock-mode program has one .entry, this one has {len(module.kernels)}")
       k = self._kernels[key] = next(iter(module.kernels.values()))
     return k

@@ -98,11 +98,11 @@ def test_compare_fast_math_rule():
 
 def test_exec_reports_a_swap_that_does_not_write_its_source(monkeypatch):
   # mutation: the executor writing only D0 of V_SWAP_B32 (the old bug) must be a swap-mismatch finding
-  import emu.amd.exec_valu as exec_valu, emu.amd.steps as steps
+  import emu.amd.exec_valu as exec_valu, emu.amd.step_build as step_build
   from fuzz import amd_exec
   from fuzz.finding import Finding
   monkeypatch.setattr(exec_valu, "SOURCE_WRITES", frozenset())
-  monkeypatch.setattr(steps, "_steps", {})
+  monkeypatch.setattr(step_build, "_steps", {})
   kinds = set()
   for i in range(12):
     case = amd_exec.generate("rdna3", random.Random(i), classes=["VOP1"], ops={"V_SWAP_B32_E32"})

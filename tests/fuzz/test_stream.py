@@ -1,7 +1,7 @@
 """The stream.* targets: seeded runs hold the API contract, and the check reports what it must (a mutation makes it fail)."""
 import random
 import pytest
-from emu.amd import steps
+from emu.amd.exec_salu import ControlStep
 from fuzz import registry, runner
 from fuzz.finding import Finding
 from fuzz.targets import stream
@@ -16,6 +16,6 @@ def test_generation_is_seeded():
   assert a == b and len(a["insts"]) == stream.STREAM_LENGTH and a["lanes"] == 64
 
 def test_a_failure_inside_an_instruction_is_a_finding(monkeypatch):
-  monkeypatch.setattr(steps.ControlStep, "execute", lambda self, m, ws: {}["boom"])   # s_endpgm now fails like an emulator bug
+  monkeypatch.setattr(ControlStep, "execute", lambda self, m, ws: {}["boom"])   # s_endpgm now fails like an emulator bug
   with pytest.raises(Finding) as e: stream.check({"arch": "gfx1100", "lanes": 32, "insts": []})
   assert e.value.kind == "host-exception" and e.value.key[1] == "KeyError"

@@ -16,7 +16,7 @@ from tinygrad.runtime.autogen.amd.rdna4 import ins as rdna4
 from tinygrad.viz.serve import amd_decode
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode
-from emu.amd.steps import compile_step
+from emu.amd.step_build import compile_step
 from emu.amd.timing import classify
 from emu.timing.traces import load_events, packets
 from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, Wave, encode

@@ -7,7 +7,7 @@ import pytest
 from emu.amd import run_program
 from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
 from emu.amd.exec_salu import ENDS, NO_EFFECT
-from emu.amd.steps import EXECUTOR_STEPS, MESSAGES, MODE_OPS, BARRIERS
+from emu.amd.step_build import EXECUTOR_STEPS, MESSAGES, MODE_OPS, BARRIERS
 from emu.pcode.overrides import EXECUTOR_OWNED
 from fuzz import amd_exec
 from fuzz.amd_fields import encode_fields

@@ -11,7 +11,7 @@ from emu.amd.api import Dispatch, GPUEmulatorError, GPUHangFault, GPUIllegalInst
 from emu.amd.gpu import AMDGPU
 from emu.amd.memory import MemoryMap
 from emu.amd.runner import assemble
-from emu.amd import steps
+from emu.amd.exec_salu import ControlStep
 from fuzz.amd_fields import encode_fields, inst_classes
 
 def raw(family:str, cls:str, **fields) -> bytes: return encode_fields(inst_classes(family)[cls], fields)
@@ -46,7 +46,7 @@ def test_cancel_from_another_thread_stops_the_dispatch():
 
 def test_failure_inside_an_instruction_is_an_emulator_error_naming_pc_instruction_and_wave(monkeypatch):
   # make s_endpgm's step fail the way an emulator bug would
-  monkeypatch.setattr(steps.ControlStep, "execute", lambda self, m, ws: [][1])
+  monkeypatch.setattr(ControlStep, "execute", lambda self, m, ws: [][1])
   with pytest.raises(GPUEmulatorError) as e: run_program([], waves=2)
   err = e.value
   assert isinstance(err.error, IndexError) and err.pc is not None and err.wave == (0, 0, 0, 0)

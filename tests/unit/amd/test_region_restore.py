@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import s, v, v_add_f32_e32, v_mul_f32_e32, v_add_nc_u32_e32, v_mov_b32_e32, global_store_b32, s_endpgm
 from emu import native
-from emu.amd import regions, run_program, steps
+from emu.amd import step_build, regions, run_program
 from emu.amd.step_cache import STEP_CACHE
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"no native code here: {native.NATIVE.why}")
@@ -19,9 +19,9 @@ def f32(x) -> np.ndarray: return np.asarray(x, dtype=np.float32).view(np.uint32)
 
 @pytest.fixture
 def loaded(monkeypatch):
-  """The instruction names whose steps were loaded (steps.load_step: fetched for the numpy path, or a stand-in's) since cleared."""
-  names, real = [], steps.load_step
-  monkeypatch.setattr(steps, "load_step", lambda data, spec, pc: (s := real(data, spec, pc), names.append(s.instr.name.upper()))[0])
+  """The instruction names whose steps were loaded (step_build.load_step: fetched for the numpy path, or a stand-in's) since cleared."""
+  names, real = [], step_build.load_step
+  monkeypatch.setattr(step_build, "load_step", lambda data, spec, pc: (s := real(data, spec, pc), names.append(s.instr.name.upper()))[0])
   return names
 
 @pytest.fixture

@@ -4,7 +4,7 @@ entries are misses, concurrent writers merge, steps holding an op it cannot name
 import dataclasses, enum, os, pickle, random, subprocess, sys
 import numpy as np
 import pytest
-from emu.amd import decode as D, step_cache, steps as S
+from emu.amd import step_build as S, decode as D, step_cache
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec, get_spec
 from emu.amd.kernel import llvm_available
@@ -88,12 +88,12 @@ def test_an_instruction_is_not_taken_for_another_with_the_same_first_bytes(cache
 
 PROGRAM = """
 import sys, numpy as np
-from emu.amd import decode, steps
+from emu.amd import step_build, decode
 from emu.amd.runner import run_program
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 if sys.argv[1] == "no-decode":   # a process that must find every step in the file
   def fail(*a, **k): raise AssertionError("decoded although the step cache holds the instruction")
-  steps.decode = decode.decode = fail
+  step_build.decode = decode.decode = fail
 st = run_program([v_mov_b32_e32(v[1], 7), v_add_nc_u32_e32(v[2], v[0], v[1]), v_mul_f32_e32(v[3], 2.0, v[4]),
                   s_add_u32(s[4], s[2], 3), s_cmp_lt_u32(s[4], 10), s_cselect_b32(s[5], 11, 22)],
                  vgprs={0: np.arange(32), 4: np.arange(32, dtype=np.float32)}, sgprs={2: 5})

@@ -222,7 +222,7 @@ def test_unknown_driver_is_rejected():
 from tinygrad.runtime.autogen.amd.cdna import ins as cdna_ins  # noqa: E402
 from tinygrad.runtime.autogen.amd.rdna3 import ins as rdna3_ins  # noqa: E402
 from emu.amd.decode import decode  # noqa: E402
-from emu.amd.steps import compile_step  # noqa: E402
+from emu.amd.step_build import compile_step  # noqa: E402
 from emu.amd.timing import classify  # noqa: E402
 
 def _info(inst, arch="gfx1100"):

@@ -8,7 +8,7 @@ from emu.amd.api import ARCHS
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode, encode_fields
 from emu.amd.exec_salu import NO_EFFECT
-from emu.amd.steps import compile_step
+from emu.amd.step_build import compile_step
 from emu.amd.timing import classify
 from emu.pcode.overrides import EXECUTOR_OWNED
 

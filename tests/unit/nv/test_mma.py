@@ -8,7 +8,7 @@ exact, and they are distinct enough that any misplaced element changes the answe
 import numpy as np
 import pytest
 from emu.amd.memory import MemoryMap
-from emu.nv import ptx, simt
+from emu.nv import isa, ptx, simt
 
 HEAD = ".version 8.7\n.target sm_90\n.address_size 64\n"
 BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8, "s4": 4, "u4": 4}
@@ -105,7 +105,7 @@ def run_mma(mods:str, d_regs:int, a_regs:int, b_regs:int, c_regs:int, a:np.ndarr
   regs = (".reg .u32 %t;\n.reg .u64 %o, %pa, %pb, %pc, %pd;\n" +
           "".join(f".reg .b32 {vec(p, n)[1:-1]};\n" for p, n in (("a", a_regs), ("b", b_regs), ("c", c_regs), ("d", d_regs))))
   src = HEAD + ".visible .entry k(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)\n{\n" + regs + "\n".join(body) + "\n}\n"
-  simt.run(ptx.parse(src).kernels["k"], (1,), (32 * warps,), [x.ctypes.data for x in bufs], mem)
+  simt.run(isa.parse(src).kernels["k"], (1,), (32 * warps,), [x.ctypes.data for x in bufs], mem)
   return bufs[3].reshape(warps, 32, d_regs)
 
 FORMS = [("m16n8k4", "tf32", "tf32", "f32"), ("m16n8k8", "f16", "f16", "f32"), ("m16n8k8", "f16", "f16", "f16"),
@@ -173,4 +173,4 @@ def test_integer_accumulators_wrap_or_saturate():
 def test_forms_the_isa_does_not_define_are_refused_by_name(mods, operands, why):
   if operands.count("{") == 3: operands = "{%a0,%a1,%a2,%a3}, " + operands
   src = HEAD + f".visible .entry k()\n{{\n.reg .b32 %a<4>;\nmma.sync.aligned.{mods} {operands};\n}}\n"
-  with pytest.raises(ptx.PTXError, match=why): ptx.parse(src)
+  with pytest.raises(ptx.PTXError, match=why): isa.parse(src)

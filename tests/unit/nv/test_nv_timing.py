@@ -4,7 +4,7 @@ global accesses touch more sectors, occupancy limits serialise CTAs. Each check 
 modelled effect, so constant start-up costs cancel."""
 import numpy as np
 from emu.amd.memory import MemoryMap
-from emu.nv import ptx, simt
+from emu.nv import isa, simt
 from emu.nv.boards import board
 from emu.nv.timing import LATENCY, Timer
 
@@ -12,7 +12,7 @@ ADA = board("sm_89")
 HEAD = ".version 7.8\n.target sm_89\n.address_size 64\n"
 
 def cycles(body:str, regs:str, grid=(1,), block=(1,), shared:str="", out_bytes:int=1 << 16) -> int:
-  k = ptx.parse(HEAD + f".visible .entry k(.param .u64 out)\n{{\n{shared}\n{regs}\n{body}\n}}\n").kernels["k"]
+  k = isa.parse(HEAD + f".visible .entry k(.param .u64 out)\n{{\n{shared}\n{regs}\n{body}\n}}\n").kernels["k"]
   out = np.zeros(out_bytes, np.uint8)
   mem = MemoryMap()
   mem.map(out.ctypes.data, out.nbytes, backing=out)
@@ -44,7 +44,7 @@ def test_shared_memory_bank_conflicts_replay():
 def test_scattered_global_accesses_touch_more_sectors():
   # 32 lanes loading consecutive floats touch 4 sectors of 32 bytes; at a stride of 8 floats, 32 sectors
   def timer(stride:int) -> Timer:
-    k = ptx.parse(HEAD + ".visible .entry k(.param .u64 out)\n{\n.reg .u64 %a;\n}\n").kernels["k"]
+    k = isa.parse(HEAD + ".visible .entry k(.param .u64 out)\n{\n.reg .u64 %a;\n}\n").kernels["k"]
     t = Timer(k, ADA, (32, 1, 1))
     t.begin(np.zeros(32, np.int64), 1)
     t.access("global", np.arange(32, dtype=np.uint64) * 4 * stride, np.arange(32), 4)

@@ -5,12 +5,12 @@ import pytest
 from emu.amd.api import GPUHangFault, GPUInvalidDispatch, GPUMemoryFault, GPUMisalignedAccess, GPUTrapFault
 from emu.amd.watchdog import Watchdog
 from emu.amd.memory import MemoryMap
-from emu.nv import ptx, simt
+from emu.nv import isa, ptx, simt
 
 HEAD = ".version 7.8\n.target sm_89\n.address_size 64\n"
 
 def kernel(body:str, regs:str, params:str=".param .u64 out") -> ptx.Kernel:
-  return ptx.parse(HEAD + f".visible .entry k({params})\n{{\n{regs}\n{body}\n}}\n").kernels["k"]
+  return isa.parse(HEAD + f".visible .entry k({params})\n{{\n{regs}\n{body}\n}}\n").kernels["k"]
 
 def run1(body:str, regs:str, out_dtype=np.uint32, n:int=4) -> np.ndarray:
   """Run `body` on n threads; it stores its result through %out (the lane's slot of a u32/u64 array)."""
@@ -28,7 +28,7 @@ def test_errors_name_the_line_and_token():
   with pytest.raises(ptx.PTXError, match="line 7 at '%nope': register not declared"): kernel("mov.u32 %r, %nope;", ".reg .u32 %r;")
   with pytest.raises(ptx.PTXError, match="approx is not defined on .f64"): kernel("sqrt.approx.f64 %d, %d;", ".reg .f64 %d;")
   with pytest.raises(ptx.PTXError, match="unknown label"): kernel("bra NOWHERE;", "")
-  with pytest.raises(ptx.PTXError, match="expected"): ptx.parse(HEAD + ".visible .entry k(\n")
+  with pytest.raises(ptx.PTXError, match="expected"): isa.parse(HEAD + ".visible .entry k(\n")
 
 def test_shifts_clamp_the_amount_to_the_width():
   # PTX ISA shl/shr: shift amounts greater than the width are clamped to it: shl -> 0, shr.u -> 0, shr.s -> all sign bits
@@ -158,7 +158,7 @@ def test_misaligned_accesses_fault_and_apply_nothing(body, why):
   buf = np.zeros(8, np.uint32)
   mem = MemoryMap()
   mem.map(buf.ctypes.data, buf.nbytes, backing=buf.view(np.uint8))
-  k = ptx.parse(HEAD + ".visible .entry k(.param .u64 out)\n{\n.reg .u64 %a, %g;\n.reg .u32 %r;\n.reg .u16 %h;\n"
+  k = isa.parse(HEAD + ".visible .entry k(.param .u64 out)\n{\n.reg .u64 %a, %g;\n.reg .u32 %r;\n.reg .u16 %h;\n"
                 ".shared .align 8 .b8 s[16];\n.local .align 8 .b8 l[16];\nld.param.u64 %a, [out+0];\n" + body + "\n}\n").kernels["k"]
   with pytest.raises(GPUMisalignedAccess, match=why): simt.run(k, (1,), (1,), [buf.ctypes.data], mem)
   assert not buf.any()

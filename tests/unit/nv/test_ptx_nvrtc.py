@@ -4,7 +4,7 @@ IEEE/numpy arithmetic (cvt rounding modes, .ftz, bf16 rounded once)."""
 import numpy as np
 import pytest
 from emu.amd.memory import MemoryMap
-from emu.nv import ptx, simt
+from emu.nv import isa, ptx, simt
 from emu.pcode import numerics as N
 from test_ptx import kernel, run1
 
@@ -13,7 +13,7 @@ def run_module(text:str, threads:int) -> tuple[np.ndarray, MemoryMap]:
   out = np.zeros(threads, np.uint32)
   mem = MemoryMap()
   mem.map(out.ctypes.data, out.nbytes, backing=out.view(np.uint8))
-  simt.run(ptx.parse(text).kernels["k"], (1,), (threads,), [out.ctypes.data], mem)
+  simt.run(isa.parse(text).kernels["k"], (1,), (threads,), [out.ctypes.data], mem)
   return out, mem
 
 def run_one(body:str, regs:str, nbytes:int=32) -> np.ndarray:

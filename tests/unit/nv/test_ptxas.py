@@ -5,7 +5,7 @@ ptxas comes from PyPI's `nvidia-cuda-nvcc-cu12` (the `dev` extra `./bench.sh set
 toolkit: the bench must not depend on one. The emulator itself never needs ptxas."""
 import subprocess
 import pytest
-from emu.nv import ptx
+from emu.nv import isa, ptx
 from emu.nv.kernel import render
 from mockgpu.nvrtc_path import pypi_ptxas
 
@@ -35,14 +35,14 @@ PROGRAMS = {
 def test_tinygrads_ptx_accepted_by_the_front_end_is_accepted_by_ptxas(name, arch, tmp_path):
   fn, shapes, dtype = PROGRAMS[name]
   rk = render(fn, *shapes, dtype=dtype, arch=arch)
-  ptx.parse(rk.ptx)   # the emulator accepts it (raises otherwise)
+  isa.parse(rk.ptx)   # the emulator accepts it (raises otherwise)
   ok, err = ptxas_accepts(rk.ptx, arch, tmp_path)
   assert ok, err
 
 def test_approx_on_f64_is_rejected_by_both(tmp_path):
   text = (".version 7.8\n.target sm_89\n.address_size 64\n.visible .entry k(.param .u64 out)\n{\n.reg .f64 %d;\n.reg .u64 %a;\n"
           "ld.param.u64 %a, [out+0];\nld.global.f64 %d, [%a+0];\nsqrt.approx.f64 %d, %d;\nst.global.f64 [%a+0], %d;\nret;\n}\n")
-  with pytest.raises(ptx.PTXError, match="approx"): ptx.parse(text)
+  with pytest.raises(ptx.PTXError, match="approx"): isa.parse(text)
   ok, err = ptxas_accepts(text, "sm_89", tmp_path)
   assert not ok and "Illegal modifier '.approx'" in err, err
 
@@ -51,6 +51,6 @@ def test_approx_on_f64_is_rejected_by_both(tmp_path):
 def test_f64_approx_forms_agree_with_ptxas(inst, valid, tmp_path):
   text = (".version 7.8\n.target sm_89\n.address_size 64\n.visible .entry k(.param .u64 out)\n{\n.reg .f64 %d;\n.reg .u64 %a;\n"
           f"ld.param.u64 %a, [out+0];\nld.global.f64 %d, [%a+0];\n{inst}\nst.global.f64 [%a+0], %d;\nret;\n}}\n")
-  try: ptx.parse(text); ours = True
+  try: isa.parse(text); ours = True
   except ptx.PTXError: ours = False
   assert ours == valid and ptxas_accepts(text, "sm_89", tmp_path)[0] == valid

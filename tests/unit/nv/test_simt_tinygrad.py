@@ -2,13 +2,13 @@
 inputs. The kernels are rendered for sm_89 by the same PTXRenderer DEV=MOCK+NV:PTX uses."""
 import numpy as np
 from emu.amd.memory import MemoryMap
-from emu.nv import ptx, simt
+from emu.nv import isa, simt
 from emu.nv.kernel import render
 
 def run(fn, *inputs:np.ndarray, out_shape, out_dtype=np.float32, dtype:str="float32"):
   rk = render(fn, *[x.shape for x in inputs], dtype=dtype)
   assert rk.order.count(-1) == 1, "one kernel whose only non-input buffer is its output (multi-kernel functions are not run here)"
-  kernel = ptx.parse(rk.ptx).kernels[rk.name]
+  kernel = isa.parse(rk.ptx).kernels[rk.name]
   out = np.zeros(out_shape, out_dtype)
   mem = MemoryMap()
   arrays = [np.ascontiguousarray(x) for x in inputs]
