@@ -5,7 +5,8 @@ tinygrad reads DEV at import); a device error is a `kernel-error` Finding, a dea
 
 `judge` holds a result to fuzz.reference (numpy in the program's own dtypes, never a tinygrad backend). Where they differ: a
 known bug of the system under test whose deviation reached every wrong element (fuzz.known) labels the case `known: <bug>`; a
-program the LLVM renderer's flags leave undefined (tiny_program.undefined_on_llvm) is `unjudged`, and so is one whose integer
+program the renderer's code leaves undefined (LLVM's flags: tiny_program.undefined_on_llvm; a signed wrap in the CUDA renderer's
+C++; a non-finite quotient under NV's .approx division) is `unjudged`, and so is one whose integer
 wraps tinygrad's front end rewrote away (front_end_rewrote_wraps: its PYTHON backend differs too); then tinygrad's `DEV=CPU:LLVM`
 gives a second opinion, and a device that agrees with it is `unjudged: the device agrees with CPU:LLVM` (the difference is
 tinygrad's own, on every backend: its front end's rewrites, such as `-x > 0` made `x < 0` for unsigned x); last, a known compiler
@@ -53,6 +54,8 @@ def run_device(dev:str, case:dict, llvm:int|None=None) -> np.ndarray:
   return np.frombuffer(bytes.fromhex(ans["data"]), dtype=np.dtype(ans["dtype"])).reshape(ans["shape"])
 
 SECOND_OPINION, FRONT_END = "CPU:LLVM", "PYTHON"
+CUDA_SOURCE = ":CUDA"   # tinygrad's CUDA renderer writes C++, where signed overflow is undefined
+UNDEFINED_CODE = "unjudged: undefined in the renderer's code"   # LLVM IR's nsw/arcp flags, C++'s signed overflow, PTX's .approx
 
 def front_end_rewrote_wraps(case:dict, ref:np.ndarray, undef:np.ndarray, run:Callable[[str], np.ndarray]) -> bool:
   """Whether the program's integer arithmetic wraps (reference.reached) and tinygrad's own PYTHON backend, which wraps every
@@ -90,10 +93,12 @@ def judge(dev:str, case:dict, got:np.ndarray|Finding, run:Callable[..., np.ndarr
   with np.errstate(all="ignore"): ref, undef = reference.evaluate(case)
   if (diff := tiny_program.compare(got, ref.astype(got.dtype) if ref.shape == got.shape else ref, case, fast, undef)) is None: return
   if (bug := known.explains_values(dev, case, got, fast)) is not None: raise Classified(f"known: {bug.name}", diff[0])
-  # LLVM's `add nsw` and `arcp afn` leave signed wraps and non-finite quotients undefined; the NV renderers' .approx division the latter
-  undefined = tiny_program.undefined_on_llvm(case, ref, reference.values) if fast else \
+  # LLVM's `add nsw` and `arcp afn` leave signed wraps and non-finite quotients undefined; the NV renderers' .approx division the
+  # latter, and the CUDA renderer's C++ the former (NVRTC assumes no signed overflow: a max of two squares became max.u32)
+  if fast: undefined = tiny_program.undefined_on_llvm(case, ref, reference.values)
+  else: undefined = (CUDA_SOURCE in dev and tiny_program.signed_overflow(case, ref, reference.values)) or \
     tiny_program.fast_math_div(case) and tiny_program.ill_defined_quotient(case, reference.values)
-  if undefined: raise Classified("unjudged: undefined under the renderer's flags", diff[0])
+  if undefined: raise Classified(UNDEFINED_CODE, diff[0])
   if front_end_rewrote_wraps(case, ref, undef, run): raise Classified("unjudged: tinygrad rewrote an integer wrap", diff[0])
   try: cpu = second()
   except Finding as e: opinion = f"CPU:LLVM failed ({e.detail[:120]})"

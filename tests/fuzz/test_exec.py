@@ -74,9 +74,10 @@ CLASSIFIED = {
   "kernel-f16-padded-log2-vector-fptrunc": "known: llvm-f16-vector-fptrunc",
   "kernel-cuda-uint8-neg-int-promotion": "known: cuda-small-int-promotion", "kernel-ptx-f64-sqrt-approx": "known: ptx-f64-approx",
   "kernel-ptx-uint8-kept-in-16-bits": "known: ptx-8-bit-in-16-bit-registers", "kernel-ptx-f16-min-nan-operand": "known: ptx-minmax-drops-nan",
-  "kernel-f64-recip-of-zero-hidden-by-min-not-judged": "unjudged: undefined under the renderer's flags",
-  "kernel-int32-add-nsw-overflow-not-judged": "unjudged: undefined under the renderer's flags",
-  "kernel-int8-wrap-after-a-cast-not-judged": "unjudged: undefined under the renderer's flags"}
+  "kernel-f64-recip-of-zero-hidden-by-min-not-judged": "unjudged: undefined in the renderer's code",
+  "kernel-int32-add-nsw-overflow-not-judged": "unjudged: undefined in the renderer's code",
+  "kernel-int8-wrap-after-a-cast-not-judged": "unjudged: undefined in the renderer's code",
+  "kernel-cuda-int32-square-overflow-not-judged": "unjudged: undefined in the renderer's code"}
 
 # asm-* reproducers need their arch's libLLVM and are replayed by tests/fuzz/test_asm.py
 @pytest.mark.parametrize("path", sorted(p for p in REGRESSIONS.glob("*.json") if not p.stem.startswith("asm-")), ids=lambda p: p.stem)
