@@ -221,7 +221,8 @@ def signed_overflow(case:dict, plain:np.ndarray, reference:Callable[[dict], np.n
   step of WRAPPING_STEPS on a signed int8/int32 value gives another result when its input is first cast to int64 (this sees a
   wrap after a cast inside the program, which (1) does not). tinygrad's LLVM renderer emits `add nsw` for signed adds (subtractions
   and sum reductions included), and its CUDA renderer writes C++, where every signed overflow is undefined, so on such a program
-  the device's result is undefined (the compiler may assume nothing wraps). A wrapping multiply (defined in LLVM IR) counts too. (2) runs the reference up to twice per such step, so callers ask only after a mismatch."""
+  the device's result is undefined (the compiler may assume nothing wraps). A wrapping multiply (defined in LLVM IR) counts too.
+  (2) runs the reference up to twice per such step, so callers ask only after a mismatch."""
   if all(i["dtype"] in WIDER for i in case["inputs"]):
     exact = reference({**case, "inputs": [{**i, "dtype": WIDER[i["dtype"]]} for i in case["inputs"]]})
     if plain.shape == exact.shape:
