@@ -244,7 +244,6 @@ def check(arch:str, case:dict) -> None:
   program the LLVM renderer's flags leave undefined (tiny_program.undefined_on_llvm: a signed wrap, a non-finite quotient) is held
   to LLVM's result instead of the reference's."""
   if (why := unavailable(arch)) is not None: raise RuntimeError(why)
-  with np.errstate(all="ignore"): ref, undef = reference.evaluate(case)
   with Context(DEV="PYTHON"): kernels, outbuf, shape, dt, problems = build(case, arch)
   llvm_out, llvm_err = _run(kernels, arch, "llvm_lib", outbuf, shape, dt)
   asm_out, asm_err = _run(kernels, arch, "asm_lib", outbuf, shape, dt)
@@ -252,6 +251,8 @@ def check(arch:str, case:dict) -> None:
   if asm_err and llvm_err: raise Finding("asm-fault", f"{arch}: both code objects fail: {asm_err}{steps}", key=(arch, asm_err.split(":")[0]))
   if llvm_err: raise Finding("llvm-elf-fault", f"{arch}: LLVM's code object fails, the assembled one runs: {llvm_err}{steps}",
                              key=(arch, llvm_err.split(":")[0]))
+  if tiny_program.is_matmul(case): return _check_matmul(arch, case, kernels, llvm_out, asm_out, asm_err, problems)
+  with np.errstate(all="ignore"): ref, undef = reference.evaluate(case)
   ref = ref.astype(llvm_out.dtype) if ref.shape == llvm_out.shape else ref
   llvm_diff = tiny_program.compare(llvm_out, ref, case, fast_math=True, undefined=undef)
   if llvm_diff is not None:   # a program the renderer's flags leave undefined is not judged by the reference; the assembled
@@ -272,6 +273,24 @@ def check(arch:str, case:dict) -> None:
   if llvm_diff is not None:
     raise Finding("llvm-elf-mismatch", f"{arch}: LLVM's code object vs the dtype reference (the assembled one matches): {llvm_diff[0]}"
                   f"{_violations(kernels, arch)[1]}", key=(arch, *llvm_diff[1]))
+  _structural(arch, kernels, problems, steps)
+
+def _check_matmul(arch:str, case:dict, kernels:list[Kernel], llvm_out, asm_out, asm_err, problems) -> None:
+  """A matmul program (tiny_program.matmul_case): each code object's result against numpy within the product-rounding bound
+  (tiny_program.compare_matmul), the assembled one's faults and wrong values before LLVM's."""
+  steps = f"; steps {case['steps']}"
+  if asm_err:
+    names, why = _violations(kernels, arch)
+    raise Finding("asm-elf-fault", f"{arch}: assembled code object fails: {asm_err}{why}{steps}", key=(arch, asm_err.split(":")[0], *names))
+  if (diff := tiny_program.compare_matmul(asm_out, case)) is not None:
+    names, why = _violations(kernels, arch)
+    raise Finding("asm-elf-mismatch", f"{arch}: assembled vs numpy: {diff[0]}{why}", key=(arch, *names, "matmul"))
+  if (diff := tiny_program.compare_matmul(llvm_out, case)) is not None:
+    raise Finding("llvm-elf-mismatch", f"{arch}: LLVM's code object vs numpy (the assembled one matches): {diff[0]}", key=(arch, *diff[1]))
+  _structural(arch, kernels, problems, steps)
+
+def _structural(arch:str, kernels:list[Kernel], problems:list[Finding], steps:str) -> None:
+  """The findings that do not depend on the values: translation problems, then descriptor fields assemble_linear sets otherwise."""
   if problems: raise sorted(problems, key=lambda f: (f.kind, f.key[1:]) in KNOWN)[0]
   for k in kernels:
     if (bad := descriptor_violations(k, arch)):

@@ -94,8 +94,11 @@ def check(case:dict) -> None:
     raise Finding("x86-mismatch" if ex.vex_ok else "x86-mismatch-unverified", f"[{ex.name}] {f.detail}", key=f.key) from None
 
 def simpler(case:dict):
-  """Drop a step, drop the second input, or replace an input value by 0 or 1."""
-  for i in range(len(case["steps"])): yield {**case, "steps": case["steps"][:i] + case["steps"][i+1:]}
+  """Drop a step, drop the second input, or replace an input value by 0 or 1. A matmul program keeps its matmul and the casts
+  around it (without them it is another program: a bfloat16 result numpy cannot hold, a matmul the reference does not know)."""
+  keep = ("matmul", "cast") if tiny_program.is_matmul(case) else ()
+  for i, st in enumerate(case["steps"]):
+    if st[0] not in keep: yield {**case, "steps": case["steps"][:i] + case["steps"][i+1:]}
   for j, inp in enumerate(case["inputs"]):
     for k, v in enumerate(inp["data"]):
       for nv in (0, 1):
