@@ -242,9 +242,11 @@ def cold_cost(make) -> dict:
   _clear_caches()
   return res
 
+WORKLOADS = ("valu", "matmul", "memory", "boxmuller", "cold", "timing", "nv", "e2e")   # timing includes the CU replay rates
+
 def main(argv=None):
   p = argparse.ArgumentParser(prog="python -m emu.bench", description=__doc__.split("\n")[0])
-  p.add_argument("--workloads", default="valu,matmul,memory,boxmuller,cold,timing,nv,e2e")
+  p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {','.join(WORKLOADS)} (default: all)")
   p.add_argument("--size", type=int, default=256)
   p.add_argument("--floats", type=int, default=2 << 20)
   p.add_argument("--nv-size", type=int, default=256)
@@ -255,6 +257,7 @@ def main(argv=None):
   a = p.parse_args(argv)
   os.environ.setdefault("LLVM_PATH", "/usr/lib/x86_64-linux-gnu/libLLVM-19.so")
   wl, out = a.workloads.split(","), {}
+  if unknown := set(wl) - set(WORKLOADS): p.error(f"unknown workload {', '.join(sorted(unknown))} (choose from {','.join(WORKLOADS)})")
   makers = {"valu": lambda t=True: valu_loop(a.waves, a.iters, t), "matmul": lambda t=True: matmul(a.size, t),
             "memory": lambda t=True: memory(a.floats, t), "boxmuller": lambda t=True: boxmuller(1 << 16, t)}
   for name in ("valu", "matmul", "memory", "boxmuller"):

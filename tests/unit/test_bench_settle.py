@@ -27,3 +27,10 @@ def test_settle_waits_for_a_region_that_gathers_heat_over_many_rounds(monkeypatc
   native_calls.clear()
   run()
   assert native_calls == [True], "the region is native in the first timed run"
+
+
+def test_an_unknown_workload_is_an_error_not_an_empty_run(capsys):
+  import pytest
+  from emu import bench
+  with pytest.raises(SystemExit): bench.main(["--workloads", "valu,replay"])
+  assert "unknown workload replay" in capsys.readouterr().err
