@@ -68,9 +68,9 @@ from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, LLV
 CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
 EAGER = CHECK or os.environ.get("EMU_REGIONS", "") == "eager"   # every region native at once (compiled before its first run)
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
-# once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions: on the suite
-# workload's 383 region modules (fits, one machine, 2026-12-03 night) LLVM's QUICK tier (emu.native) took ~10 ms + ~0.84 ms per
-# instruction and the numpy path ~0.11 ms per instruction and batch, so a region of n instructions is hot once it has run
+# once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions (measured in
+# docs/emulator.md "Native regions and chains": LLVM's QUICK tier ~10 ms + ~0.84 ms per instruction, the numpy path ~0.11-0.17 ms
+# per instruction and batch), so a region of n instructions is hot once it has run
 # REGION_HOT + REGION_HOT_PER_INSTR * n of them; but never later than REGION_HOT_MAX: its object then serves every later process
 # from the disk cache, and a test suite runs the same code in process after process.
 REGION_HOT = 0 if EAGER else 90            # instructions (per batch) that cost what compiling's fixed part does
