@@ -5,6 +5,7 @@ generated code's operands (how it reads each source, the integer clamp rule). Ev
 from __future__ import annotations
 import argparse, sys
 from tinygrad.renderer.amd.dsl import EnumBitField, Inst
+from emu.amd import regions
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode, encode_fields
 from emu.amd.disasm import instruction_text
@@ -45,7 +46,8 @@ def card(arch:str, mnemonic:str) -> str:
       t = classify(step)
       lines.append(f"    {instruction_text(instr, arch)}")
       extra = "".join(f", {k} {getattr(t, k)}" for k in ("width", "dwords", "lds_cycles", "counter", "waits") if getattr(t, k))
-      lines.append(f"    step {type(step).__name__}; timing: class {t.cls}, port {t.port}, cost {t.cost}{extra}")
+      lines.append(f"    step {type(step).__name__}; timing: class {t.cls}, port {t.port}, cost {t.cost}{extra}; "
+                   f"native regions: {'a candidate (its op may still lack a lowering)' if regions.joins(step) else 'never (numpy path)'}")
     except Exception as e: lines.append(f"    (with all fields 0 this encoding does not run: {type(e).__name__}: {str(e).splitlines()[0][:120]})")
     ops.setdefault(op.name, op)
   from emu.pcode import compile_op

@@ -28,3 +28,8 @@ def test_the_card_shows_how_operands_are_viewed_and_the_integer_clamp_rule():
   assert "operands viewed as D0 u, S0 u, S1 u, S2 u" in mad and "integer clamp (CLMP): the exact u24(a) * u24(b) + c saturated to U32" in mad
   assert "operands viewed as D0 f, S0 f, S1 i" in card("gfx1100", "v_ldexp_f16")   # the exponent is an i16: no float neg/abs on it
   assert "integer clamp" not in card("gfx1100", "v_add_f32")
+
+
+def test_the_card_says_whether_the_instruction_may_join_a_native_region():
+  assert "native regions: a candidate" in card("gfx1100", "v_add_f32")     # plain VALU (regions.plain_valu)
+  assert "native regions: never" in card("gfx1100", "ds_swizzle_b32")     # a cross-lane swizzle: the executor's own step
