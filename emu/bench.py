@@ -88,7 +88,7 @@ def boxmuller(n:int, timing:bool=True):
 def nv_matmul(n:int, timing:bool=True):
   """tinygrad's fp32 n x n matmul as the PTX renderer writes it, run by emu.nv.simt on an sm_89 board, with or without the
   timing model (returns its LaunchStats)."""
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   from emu.nv import isa, simt
   from emu.nv.kernel import render
   rk = render(lambda a, b: a @ b, (n, n), (n, n))
@@ -102,7 +102,7 @@ def nv_matmul(n:int, timing:bool=True):
 
 def nv_fma_loop(warps:int, iters:int):
   """A hand-written PTX FMA loop: each of warps x 32 threads runs `iters` trips of 8 independent fma.rn.f32 and a loop branch."""
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   from emu.nv import isa, simt
   from emu.nv.boards import board
   body = "".join(f"fma.rn.f32 %f{i}, %f{i}, %x, %y;\n" for i in range(8))

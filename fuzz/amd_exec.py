@@ -27,7 +27,7 @@ from tinygrad.runtime.autogen.amd.common import OpType
 from emu.amd import run_program
 from emu.amd.api import GPUFault
 from emu.amd.arch import ArchSpec, get_spec
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.wave import WaveState
 from fuzz.llvm_mc import ARCH_CPU as CPU, Disassembler
 from fuzz.amd_fields import inst_classes, ops_of, random_fields, encode_fields, scalar_reg

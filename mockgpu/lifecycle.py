@@ -14,7 +14,7 @@ dispatch ends with the watchdog's clear hang fault rather than tinygrad's anonym
 """
 from __future__ import annotations
 import atexit, os, signal, sys, threading
-from emu.amd.watchdog import budget_seconds
+from emu.common.watchdog import budget_seconds
 
 WAIT_MARGIN_S = 10       # how much longer than the watchdog tinygrad is told to wait
 TINYGRAD_WAIT_S = 30     # tinygrad's default HCQDEV_WAIT_TIMEOUT_MS, in seconds

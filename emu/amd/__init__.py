@@ -4,7 +4,7 @@ Public API
 ----------
 - `emu.amd.api`: `Dispatch`, `DispatchStats`, `ARCHS` and the faults `GPUFault`, `GPUMemoryFault`, `GPUHangFault`,
   `GPUTrapFault`, `GPUIllegalInstruction`.
-- `emu.amd.memory.MemoryMap`: the host address ranges the GPU may touch (`map(addr, size, name, writable, backing)`).
+- `emu.common.memory.MemoryMap`: the host address ranges the GPU may touch (`map(addr, size, name, writable, backing)`).
 - `emu.amd.gpu.AMDGPU(arch="gfx1100", memory=None, watchdog=None, trace=None, timing=True)`:
   `.dispatch(Dispatch) -> DispatchStats` runs a raw code object at `Dispatch.code_addr` to completion.
 - `emu.amd.run_program(insts, arch="gfx1100", lanes=32, waves=1, sgprs=None, vgprs=None, exec_mask=None, scc=0,

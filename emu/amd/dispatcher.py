@@ -12,14 +12,14 @@ from emu.amd.api import Dispatch, DispatchStats, GPUEmulatorError, GPUFault, GPU
 from emu.amd import chain, regions
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import describe
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.step import Machine
 from emu.amd.steps import Program, ProgramCache
 from emu.amd.step_cache import STEP_CACHE
 from emu.amd.exec_salu import ControlStep
 from emu.amd.wave import HWREG_MODE, WaveState, RUNNING, BARRIER, mode_from_rsrc1
 from emu.amd.observe import DispatchObserver, Launch
-from emu.amd.watchdog import Watchdog
+from emu.common.watchdog import Watchdog
 
 MAX_VGPRS = 256
 TTMP7, TTMP9 = 115, 117   # scalar operand numbers of the trap temporaries (ttmp0 = 108)

@@ -4,10 +4,10 @@ import os
 from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.steps import ProgramCache
 from emu.amd.trace import TraceFilter, Tracer
-from emu.amd.watchdog import Watchdog
+from emu.common.watchdog import Watchdog
 
 class AMDGPU:
   """One emulated AMD GPU.
@@ -16,7 +16,7 @@ class AMDGPU:
   runs a dispatch to completion and returns DispatchStats, or raises a GPUFault subclass (GPUMemoryFault, GPUHangFault,
   GPUIllegalInstruction, GPUTrapFault, GPUInvalidDispatch, GPUEmulatorError) and nothing else.
   watchdog: wave-instruction budget per dispatch (None: env EMU_WATCHDOG, else none); watchdog_s: wall-clock seconds per
-  dispatch (None: env EMU_WATCHDOG_S, else 20; 0: none); see emu.amd.watchdog. `cancel(reason)` stops the running dispatch
+  dispatch (None: env EMU_WATCHDOG_S, else 20; 0: none); see emu.common.watchdog. `cancel(reason)` stops the running dispatch
   from another thread. trace: print an instruction trace: True/False,
   or a selection in EMU_TRACE's syntax (`TraceFilter`: '1', '@3', 'r_16_4'); None: env EMU_TRACE. timing: run the cycle model
   (emu.amd.timing) to fill DispatchStats.cycles; defer_timing: replay it only when the cycles are first read (DispatchStats.resolve).

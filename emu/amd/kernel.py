@@ -11,7 +11,7 @@ import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
 from emu.llvm_libs import tinygrad_llvm
 from emu.amd.gpu import AMDGPU
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 
 def llvm_available() -> bool:
   """Whether tinygrad finds a libLLVM (LLVM_PATH, or its own search), i.e. can compile for AMD here."""

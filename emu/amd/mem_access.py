@@ -14,7 +14,7 @@ executor can `check` every lane's whole span before the first write.
 from __future__ import annotations
 import numpy as np
 from emu.amd.api import GPUMemoryFault, DispatchStats
-from emu.amd.memory import MemoryMap, rows_to_values, values_to_rows
+from emu.common.memory import MemoryMap, rows_to_values, values_to_rows
 from emu.pcode.abi import CompiledOp, OpState
 
 U64 = np.uint64

@@ -4,8 +4,8 @@ import numpy as np
 from emu.amd.api import DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher, MAX_VGPRS
-from emu.amd.watchdog import Watchdog
-from emu.amd.memory import MemoryMap
+from emu.common.watchdog import Watchdog
+from emu.common.memory import MemoryMap
 from emu.amd.step import Machine
 from emu.amd.steps import Program
 from emu.amd.trace import Tracer
@@ -29,7 +29,7 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
   vgprs: {register: scalar or per-lane sequence} (uint32 bits; floats are stored as f32 bits). exec_mask defaults to all
   lanes. Every wave starts with the same registers (but per-wave SGPR values). Returns the final WaveState; `.lds` holds the workgroup's LDS bytes and
   `.stats` the DispatchStats. Waves read and write global memory only through `memory`. watchdog / watchdog_s: the
-  wave-instruction and wall-clock budgets (emu.amd.watchdog).
+  wave-instruction and wall-clock budgets (emu.common.watchdog).
   """
   spec = get_spec(arch)
   mem = memory if memory is not None else MemoryMap()

@@ -9,7 +9,7 @@ from emu.amd.api import DispatchStats, GPUMemoryFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, describe
 from emu.amd.mem_access import GlobalMemory, LocalMemory, ScalarMemory
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.wave import WaveState
 
 class Lanes:

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from emu.amd import step_build, regions
 from emu.amd.api import GPUFault, GPUMemoryFault
 from emu.amd.arch import ArchSpec
-from emu.amd.memory import Mapping, MemoryMap
+from emu.common.memory import Mapping, MemoryMap
 from emu.amd.step import Step
 from emu.amd.step_cache import STEP_CACHE
 

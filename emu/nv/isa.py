@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
-from emu.amd.api import GPUTrapFault
+from emu.common.faults import GPUTrapFault
 from emu.pcode import numerics as N
 from emu.nv import mma as MMA
 from emu.nv.ptx import SPECIAL, Addr, Inst, Kernel, Label, Module, PTXError, Reg, Vec, parse_syntax

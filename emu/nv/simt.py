@@ -5,16 +5,16 @@ branch apart run their paths in program order and meet again at the first common
 what tinygrad's renderers emit); the guard predicate masks lanes inside an instruction. `bar.sync` needs no extra work: a lane
 can only be past a barrier if every lane reached it, because no lane runs ahead of a lower PC. Registers hold raw bits
 (uint64 per lane; predicates as bools) and are read at the instruction's type. Global memory is the host's (GPU VA == CPU VA,
-checked through emu.amd.memory.MemoryMap: an access outside every mapping faults before anything is written); each CTA has
+checked through emu.common.memory.MemoryMap: an access outside every mapping faults before anything is written); each CTA has
 its own `.shared` bytes, `.param` is the launch's argument block.
 """
 from __future__ import annotations
 import math, os, struct, sys
 from dataclasses import dataclass
 import numpy as np
-from emu.amd.api import GPUEmulatorError, GPUFault, GPUInvalidDispatch, GPUMemoryFault, GPUMisalignedAccess, GPUTrapFault
-from emu.amd.memory import MemoryMap
-from emu.amd.watchdog import Watchdog
+from emu.common.faults import GPUEmulatorError, GPUFault, GPUInvalidDispatch, GPUMemoryFault, GPUMisalignedAccess, GPUTrapFault
+from emu.common.memory import MemoryMap
+from emu.common.watchdog import Watchdog
 from emu.nv import isa
 from emu.nv.ptx import Addr, Imm, Kernel, Label, PTXError, Reg
 from emu.nv.timing import Timer

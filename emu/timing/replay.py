@@ -11,7 +11,7 @@ from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode
 from emu.amd.dispatcher import Dispatcher
-from emu.amd.watchdog import Watchdog
+from emu.common.watchdog import Watchdog
 from emu.amd.kernel import Buffers, load_kernel
 from emu.amd.timing import TimingModel
 from emu.timing.sqtt_layouts import LAYOUTS

@@ -20,8 +20,8 @@ import os, random, time, traceback
 import numpy as np
 from tinygrad.runtime.autogen import nv_570 as nv
 from emu.amd.api import GPUEmulatorError, GPUFault
-from emu.amd.memory import MemoryMap
-from emu.amd.watchdog import Watchdog
+from emu.common.memory import MemoryMap
+from emu.common.watchdog import Watchdog
 from fuzz.finding import Finding
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy

@@ -104,7 +104,7 @@ def kernel_text(case:dict) -> str:
 
 def run(case:dict) -> np.ndarray:
   """The 32 lanes' destination bits after the instruction (as uint64, the destination's width)."""
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   from emu.nv import isa, simt
   k = isa.parse(kernel_text(case)).kernels["k"]
   rec = np.zeros((LANES, RECORD), np.uint8)

@@ -17,7 +17,7 @@ from emu.amd.api import Dispatch, GPUEmulatorError, GPUFault
 from emu.amd.api import ARCHS as BOARD_ARCHS
 from emu.amd.arch import SPECS, get_spec
 from emu.amd.gpu import AMDGPU
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from fuzz import amd_exec
 from fuzz.registry import Target, register
 from fuzz.shrink import greedy

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os, struct, sys, threading, time, traceback
 from typing import Callable
 from emu.amd.api import GPUMemoryFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from mockgpu.gcguard import COLLECTOR
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.profile import PROFILE

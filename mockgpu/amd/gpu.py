@@ -5,7 +5,7 @@ from __future__ import annotations
 from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
 from emu.amd.gpu import AMDGPU
 from emu import native
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from mockgpu import devwrite
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.gcguard import COLLECTOR

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.steps import Program
 from emu.amd.timing import TimingModel
 from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, encode, waves_of

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 import numpy as np
-from emu.amd.memory import MemoryMap
-from emu.amd.watchdog import Watchdog
+from emu.common.memory import MemoryMap
+from emu.common.watchdog import Watchdog
 from emu.nv import isa, ptx, simt
 from mockgpu.nv.qmd import Launch
 

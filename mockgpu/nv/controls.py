@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes, sys
 from typing import Callable
 from tinygrad.runtime.autogen import nv_570 as nv
-from emu.amd.api import GPUMemoryFault
+from emu.common.faults import GPUMemoryFault
 from mockgpu.hostmem import is_mapped
 from mockgpu.nv.boards import classes
 from mockgpu.nv.rm import GPFIFO_CLASSES, ChannelGroup, ResourceManager, RMError, RMObject, client_of, params_of

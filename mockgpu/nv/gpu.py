@@ -9,8 +9,8 @@ host's next read of such a semaphore (tinygrad's signal wait) raises at once, so
 """
 from __future__ import annotations
 import ctypes, hashlib, sys
-from emu.amd.memory import MemoryMap
-from emu.amd.watchdog import Watchdog
+from emu.common.memory import MemoryMap
+from emu.common.watchdog import Watchdog
 from emu.nv.boards import Board
 from emu.nv.simt import LaunchStats
 from emu.nv.timing import launch_seconds

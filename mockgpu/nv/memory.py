@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 import numpy as np
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from mockgpu.hostmem import Heap, host_munmap, is_mapped
 
 @dataclass(eq=False)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from tinygrad.runtime.autogen import nv_570 as nv
-from emu.amd.api import GPUFault
-from emu.amd.memory import MemoryMap
-from emu.amd.watchdog import Watchdog
+from emu.common.faults import GPUFault
+from emu.common.memory import MemoryMap
+from emu.common.watchdog import Watchdog
 from emu.nv.simt import LaunchStats
 from mockgpu.nv.compute import ProgramCache, run_launch
 from mockgpu.nv.qmd import QMD_BYTES, Launch

@@ -158,7 +158,7 @@ def test_trace_registers_buffer_write_pointer_and_gate(arch, gc):
   import numpy as np
   from emu.amd.api import DispatchStats
   from emu.amd.arch import get_spec
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   from tinygrad.renderer.amd import sqtt
   from mockgpu.amd.clock import DeviceClock
   from mockgpu.amd.sqtt import ThreadTrace

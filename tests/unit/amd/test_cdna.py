@@ -10,7 +10,7 @@ from emu.amd.api import Dispatch, GPUIllegalInstruction
 from emu.amd.arch import SPECS
 from emu.amd.dispatcher import LaunchConfig, _init_waves
 from emu.amd.disasm import disassemble
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.wave import AGPR_BASE
 
 LANES = np.arange(64)

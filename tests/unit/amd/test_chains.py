@@ -104,7 +104,7 @@ def test_the_instruction_watchdog_fires_within_one_region_run_of_a_batch_past_it
 
 def test_stores_in_chained_regions_land_as_on_the_numpy_path(monkeypatch, chained):
   # each trip stores v1 (lane + 7 * the trips so far) at out[wave][trip][lane]: the store ends a region, the loop's branch another
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   block = [v_add_nc_u32_e32(v[1], 7, v[1]), global_store_b32(addr=v[3], data=v[1], saddr=s[6:7]), v_add_nc_u32_e32(v[3], 128, v[3])]
   prog = _guarded_loop(block)
   outs = []

@@ -9,7 +9,7 @@ from tinygrad.renderer.amd.dsl import NULL
 from emu.amd import run_program
 from emu.amd.api import Dispatch, GPUEmulatorError, GPUHangFault, GPUIllegalInstruction, GPUInvalidDispatch, GPUMemoryFault
 from emu.amd.gpu import AMDGPU
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.runner import assemble
 from emu.amd.exec_salu import ControlStep
 from fuzz.amd_fields import encode_fields, inst_classes

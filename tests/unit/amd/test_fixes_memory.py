@@ -12,7 +12,7 @@ from tinygrad.renderer.amd.dsl import NULL
 from emu.amd import run_program
 from emu.amd.api import GPUMemoryFault
 from emu.amd.arch import SPECS
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 
 def mapped(a:np.ndarray) -> MemoryMap:
   mem = MemoryMap()

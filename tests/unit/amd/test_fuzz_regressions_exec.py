@@ -8,7 +8,7 @@ from tinygrad.runtime.autogen.amd.rdna3 import ins as I
 from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
 from emu.amd import run_program
 from emu.amd.api import GPUMemoryFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 
 LANES = np.arange(32)
 M0 = {"gfx1100": 125, "gfx1201": 125, "gfx942": 124}

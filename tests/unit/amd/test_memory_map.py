@@ -1,10 +1,10 @@
-"""MemoryMap's per-lane loads and stores (emu/amd/memory.py): the word path (every lane one aligned word of one mapping) and the
+"""MemoryMap's per-lane loads and stores (emu/common/memory.py): the word path (every lane one aligned word of one mapping) and the
 byte path give the same little-endian values, lanes are written in order, and faults move nothing. Expected bytes worked by
 hand from the little-endian layout."""
 import numpy as np
 import pytest
 from emu.amd.api import GPUMemoryFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 
 def mapped(n=64, offset=0):
   buf = np.arange(n, dtype=np.uint8)

@@ -14,7 +14,7 @@ from emu.amd.arch import get_spec
 from emu.amd.decode import decode
 from emu.amd.gpu import AMDGPU
 from emu.amd.kernel import Buffers, compile_kernel, kernel_dispatch, llvm_available
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.step_build import compile_step
 from emu.amd.timing import classify
 

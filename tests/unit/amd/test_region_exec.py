@@ -49,7 +49,7 @@ def test_cbranch_execz_ends_the_region_taken_or_not(monkeypatch, native_runs, bo
   assert (st.vgpr[0, :, 2] == v2).all() and (st.vgpr[0, :, 3] == v2 + 1).all()
 
 def test_a_load_under_a_narrowed_exec_reads_and_counts_only_its_lanes(monkeypatch, native_runs, both, region_calls):
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   seen = region_calls
   data = (np.arange(32, dtype=np.uint32) * 3 + 11)
   mem = MemoryMap()

@@ -9,7 +9,7 @@ import pytest
 from emu import native
 from emu.amd import regions, run_program
 from emu.amd.api import GPUMemoryFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.semantics import get_op
 from emu.amd.steps import Program
 from emu.amd.arch import get_spec

@@ -76,7 +76,8 @@ def test_a_runaway_native_loop_reads_the_wall_clock_after_every_call(monkeypatch
   # a call that looped may have run long: the wall-clock watchdog looks at once, not only every CLOCK_EVERY batches (set out of
   # reach here; the instruction budget is the backstop that would name itself if the clock were not read)
   import time
-  from emu.amd import run_program, watchdog
+  from emu.amd import run_program
+  from emu.common import watchdog
   from emu.amd.api import GPUHangFault
   from tinygrad.runtime.autogen.amd.rdna3.ins import s_cmp_eq_u32
   monkeypatch.setattr(watchdog, "CLOCK_EVERY", 1 << 40)

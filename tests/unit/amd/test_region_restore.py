@@ -117,7 +117,7 @@ def test_a_restored_region_times_as_the_numpy_path_does(native_runs, fresh_proce
 def test_a_restored_region_leaves_its_stores_to_the_numpy_path_where_the_table_cannot_vouch_for_them(native_runs, fresh_process, tmp_path, loaded):
   # compiled with its store in an earlier process; restored where the output is host memory the process may unmap (not in the
   # native table): every wave falls back from its store's check, its steps load, and the numpy path runs them (stores last)
-  from emu.amd.memory import MemoryMap
+  from emu.common.memory import MemoryMap
   prog = [v_add_nc_u32_e32(v[1], 5, v[0]), v_add_nc_u32_e32(v[2], v[0], v[0]), v_add_nc_u32_e32(v[2], v[2], v[2]),
           global_store_b32(addr=v[2], data=v[1], saddr=s[0:1], offset=0)]
   for host in (False, True):

@@ -9,7 +9,7 @@ import pytest
 from emu import native
 from emu.amd import regions, run_program
 from emu.amd.api import GPUEmulatorError, GPUMemoryFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.semantics import get_op
 from test_region_loads import ISA, _ins, global_ops, load
 

@@ -5,9 +5,9 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import v, s_delay_alu, s_waitcnt, v_
 from tinygrad.renderer.amd.dsl import NULL
 from emu.amd.api import DispatchStats
 from emu.amd.arch import get_spec
-from emu.amd.watchdog import Watchdog
+from emu.common.watchdog import Watchdog
 from emu.amd.dispatcher import MAX_VGPRS, Dispatcher
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.amd.runner import assemble
 from emu.amd.step import Machine
 from emu.amd.steps import Program

@@ -7,7 +7,7 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import (s, v, global_load_b32, globa
 from tinygrad.renderer.amd.dsl import NULL
 from emu.amd import run_program
 from emu.amd.api import GPUMemoryFault, GPUHangFault, GPUIllegalInstruction
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 
 LANES = np.arange(32)
 

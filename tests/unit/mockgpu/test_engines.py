@@ -3,7 +3,7 @@ import ctypes, struct
 import numpy as np
 import pytest
 from emu.amd.api import Dispatch, GPUHangFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from mockgpu.amd.clock import DeviceClock
 from mockgpu.amd.engine import GPUContext, Scheduler
 from mockgpu.amd.pm4 import PM4Engine

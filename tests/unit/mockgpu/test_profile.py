@@ -1,7 +1,7 @@
 """mockgpu.profile's bookkeeping on hand-made dispatches: rows per kernel code and launch shape, host phases summed."""
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from mockgpu.profile import CODE_BYTES, Profile, code_digest
 
 def _setup():

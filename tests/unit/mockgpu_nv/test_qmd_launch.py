@@ -7,7 +7,7 @@ import pytest
 from tinygrad.runtime.ops_nv import QMD
 from tinygrad.runtime.autogen import nv_570 as nv_gpu
 from emu.amd.api import GPUMemoryFault
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.nv.kernel import render
 from mockgpu.nv.compute import ARGS_OFFSET, ProgramCache, program_text, run_launch
 from mockgpu.nv.qmd import QMD_BYTES, Launch

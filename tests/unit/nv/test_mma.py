@@ -7,7 +7,7 @@ with A @ B + C. Values are small dyadic numbers (or integers), so the exact resu
 exact, and they are distinct enough that any misplaced element changes the answer."""
 import numpy as np
 import pytest
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.nv import isa, ptx, simt
 
 HEAD = ".version 8.7\n.target sm_90\n.address_size 64\n"

@@ -3,7 +3,7 @@ hand: a dependent chain costs its latencies, enough warps make it issue-bound, s
 global accesses touch more sectors, occupancy limits serialise CTAs. Each check compares two kernels that differ only in the
 modelled effect, so constant start-up costs cancel."""
 import numpy as np
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.nv import isa, simt
 from emu.nv.boards import board
 from emu.nv.timing import LATENCY, Timer

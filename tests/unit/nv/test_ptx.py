@@ -3,8 +3,8 @@ the emulator's defined faults, and instruction numerics match the PTX ISA text w
 import numpy as np
 import pytest
 from emu.amd.api import GPUHangFault, GPUInvalidDispatch, GPUMemoryFault, GPUMisalignedAccess, GPUTrapFault
-from emu.amd.watchdog import Watchdog
-from emu.amd.memory import MemoryMap
+from emu.common.watchdog import Watchdog
+from emu.common.memory import MemoryMap
 from emu.nv import isa, ptx, simt
 
 HEAD = ".version 7.8\n.target sm_89\n.address_size 64\n"

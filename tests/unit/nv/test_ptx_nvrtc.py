@@ -3,7 +3,7 @@ values are the PTX ISA's definitions worked by hand (funnel shifts, bit-field in
 IEEE/numpy arithmetic (cvt rounding modes, .ftz, bf16 rounded once)."""
 import numpy as np
 import pytest
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.nv import isa, ptx, simt
 from emu.pcode import numerics as N
 from test_ptx import kernel, run1

@@ -1,7 +1,7 @@
 """tinygrad's PTX renderer output run by emu.nv (no device, no mock driver): each kernel's result against numpy on the same
 inputs. The kernels are rendered for sm_89 by the same PTXRenderer DEV=MOCK+NV:PTX uses."""
 import numpy as np
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.nv import isa, simt
 from emu.nv.kernel import render
 

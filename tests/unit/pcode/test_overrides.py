@@ -10,7 +10,7 @@ from emu.pcode.handwritten import HANDWRITTEN, HANDWRITTEN_RDNA3
 from tinygrad.renderer.amd.dsl import s as sreg, v as vreg
 from emu.amd import run_program
 from emu.amd.arch import get_spec
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 
 def call(op, **kw):
   c = compile_op("rdna3", op)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from emu.amd.api import DispatchStats
 from emu.amd.mem_access import GlobalMemory, Located, locate
-from emu.amd.memory import MemoryMap
+from emu.common.memory import MemoryMap
 from emu.pcode import compiler
 from emu.pcode.abi import OpState
 from emu.pcode.helpers import namespace

@@ -12,7 +12,7 @@ demo (docs/reliability.md has the measurements).
 """
 from __future__ import annotations
 import os, time
-from emu.amd.api import GPUHangFault
+from emu.common.faults import GPUHangFault
 
 DEFAULT_SECONDS = 20.0
 CLOCK_EVERY = 16   # instruction batches between wall-clock reads

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect, ctypes
 from typing import Callable
 import numpy as np
-from emu.amd.api import GPUMemoryFault
+from emu.common.faults import GPUMemoryFault
 
 WORD_TYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
