@@ -1,7 +1,7 @@
 """Keeps Python's cyclic garbage collector off the engine worker thread.
 
 An automatic collection runs on whichever thread happens to allocate when the counters cross their thresholds, and it runs
-the finalizers of everything it frees there. On the worker (mockgpu.amd.engine), which executes dispatches, that is fatal
+the finalizers of everything it frees there. On the worker (mockgpu.engine), which executes dispatches, that is fatal
 twice over: tinygrad's finalizers wait for the device (`AMDComputeQueue.__del__` frees its page with `nolru`, and the
 allocator synchronizes first), i.e. for the very thread they run on, which then hangs until tinygrad's timeout; and a
 collection that starts inside the emulator's `np.errstate` (a contextvar set) and runs a finalizer that sets a contextvar

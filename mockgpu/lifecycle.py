@@ -3,7 +3,7 @@
 A real GPU does not stop when the host is interrupted: Ctrl-C raises KeyboardInterrupt wherever the host thread is (in
 tinygrad, almost always its signal wait) while the queues go on, so a dispatch in flight completes exactly once and a later
 synchronize sees its result. When the process then exits, the driver destroys its queues. The mock does the same: the
-engines run on their own thread (mockgpu.amd.engine.Scheduler), untouched by the interrupt, and if the process exits after
+engines run on their own thread (mockgpu.engine.Scheduler), untouched by the interrupt, and if the process exits after
 an interrupt while work that was in flight at that interrupt has still not finished, those queues are reset before
 tinygrad's own exit handler synchronizes, so the process leaves promptly with tinygrad's "synchronization failed" line
 instead of waiting for a runaway kernel's watchdog.
@@ -45,14 +45,14 @@ def note_interrupt():
   """The host was interrupted: remember which queues had work in flight (and where they were). The exit reset is registered
   now, not at install: the mock can be mounted while tinygrad is still importing, before tinygrad registers its own exit
   handler, and exit handlers run last-registered first."""
-  from mockgpu.amd.engine import SCHEDULER
+  from mockgpu.engine import SCHEDULER
   pending = {e: e.rptr for e in list(SCHEDULER.engines) if e.pending()}
   if pending and not _in_flight_at_interrupt: atexit.register(reset_interrupted_work)
   _in_flight_at_interrupt.update(pending)
 
 def reset_interrupted_work() -> int:
   """At exit: reset the queues still on the work they had when the host was interrupted. Returns how many were reset."""
-  from mockgpu.amd.engine import SCHEDULER
+  from mockgpu.engine import SCHEDULER
   stuck = [e for e, rptr in _in_flight_at_interrupt.items() if e.pending() and e.rptr == rptr]
   for e in stuck: e.abort("the process is exiting after an interrupt (Ctrl-C): its queues are destroyed, as the driver does")
   if stuck:

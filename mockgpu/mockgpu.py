@@ -51,7 +51,7 @@ def _route(path:str) -> bool:
         _mounted.add(prefixes)
         devwrite.install()
         from mockgpu import lifecycle
-        from mockgpu.amd.engine import SCHEDULER
+        from mockgpu.engine import SCHEDULER
         devwrite.add_touch_hook(SCHEDULER.poll)
         lifecycle.install()
         mount(VFS_ROOT)

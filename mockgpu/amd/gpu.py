@@ -7,17 +7,17 @@ from emu.amd.gpu import AMDGPU
 from emu import native
 from emu.common.memory import MemoryMap
 from mockgpu import devwrite
-from mockgpu.amd.clock import DeviceClock
+from mockgpu.clock import DeviceClock
 from mockgpu.gcguard import COLLECTOR
-from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
+from mockgpu.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.amd.registers import ComputeRegs
 from mockgpu.amd.sqtt import ThreadTrace
-from mockgpu.kfd.boards import GC_HWID, Board
+from mockgpu.amd.boards import GC_HWID, Board
 from mockgpu.profile import PROFILE
 from mockgpu.stats import record_dispatch
 
 class EmulatedGPU(GPUContext):
-  """One emulated AMD GPU of `board` (a `mockgpu.kfd.boards.Board`); the driver mocks subclass it and add their memory model,
+  """One emulated AMD GPU of `board` (a `mockgpu.amd.boards.Board`); the driver mocks subclass it and add their memory model,
   faults and interrupts. `doorbell_bytes`: the size of its doorbell window (64-bit doorbells)."""
   def __init__(self, arch:str, board:Board, doorbell_bytes:int):
     self.arch, self.board, self.doorbell_bytes = arch, board, doorbell_bytes

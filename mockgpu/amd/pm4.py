@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections, struct
 from typing import TYPE_CHECKING, Callable
 from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
-from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
+from mockgpu.engine import Engine, GPUContext, PacketError, Stall
 from mockgpu.amd.registers import CMP_NAMES, ComputeRegs, compare
 if TYPE_CHECKING: from mockgpu.amd.sqtt import ThreadTrace
 

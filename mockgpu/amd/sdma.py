@@ -4,7 +4,7 @@ Pointers are in bytes (the SDMA convention). Every memory access goes through th
 not mapped to this GPU faults instead of touching the host. Opcodes are the ones in tinygrad's sdma register modules.
 """
 from __future__ import annotations
-from mockgpu.amd.engine import Engine, PacketError, Stall
+from mockgpu.engine import Engine, PacketError, Stall
 from mockgpu.amd.registers import CMP_NAMES, compare
 
 OP_NOP, OP_COPY, OP_WRITE, OP_FENCE, OP_TRAP, OP_POLL_REGMEM, OP_TIMESTAMP = 0, 1, 2, 5, 6, 8, 13

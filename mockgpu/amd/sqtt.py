@@ -24,8 +24,8 @@ from emu.amd.steps import Program
 from emu.amd.timing import TimingModel
 from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, encode, waves_of
 from emu.timing.sqtt_layouts import LAYOUTS, WPTR_UNIT
-from mockgpu.amd.clock import TICKS_PER_SECOND, DeviceClock
-from mockgpu.amd.engine import PacketError
+from mockgpu.clock import TICKS_PER_SECOND, DeviceClock
+from mockgpu.engine import PacketError
 from mockgpu.amd.registers import ComputeRegs
 
 WPTR_MASK = 0x1FFFFFFF

@@ -10,11 +10,11 @@ import ctypes, errno, mmap, os, time
 from typing import Callable
 from emu.amd.api import GPUMemoryFault
 from mockgpu import config
-from mockgpu.amd.engine import SCHEDULER, Engine, PacketError
+from mockgpu.engine import SCHEDULER, Engine, PacketError
 from mockgpu.amd.pm4 import PM4Engine
 from mockgpu.amd.sdma import SDMAEngine, count_mask
 from mockgpu.hostmem import PAGE, Heap, alias_shared, host_mmap, host_munmap, is_mapped, round_up
-from mockgpu.kfd.boards import SDMA0_HWID, board
+from mockgpu.amd.boards import SDMA0_HWID, board
 from mockgpu.kfd.events import EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL, EventTable
 from mockgpu.kfd.gpu import DOORBELL_PAGE, KFDGPU
 from mockgpu.kfd.memory import BO, FLAG_DOORBELL, FLAG_GTT, FLAG_MMIO_REMAP, FLAG_USERPTR, FLAG_VRAM, FLAG_WRITABLE
@@ -81,7 +81,7 @@ class KFDProcess:
     t0 = time.perf_counter()
     if name == "WAIT_EVENTS": handler(st)   # waits for the engines: must not hold them off
     else:
-      with SCHEDULER.lock:                  # between packets, never inside one (see mockgpu.amd.engine.Scheduler)
+      with SCHEDULER.lock:                  # between packets, never inside one (see mockgpu.engine.Scheduler)
         t1 = time.perf_counter()
         handler(st)
     if PROFILE.enabled:   # a wait for events, or for the worker to finish its pass, is the host waiting for the GPU

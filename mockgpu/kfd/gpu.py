@@ -1,10 +1,10 @@
 """One emulated AMD GPU behind a KFD node: its VRAM, doorbell page and node identity on top of `mockgpu.amd.gpu.EmulatedGPU`."""
 from __future__ import annotations
 from typing import Callable
-from mockgpu.amd.engine import Engine
+from mockgpu.engine import Engine
 from mockgpu.amd.gpu import EmulatedGPU
 from mockgpu.hostmem import Heap
-from mockgpu.kfd.boards import Board
+from mockgpu.amd.boards import Board
 
 DOORBELL_PAGE = 0x2000  # two pages of 64-bit doorbells per GPU, shared by all of its queues
 

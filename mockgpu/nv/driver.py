@@ -14,7 +14,7 @@ import ctypes, errno, mmap, os, sys
 from typing import Callable
 from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu import config
-from mockgpu.amd.engine import SCHEDULER
+from mockgpu.engine import SCHEDULER
 from mockgpu.hostmem import Heap, host_mmap
 from emu.nv.boards import board
 from mockgpu.nv.compute import ProgramCache

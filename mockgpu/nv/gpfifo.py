@@ -10,7 +10,7 @@ the scheduler retries it.
 """
 from __future__ import annotations
 import numpy as np
-from mockgpu.amd.engine import Engine, GPUContext, PacketError, Stall
+from mockgpu.engine import Engine, GPUContext, PacketError, Stall
 from mockgpu.nv.methods import Channel, MethodError
 
 LEN_SHIFT = 42

@@ -15,8 +15,8 @@ from emu.nv.boards import Board
 from emu.nv.simt import LaunchStats
 from emu.nv.timing import launch_seconds
 from mockgpu import devwrite
-from mockgpu.amd.clock import DeviceClock
-from mockgpu.amd.engine import SCHEDULER, Engine, GPUContext
+from mockgpu.clock import DeviceClock
+from mockgpu.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.hostmem import Heap
 from mockgpu.nv.compute import ProgramCache
 from mockgpu.nv.gpfifo import GpFifoEngine

@@ -1,6 +1,6 @@
 """The PCI parts DEV=MOCKPCI+AMD can present: one RDNA3 and one RDNA4 board, with the facts tinygrad's AM driver reads.
 
-Shader counts, LDS, clocks and VRAM come from the KFD board table (`mockgpu.kfd.boards`), so both paths describe the same part.
+Shader counts, LDS, clocks and VRAM come from the KFD board table (`mockgpu.amd.boards`), so both paths describe the same part.
 Here: the IP versions IP discovery reports for every block the AM driver programs (they name the register modules, SMU
 message tables and firmware files tinygrad loads: amdgpu's IP discovery of a 7900 XTX / 9070 XT reports these), the BAR
 layout of those cards (VRAM behind a resizable BAR, 2 MB of doorbells, 1 MB of MMIO registers) and the SMU's DPM levels.
@@ -8,7 +8,7 @@ CDNA parts are not offered on this path: their AM support needs XCC partitions a
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from mockgpu.kfd.boards import BOARDS as KFD_BOARDS, Board
+from mockgpu.amd.boards import BOARDS as KFD_BOARDS, Board
 
 # tinygrad.runtime.autogen.am.am *_HWID: the hardware ids IP discovery files blocks under
 MP1, GC, MMHUB, ATHUB, OSSSYS, HDP, SDMA0, SDMA1, NBIF, MP0 = 1, 11, 34, 35, 40, 41, 42, 43, 108, 255

@@ -16,7 +16,7 @@ import ctypes, mmap, os
 from typing import Callable
 import numpy as np
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault
-from mockgpu.amd.engine import SCHEDULER, Engine, PacketError
+from mockgpu.engine import SCHEDULER, Engine, PacketError
 from mockgpu.amd.gpu import EmulatedGPU
 from mockgpu.hostmem import MAP_NORESERVE, host_mmap, is_mapped
 from mockgpu.pci import bus as busmod, discovery

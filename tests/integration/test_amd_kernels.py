@@ -10,7 +10,7 @@ def test_tinyjit_replays_through_the_hcq_graph():
     from tinygrad import Tensor, TinyJit
     from tinygrad.engine.realize import graph_cache
     from tinygrad.runtime.graph.hcq import HCQGraph
-    from mockgpu.amd.engine import SCHEDULER
+    from mockgpu.engine import SCHEDULER
     def indirect_buffers(): return sum(e.executed["INDIRECT_BUFFER"] for e in SCHEDULER.engines if hasattr(e, "executed"))
     @TinyJit
     def f(x, y):

@@ -33,7 +33,7 @@ def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once():
     threading.Timer(took / 4, lambda: (sent.append(time.perf_counter()), os.kill(os.getpid(), signal.SIGINT))).start()
     try: dev.synchronize(); caught = None
     except KeyboardInterrupt: caught = time.perf_counter() - sent[0]
-    busy = any(e.pending() for e in __import__("mockgpu.amd.engine", fromlist=["SCHEDULER"]).SCHEDULER.engines)
+    busy = any(e.pending() for e in __import__("mockgpu.engine", fromlist=["SCHEDULER"]).SCHEDULER.engines)
     v = p.numpy()                                       # waits for the interrupted kernel, which the GPU kept running
     print(json.dumps([caught, busy, {str(k): int((v == k).sum()) for k in (1.0, 2.0, 3.0, 4.0)}]))
   """), env={"DEBUG": "0"}).stdout)   # DEBUG >= 2 waits for each kernel: none would be in flight

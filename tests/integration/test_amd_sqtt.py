@@ -160,7 +160,7 @@ def test_trace_registers_buffer_write_pointer_and_gate(arch, gc):
   from emu.amd.arch import get_spec
   from emu.common.memory import MemoryMap
   from tinygrad.renderer.amd import sqtt
-  from mockgpu.amd.clock import DeviceClock
+  from mockgpu.clock import DeviceClock
   from mockgpu.amd.sqtt import ThreadTrace
   spec, mem, size = get_spec(arch), MemoryMap(), 0x2000
   mem.map(BUF, size, backing=np.zeros(size, np.uint8)), mem.map(CODE, 0x1000, backing=np.zeros(0x1000, np.uint8))

@@ -218,7 +218,7 @@ def test_ctrl_c_during_a_kernel_is_prompt_and_the_kernel_runs_exactly_once(rende
   out = run_json(SIGINT_AS_AT_A_TERMINAL + """
 import json, os, signal, threading, time
 from tinygrad import Tensor, Device
-from mockgpu.amd.engine import SCHEDULER
+from mockgpu.engine import SCHEDULER
 dev = Device["NV"]
 p = Tensor.ones(8 << 20, device="NV").contiguous().realize()
 p.assign(p + 1).realize(); dev.synchronize()

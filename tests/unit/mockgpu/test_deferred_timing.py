@@ -2,7 +2,7 @@
 device clock when it is next read, and in the process-wide stats when they are read."""
 from emu.amd.api import DispatchStats
 from mockgpu import stats as mock_stats
-from mockgpu.amd.clock import DeviceClock
+from mockgpu.clock import DeviceClock
 
 def deferred(cycles:int, mhz:float) -> DispatchStats:
   st = DispatchStats(waves=1, wave_instructions=5, clock_mhz=mhz)
@@ -30,7 +30,7 @@ def test_stats_totals_replay_what_is_deferred():
   assert abs((after["device_s"] - before["device_s"]) - 1e-6) < 1e-15
 
 def test_a_clock_nobody_reads_keeps_only_the_dispatches_still_waiting(monkeypatch):
-  from mockgpu.amd import clock as clock_mod
+  from mockgpu import clock as clock_mod
   monkeypatch.setattr(clock_mod, "PENDING_TIDY", 4)
   c, made = DeviceClock(), [deferred(2970, 2970.0) for _ in range(6)]
   for st in made[:3]: c.advance_dispatch(st, 2500.0)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from emu.amd.api import Dispatch, GPUHangFault
 from emu.common.memory import MemoryMap
-from mockgpu.amd.clock import DeviceClock
-from mockgpu.amd.engine import GPUContext, Scheduler
+from mockgpu.clock import DeviceClock
+from mockgpu.engine import GPUContext, Scheduler
 from mockgpu.amd.pm4 import PM4Engine
 from mockgpu.amd.registers import ComputeRegs
 from mockgpu.amd.sdma import SDMAEngine

@@ -120,7 +120,7 @@ def test_gpfifo_runs_entries_up_to_gpput_and_resumes_a_stalled_wait():
   # two entries as ops_nv's _submit_to_gpfifo writes them (address | dwords << 42 | 1 << 41, GPPut in USERD at +0x8c): a wait
   # on a semaphore that is not there yet, then a signal. The first run stalls at the wait (GPGet stays 0); once the semaphore
   # holds the value, the next run finishes both and GPGet reaches GPPut
-  from mockgpu.amd.clock import DeviceClock
+  from mockgpu.clock import DeviceClock
   from mockgpu.nv.gpfifo import GpFifoEngine
   board = Board()
   entries = 4

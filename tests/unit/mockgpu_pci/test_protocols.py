@@ -130,7 +130,7 @@ def test_shader_and_packet_faults_post_the_ih_sources_tinygrads_handler_decodes(
   from tinygrad.helpers import getbits
   from tinygrad.runtime.autogen.am import am
   from emu.amd.api import GPUIllegalInstruction
-  from mockgpu.amd.engine import PacketError
+  from mockgpu.engine import PacketError
   import numpy as np
   gpu = make_gpu()
   ring = 0x600000

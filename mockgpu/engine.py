@@ -10,10 +10,10 @@ execute, or a GPU fault, kills the queue and is reported to the GPU's `on_fault`
 from __future__ import annotations
 import os, struct, sys, threading, time, traceback
 from typing import Callable
-from emu.amd.api import GPUMemoryFault
+from emu.common.faults import GPUMemoryFault
 from emu.common.memory import MemoryMap
 from mockgpu.gcguard import COLLECTOR
-from mockgpu.amd.clock import DeviceClock
+from mockgpu.clock import DeviceClock
 from mockgpu.profile import PROFILE
 
 class PacketError(Exception):
