@@ -5,8 +5,8 @@ tinygrad reads DEV at import); a device error is a `kernel-error` Finding, a dea
 
 `judge` holds a result to fuzz.reference (numpy in the program's own dtypes, never a tinygrad backend). Where they differ: a
 known bug of the system under test whose deviation reached every wrong element (fuzz.known) labels the case `known: <bug>`; a
-program the renderer's code leaves undefined (LLVM's flags: tiny_program.undefined_on_llvm; a signed wrap in the CUDA renderer's
-C++; a non-finite quotient under NV's .approx division) is `unjudged`, and so is one whose integer
+program the renderer's code leaves undefined (a signed wrap under LLVM's `add nsw` or in the CUDA renderer's C++,
+tiny_program.signed_overflow; a non-finite quotient under LLVM's `arcp` or NV's .approx division) is `unjudged`, and so is one whose integer
 wraps tinygrad's front end rewrote away (front_end_rewrote_wraps: its PYTHON backend differs too); then tinygrad's `DEV=CPU:LLVM`
 gives a second opinion, and a device that agrees with it is `unjudged: the device agrees with CPU:LLVM` (the difference is
 tinygrad's own, on every backend: its front end's rewrites, such as `-x > 0` made `x < 0` for unsigned x); last, a known compiler
@@ -95,8 +95,7 @@ def judge(dev:str, case:dict, got:np.ndarray|Finding, run:Callable[..., np.ndarr
   if (bug := known.explains_values(dev, case, got, fast)) is not None: raise Classified(f"known: {bug.name}", diff[0])
   # LLVM's `add nsw` and `arcp afn` leave signed wraps and non-finite quotients undefined; the NV renderers' .approx division the
   # latter, and the CUDA renderer's C++ the former (NVRTC assumes no signed overflow: a max of two squares became max.u32)
-  if fast: undefined = tiny_program.undefined_on_llvm(case, ref, reference.values)
-  else: undefined = (CUDA_SOURCE in dev and tiny_program.signed_overflow(case, ref, reference.values)) or \
+  undefined = (fast or CUDA_SOURCE in dev) and tiny_program.signed_overflow(case, ref, reference.values) or \
     tiny_program.fast_math_div(case) and tiny_program.ill_defined_quotient(case, reference.values)
   if undefined: raise Classified(UNDEFINED_CODE, diff[0])
   if front_end_rewrote_wraps(case, ref, undef, run): raise Classified("unjudged: tinygrad rewrote an integer wrap", diff[0])

@@ -1,7 +1,7 @@
 """Wait instructions as facts: which of a wave's counters each one waits on and where its immediate holds each count, and
 the instructions the instruction buffer consumes without issuing them. This module imports nothing, so every layer reads it:
 the pcode overrides (these ops are the executor's), the executors (no architectural effect: emulated memory completes at
-once), the timing model (what an instruction waits for) and the SQTT trace loader (what a thread trace never reports).
+once), the timing model (what an instruction waits for, which instructions it never issues) and `python -m emu.amd.card`.
 Counter layouts from LLVM's AMDGPU waitcnt encoding (AMDGPUWaitcnt.cpp: 6-bit load, store, sample and DS counts, 3-bit BVH,
 5-bit scalar-memory; the combined gfx12 waits hold load or store count in bits 13:8 and DS count in bits 5:0)."""
 

@@ -251,7 +251,7 @@ def check(arch:str, case:dict) -> None:
   if asm_err and llvm_err: raise Finding("asm-fault", f"{arch}: both code objects fail: {asm_err}{steps}", key=(arch, asm_err.split(":")[0]))
   if llvm_err: raise Finding("llvm-elf-fault", f"{arch}: LLVM's code object fails, the assembled one runs: {llvm_err}{steps}",
                              key=(arch, llvm_err.split(":")[0]))
-  if tiny_program.is_matmul(case): return _check_matmul(arch, case, kernels, llvm_out, asm_out, asm_err, problems)
+  if tiny_program.is_matmul(case): return _check_matmul(arch, case, kernels, llvm_out, asm_out, asm_err, problems, steps)
   with np.errstate(all="ignore"): ref, undef = reference.evaluate(case)
   ref = ref.astype(llvm_out.dtype) if ref.shape == llvm_out.shape else ref
   llvm_diff = tiny_program.compare(llvm_out, ref, case, fast_math=True, undefined=undef)
@@ -275,10 +275,9 @@ def check(arch:str, case:dict) -> None:
                   f"{_violations(kernels, arch)[1]}", key=(arch, *llvm_diff[1]))
   _structural(arch, kernels, problems, steps)
 
-def _check_matmul(arch:str, case:dict, kernels:list[Kernel], llvm_out, asm_out, asm_err, problems) -> None:
+def _check_matmul(arch:str, case:dict, kernels:list[Kernel], llvm_out, asm_out, asm_err, problems, steps:str) -> None:
   """A matmul program (tiny_program.matmul_case): each code object's result against numpy within the product-rounding bound
   (tiny_program.compare_matmul), the assembled one's faults and wrong values before LLVM's."""
-  steps = f"; steps {case['steps']}"
   if asm_err:
     names, why = _violations(kernels, arch)
     raise Finding("asm-elf-fault", f"{arch}: assembled code object fails: {asm_err}{why}{steps}", key=(arch, asm_err.split(":")[0], *names))
