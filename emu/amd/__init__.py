@@ -18,7 +18,7 @@ See docs/emulator.md (design, coverage) and docs/timing.md (cycle model).
 """
 
 def __getattr__(name:str):
-  # imported on first use, so a leaf module (emu.amd.waits, read by emu.pcode) loads without the whole emulator
+  # imported on first use, so importing one module of the package does not load the whole emulator
   if name == "run_program":
     from emu.amd.runner import run_program
     return run_program

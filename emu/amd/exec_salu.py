@@ -8,7 +8,7 @@ s_sendmsg_rtn_* is a `MessageStep`.
 """
 from __future__ import annotations
 import numpy as np
-from emu.amd import waits
+from emu import amd_ops
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, code, rawf
@@ -19,7 +19,6 @@ from emu.amd.semantics import get_across, get_op
 from emu.amd.step import Machine, Step
 from emu.amd.wave import ENDED, BARRIER, HWREG_MODE, MODE_INPUTS
 from emu.pcode.abi import OpState
-from emu.pcode.overrides import CACHE, EXECUTOR_OWNED, PREFETCH
 
 U64 = np.uint64
 MASK64 = (1 << 64) - 1
@@ -28,18 +27,6 @@ ACROSS_INPUTS = {"S0", "S1", "D0", "SCC", "VCC", "EXEC", "M0", "PC", "VCCZ", "EX
 
 SRC_FIELDS = {"SOP1": {"S0": "ssrc0"}, "SOP2": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPC": {"S0": "ssrc0", "S1": "ssrc1"}, "SOPK": {}, "SOPP": {},
               "SMEM": {}}
-ENDS = {"S_ENDPGM", "S_ENDPGM_SAVED", "S_ENDPGM_ORDERED_PS_DONE", "S_SENDMSGHALT", "S_SETHALT"}
-NO_EFFECT = {"S_NOP", waits.PACKED_WAIT, *waits.COUNTER_WAITS, *waits.OTHER_WAITS, *waits.UNISSUED,
-             "S_CLAUSE", "S_SLEEP", "S_SENDMSG", "S_SET_INST_PREFETCH_DISTANCE", "S_ICACHE_INV",
-             "S_SETPRIO", "S_TTRACEDATA", "S_TTRACEDATA_IMM", "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_WAKEUP", "S_SETKILL", "S_VERSION",
-             "S_SLEEP_VAR",
-             # branch when a debugger set the wave's conditional-debug bits: no debugger is attached, so never taken
-             "S_CBRANCH_CDBGSYS", "S_CBRANCH_CDBGUSER", "S_CBRANCH_CDBGSYS_OR_USER", "S_CBRANCH_CDBGSYS_AND_USER"} | \
-  {n for n, why in EXECUTOR_OWNED.items() if why in (CACHE, PREFETCH)}   # emulated memory is coherent: in any format, no effect
-# RDNA4 splits the barrier into s_barrier_signal (arrive) and s_barrier_wait: the wave parks at the signal until its workgroup has
-# arrived, which makes the wait a no-op (results are the same; the timing model sees both)
-BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}
-
 class RegView:
   """SGPR[i] / HW_REGISTERS[i] for scalar pcode: 32-bit Python ints, settable, backed by one wave's row, of which the first `size`
   are addressable. Out of range (relative addressing past the file: s_movrel* with a large M0) follows the ISA's out-of-range
@@ -50,18 +37,18 @@ class RegView:
     if 0 <= int(i) < self.size: self.row[int(i)] = int(v) & 0xffffffff
 
 class ControlStep(Step):
-  """An executor-owned instruction (SOPP/SOPK/SOP1 control, cache and prefetch hints of any format); `effect` is 'end', 'barrier',
-  'trap' or None (a no-op for the functional model:
-  waits, hints, s_sleep and s_sendmsg, whose messages (VGPR deallocation, interrupts) have no effect on compute results)."""
+  """An executor-owned instruction (SOPP/SOPK/SOP1 control, cache and prefetch hints of any format) by its emu.amd_ops.OWNED entry:
+  `effect` is 'end', 'barrier', 'trap' or None (no effect on compute results: waits, hints, s_sleep, s_sendmsg); an op the
+  emulator does not model is an illegal instruction naming it."""
   def __init__(self, instr:Instr, spec:ArchSpec):
     super().__init__(instr, spec)
-    name = instr.op.name
-    # s_sethalt halts the wave only with SIMM16[0] = 1 (no debugger resumes it: it ends here); SIMM16[0] = 0 resumes, a no-op
-    if name in ENDS and not (name == "S_SETHALT" and not instr.inst.simm16 & 1): self.effect = "end"
-    elif name in BARRIERS: self.effect = "barrier"
-    elif name == "S_TRAP": self.effect = "trap"
-    elif name in NO_EFFECT or name == "S_SETHALT": self.effect = None
-    else: raise GPUIllegalInstruction(0, instr.raw, f"{name} is not implemented (executor-owned op without emulation)")
+    name, owned = instr.op.name, amd_ops.effect(instr.op.name)
+    if owned == "end" or owned == "halt" and instr.inst.simm16 & 1: self.effect = "end"
+    elif owned in ("barrier", "trap"): self.effect = owned
+    elif owned in ("none", "halt"): self.effect = None
+    else:
+      why = amd_ops.OWNED[name].reason if owned else "not an executor-owned op"
+      raise GPUIllegalInstruction(0, instr.raw, f"{name} is not implemented (executor-owned op without emulation: {why})")
   def execute(self, m:Machine, ws:np.ndarray):
     if self.effect == "end": m.st.status[ws] = ENDED
     elif self.effect == "barrier": m.st.status[ws] = BARRIER

@@ -1,10 +1,11 @@
 """Instruction -> `Step`: which executor runs a decoded instruction, built once per instruction bytes per process (and kept on disk
 for the next one by emu.amd.step_cache). Region forming and program fetch (emu.amd.steps, emu.amd.regions) sit above this."""
 from __future__ import annotations
+from emu import amd_ops
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, decode
-from emu.amd.exec_salu import ControlStep, MessageStep, ModeStep, SaluStep, SmemStep, BARRIERS, ENDS, NO_EFFECT
+from emu.amd.exec_salu import ControlStep, MessageStep, ModeStep, SaluStep, SmemStep
 from emu.amd.exec_ds import DsCounterStep, DsSwizzleStep
 from emu.amd.cdna import AccMoveStep, MubufStep
 from emu.amd.exec_valu import ValuStep, VopdStep
@@ -17,23 +18,19 @@ from emu.amd.step_cache import STEP_CACHE
 SCALAR = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
 VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
 VMEM = ("DS", "GLOBAL", "FLAT", "SCRATCH")
-CONTROL = ENDS | NO_EFFECT | BARRIERS | {"S_TRAP"}
-MESSAGES = ("S_SENDMSG_RTN_B32", "S_SENDMSG_RTN_B64")
-MODE_OPS = ("S_ROUND_MODE", "S_DENORM_MODE")
-
-# executor-owned ops (pcode kind 'executor') with their own Step; every other executor-owned op is a ControlStep, which knows the
-# no-ops (waits, hints, cache invalidation, prefetch) and raises GPUIllegalInstruction for the rest
+# executor-owned ops (emu.amd_ops.OWNED) by what the executor does with them: effect 'step' ops have their own Step (by name),
+# messages and mode writes theirs; every other one is a ControlStep, which knows the ends, barriers, traps and no-ops (waits,
+# hints, cache invalidation, prefetch) and raises GPUIllegalInstruction for the ops the emulator does not model
 EXECUTOR_STEPS = {"DS_SWIZZLE_B32": DsSwizzleStep, "DS_APPEND": DsCounterStep, "DS_CONSUME": DsCounterStep, "V_ACCVGPR_READ": AccMoveStep,
                   "V_ACCVGPR_WRITE": AccMoveStep, "V_ACCVGPR_MOV_B32_E32": AccMoveStep, "V_ACCVGPR_MOV_B32_E64": AccMoveStep}
+EFFECT_STEPS = {"message": MessageStep, "mode": ModeStep}
 
 def _build(instr:Instr, spec:ArchSpec) -> Step:
   fmt, name = instr.fmt, instr.name.upper()
   if fmt == "VOPD": return VopdStep(instr, spec)
-  if fmt in SCALAR and name in CONTROL: return ControlStep(instr, spec)
-  if fmt in SCALAR and name in MESSAGES: return MessageStep(instr, spec)
-  if fmt in SCALAR and name in MODE_OPS: return ModeStep(instr, spec)
+  if (owned := amd_ops.effect(name)) is not None:
+    return EXECUTOR_STEPS[name](instr, spec) if owned == "step" else EFFECT_STEPS.get(owned, ControlStep)(instr, spec)
   op = get_op(spec.name, instr.op, raw=instr.raw)
-  if op.kind == "executor": return EXECUTOR_STEPS.get(name, ControlStep)(instr, spec)
   if fmt == "MUBUF" and not spec.buffer_ops:
     raise GPUIllegalInstruction(0, instr.raw, f"{instr.name}: {spec.name} buffer instructions are not emulated")
   if fmt == "MUBUF": return MubufStep(instr, spec)

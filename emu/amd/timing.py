@@ -18,7 +18,8 @@ import hashlib, math, threading
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
-from emu.amd import cu_native, waits
+from emu import amd_ops
+from emu.amd import cu_native
 from emu.amd.arch import ArchSpec
 from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end, stream_of_codes
 from emu.amd.mnemonic import Mnemonic, parse
@@ -75,14 +76,11 @@ PARAMS = {
 }
 
 LDS_BYTES_PER_CYCLE = 128 # LDS pipe throughput per CU (address + data bytes of a wave)
-SLEEP_UNIT = 64           # s_sleep n: n * 64 cycles (ISA)
 ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64": 2, "valu_mad64": 4, "valu_f64": 16}   # port cycles per wave32 pass
 
 # timing classes by mnemonic (emu.amd.mnemonic): SOPP instructions by name, VALU ops by operation word and data types
 TRANSCENDENTAL = {"EXP", "LOG", "RCP", "RSQ", "SQRT", "SIN", "COS"}   # first operation word (V_EXP_LEGACY_F32, V_RCP_IFLAG_F32 too)
 MATRIX_OPS = {"WMMA": 1, "SWMMAC": 2}     # RDNA matrix ops -> K divisor (SWMMAC is 2:4 sparse: half the multiply-accumulates)
-BARRIERS = {"S_BARRIER", "S_BARRIER_SIGNAL"}   # RDNA4's arrive is s_barrier_signal (its s_barrier_wait is waits.UNISSUED)
-PAUSES = {"S_NOP": lambda simm: (simm & 0xf) + 1, "S_SLEEP": lambda simm: (simm & 0x7f) * SLEEP_UNIT}   # stall cycles
 VMEM_FORMATS = ("GLOBAL", "FLAT", "SCRATCH", "MUBUF")
 DATA_OPERANDS = ("DATA", "DATA2", "VDATA")   # the pcode's names of the data a memory op sends
 
@@ -138,18 +136,18 @@ def classify(step:Step) -> OpInfo:
     dwords = max(1, data // 4)
     return OpInfo("vmem_store" if store else "vmem_load", "vmem", p.store_port[0] + p.store_port[1] * dwords if store else 1, size=size,
                   dwords=dwords if data else 0, writes=writes)
-  name = m.name
-  if name in BARRIERS: return OpInfo("barrier", None, size=size)
-  if fmt in ("SOPP", "SOPK") and (name == waits.PACKED_WAIT or name in waits.COUNTER_WAITS):
+  name, owned = m.name, amd_ops.effect(m.name)
+  if owned == "barrier": return OpInfo("barrier", None, size=size)
+  if owned == "end": return OpInfo("end", None, size=size)
+  if fmt in ("SOPP", "SOPK") and (name == amd_ops.PACKED_WAIT or name in amd_ops.COUNTER_WAITS):
     simm = instr.inst.simm16
-    if name == waits.PACKED_WAIT: limits = tuple((k, n) for k, n in spec.waitcnt_counts(simm).items() if k != "exp")
-    else: limits = waits.counts(name, simm)
+    if name == amd_ops.PACKED_WAIT: limits = tuple((k, n) for k, n in spec.waitcnt_counts(simm).items() if k != "exp")
+    else: limits = amd_ops.counts(name, simm)
     return OpInfo("waitcnt", None, waits=limits, size=size)
   if fmt == "SOPP":
     simm = instr.inst.simm16
-    if name == "S_ENDPGM": return OpInfo("end", None, size=size)
-    if name in waits.UNISSUED: return OpInfo("delay", None, delay=simm, size=size)
-    if name in PAUSES: return OpInfo("nop", None, delay=PAUSES[name](simm), size=size)
+    if name in amd_ops.UNISSUED: return OpInfo("delay", None, delay=simm, size=size)
+    if name in amd_ops.PAUSES: return OpInfo("nop", None, delay=amd_ops.PAUSES[name](simm), size=size)
     if m.words[0] in ("BRANCH", "CBRANCH"): return OpInfo("branch", "salu", size=size, cond=m.words[0] == "CBRANCH")
     return OpInfo("other", None, size=size)
   width = width_class(m)

@@ -2,7 +2,7 @@
 
 Four kinds of entry, looked up by mnemonic (the same name on every arch unless the table says otherwise):
 - `EXECUTOR_OWNED`: control/wait/barrier ops and ops whose pcode is prose about hardware the executor owns (cross-lane
-  swizzles, GS registers, buffer formats): they come back as kind 'executor' with `fn is None`.
+  swizzles, GS registers, buffer formats), read from emu.amd_ops.OWNED: they come back as kind 'executor' with `fn is None`.
 - `EXECUTOR_RUN`: ops whose vendor text compiles for the operand metadata the executor uses, but never runs (rdna4's block moves).
 - `PCODE_FIXES` (and `ARCH_PCODE_FIXES` for one arch: `CDNA_PCODE_FIXES` ...): corrected pcode, compiled by the normal compiler
   (the vendor entry leaves a table empty, names an operand the executor never provides, or computes something else than the ISA
@@ -19,58 +19,12 @@ declared width.
 Every `PCODE_FIXES` and `HANDWRITTEN` entry is tested in tests/unit/pcode/test_overrides.py (the fixes for findings of the
 `oracle.*` fuzz targets in tests/unit/pcode/test_fixes_oracle.py); the rdna4/cdna-only entries in tests/unit/pcode/test_rdna4_cdna.py."""
 from __future__ import annotations
-from emu.amd import waits
+from emu import amd_ops
 from emu.pcode.abi import CompiledOp
 
-_COUNTER_WAIT = "memory counter wait (executor)"
-CACHE = "cache control"
-_FORMAT = "converts through the buffer resource's data format, which only the executor decodes (pcode: ConvertFromFormat/ConvertToFormat)"
-PREFETCH = "prefetch hint (MODE.SCALAR_PREFETCH_EN; no architectural effect)"
-_BVH = "ray-tracing traversal stack (the pcode calls DECODE_ADDR/ENCODE_ADDR, which the ISA does not define)"
-_CSP = "fork/join on the wave's control-stack pointer (WAVE_MODE.CSP) and a stack in SGPRs: executor control flow"
-EXECUTOR_OWNED = {
-  waits.PACKED_WAIT: "waits on memory counters: timing, owned by the executor", **dict.fromkeys(waits.COUNTER_WAITS, _COUNTER_WAIT),
-  "S_WAIT_ALU": "dependency wait (executor)", **dict.fromkeys(waits.OTHER_WAITS, "wait (executor)"),
-  "S_BARRIER": "workgroup barrier (executor/dispatcher)", "S_BARRIER_WAIT": "workgroup barrier (executor)",
-  "S_BARRIER_SIGNAL": "workgroup barrier (executor)", "S_BARRIER_SIGNAL_ISFIRST": "workgroup barrier (executor)",
-  "S_ENDPGM": "ends the wave (executor)", "S_ENDPGM_SAVED": "ends the wave (executor)", "S_ENDPGM_ORDERED_PS_DONE": "ends the wave (executor)",
-  "S_NOP": "no operation; timing only", "S_DELAY_ALU": "scheduling hint; timing only (prose pcode)", "S_SLEEP": "timing only (prose pcode)",
-  "S_SLEEP_VAR": "timing only", "S_SETPRIO": "scheduling priority; timing only", "S_CODE_END": "padding, never executed",
-  "S_SENDMSG": "message to the SPI/host (executor)", "S_SENDMSGHALT": "message (executor)", "S_SENDMSG_RTN_B32": "message (executor)",
-  "S_SENDMSG_RTN_B64": "message (executor)", "S_TRAP": "trap entry (executor)", "S_RFE_B64": "trap return (executor)",
-  "S_ICACHE_INV": CACHE, "S_DCACHE_INV": CACHE, "S_GL1_INV": CACHE, "S_TTRACEDATA": "trace (executor)", "S_TTRACEDATA_IMM": "trace (executor)",
-  "S_CLAUSE": "scheduling hint", "S_SETHALT": "halts the wave (executor)", "S_WAKEUP": "wave wakeup (executor)",
-  "S_ROUND_MODE": "mode register write (executor)", "S_DENORM_MODE": "mode register write (executor)", "S_VERSION": "no operation",
-  "S_DCACHE_WB": CACHE, "S_DCACHE_INV_VOL": CACHE, "S_DCACHE_WB_VOL": CACHE, "BUFFER_WBL2": CACHE, "BUFFER_INV": CACHE,
-  "BUFFER_GL0_INV": CACHE, "BUFFER_GL1_INV": CACHE, "GLOBAL_INV": CACHE,
-  "GLOBAL_WB": CACHE, "GLOBAL_WBINV": CACHE,
-  "S_CBRANCH_CDBGSYS": "debugger branch (executor)", "S_CBRANCH_CDBGUSER": "debugger branch (executor)",
-  "S_CBRANCH_CDBGSYS_OR_USER": "debugger branch (executor)", "S_CBRANCH_CDBGSYS_AND_USER": "debugger branch (executor)",
-  # prose pcode about hardware outside one lane's registers
-  "DS_SWIZZLE_B32": "cross-lane swizzle; the pcode is C-like prose over thread_in/thread_out (executor moves data between lanes)",
-  **dict.fromkeys(("V_ACCVGPR_READ", "V_ACCVGPR_WRITE", "V_ACCVGPR_MOV_B32_E32", "V_ACCVGPR_MOV_B32_E64"),
-                  "accumulation-register move; the wheel has no pcode for it (executor: emu.amd.cdna.AccMoveStep)"),
-  "DS_ADD_GS_REG_RTN": "geometry-shader ordered-count registers (graphics only; prose pcode)",
-  "DS_SUB_GS_REG_RTN": "geometry-shader ordered-count registers (graphics only; prose pcode)",
-  "DS_BVH_STACK_RTN_B32": "ray-tracing traversal stack (prose pcode with DECODE_ADDR/DATA_VALID functions)",
-  "DS_APPEND": "wave-wide LDS/GDS counter at M0.base, incremented by the active-lane count (prose pcode; executor)",
-  "DS_CONSUME": "wave-wide LDS/GDS counter at M0.base, decremented by the active-lane count (prose pcode; executor)",
-  "DS_CONDXCHG32_RTN_B64": "GDS conditional exchange; the pcode redeclares its own operands (ADDR = S0, RETURN_DATA as an array)",
-  "LDS_DIRECT_LOAD": "LDS-direct parameter load (the pcode is a field list; executor)", "IMAGE_GET_LOD": "texture sampling (prose pcode)",
-  **{f"{p}_{d}FORMAT_{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")   # D16_HI: buffer X only
-     for d in ("", "D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW") if d != "D16_HI_" or p.startswith("BUFFER") and c == "X"},
-  **{f"{p}_FORMAT_{d}{c}": _FORMAT for p in ("BUFFER_LOAD", "BUFFER_STORE", "TBUFFER_LOAD", "TBUFFER_STORE")  # cdna spelling
-     for d in ("D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW") if d != "D16_HI_" or p.startswith("BUFFER") and c == "X"},
-  "S_PREFETCH_INST": PREFETCH, "S_PREFETCH_INST_PC_REL": PREFETCH, "S_PREFETCH_DATA": PREFETCH, "S_BUFFER_PREFETCH_DATA": PREFETCH,
-  "S_PREFETCH_DATA_PC_REL": PREFETCH,
-  "GLOBAL_ATOMIC_ORDERED_ADD_B64": "geometry-shader ordered append (graphics only; the pcode names the GS register VGT_GS_MAX_WAVE_ID)",
-  "DS_BVH_STACK_PUSH4_POP1_RTN_B32": _BVH, "DS_BVH_STACK_PUSH8_POP1_RTN_B32": _BVH, "DS_BVH_STACK_PUSH8_POP2_RTN_B64": _BVH,
-  "S_GET_BARRIER_STATE": "named-barrier state (BARRIER_STATE records the dispatcher owns)",
-  "S_ALLOC_VGPR": "dynamic VGPR reallocation (waits for idle, resizes the wave's register file: executor)",
-  "S_CBRANCH_JOIN": _CSP, "S_CBRANCH_G_FORK": _CSP, "S_CBRANCH_I_FORK": _CSP,
-  "S_SET_GPR_IDX_ON": "enables VGPR indexing through M0 (WAVE_MODE.GPR_IDX_EN): changes how the executor reads operands",
-  "S_SET_GPR_IDX_OFF": "disables VGPR indexing (WAVE_MODE.GPR_IDX_EN): executor operand mode",
-}
+# control, wait, barrier and message ops, hints, and ops whose pcode is prose about hardware the executor owns: one table
+# (emu.amd_ops.OWNED) says what the executor does with each and why the pcode does not run
+EXECUTOR_OWNED = {name: owned.reason for name, owned in amd_ops.OWNED.items()}
 
 # name -> (reason, corrected pcode)
 PCODE_FIXES = {

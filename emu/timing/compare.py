@@ -11,7 +11,7 @@ from typing import Callable
 from pathlib import Path
 from emu.amd.arch import get_spec
 from emu.timing.replay import replay
-from emu.timing.sqtt_layouts import LAYOUTS
+from emu.amd.sqtt_layouts import LAYOUTS
 from emu.timing.traces import TracedKernel, load_trace
 
 CLASSES = ("salu", "valu", "trans", "smem", "vmem_load", "vmem_store", "lds", "branch", "waitcnt", "barrier", "nop", "other", "end", "launch")

@@ -14,7 +14,7 @@ from emu.amd.dispatcher import Dispatcher
 from emu.common.watchdog import Watchdog
 from emu.amd.kernel import Buffers, load_kernel
 from emu.amd.timing import TimingModel
-from emu.timing.sqtt_layouts import LAYOUTS
+from emu.amd.sqtt_layouts import LAYOUTS
 from emu.timing.traces import TracedKernel, cdna_reported, launch_dims
 
 BUF_BYTES = 1 << 20

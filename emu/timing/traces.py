@@ -124,10 +124,10 @@ class Mapped:
 
 def cdna_reported(instr, spec, pc:int) -> bool:
   """Whether a CDNA capture has an instruction packet for `instr` (emu.amd.decode.Instr at `pc`): the layout's rule
-  (emu.timing.sqtt_layouts.CDNA.issue; s_waitcnt, s_nop, s_barrier and other immediate SOPP instructions have none)."""
+  (emu.amd.sqtt_layouts.CDNA.issue; s_waitcnt, s_nop, s_barrier and other immediate SOPP instructions have none)."""
   from emu.amd.step_build import compile_step
   from emu.amd.timing import classify
-  from emu.timing.sqtt_layouts import CDNA_LAYOUT
+  from emu.amd.sqtt_layouts import CDNA_LAYOUT
   return CDNA_LAYOUT.issue(classify(compile_step(instr, spec, pc)), instr, False) is not None
 
 def packets(blob:bytes):
@@ -193,7 +193,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   (`traced_target`)."""
   from tinygrad.renderer.amd import sqtt
   from emu.amd.arch import get_spec
-  from emu.timing.sqtt_layouts import LAYOUTS
+  from emu.amd.sqtt_layouts import LAYOUTS
   events = load_events(path)
   arch = arch or traced_target(events, path)
   kind = lambda e: type(e).__name__

@@ -5,7 +5,7 @@ broadcast): the trace buffer, the traced unit (SQ_THREAD_TRACE_MASK), the token 
 `TRACE_REGS` says where each GC generation keeps these (gfx11: BUF0_BASE/BUF0_SIZE, CTRL.mode; gfx12: BUF0_BASE_LO/_HI,
 BUF0_SIZE, CTRL.mode; gfx9: BASE/BASE2/SIZE, MODE.mode, MASK.cu_sel/sh_sel/simd_en, an include-type token mask). Dispatches are
 traced while COMPUTE_THREAD_TRACE_ENABLE is set (gfx11/12) or the engine's MODE.mask_cs is (gfx9). A traced dispatch runs with a
-timeline-keeping timing model, and its waves are encoded (`emu.timing.sqtt_encode`, in the layout of the GPU's ISA family)
+timeline-keeping timing model, and its waves are encoded (`emu.amd.sqtt_encode`, in the layout of the GPU's ISA family)
 into the buffer of each tracing shader engine, continuing that engine's stream; the write pointer (SQ_THREAD_TRACE_WPTR, 32-byte
 units; on GC 11.0 counted from address 0 like the hardware, elsewhere from the buffer start) always covers the whole stream, so
 the stop sequence (waits on SQ_THREAD_TRACE_STATUS, which reads idle, COPY_DATA of the write pointer) finds finished data.
@@ -22,8 +22,8 @@ from emu.amd.arch import get_spec
 from emu.common.memory import MemoryMap
 from emu.amd.steps import Program
 from emu.amd.timing import TimingModel
-from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, encode, waves_of
-from emu.timing.sqtt_layouts import LAYOUTS, WPTR_UNIT
+from emu.amd.sqtt_encode import EngineTrace, Shape, Unit, encode, waves_of
+from emu.amd.sqtt_layouts import LAYOUTS, WPTR_UNIT
 from mockgpu.clock import TICKS_PER_SECOND, DeviceClock
 from mockgpu.engine import PacketError
 from mockgpu.amd.registers import ComputeRegs

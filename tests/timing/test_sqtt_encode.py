@@ -1,4 +1,4 @@
-"""SQTT encoding (emu/timing/sqtt_encode.py, emu/timing/sqtt_layouts.py) read back by the wheel's decoder (`tinygrad.renderer.amd.sqtt`).
+"""SQTT encoding (emu/amd/sqtt_encode.py, emu/amd/sqtt_layouts.py) read back by the wheel's decoder (`tinygrad.renderer.amd.sqtt`).
 
 Per layout (RDNA3 / gfx1100, RDNA4 / gfx1201, CDNA / gfx950), every packet type the encoder emits is decoded at every kind of time
 gap (in its own delta field, via the layout's timestamp packets). Instruction-packet classes are checked against what the real
@@ -19,8 +19,8 @@ from emu.amd.decode import decode
 from emu.amd.step_build import compile_step
 from emu.amd.timing import classify
 from emu.timing.traces import load_events, packets
-from emu.timing.sqtt_encode import EngineTrace, Shape, Unit, Wave, encode
-from emu.timing.sqtt_layouts import (CDNA_LAYOUT, CDNAWriter, EXCLUDE_INST, EXCLUDE_VALUINST, INCLUDE_INST, INCLUDE_WAVE_END, INCLUDE_WAVE_START,
+from emu.amd.sqtt_encode import EngineTrace, Shape, Unit, Wave, encode
+from emu.amd.sqtt_layouts import (CDNA_LAYOUT, CDNAWriter, EXCLUDE_INST, EXCLUDE_VALUINST, INCLUDE_INST, INCLUDE_WAVE_END, INCLUDE_WAVE_START,
                                      LAYOUTS, RDNA3_LAYOUT, RDNA4_LAYOUT, pack)
 
 TRACES = Path(__file__).resolve().parents[2] / "data" / "sqtt"

@@ -33,3 +33,10 @@ def test_the_card_shows_how_operands_are_viewed_and_the_integer_clamp_rule():
 def test_the_card_says_whether_the_instruction_may_join_a_native_region():
   assert "native regions: a candidate" in card("gfx1100", "v_add_f32")     # plain VALU (regions.plain_valu)
   assert "native regions: never" in card("gfx1100", "ds_swizzle_b32")     # a cross-lane swizzle: the executor's own step
+
+def test_the_card_shows_ownership_the_sqtt_packet_and_the_fuzzing_oracle():
+  end = card("gfx1201", "s_endpgm_saved")   # ISA: ends the wave; SQTT reports a wave's end as its WAVEEND packet
+  assert "executor-owned (end)" in end and "timing: class end" in end and "SQTT: WAVEEND" in end
+  assert "SQTT: never reported" in card("gfx1201", "s_delay_alu")   # consumed by the instruction buffer
+  assert "fuzzing: oracle.rdna3 holds it" in card("gfx1100", "v_add_f32")
+  assert "fuzzing: no ISA-text oracle" in card("gfx1100", "s_waitcnt")

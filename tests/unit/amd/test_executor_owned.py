@@ -6,16 +6,18 @@ emulator does not model, are an illegal instruction naming the op (or its unemul
 import pytest
 from emu.amd import run_program
 from emu.amd.api import GPUIllegalInstruction, GPUTrapFault
-from emu.amd.exec_salu import ENDS, NO_EFFECT
-from emu.amd.step_build import EXECUTOR_STEPS, MESSAGES, MODE_OPS, BARRIERS
+from emu.amd_ops import OWNED
+from emu.amd.step_build import EXECUTOR_STEPS
 from emu.pcode.overrides import EXECUTOR_OWNED
 from fuzz import amd_exec
 from fuzz.amd_fields import encode_fields
 
 CPU = {"rdna3": "gfx1100", "rdna4": "gfx1201", "cdna": "gfx942"}
 # modelled elsewhere (their own tests): barriers, DS swizzle/counters, message returns, mode writes, VGPR indexing, s_sethalt
-OWN_TESTS = BARRIERS | set(EXECUTOR_STEPS) | set(MESSAGES) | set(MODE_OPS) | {"S_SET_GPR_IDX_ON", "S_SETHALT", "S_ENDPGM", "S_WAITCNT",
-                                                                             "S_BARRIER_WAIT", "S_SENDMSG"}
+NO_EFFECT = {n for n, o in OWNED.items() if o.effect == "none"}
+ENDS = {n for n, o in OWNED.items() if o.effect in ("end", "halt")}
+OWN_TESTS = {n for n, o in OWNED.items() if o.effect in ("barrier", "message", "mode")} | set(EXECUTOR_STEPS) | \
+  {"S_SET_GPR_IDX_ON", "S_SETHALT", "S_ENDPGM", "S_WAITCNT", "S_BARRIER_WAIT", "S_SENDMSG"}
 
 def encodings(arch:str) -> dict:
   """{op name: (class name, zero-field instruction bytes)} for the executor-owned ops of an arch's tables."""

@@ -1,13 +1,12 @@
-"""Wait instructions come from one table (emu.amd.waits): every wait opcode of every arch is in it, and the executors, the pcode
+"""Wait instructions come from one table (emu.amd_ops): every wait opcode of every arch is in it, and the executors, the pcode
 overrides and the timing model read the same facts. Expected counts are the immediates' fields as LLVM's gfx12 encoding lays
 them out (load/store count in bits 13:8, DS count in bits 5:0), worked by hand."""
 import pytest
-from tinygrad.renderer.amd.dsl import EnumBitField
-from emu.amd import waits
+from emu import amd_ops as waits
 from emu.amd.api import ARCHS
 from emu.amd.arch import get_spec
 from emu.amd.decode import decode, encode_fields
-from emu.amd.exec_salu import NO_EFFECT
+from emu.amd.facts import opcodes
 from emu.amd.step_build import compile_step
 from emu.amd.timing import classify
 from emu.pcode.overrides import EXECUTOR_OWNED
@@ -15,13 +14,8 @@ from emu.pcode.overrides import EXECUTOR_OWNED
 
 def _wait_encodings(arch):
   """(name, class, opcode) of every SOPP/SOPK opcode of the arch whose name says it waits."""
-  spec = get_spec(arch)
-  for cname in ("SOPP", "SOPK"):
-    cls = getattr(spec.ins, cname, None)
-    field = dict(cls._fields).get("op") if cls is not None else None
-    if not isinstance(field, EnumBitField): continue
-    for op in (field.allowed if field.allowed is not None else field._enum):
-      if op.name.startswith("S_WAIT") or op.name in waits.UNISSUED: yield op.name, cls, op
+  for cname, cls, op in opcodes(arch):
+    if cname in ("SOPP", "SOPK") and (op.name.startswith("S_WAIT") or op.name in waits.UNISSUED): yield op.name, cls, op
 
 
 def _timing(arch, cls, op, simm16):
@@ -36,7 +30,7 @@ def test_every_wait_opcode_is_in_the_table_and_every_consumer_agrees(arch):
   for name, cls, op in seen:
     known = name == waits.PACKED_WAIT or name in waits.COUNTER_WAITS or name in waits.OTHER_WAITS or name in waits.UNISSUED
     assert known, f"{arch} {name}: a wait the table does not know"
-    assert name in NO_EFFECT and name in EXECUTOR_OWNED, name
+    assert waits.effect(name) == "none" and name in EXECUTOR_OWNED, name
     t = _timing(arch, cls, op, 0)
     if name in waits.UNISSUED: assert t.cls == "delay", name
     elif name in waits.OTHER_WAITS: assert t.cls == "other", name

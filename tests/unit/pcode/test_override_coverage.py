@@ -5,16 +5,16 @@ silently unused)."""
 import importlib, pathlib, re
 from emu.pcode import handwritten as H
 from emu.pcode import overrides as O
-from emu.amd.exec_salu import ENDS, NO_EFFECT
+from emu.amd_ops import effect
 
 TESTS = pathlib.Path(__file__).resolve().parents[2]
 # family -> (which entries, the test module that runs all of them and its test function)
 FAMILIES = {
   "matrix ops": (lambda table, name: re.match(r"V_S?(MFMA|WMMA|SWMMAC|SMFMAC)", name) is not None, "unit/pcode/test_matrix_family.py",
                  "test_every_"),
-  "executor no-ops": (lambda table, name: table == "EXECUTOR_OWNED" and name in NO_EFFECT, "unit/amd/test_executor_owned.py",
+  "executor no-ops": (lambda table, name: table == "EXECUTOR_OWNED" and effect(name) == "none", "unit/amd/test_executor_owned.py",
                       "test_no_effect_ops_change_nothing"),
-  "wave ends": (lambda table, name: table == "EXECUTOR_OWNED" and name in ENDS, "unit/amd/test_executor_owned.py",
+  "wave ends": (lambda table, name: table == "EXECUTOR_OWNED" and effect(name) in ("end", "halt"), "unit/amd/test_executor_owned.py",
                 "test_wave_ending_ops_end_the_wave"),
   "unmodelled executor ops": (lambda table, name: table == "EXECUTOR_OWNED", "unit/amd/test_executor_owned.py",
                               "test_unmodelled_executor_ops_are_illegal_instructions"),

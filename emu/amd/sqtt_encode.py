@@ -1,5 +1,5 @@
 """Encode the timing model's per-wave timeline as thread-trace (SQTT) streams that tinygrad's decoder (`tinygrad.renderer.amd.sqtt`)
-reads back: RDNA3 (gfx11, layout 3), RDNA4 (gfx12, layout 4) and CDNA (gfx9); the formats are in `emu.timing.sqtt_layouts`.
+reads back: RDNA3 (gfx11, layout 3), RDNA4 (gfx12, layout 4) and CDNA (gfx9); the formats are in `emu.amd.sqtt_layouts`.
 
 A stream is what the SQ of one shader engine writes to its trace buffer: wave start / end packets for every wave of the engine,
 and for the waves of the traced SIMD(s) one instruction packet per issue (which packet: the layout's `issue`), each stamped at
@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from tinygrad.renderer.amd import sqtt
 from emu.amd.step import Step
 from emu.amd.timing import OpInfo, classify
-from emu.timing.sqtt_layouts import RDNA3_LAYOUT, Layout, Writer
+from emu.amd.sqtt_layouts import RDNA3_LAYOUT, Layout, Writer
 
 WAVE_SLOTS = 16            # wave slots per SIMD
 
