@@ -24,9 +24,10 @@ ILAUNCH_LINES = 4         # lines the launch fetch brings from the entry line on
 NEVER = -10**9            # "long ago": the cycle of an event that has not happened
 
 # replay codes: instruction classes and SIMD ports as small ints (the port order matters: VMEM and LDS last, ports that read VGPRs)
-C_VALU, C_TRANS, C_SALU, C_BRANCH, C_SMEM, C_VMEM_LOAD, C_VMEM_STORE, C_LDS, C_DELAY, C_NOP, C_WAITCNT, C_BARRIER, C_END, C_OTHER = range(14)
-CLS_CODE = {c: n for n, c in enumerate(("valu", "trans", "salu", "branch", "smem", "vmem_load", "vmem_store", "lds", "delay", "nop", "waitcnt",
-                                        "barrier", "end", "other"))}
+CLASSES = ("valu", "trans", "salu", "branch", "smem", "vmem_load", "vmem_store", "lds", "delay", "nop", "waitcnt", "barrier", "end", "other")
+(C_VALU, C_TRANS, C_SALU, C_BRANCH, C_SMEM, C_VMEM_LOAD, C_VMEM_STORE, C_LDS, C_DELAY, C_NOP, C_WAITCNT, C_BARRIER, C_END,
+ C_OTHER) = range(len(CLASSES))
+CLS_CODE = {c: n for n, c in enumerate(CLASSES)}
 PORTS = ("valu", "trans", "matrix", "salu", "smem", "vmem", "lds")
 P_VALU, P_TRANS, P_MATRIX, P_SALU, P_SMEM, P_VMEM, P_LDS = range(len(PORTS))
 COUNTERS = ("vm", "vs", "lgkm", "ds", "km")
@@ -125,8 +126,8 @@ def alu_deps(cls:np.ndarray, delay:np.ndarray) -> tuple[np.ndarray, int, tuple[n
   return kind, int(dist.max()), flat
 
 # a Stream's table: per distinct instruction the ReplayOp's fields, its pc, cache span (first, last line, whether it enters the
-# first), plain line and waits (up to MAX_WAITS (counter, limit) pairs). ROW is its layout, emu/amd/cu_replay.c's OpRow (a C
-# struct: numpy's aligned layout is the C compiler's).
+# first), plain line and waits (up to MAX_WAITS (counter, limit) pairs). ROW is its layout, and cu_native.prelude writes it out as
+# emu/amd/cu_replay.c's OpRow (a C struct: numpy's aligned layout is the C compiler's).
 MAX_WAITS = 8
 ROW = np.dtype([("pc", np.int64), *((f, np.int32) for f in ("cost", "lds_cycles", "delay", "size", "first", "last", "plain")),
                 *((f, np.int8) for f in ("cls", "port", "shared", "vec", "cond", "via_trans", "gated", "own_port", "enter", "counter", "n_waits")),
