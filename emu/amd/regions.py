@@ -65,23 +65,30 @@ from emu.amd.step_cache import STEP_CACHE
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
 from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, LLVM_TYPE, N_SENTINEL, literal, lower
 
-CHECK = os.environ.get("EMU_REGIONS", "") == "check"   # every region native at once, each run compared with the numpy path
-EAGER = CHECK or os.environ.get("EMU_REGIONS", "") == "eager"   # every region native at once (compiled before its first run)
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
 # once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions (measured in
 # docs/emulator.md "Native regions and chains": LLVM's QUICK tier ~10 ms + ~0.84 ms per instruction, the numpy path ~0.11-0.17 ms
 # per instruction and batch), so a region of n instructions is hot once it has run
 # REGION_HOT + REGION_HOT_PER_INSTR * n of them; but never later than REGION_HOT_MAX: its object then serves every later process
-# from the disk cache, and a test suite runs the same code in process after process.
-REGION_HOT = 0 if EAGER else 90            # instructions (per batch) that cost what compiling's fixed part does
-REGION_HOT_PER_INSTR = 0 if EAGER else 8   # and per instruction of the region, what compiling one more costs
-REGION_HOT_MAX = 0 if EAGER else 400       # the most any region waits
+# from the disk cache, and a test suite runs the same code in process after process. (All 0 under EAGER: native at once.)
+HOT = (90, 8, 400)          # instructions (per batch) that cost what compiling's fixed part does, per instruction, the most any waits
 # A QUICK region is compiled again as FULL (emu.native) once it has run natively as many wave-instructions as that costs: FULL's
 # compile ~6.4 ms + ~3 ms per instruction, and its code runs a wave-instruction ~0.036 us sooner (emu.bench matmul: ~21 against
 # ~12 M wave-instructions/s); EAGER compiles FULL at once.
 PROMOTE = 180_000          # wave-instructions run natively that pay for FULL's fixed part
 PROMOTE_PER_INSTR = 80_000  # and per instruction of the region
-BACKGROUND = not EAGER             # compile on the background thread (off: the native code at once, as tests and EAGER want)
+
+def set_mode(mode:str):
+  """Apply an EMU_REGIONS mode ('', 'eager', 'check'; read from the environment at import) to the regions built from now on.
+  CHECK: every region native at once, each run compared with the numpy path; EAGER: every region native at once (compiled before
+  its first run); BACKGROUND: compile on the background thread (off: the native code at once, as tests and EAGER want)."""
+  global CHECK, EAGER, REGION_HOT, REGION_HOT_PER_INSTR, REGION_HOT_MAX, BACKGROUND
+  CHECK = mode == "check"
+  EAGER = CHECK or mode == "eager"
+  REGION_HOT, REGION_HOT_PER_INSTR, REGION_HOT_MAX = (0, 0, 0) if EAGER else HOT
+  BACKGROUND = not EAGER
+
+set_mode(os.environ.get("EMU_REGIONS", ""))
 VALU_READS = frozenset({"S0", "S1", "S2", "D0", "VCC", "EXEC", "n", "laneId", "WAVE32", "WAVE64"}) | MODE_INPUTS
 LOAD_READS = frozenset({"ADDR", "MEM", "VDATA", "n", "laneId", "WAVE32", "WAVE64"})
 STORE_READS = LOAD_READS

@@ -37,14 +37,14 @@ def generate(arch:str, rng:random.Random) -> dict:
   return {"arch": arch, "lanes": rng.choice(get_spec(arch).wave_sizes), "insts": insts}
 
 def run(case:dict) -> GPUFault|None:
-  """Dispatch the stream; the GPUFault it ended with, or None. Anything else propagates."""
+  """Dispatch the stream (one workgroup of `waves` waves, default 1); the GPUFault it ended with, or None. Anything else propagates."""
   spec = get_spec(case["arch"])
   code = np.frombuffer(b"".join(bytes.fromhex(h) for h in case["insts"]) + spec.ins.s_endpgm().to_bytes() + bytes(16), dtype=np.uint8).copy()
   buf = np.arange(BUFFER, dtype=np.uint32).astype(np.uint8)
   mem = MemoryMap()
   mem.map(code.ctypes.data, code.size, "stream code", writable=False, backing=code)
   mem.map(buf.ctypes.data, buf.size, "stream buffer", backing=buf)
-  d = Dispatch(code_addr=code.ctypes.data, grid=(1, 1, 1), workgroup=(case["lanes"], 1, 1), wave32=case["lanes"] == 32,
+  d = Dispatch(code_addr=code.ctypes.data, grid=(1, 1, 1), workgroup=(case["lanes"] * case.get("waves", 1), 1, 1), wave32=case["lanes"] == 32,
                user_sgprs=[buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32, BUFFER, 0], rsrc2=4 << 1 | 1 << 7, lds_bytes=LDS)
   try: AMDGPU(case["arch"], mem, watchdog=WATCHDOG).dispatch(d)
   except GPUFault as e: return e

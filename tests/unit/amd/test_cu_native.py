@@ -6,8 +6,7 @@ import pytest
 from emu.amd import cu_native
 from emu.amd.timing import PARAMS, OpInfo
 from emu.amd.cu_model import make_stream, replay_op, simulate_cu
-from tests.unit.amd.test_cu_periods import (BARRIER, LDS, LOAD, SALU, STORE, TRANS, TRANS32_DEP_1, VALU, VALU_DEP_1, VALU_DEP_4, WAIT_LGKM,
-                                            WAIT_VM, WAIT_VS_2, WIDE_LDS, WMMA, WMMA_8, delay, loop)
+from fuzz.cu_workloads import (SALU, TRANS, VALU, VALU_DEP_1, WMMA, WMMA_8, delay, loop, random_workload)
 
 HAVE_CC = any(shutil.which(c) for c in ("clang", "cc"))
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (clang or cc) on PATH to build the compiled replay")
@@ -31,20 +30,8 @@ def test_the_library_builds():
 # (89, 225, 335: seeds whose WMMA work follows its own last pass while another wave's WMMAs are in flight, found by a sweep of 1,500)
 @pytest.mark.parametrize("seed", [*range(80), 89, 225, 335])
 def test_random_workloads_replay_alike(seed):
-  # random loop bodies over every class (every port, WMMAs in odd seeds, s_delay_alu pairs and SALU cycles, 64-bit ops through
-  # the transcendental port, waits, barriers, s_nop), random trip counts, workgroup shapes, slots, passes, families and SIMDs per
-  # CU (one SIMD: waves share a matrix unit)
-  rng = random.Random(seed)
-  pool = [VALU, TRANS, SALU, LOAD, STORE, LDS, WIDE_LDS, WAIT_VM, WAIT_LGKM, WAIT_VS_2, BARRIER, replay_op(OpInfo("valu", "valu", 2)),
-          replay_op(OpInfo("nop", None, delay=3)), replay_op(OpInfo("smem", "smem", counter="lgkm")), delay(VALU_DEP_1), delay(VALU_DEP_4),
-          delay(TRANS32_DEP_1), delay(9), delay(2 | 1 << 4 | 3 << 7), replay_op(OpInfo("trans", "trans", 1)),
-          replay_op(OpInfo("valu", "valu", 2, via_trans=True)), replay_op(OpInfo("other", None)), *([WMMA, WMMA_8, WMMA] if seed % 2 else [])]
-  body = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
-  waves, wpg = rng.randint(1, 12), rng.choice([1, 2, 3, 4])
-  streams = [loop([rng.choice([SALU, VALU])], body, rng.randint(1, 60)) for _ in range(waves)]
-  p = PARAMS[rng.choice(["rdna3", "rdna4", "cdna"])]
-  if rng.random() < 0.4: p = p.__class__(**{**vars(p), "simds_per_cu": rng.choice([1, 2, 4])})
-  python, native = both(streams, [w // wpg for w in range(waves)], rng.choice([1, 2]), rng.choice([1, 2, 16]), p, p.launch_kfd)
+  w = random_workload(random.Random(seed), matrix=seed % 2 == 1)
+  python, native = both(*w.args())
   assert python == native
 
 @needs_cc

@@ -6,29 +6,8 @@ import pytest
 from emu.amd import cu_model
 from emu.amd.cu_model import make_stream, replay_op, simulate_cu
 from emu.amd.timing import PARAMS, OpInfo
-
-VALU, TRANS, SALU = replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("trans", "trans", 4)), replay_op(OpInfo("salu", "salu"))
-LOAD, STORE = replay_op(OpInfo("vmem_load", "vmem", 1)), replay_op(OpInfo("vmem_store", "vmem", 7))
-LDS, WIDE_LDS = replay_op(OpInfo("lds", "lds", lds_cycles=2, counter="lgkm")), replay_op(OpInfo("lds", "lds", lds_cycles=16, counter="lgkm"))
-WAIT_VM, WAIT_LGKM = replay_op(OpInfo("waitcnt", None, waits=(("vm", 0),))), replay_op(OpInfo("waitcnt", None, waits=(("lgkm", 0),)))
-WAIT_VS_2 = replay_op(OpInfo("waitcnt", None, waits=(("vs", 2),)))
-WMMA, WMMA_8 = replay_op(OpInfo("valu", "matrix", 16)), replay_op(OpInfo("valu", "matrix", 8))   # 16- and 8-cycle matrix ops
-BARRIER, CBRANCH, END = replay_op(OpInfo("barrier", None)), replay_op(OpInfo("branch", "salu", cond=True)), replay_op(OpInfo("end", None))
-def delay(dep:int) -> cu_model.ReplayOp: return replay_op(OpInfo("delay", None, delay=dep))   # s_delay_alu instid0 = dep
-VALU_DEP_1, VALU_DEP_4, TRANS32_DEP_1 = 1, 4, 5
-
-def loop(head:list, body:list, trips:int, tail:list=(END,), late_body:list|None=None, late_from:int|None=None):
-  """A stream: `head`, then `trips` trips of `body` (trips from `late_from` on run `late_body`, laid out after it) each ended by a
-  conditional branch back to its start, taken but the last time, then `tail`."""
-  ops, pcs, pc = list(head), [4 * k for k in range(len(head))], 4 * len(head)
-  starts = {id(body): pc, id(late_body): pc + 4 * (len(body) + 1)} if late_body else {id(body): pc}
-  after = max(starts.values()) + 4 * (len(late_body or body) + 1)
-  for t in range(trips):
-    b = late_body if late_body is not None and t >= late_from else body
-    start = starts[id(b)]
-    ops += [*b, CBRANCH]; pcs += [start + 4 * k for k in range(len(b) + 1)]
-  ops += list(tail); pcs += [after + 4 * k for k in range(len(tail))]
-  return make_stream(ops, pcs)
+from fuzz.cu_workloads import (BARRIER, LDS, LOAD, SALU, STORE, TRANS, TRANS32_DEP_1, VALU, VALU_DEP_1, VALU_DEP_4, WAIT_LGKM,
+                               WAIT_VM, WAIT_VS_2, WIDE_LDS, WMMA, WMMA_8, delay, loop)
 
 def replays(streams, wg_of, family="rdna3", passes=1, slots=16, p=None):
   """(with the skip, without it, how many trips the skip wrote out); `p` instead of the family's parameters."""
