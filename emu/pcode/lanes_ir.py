@@ -175,7 +175,6 @@ FLOAT_TO_INT = {"f32_to_i32": (F32, 32, True), "f32_to_u32": (F32, 32, False), "
                 "f16_to_i16": (F16, 16, True), "f16_to_u16": (F16, 16, False)}
 FLOAT_CASTS = {"f32_to_f64": (F32, F64), "f64_to_f32": (F64, F32), "f16_to_f32": (F16, F32), "f32_to_f16": (F32, F16), "f64_to_f16": (F64, F16)}
 ROUNDINGS = {"trunc_": "trunc", "floor_": "floor", "ceil_": "ceil", "rint_": "rint"}
-PY_INT_HELPERS = {"sext"}   # runtime helpers computed at lowering when every argument is a Python int (a field: sext(SIMM16, 16))
 INT_EXTREMES = {f"i{w}_{s}": (w, s) for w in ("max", "min") for s in (True, False)}   # helpers' imax_True ...: (which, signed)
 FLOAT_EXTREMES = {"fmax": (True, 2), "fmin": (False, 2), "fmax3": (True, 3), "fmin3": (False, 3)}   # helpers.fmax ...: (max?, operands)
 VIA_F64 = {"log2_": "log2", "rsq_": "rsq"}   # helpers computed in double by numerics._via_f64 (and pow_f(2, x): exp2)
@@ -420,110 +419,171 @@ class Lowering:
     return self._helper(f.id, args, kws)
 
   def _helper(self, name:str, args:list, kws:dict):
+    """A call of a runtime/helpers/numerics helper: its rule in HELPER_RULES (below the class), which lowers it or raises
+    NotLowerable. Only the rules in SCALAR_RULES take calls whose arguments are all Python values (fields, constants); the numpy
+    path computes the others' Python-int forms, which have no lane value to lower."""
+    if (rule := HELPER_RULES.get(name)) is None: raise NotLowerable(f"helper {name}")
+    if name not in SCALAR_RULES and not any(isinstance(a, Val) for a in args): raise NotLowerable(f"{name} of Python scalars")
+    return getattr(self, rule)(name, args, kws)
+
+  # --- one rule per helper family (HELPER_RULES maps each helper name to one) ---
+  def _h_mread(self, name:str, args:list, kws:dict):   # runtime.mread(MEM, addr, nbytes, n) / mread_words(MEM, addr, k, n)
+    if len(args) != 4 or kws or not isinstance(args[1], Val) or not isinstance(args[2], int): raise NotLowerable(f"{name} of these operands")
+    mem, addr, size = args[0], self.b.cast(args[1], U64), args[2]
+    if not hasattr(mem, "read"): raise NotLowerable(f"{name} of {type(mem).__name__}")
+    return mem.read(addr, size) if name == "mread" else mem.read_words(addr, size)
+
+  def _h_mwrite(self, name:str, args:list, kws:dict):   # runtime.mwrite(MEM, addr, value, nbytes, n)
+    if len(args) != 5 or kws or not isinstance(args[3], int): raise NotLowerable(f"{name} of these operands")
+    mem, addr, value, size = args[0], self.b.cast(args[1], U64), self.b.cast(args[2], U64), args[3]
+    if not hasattr(mem, "write"): raise NotLowerable(f"{name} of {type(mem).__name__}")
+    return mem.write(addr, value, size)
+
+  def _h_signext(self, name:str, args:list, kws:dict):   # helpers.signext: marks a value signed, changes nothing
+    if len(args) != 1: raise NotLowerable(f"{name} of these operands")
+    return args[0]
+
+  def _h_bits(self, name:str, args:list, kws:dict):   # runtime.bits2f(bits, w) / f2bits(x, w)
     b = self.b
-    if name in ("mread", "mread_words") and len(args) == 4 and not kws and isinstance(args[1], Val) and isinstance(args[2], int):
-      mem, addr, size = args[0], b.cast(args[1], U64), args[2]   # runtime.mread(MEM, addr, nbytes, n) / mread_words(MEM, addr, k, n)
-      if not hasattr(mem, "read"): raise NotLowerable(f"{name} of {type(mem).__name__}")
-      return mem.read(addr, size) if name == "mread" else mem.read_words(addr, size)
-    if name == "mwrite" and len(args) == 5 and not kws and isinstance(args[3], int):   # runtime.mwrite(MEM, addr, value, nbytes, n)
-      mem, addr, value, size = args[0], b.cast(args[1], U64), b.cast(args[2], U64), args[3]
-      if not hasattr(mem, "write"): raise NotLowerable(f"{name} of {type(mem).__name__}")
-      return mem.write(addr, value, size)
-    if name == "signext" and len(args) == 1: return args[0]   # helpers.signext: marks a value signed, changes nothing
-    if name in ("bits2f", "f2bits") and len(args) == 2 and not isinstance(args[1], Val):
-      x, w = args
-      if w not in INT_OF_BITS: raise NotLowerable(f"{name} of width {w}")
-      fdt, it = {16: F16, 32: F32, 64: F64}[w], b.t(INT_OF_BITS[w])
-      if name == "bits2f":
-        x = b.cast(x, U64)
-        lo = b.emit(f"trunc {b.t('i64')} {x.ref} to {it}", U64).ref if w < 64 else x.ref
-        return b.emit(f"bitcast {it} {lo} to {b.t(LLVM_TYPE[fdt])}", fdt)
-      if not isinstance(x, Val) or x.dt.kind != "f": raise NotLowerable("f2bits of a non-float")
-      if w == 16 and x.dt == F32: raise NotLowerable("f2bits of a float32 at 16 bits")   # (runtime.f2bits: bf16 bits need bf16_bits)
-      v = b.cast(x, fdt)
-      bits = b.emit(f"bitcast {b.t(LLVM_TYPE[fdt])} {v.ref} to {it}", U64)
-      return b.emit(f"zext {it} {bits.ref} to {b.t('i64')}", U64) if w < 64 else bits
-    if name == "where" and len(args) == 3:
-      c, x, y = args
-      if not isinstance(c, Val): return x if c else y
-      dt = self._promote(x, y) if isinstance(x, Val) or isinstance(y, Val) else np.result_type(x, y)
-      c = b.cast(c, BOOL)
-      xv, yv = b.cast(x, dt), b.cast(y, dt)
-      return b.emit(f"select {b.t('i1')} {c.ref}, {b.t(LLVM_TYPE[dt])} {xv.ref}, {b.t(LLVM_TYPE[dt])} {yv.ref}", dt)
-    if name in ("int", "float", "bool") and len(args) == 1 and not isinstance(args[0], Val):
-      return {"int": int, "float": float, "bool": bool}[name](args[0])
-    if name in ("u64", "i64") and len(args) == 1 and isinstance(args[0], int): return args[0] & ((1 << 64) - 1) if name == "u64" else args[0]
-    if not any(isinstance(a, Val) for a in args):
-      if name in PY_INT_HELPERS and not kws and all(isinstance(a, int) for a in args): return getattr(runtime, name)(*args)
-      raise NotLowerable(f"{name} of Python scalars")   # the numpy path computes those with Python ints: no lane value to lower
-    if name == "sext" and len(args) == 2 and not isinstance(args[1], Val):
-      x, w = args   # (numpy's runtime.sext keeps uint64 bits; a Python int's is the signed value)
-      if x.dt not in (U64, I64) or not 0 < w <= 64: raise NotLowerable(f"sext of {x.dt}")
-      dt = I64 if self.python_ints else x.dt
-      if w == 64: return Val(x.ref, dt)
-      hi = b.emit(f"shl {b.t('i64')} {x.ref}, {b.c('i64', str(64 - w))}", x.dt)
-      return b.emit(f"ashr {b.t('i64')} {hi.ref}, {b.c('i64', str(64 - w))}", dt)
-    if name in ("i64", "int") and len(args) == 1 and self.python_ints and args[0].dt.kind in "iu": return args[0]   # (a Python int's value)
-    if name in ("ff1_32", "ff1_64") and len(args) == 1 and self.python_ints and args[0].dt.kind in "iu":
-      return self._first_one(args[0], int(name[-2:]))
-    if name == "i64" and len(args) == 1: return Val(args[0].ref, I64) if args[0].dt == U64 else args[0]
-    if name == "u64" and len(args) == 1:
-      if args[0].dt.kind == "f": raise NotLowerable("u64 of a float")
-      return b.cast(args[0], U64)
-    if name in ("shl", "shr") and len(args) in (2, 3) and not kws:   # runtime.shl / runtime.shr(x, s, signed=False)
-      x, s, signed = args[0], args[1], args[2] if len(args) == 3 else False
-      if isinstance(signed, Val) or isinstance(s, Val) and s.dt.kind not in "iu": raise NotLowerable(f"{name} of these operands")
-      return self._shift(name == "shl", b.cast(x, U64), b.cast(s, U64) if isinstance(s, Val) else s, signed_fill=bool(signed) and name == "shr")
-    if name == "fma" and len(args) == 3 and not kws:
-      dt = promote(*args)
-      if F16 in {a.dt for a in args if isinstance(a, Val)} and dt != F16: raise NotLowerable("fma of float16 with wider floats")
-      vs = [b.cast(a, dt) for a in args]
-      if dt == F16: return self._fma_half(vs)
-      return b.call(f"llvm.fma.{_vsuffix(b, dt)}", LLVM_TYPE[dt], [(LLVM_TYPE[dt], v.ref) for v in vs], dt, arith=True)
+    if len(args) != 2 or isinstance(args[1], Val): raise NotLowerable(f"{name} of these operands")
+    x, w = args
+    if w not in INT_OF_BITS: raise NotLowerable(f"{name} of width {w}")
+    fdt, it = {16: F16, 32: F32, 64: F64}[w], b.t(INT_OF_BITS[w])
+    if name == "bits2f":
+      x = b.cast(x, U64)
+      lo = b.emit(f"trunc {b.t('i64')} {x.ref} to {it}", U64).ref if w < 64 else x.ref
+      return b.emit(f"bitcast {it} {lo} to {b.t(LLVM_TYPE[fdt])}", fdt)
+    if not isinstance(x, Val) or x.dt.kind != "f": raise NotLowerable("f2bits of a non-float")
+    if w == 16 and x.dt == F32: raise NotLowerable("f2bits of a float32 at 16 bits")   # (runtime.f2bits: bf16 bits need bf16_bits)
+    v = b.cast(x, fdt)
+    bits = b.emit(f"bitcast {b.t(LLVM_TYPE[fdt])} {v.ref} to {it}", U64)
+    return b.emit(f"zext {it} {bits.ref} to {b.t('i64')}", U64) if w < 64 else bits
+
+  def _h_where(self, name:str, args:list, kws:dict):
+    b = self.b
+    if len(args) != 3: raise NotLowerable(f"{name} of these operands")
+    c, x, y = args
+    if not isinstance(c, Val): return x if c else y
+    dt = self._promote(x, y) if isinstance(x, Val) or isinstance(y, Val) else np.result_type(x, y)
+    c = b.cast(c, BOOL)
+    xv, yv = b.cast(x, dt), b.cast(y, dt)
+    return b.emit(f"select {b.t('i1')} {c.ref}, {b.t(LLVM_TYPE[dt])} {xv.ref}, {b.t(LLVM_TYPE[dt])} {yv.ref}", dt)
+
+  def _h_python_cast(self, name:str, args:list, kws:dict):   # int() / float() / bool() of a Python value; a whole-wave op's int()
+    if len(args) == 1 and not isinstance(args[0], Val): return {"int": int, "float": float, "bool": bool}[name](args[0])
+    if name == "int" and len(args) == 1 and self.python_ints and args[0].dt.kind in "iu": return args[0]   # (a Python int's value)
+    raise NotLowerable(f"{name} of these operands")
+
+  def _h_int64(self, name:str, args:list, kws:dict):   # runtime.u64 / i64: 64-bit views of an integer
+    if len(args) != 1: raise NotLowerable(f"{name} of these operands")
     x = args[0]
-    if name == "popcount" and len(args) == 1 and x.dt.kind in "iu": return b.call(f"llvm.ctpop.v{b.width}i64", "i64", [("i64", x.ref)], U64)
-    if name == "fabs" and len(args) == 1:
-      if x.dt.kind != "f": raise NotLowerable("fabs of an integer")
-      return b.call(f"llvm.fabs.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt)
-    if name in ROUNDINGS and len(args) == 1 and x.dt.kind == "f":
-      return b.call(f"llvm.{ROUNDINGS[name]}.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=True)
-    if name == "sqrt_" and len(args) == 1 and not kws and x.dt.kind == "f":
-      return b.call(f"llvm.sqrt.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=True)
-    if name in ("isnan", "is_snan", "is_qnan", "quiet", "sign", "exponent", "mantissa") and len(args) == 1 and not kws:
-      return self._float_bits(name, x)
-    if name == "ldexp" and len(args) == 2: return self._ldexp(x, args[1], kws)
-    if name in INT_TO_FLOAT and len(args) == 1 and not kws:
-      signed, fdt = INT_TO_FLOAT[name]
+    if isinstance(x, int): return x & ((1 << 64) - 1) if name == "u64" else x
+    if not isinstance(x, Val): raise NotLowerable(f"{name} of Python scalars")
+    if name == "i64": return x if self.python_ints and x.dt.kind in "iu" or x.dt != U64 else Val(x.ref, I64)
+    if x.dt.kind == "f": raise NotLowerable("u64 of a float")
+    return self.b.cast(x, U64)
+
+  def _h_sext(self, name:str, args:list, kws:dict):   # runtime.sext(x, w)
+    b = self.b
+    if not any(isinstance(a, Val) for a in args):
+      if kws or not all(isinstance(a, int) for a in args): raise NotLowerable(f"{name} of Python scalars")
+      return runtime.sext(*args)   # (a field: sext(SIMM16, 16), computed at lowering)
+    if len(args) != 2 or isinstance(args[1], Val): raise NotLowerable(f"{name} of these operands")
+    x, w = args   # (numpy's runtime.sext keeps uint64 bits; a Python int's is the signed value)
+    if x.dt not in (U64, I64) or not 0 < w <= 64: raise NotLowerable(f"sext of {x.dt}")
+    dt = I64 if self.python_ints else x.dt
+    if w == 64: return Val(x.ref, dt)
+    hi = b.emit(f"shl {b.t('i64')} {x.ref}, {b.c('i64', str(64 - w))}", x.dt)
+    return b.emit(f"ashr {b.t('i64')} {hi.ref}, {b.c('i64', str(64 - w))}", dt)
+
+  def _h_first_one(self, name:str, args:list, kws:dict):   # a whole-wave op's ff1_32 / ff1_64
+    if len(args) != 1 or not self.python_ints or args[0].dt.kind not in "iu": raise NotLowerable(f"{name} of these operands")
+    return self._first_one(args[0], int(name[-2:]))
+
+  def _h_shift(self, name:str, args:list, kws:dict):   # runtime.shl / runtime.shr(x, s, signed=False)
+    if len(args) not in (2, 3) or kws: raise NotLowerable(f"{name} of these operands")
+    x, s, signed = args[0], args[1], args[2] if len(args) == 3 else False
+    if isinstance(signed, Val) or isinstance(s, Val) and s.dt.kind not in "iu": raise NotLowerable(f"{name} of these operands")
+    b = self.b
+    return self._shift(name == "shl", b.cast(x, U64), b.cast(s, U64) if isinstance(s, Val) else s, signed_fill=bool(signed) and name == "shr")
+
+  def _h_fma(self, name:str, args:list, kws:dict):
+    if len(args) != 3 or kws: raise NotLowerable(f"{name} of these operands")
+    b, dt = self.b, promote(*args)
+    if F16 in {a.dt for a in args if isinstance(a, Val)} and dt != F16: raise NotLowerable("fma of float16 with wider floats")
+    vs = [b.cast(a, dt) for a in args]
+    if dt == F16: return self._fma_half(vs)
+    return b.call(f"llvm.fma.{_vsuffix(b, dt)}", LLVM_TYPE[dt], [(LLVM_TYPE[dt], v.ref) for v in vs], dt, arith=True)
+
+  def _h_unary_intrinsic(self, name:str, args:list, kws:dict):   # popcount, fabs, the roundings and sqrt: one LLVM intrinsic each
+    b, x = self.b, args[0]
+    if len(args) != 1 or kws: raise NotLowerable(f"{name} of these operands")
+    if name == "popcount":
       if x.dt.kind not in "iu": raise NotLowerable(f"{name} of {x.dt}")
-      v = Val(x.ref, I64 if signed else U64)
-      # (to half through double: exact below 2**53, and any value past 65520 is infinite as a half either way)
-      return b.cast(b.cast(v, F64), F16) if fdt == F16 else b.cast(v, fdt)
-    if name in FLOAT_TO_INT and len(args) == 1:
-      fdt, bits, signed = FLOAT_TO_INT[name]
-      if x.dt != fdt: raise NotLowerable(f"{name} of {x.dt}")   # (numerics.float_to_int converts the value in its own type)
-      v = b.cast(x, F32) if fdt == F16 else x   # (exact: the saturating conversion from float gives the half's result)
-      it = f"i{bits}"
-      r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}{it}.{_vsuffix(b, v.dt)}", it, [(LLVM_TYPE[v.dt], v.ref)], U64)
-      return b.emit(f"{'sext' if signed else 'zext'} {b.t(it)} {r.ref} to {b.t('i64')}", U64)
-    if name in FLOAT_CASTS and len(args) == 1 and not kws:   # (nearest-even; a NaN is reported as float arithmetic's are)
-      src, dst = FLOAT_CASTS[name]
-      if x.dt != src: raise NotLowerable(f"{name} of {x.dt}")
-      return b.cast(x, dst)
-    if name in INT_EXTREMES and not kws: return self._int_extreme(*INT_EXTREMES[name], args)
-    if name in FLOAT_EXTREMES and not kws and len(args) == FLOAT_EXTREMES[name][1] + 1 and not isinstance(args[-1], Val):
-      want_max, count = FLOAT_EXTREMES[name]
-      r = args[0]
-      for y in args[1:count]: r = self._float_extreme(want_max, r, y, bool(args[-1]))
-      return r
-    if name in ("reverse_bits", "reverse_bits32") and not kws:
-      w = 32 if name == "reverse_bits32" else args[1] if len(args) == 2 else None
-      if len(args) != (1 if name == "reverse_bits32" else 2) or x.dt != U64 or not isinstance(w, int) or not 0 < w <= 64:
-        raise NotLowerable(f"{name} of these operands")
-      r = b.call(f"llvm.bitreverse.v{b.width}i64", "i64", [("i64", x.ref)], U64)   # all 64 reversed, then the low w's bits brought down
-      return r if w == 64 else b.emit(f"lshr {b.t('i64')} {r.ref}, {b.c('i64', str(64 - w))}", U64)
-    if name == "pow_f" and len(args) == 2 and not kws and self._is_two(args[0]): return self._via_f64("exp2", args[1])   # helpers.pow_f
-    if name in VIA_F64 and len(args) == 1 and not kws: return self._via_f64(VIA_F64[name], x)
-    raise NotLowerable(f"helper {name}")
+      return b.call(f"llvm.ctpop.v{b.width}i64", "i64", [("i64", x.ref)], U64)
+    if x.dt.kind != "f": raise NotLowerable(f"{name} of an integer")
+    intrinsic = "fabs" if name == "fabs" else "sqrt" if name == "sqrt_" else ROUNDINGS[name]
+    return b.call(f"llvm.{intrinsic}.{_vsuffix(b, x.dt)}", LLVM_TYPE[x.dt], [(LLVM_TYPE[x.dt], x.ref)], x.dt, arith=name != "fabs")
+
+  def _h_float_bits(self, name:str, args:list, kws:dict):
+    if len(args) != 1 or kws: raise NotLowerable(f"{name} of these operands")
+    return self._float_bits(name, args[0])
+
+  def _h_ldexp(self, name:str, args:list, kws:dict):
+    if len(args) != 2: raise NotLowerable(f"{name} of these operands")
+    return self._ldexp(args[0], args[1], kws)
+
+  def _h_int_to_float(self, name:str, args:list, kws:dict):
+    if len(args) != 1 or kws: raise NotLowerable(f"{name} of these operands")
+    signed, fdt = INT_TO_FLOAT[name]
+    x, b = args[0], self.b
+    if x.dt.kind not in "iu": raise NotLowerable(f"{name} of {x.dt}")
+    v = Val(x.ref, I64 if signed else U64)
+    # (to half through double: exact below 2**53, and any value past 65520 is infinite as a half either way)
+    return b.cast(b.cast(v, F64), F16) if fdt == F16 else b.cast(v, fdt)
+
+  def _h_float_to_int(self, name:str, args:list, kws:dict):
+    if len(args) != 1: raise NotLowerable(f"{name} of these operands")
+    fdt, bits, signed = FLOAT_TO_INT[name]
+    x, b = args[0], self.b
+    if x.dt != fdt: raise NotLowerable(f"{name} of {x.dt}")   # (numerics.float_to_int converts the value in its own type)
+    v = b.cast(x, F32) if fdt == F16 else x   # (exact: the saturating conversion from float gives the half's result)
+    it = f"i{bits}"
+    r = b.call(f"llvm.fpto{'s' if signed else 'u'}i.sat.v{b.width}{it}.{_vsuffix(b, v.dt)}", it, [(LLVM_TYPE[v.dt], v.ref)], U64)
+    return b.emit(f"{'sext' if signed else 'zext'} {b.t(it)} {r.ref} to {b.t('i64')}", U64)
+
+  def _h_float_cast(self, name:str, args:list, kws:dict):   # (nearest-even; a NaN is reported as float arithmetic's are)
+    if len(args) != 1 or kws: raise NotLowerable(f"{name} of these operands")
+    src, dst = FLOAT_CASTS[name]
+    if args[0].dt != src: raise NotLowerable(f"{name} of {args[0].dt}")
+    return self.b.cast(args[0], dst)
+
+  def _h_int_extreme(self, name:str, args:list, kws:dict):
+    if kws: raise NotLowerable(f"{name} of these operands")
+    return self._int_extreme(*INT_EXTREMES[name], args)
+
+  def _h_float_extreme(self, name:str, args:list, kws:dict):   # helpers.fmax(a, b, ieee) ... fmin3(a, b, c, ieee)
+    want_max, count = FLOAT_EXTREMES[name]
+    if kws or len(args) != count + 1 or isinstance(args[-1], Val): raise NotLowerable(f"{name} of these operands")
+    r = args[0]
+    for y in args[1:count]: r = self._float_extreme(want_max, r, y, bool(args[-1]))
+    return r
+
+  def _h_reverse_bits(self, name:str, args:list, kws:dict):
+    b, x = self.b, args[0]
+    w = 32 if name == "reverse_bits32" else args[1] if len(args) == 2 else None
+    if kws or len(args) != (1 if name == "reverse_bits32" else 2) or x.dt != U64 or not isinstance(w, int) or not 0 < w <= 64:
+      raise NotLowerable(f"{name} of these operands")
+    r = b.call(f"llvm.bitreverse.v{b.width}i64", "i64", [("i64", x.ref)], U64)   # all 64 reversed, then the low w's bits brought down
+    return r if w == 64 else b.emit(f"lshr {b.t('i64')} {r.ref}, {b.c('i64', str(64 - w))}", U64)
+
+  def _h_pow(self, name:str, args:list, kws:dict):   # helpers.pow_f(2, x): exp2
+    if len(args) != 2 or kws or not self._is_two(args[0]): raise NotLowerable(f"{name} of these operands")
+    return self._via_f64("exp2", args[1])
+
+  def _h_via_f64(self, name:str, args:list, kws:dict):
+    if len(args) != 1 or kws: raise NotLowerable(f"{name} of these operands")
+    return self._via_f64(VIA_F64[name], args[0])
 
   def _fma_half(self, vs:list[Val]) -> Val:
     """helpers.fma on float16 (numerics.fma_f16: one rounding of a*b+c): the product of two halves (22 bits) is exact in double;
@@ -645,6 +705,19 @@ class Lowering:
       return b.emit(f"bitcast {it} {sel.ref} to {t}", x.dt)
     want = has_q if name == "is_qnan" else b.emit(f"xor {b.t('i1')} {has_q.ref}, {b.c('i1', 'true')}", BOOL)
     return b.emit(f"and {b.t('i1')} {nan.ref}, {want.ref}", BOOL)
+
+# helper name -> the Lowering method that lowers its calls (one rule per family)
+HELPER_RULES = {"mread": "_h_mread", "mread_words": "_h_mread", "mwrite": "_h_mwrite", "signext": "_h_signext", "bits2f": "_h_bits",
+                "f2bits": "_h_bits", "where": "_h_where", **dict.fromkeys(("int", "float", "bool"), "_h_python_cast"),
+                "u64": "_h_int64", "i64": "_h_int64", "sext": "_h_sext", "ff1_32": "_h_first_one", "ff1_64": "_h_first_one",
+                "shl": "_h_shift", "shr": "_h_shift", "fma": "_h_fma",
+                **dict.fromkeys(("popcount", "fabs", "sqrt_", *ROUNDINGS), "_h_unary_intrinsic"),
+                **dict.fromkeys(("isnan", "is_snan", "is_qnan", "quiet", "sign", "exponent", "mantissa"), "_h_float_bits"),
+                "ldexp": "_h_ldexp", **dict.fromkeys(INT_TO_FLOAT, "_h_int_to_float"), **dict.fromkeys(FLOAT_TO_INT, "_h_float_to_int"),
+                **dict.fromkeys(FLOAT_CASTS, "_h_float_cast"), **dict.fromkeys(INT_EXTREMES, "_h_int_extreme"),
+                **dict.fromkeys(FLOAT_EXTREMES, "_h_float_extreme"), "reverse_bits": "_h_reverse_bits", "reverse_bits32": "_h_reverse_bits",
+                "pow_f": "_h_pow", **dict.fromkeys(VIA_F64, "_h_via_f64")}
+SCALAR_RULES = {"mread", "mread_words", "mwrite", "signext", "bits2f", "f2bits", "where", "int", "float", "bool", "u64", "i64", "sext"}
 
 def lower(source:str, inputs:dict, b:Builder, python_ints:bool=False) -> dict:
   """The outputs (`st.NAME = ...` of the generated `op` function) as lane vectors or Python scalars, emitting the wave's IR into b.
