@@ -53,6 +53,7 @@ and runs each batch both natively and on the numpy path, failing the dispatch (G
 """
 from __future__ import annotations
 import ctypes, itertools, os
+from pathlib import Path
 import numpy as np
 from emu import native
 from emu.amd import step_build
@@ -110,146 +111,11 @@ SIGNATURE = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, 
 # per call that keeps each call to about LOOP_BUDGET wave-instructions (the watchdogs and Ctrl-C see the dispatch between calls).
 LOOP_BUDGET = 1 << 20
 
-# what a region with global or DS loads calls (_WaveCode.load, lds_load): @find, whether [lo, hi + span) lies in one row (start, size, delta) of the
-# sorted native table (true with delta 0 when lo > hi: no lane is active), the row's host-address delta stored at %d; @gather, k
-# values of 1, 2 or 4 bytes (zero-extended to 32 bits) at each active lane's address + delta + 4 j into out[j * n + lane], 0 for
-# inactive lanes, whose addresses are never touched
-MEMORY_HELPERS = """define internal i1 @find(ptr %tab, i64 %n, i64 %lo, i64 %hi, i64 %span, ptr %d) {
-entry:
-  %none = icmp ugt i64 %lo, %hi
-  br i1 %none, label %empty, label %loop
-empty:
-  store i64 0, ptr %d
-  ret i1 true
-loop:
-  %l = phi i64 [0, %entry], [%l.next, %step]
-  %r = phi i64 [%n, %entry], [%r.next, %step]
-  %more = icmp ult i64 %l, %r
-  br i1 %more, label %step, label %found
-step:
-  %sum = add i64 %l, %r
-  %mid = lshr i64 %sum, 1
-  %mrow = mul i64 %mid, 3
-  %mp = getelementptr inbounds i64, ptr %tab, i64 %mrow
-  %mstart = load i64, ptr %mp
-  %below = icmp ule i64 %mstart, %lo
-  %mid1 = add i64 %mid, 1
-  %l.next = select i1 %below, i64 %mid1, i64 %l
-  %r.next = select i1 %below, i64 %r, i64 %mid
-  br label %loop
-found:
-  %any = icmp ne i64 %l, 0
-  br i1 %any, label %check, label %miss
-check:
-  %i = sub i64 %l, 1
-  %row = mul i64 %i, 3
-  %sp = getelementptr inbounds i64, ptr %tab, i64 %row
-  %start = load i64, ptr %sp
-  %zp = getelementptr inbounds i64, ptr %sp, i64 1
-  %size = load i64, ptr %zp
-  %dp = getelementptr inbounds i64, ptr %sp, i64 2
-  %delta = load i64, ptr %dp
-  %reach = sub i64 %hi, %start
-  %fits = icmp uge i64 %size, %span
-  %room = sub i64 %size, %span
-  %inside = icmp ule i64 %reach, %room
-  %ok = and i1 %fits, %inside
-  store i64 %delta, ptr %d
-  ret i1 %ok
-miss:
-  ret i1 false
-}
-define internal void @gather(ptr %a, i64 %delta, i64 %exec, i64 %n, i64 %k, i64 %nbytes, ptr %o) {
-entry:
-  br label %lane
-lane:
-  %i = phi i64 [0, %entry], [%i.next, %lane.end]
-  %bits = lshr i64 %exec, %i
-  %bit = trunc i64 %bits to i1
-  %ap = getelementptr inbounds i64, ptr %a, i64 %i
-  %addr = load i64, ptr %ap
-  %host = add i64 %addr, %delta
-  br label %word
-word:
-  %j = phi i64 [0, %lane], [%j.next, %put]
-  %jb = mul i64 %j, 4
-  %h = add i64 %host, %jb
-  %p = inttoptr i64 %h to ptr
-  %jn = mul i64 %j, %n
-  %oi = add i64 %jn, %i
-  %op = getelementptr inbounds i32, ptr %o, i64 %oi
-  br i1 %bit, label %read, label %put
-read:
-  switch i64 %nbytes, label %r4 [i64 1, label %r1
-                                 i64 2, label %r2]
-r1:
-  %b1 = load i8, ptr %p, align 1
-  %v1 = zext i8 %b1 to i32
-  br label %put
-r2:
-  %b2 = load i16, ptr %p, align 1
-  %v2 = zext i16 %b2 to i32
-  br label %put
-r4:
-  %v4 = load i32, ptr %p, align 1
-  br label %put
-put:
-  %v = phi i32 [0, %word], [%v1, %r1], [%v2, %r2], [%v4, %r4]
-  store i32 %v, ptr %op
-  %j.next = add i64 %j, 1
-  %jdone = icmp eq i64 %j.next, %k
-  br i1 %jdone, label %lane.end, label %word
-lane.end:
-  %i.next = add i64 %i, 1
-  %idone = icmp eq i64 %i.next, %n
-  br i1 %idone, label %done, label %lane
-done:
-  ret void
-}
-"""
-# what a region with stores calls (_StoreWrite): @scatter, the low `nbytes` (1, 2, 4, 8) of each active lane's value v[lane] to its
-# address a[lane] + delta, lane by lane (the last lane wins, as MemoryMap.store); inactive lanes' addresses are never touched
-STORE_HELPERS = """define internal void @scatter(ptr %a, ptr %v, i64 %delta, i64 %exec, i64 %n, i64 %nbytes) {
-entry:
-  br label %lane
-lane:
-  %i = phi i64 [0, %entry], [%i.next, %lane.end]
-  %bits = lshr i64 %exec, %i
-  %bit = trunc i64 %bits to i1
-  br i1 %bit, label %put, label %lane.end
-put:
-  %ap = getelementptr inbounds i64, ptr %a, i64 %i
-  %addr = load i64, ptr %ap
-  %host = add i64 %addr, %delta
-  %p = inttoptr i64 %host to ptr
-  %vp = getelementptr inbounds i64, ptr %v, i64 %i
-  %val = load i64, ptr %vp
-  switch i64 %nbytes, label %w8 [i64 1, label %w1
-                                 i64 2, label %w2
-                                 i64 4, label %w4]
-w1:
-  %v1 = trunc i64 %val to i8
-  store i8 %v1, ptr %p, align 1
-  br label %lane.end
-w2:
-  %v2 = trunc i64 %val to i16
-  store i16 %v2, ptr %p, align 1
-  br label %lane.end
-w4:
-  %v4 = trunc i64 %val to i32
-  store i32 %v4, ptr %p, align 1
-  br label %lane.end
-w8:
-  store i64 %val, ptr %p, align 1
-  br label %lane.end
-lane.end:
-  %i.next = add i64 %i, 1
-  %idone = icmp eq i64 %i.next, %n
-  br i1 %idone, label %done, label %lane
-done:
-  ret void
-}
-"""
+# LLVM IR a region's module appends (emu/amd/ir/, each file says what its functions do): @find and @gather for regions with global
+# or DS loads (_WaveCode.load, lds_load), @scatter for regions with stores (_StoreWrite)
+IR_DIR = Path(__file__).with_name("ir")
+MEMORY_HELPERS = (IR_DIR / "memory_helpers.ll").read_text()
+STORE_HELPERS = (IR_DIR / "store_helpers.ll").read_text()
 
 def enabled() -> bool:
   """Whether regions may run in this process (EMU_REGIONS and EMU_NATIVE not 0, native code loadable)."""
