@@ -1,55 +1,11 @@
-"""Native regions: a run of straight-line vector ALU instructions, global and scalar loads and scalar ALU ops, up to and including a branch,
-compiled once per code bytes into one native function that runs the whole run for every wave of a batch, wave by wave, on all lanes
-at once: each register value is one SIMD vector (a lane per element) that stays in machine registers from the instruction that
-makes it to the one that reads it; a scalar value is a one-element vector of the wave.
-
-Each instruction's semantics are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds only what the
-executors (exec_valu, exec_vmem, exec_salu) add around the op: operand reads (VGPR, SGPR, constants, neg/abs), EXEC, lane-mask
-registers (VCC, carry-outs, VOPC results), a load's address and memory, and the destination store. A region holds plain
-VOP1/VOP2/VOP3/VOP3SD/VOPC instructions without DPP, SDWA, output modifiers, clamping or 16-bit high halves (a 16-bit result goes to
-the low half), VOP3P ops of packed sources (each half picked by op_sel / op_sel_hi and negated by neg / neg_hi: 16-bit halves of a
-dword, CDNA's f32 halves of a register pair), VOPD pairs, plain GLOBAL loads (no atomics, ADDTID, block or LDS forms), plain DS
-loads from the wave's workgroup's LDS (no atomics or ADDTID forms), scalar ALU ops from SGPRs and constants into an SGPR or
-EXEC and SCC, scalar (SMEM) loads into SGPRs below EXEC (both lowered from their numpy code over waves, SaluStep.across /
-SmemStep.across: a kernel's argument loads, and loops reading through uniform addresses, stay in the region), and the SOPP no-ops
-between them (s_delay_alu, s_nop, s_waitcnt ...), then plain GLOBAL stores (no atomics, ADDTID or block forms) and plain DS stores
-(no atomics or ADDTID forms) after all of those; a branch (s_branch, s_cbranch_scc0/1, s_cbranch_execz/execnz, s_cbranch_vccz/vccnz)
-is the last instruction of a region without stores (the function then stores each wave's next PC), and where it goes back to the
-region's own start the function runs the region again for that wave, at most `limit` times a call (LOOP_BUDGET; never past the run
-after which the instruction watchdog fires). A lane mask's word is made where it is written (each active lane's bit; 0 in inactive
-lanes) and kept with the SGPRs, so scalar ops later in the region read it, and may write over it. A scalar op may write EXEC
-(s_and_saveexec, s_or_b32 exec: LLVM's guarded blocks), and so may a VALU op as a lane mask (v_cmpx, a compare or carry-out into
-EXEC_LO; after its other results, which are stored under the EXEC it ran with): every later instruction of the region runs on the
-new EXEC, so each VGPR write keeps the lanes inactive at that point, each lane mask is 0 there, each load reads and counts only the
-lanes then active, and a NaN counts only in a lane active where it was made. It ends before anything else.
-The loop over waves writes no memory, so its loads may run wave by wave. A region's stores come last (once one has joined, only
-stores follow): the loop only checks each wave's store spans against the writable native table, and once every wave of the batch
-has run, each of the stores' writes is done for every wave in turn, from the registers the loop stored (nothing after a region's
-first store writes one): the numpy path's order, every wave's loads before any store and each write for all lanes before the next.
-If any wave fell back, no store is written natively: the numpy path then runs the stores for every wave of the batch (a fault
-leaves memory untouched, as there). LDS is read and written as LocalMemory does (the address's low 32 bits; an access past the
-workgroup's LDS reads 0 and writes nothing, so a DS access never falls back) and counts no bytes; a DS store comes last like a
-global one, so no wave's DS load in a region runs after any wave's DS store of it (two waves of a workgroup see each other's
-stores only across regions, as across steps in the numpy path's lockstep).
-
-A load reads in place only what the memory map's native table vouches for (MemoryMap.native_table: ranges whose host memory
-cannot go away under it): the span every active lane of the wave reaches (a scalar load: the wave's one span) must lie in one of its
-ranges, else that wave takes the numpy path, which reads across ranges or raises the fault the access makes. Inactive lanes'
-addresses are never touched.
-
-Nothing is half applied: a wave's results are stored only when the whole run is done for it. A wave in which some float arithmetic
-made a NaN (its bits are the CPU's choice, see lanes_ir), or a load left the native table, is not stored at all: the region's steps
-then run for that wave on the numpy path (a looping region keeps the runs before that one). A thread whose floating-point control
-register is not IEEE's default runs the numpy path for the whole batch. A region is compiled only once the numpy path has spent
-about what compiling it costs (REGION_HOT + REGION_HOT_PER_INSTR per instruction it holds, in instructions run, at most
-REGION_HOT_MAX), on a background thread while the emulation goes on, or loaded at once when its object is in the disk cache
-(emu.native): in LLVM's QUICK tier when earlier processes ran most of that (a test suite's code, run in short bursts process after
-process), FULL when this process did (a long kernel or a loop); a QUICK region that then runs long (in this process and earlier ones
-together) is compiled again as FULL (PROMOTE). A region an earlier process compiled is found from its code bytes and runs natively
-without its steps being loaded (emu.amd.steps.Program.region, `restored`): they stand in until a wave falls back to the numpy path
-or a timing replay needs them.
-EMU_REGIONS=0 (or EMU_NATIVE=0) turns regions off; EMU_REGIONS=check compiles every region at once (QUICK, FULL once promoted)
-and runs each batch both natively and on the numpy path, failing the dispatch (GPUEmulatorError) where the two differ.
+"""Native regions: a run of straight-line plain VALU, VOPD, VOP3P, GLOBAL/DS/SMEM load and scalar ALU instructions (the SOPP
+no-ops between them riding along), then plain GLOBAL/DS stores or a closing branch, compiled once per code bytes into one native
+function that runs the whole run for every wave of a batch, each register value one SIMD vector. Each instruction's semantics
+are its pcode op's generated code, lowered by `emu.pcode.lanes_ir`; this module adds what the executors add around the op
+(operand reads, EXEC and lane masks, addresses and memory, write-back), forms regions (`joins`, `ends`, `build`), decides when
+one is hot enough to compile (REGION_HOT ..., PROMOTE) and calls it, falling back to the numpy path for any wave it cannot
+finish (a NaN made, a load outside the native table) so nothing is half applied. The rules, and why, are in docs/emulator.md
+("Execution model", "Native regions and chains"). EMU_REGIONS=0 turns regions off, `check` runs every batch both ways.
 """
 from __future__ import annotations
 import ctypes, itertools, os

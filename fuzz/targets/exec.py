@@ -1,42 +1,10 @@
-"""Targets `exec.{rdna3,rdna4,cdna}`: one random valid instruction executed by emu.amd.run_program on the table set's CPU (gfx1100,
-gfx1201: wave32 or wave64; gfx942: wave64) with edge-biased operand values and a random EXEC (fuzz.amd_exec). Half the cases are
-VALU/SALU (every VOP1/VOP2/VOP3/VOP3SD/VOP3P/VOPC/SOP1/SOP2/SOPC/SOPK opcode, base, literal, DPP16/DPP8, SDWA, MFMA and SDST
-classes), half the other formats: SOPP, VOPD and VINTERP (RDNA), and the memory formats SMEM, DS, FLAT/GLOBAL/SCRATCH (rdna4:
-VFLAT/VGLOBAL/VSCRATCH) and MUBUF (CDNA) with a mapped global buffer, LDS and scratch.
-
-A share of the cases (EDGE_SHARE) are edge encodings instead: fields the wheel's tables can hold but LLVM and the hardware may
-reject (registers at the end of a file whatever the operand's width, EXEC_HI or a trap temporary as a 64-bit source, reserved
-source codes, SDWA select 7, non-SGPR compare destinations: amd_fields.edge_value). Only the run itself is judged for them (the
-first two properties): the emulator must end them with one of its defined faults or a result, never a host exception.
-
-Properties and kinds:
-  `host-exception`    execution raised something other than the emulator's defined faults (emu.amd.api.GPUFault subclasses), or
-                      GPUEmulatorError (the emulator's own wrapper for such a failure inside an instruction)
-  `nondeterministic`  the same case run twice leaves different registers or memory, or faults differently
-  `unexpected-write`  a register the instruction does not name as a destination changed (SGPR, VGPR or SCC)
-  `inactive-lane-write` a destination VGPR changed in a lane whose EXEC bit is 0
-  `fault-mismatch`    a memory fault where every access the ISA computes is inside the mapped regions, none where one is outside,
-                      or a trap/hang/memory fault from an instruction that cannot raise it
-  `fault-partial-write` the global buffer changed although the instruction faulted
-  `unexpected-memory-write` a byte of the global buffer, LDS or scratch changed that no active lane's store or atomic addresses
-  `load-mismatch`     a load (or a returning atomic, or DS_APPEND/CONSUME) put other bytes in its destination than memory held at the
-                      address the ISA computes (0 where the ISA's range rules say out of range: LDS past its size, MUBUF past
-                      num_records)
-  `store-mismatch`    a store left other bytes at its address than its data (lanes whose bytes no other lane touches)
-  `swap-mismatch`     V_SWAP_B32/B16 did not exchange its destination and source (both are written: tmp = D0; D0 = S0; S0 = tmp)
-  `wrong-pc`          a SOPP instruction continued elsewhere than the ISA says (branch target from SIMM16 and the SCC/VCCZ/EXECZ
-                      condition), or did not end, trap or loop as it should
-  `contract-unnamed-read`, `contract-ignored-source` the executor contract (fuzz/exec_contract.py): the result depends on a
-                      register the instruction does not name, a named destination is not wholly written, or a named source can
-                      change nothing it writes
-The registers an instruction may write come from its destination fields and operands.py (widths; a wave-sized lane mask for compare results)
-plus the implicit destinations the ISA documents: SCC for SALU ops, VCC for VOPC and VOP2 carry ops (e32; the SDST field instead when a gfx9
-SDWA form sets sd), EXEC for v_cmpx (on CDNA also VCC/SDST) and s_*saveexec/s_*wrexec, M0 for gfx9's s_set_gpr_idx_*. 16-bit VOP1/VOP2
-destinations v128+ may also name the high half of v(n-128) (RDNA true16 encoding), so both registers are allowed. On CDNA a VGPR destination
-of v_accvgpr_*/MFMA ops or of an instruction with acc_cd set may be the AGPR of the same number. Exemptions: v_writelane and the matrix ops
-((S)WMMA, (S)MFMA) ignore EXEC (no lane check); v_movrel*/v_swaprel/s_movrel* write registers indexed by M0 (no check of the register file
-they write). Memory instructions may write their data destination (amd_exec.destination: loaded or returned bytes, an AGPR with CDNA's ACC
-bit), VOPD both halves' destinations, SOPP cases only the marker SGPRs (amd_exec.program).
+"""Targets `exec.{rdna3,rdna4,cdna}`: one random valid instruction (or, for a share of the cases, an edge encoding LLVM may reject)
+executed by emu.amd.run_program on the table set's CPU with edge-biased operand values, a random EXEC and, for the memory
+formats, a mapped global buffer, LDS and scratch (fuzz.amd_exec). Each case is judged against the ISA: no host exception,
+determinism, writes only to the registers and bytes the instruction names (and only in active lanes), faults exactly where the
+addressing model says an access leaves the mapped memory, loads and stores moving the bytes the model computes, branches
+landing where SIMM16 says, and the executor contract (fuzz/exec_contract.py). docs/fuzzing.md ("exec.*") lists each kind of
+finding and the destinations the ISA allows.
 """
 from __future__ import annotations
 import os, traceback
