@@ -12,8 +12,8 @@ from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, code, rawf
 from emu.amd import cdna_operands
 from emu.amd.dpp import dpp16_control, dpp16_route, dpp16_write_enable, dpp8_route
-from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, apply_omod_clamp, omod_applies,
-                              int_clamp, inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, operand_fmt)
+from emu.amd.operands import (Src, dest_bits, resolve_src, float_kind, modifier_float_kind, apply_neg_abs, packed_halves, apply_omod_clamp,
+                              omod_applies, int_clamp, inline_constant, write_vgpr_lanes, read_vgpr_lanes, write_sgpr, operand_fmt)
 from emu.amd.semantics import get_op
 from emu.amd.step import Lanes, Machine, Step
 from emu.amd.wave import AGPR_BASE, MODE_INPUTS
@@ -73,14 +73,7 @@ class SrcSpec:
   def read(self, st, wv, ln, dense:slice|None=None) -> np.ndarray:
     if self.narrow: return self.src.read_lanes32(st, wv, ln, dense)
     v = self.src.read_lanes(st, wv, ln, dense)
-    if self.packed is not None:   # two halves (16-bit in a dword; 32-bit in a register pair for CDNA's packed f32 ops)
-      (lo_sel, hi_sel, neg_lo, neg_hi), h = self.packed, self.src.bits // 2
-      mask, sign = U64((1 << h) - 1), U64(1 << (h - 1))
-      lo, hi = (v >> U64(h * lo_sel)) & mask, (v >> U64(h * hi_sel)) & mask
-      if self.fkind:
-        if neg_lo: lo ^= sign
-        if neg_hi: hi ^= sign
-      return lo | (hi << U64(h))
+    if self.packed is not None: return packed_halves(v, self.src.bits // 2, self.fkind, self.packed)
     # neg/abs act on the sign bit of the operand's float type, not of the register width (an SDWA f16 source reads the whole dword)
     return apply_neg_abs(v, self.fkind, self.neg, self.abs) if self.fkind and (self.neg or self.abs) else v
 

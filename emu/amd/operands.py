@@ -151,12 +151,30 @@ def register_overrun(instr:Instr) -> str|None:
   return None
 
 # ---- modifiers ----
-def apply_neg_abs(v:np.ndarray, width:int, neg:bool, abs_:bool) -> np.ndarray:
+# The bit rules below are written once over the bit operators (&, |, ^, <<, >> with Python-int constants): the numpy path applies
+# them to uint64/uint32 lane arrays, the native regions to emu.pcode.lanes_ir.Bits, which emit the same operations as LLVM IR.
+MASK64 = (1 << 64) - 1
+
+def apply_neg_abs(v, width:int, neg:bool, abs_:bool):
   """Sign-bit abs/neg on float raw bits of `width`."""
-  sign = U64(1 << (width - 1))
-  if abs_: v = v & ~sign
+  sign = 1 << (width - 1)
+  if abs_: v = v & (MASK64 ^ sign)
   if neg: v = v ^ sign
   return v
+
+def packed_halves(v, h:int, fkind:int, packed:tuple):
+  """A VOP3P source of two `h`-bit halves (16-bit halves of a dword, CDNA's packed f32 halves of a register pair) from raw bits v:
+  the op_sel half low, the op_sel_hi half high, each sign flipped by neg_lo / neg_hi on a float operand (`packed`: (op_sel,
+  op_sel_hi, neg_lo, neg_hi) of this source)."""
+  (lo_sel, hi_sel, neg_lo, neg_hi), mask, sign = packed, (1 << h) - 1, 1 << (h - 1)
+  def half(sel:int, neg:int):
+    x = (v >> (h * sel)) & mask
+    return x ^ sign if fkind and neg else x
+  return half(lo_sel, neg_lo) | (half(hi_sel, neg_hi) << h)
+
+def merge_half(old, value, hi:bool):
+  """A 16-bit result written into one half of a 32-bit register whose bits are `old`: the other half kept."""
+  return (old & 0xffff) | ((value & 0xffff) << 16) if hi else (old & 0xffff0000) | (value & 0xffff)
 
 _FT = {16: (np.float16, np.uint16), 32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}
 
@@ -262,9 +280,7 @@ def write_vgpr_lanes(st:WaveState, wv:np.ndarray, ln:np.ndarray, reg:int, bits:i
   else:
     def put(r:int, x:np.ndarray): st.vgpr[wv, ln, r] = x
     get = lambda r: st.vgpr[wv, ln, r]
-  if bits == 16:
-    old, v16 = get(reg), (val & U64(0xffff)).astype(np.uint32)
-    put(reg, (old & np.uint32(0xffff)) | (v16 << np.uint32(16)) if hi else (old & np.uint32(0xffff0000)) | v16)
+  if bits == 16: put(reg, merge_half(get(reg), (val & 0xffff).astype(np.uint32), hi))
   else:
     # a uint64 array stored into the uint32 registers keeps its low bits (numpy's assignment casts): no mask, no converted copy
     lanes64 = isinstance(val, np.ndarray) and val.dtype == U64

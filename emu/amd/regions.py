@@ -16,11 +16,11 @@ from emu.amd import step_build
 from emu.amd.exec_salu import MASK64, ControlStep, SaluStep, SmemStep
 from emu.amd.exec_valu import ValuStep, VopdStep
 from emu.amd.exec_vmem import VmemStep
-from emu.amd.operands import Src, resolve_src
+from emu.amd.operands import Src, apply_neg_abs, merge_half, packed_halves, resolve_src
 from emu.amd.step import Machine, Step
 from emu.amd.step_cache import STEP_CACHE
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS, mode_state
-from emu.pcode.lanes_ir import Builder, NotLowerable, Val, Words, U64, BOOL, LLVM_TYPE, N_SENTINEL, literal, lower
+from emu.pcode.lanes_ir import Bits, Builder, NotLowerable, Val, Words, U64, BOOL, LLVM_TYPE, N_SENTINEL, literal, lower
 
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
 # once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions (measured in
@@ -265,9 +265,8 @@ class _WaveCode:
     return self.b.splat("i32", self.sreg(src.reg + k), U64).ref
 
   def read(self, src:Src, fkind:int=0, neg:bool=False, abs_:bool=False, packed:tuple|None=None) -> Val:
-    """A source operand as uint64 bits (zero-extended), with neg/abs on the sign bit of its float kind (operands.apply_neg_abs), or
-    as two halves (`packed`: VOP3P's (op_sel, op_sel_hi, neg_lo, neg_hi), exec_valu.SrcSpec.read: 16-bit halves of a dword, or
-    CDNA's packed f32 halves of a register pair) each picked and negated on its own."""
+    """A source operand as uint64 bits (zero-extended), with neg/abs on the sign bit of its float kind, or as two halves (`packed`:
+    VOP3P's (op_sel, op_sel_hi, neg_lo, neg_hi)): the numpy path's rules (operands.apply_neg_abs, packed_halves) run on Bits."""
     b = self.b
     v64 = b.t("i64")
     if src.kind == "const": v = b.const(src.value & ((1 << src.bits) - 1), U64)
@@ -278,23 +277,8 @@ class _WaveCode:
         hs = b.emit(f"shl {v64} {hi.ref}, {b.c('i64', '32')}", U64)
         v = b.emit(f"or {v64} {v.ref}, {hs.ref}", U64)
       if src.bits == 16: v = b.emit(f"and {v64} {v.ref}, {b.const(0xffff, U64).ref}", U64)   # (Src.read_lanes: the low half)
-    if packed is not None: return self._halves(v, src.bits // 2, fkind, packed)
-    sign = 1 << (fkind - 1) if fkind else 0
-    if abs_: v = b.emit(f"and {v64} {v.ref}, {b.const(((1 << 64) - 1) ^ sign, U64).ref}", U64)
-    if neg: v = b.emit(f"xor {v64} {v.ref}, {b.const(sign, U64).ref}", U64)
-    return v
-
-  def _halves(self, v:Val, h:int, fkind:int, packed:tuple) -> Val:
-    """The packed operand of halves of `h` bits from value v: its op_sel half low, its op_sel_hi half high, each sign flipped by
-    neg_lo / neg_hi on a float operand."""
-    b, v64 = self.b, self.b.t("i64")
-    (lo_sel, hi_sel, neg_lo, neg_hi), mask, sign = packed, (1 << h) - 1, 1 << (h - 1)
-    def half(sel:int, neg:int) -> Val:
-      x = b.emit(f"lshr {v64} {v.ref}, {b.c('i64', str(h * sel))}", U64) if sel else v
-      x = b.emit(f"and {v64} {x.ref}, {b.const(mask, U64).ref}", U64)
-      return b.emit(f"xor {v64} {x.ref}, {b.const(sign, U64).ref}", U64) if fkind and neg else x
-    high = b.emit(f"shl {v64} {half(hi_sel, neg_hi).ref}, {b.c('i64', str(h))}", U64)
-    return b.emit(f"or {v64} {half(lo_sel, neg_lo).ref}, {high.ref}", U64)
+    if packed is not None: return packed_halves(Bits(b, v), src.bits // 2, fkind, packed).val
+    return apply_neg_abs(Bits(b, v), fkind, neg, abs_).val if fkind and (neg or abs_) else v
 
   def mask_word(self, reg:int, fresh:bool=False) -> str:
     """The lane mask in SGPR reg (and reg+1 in wave64) of this wave as a scalar i64 (`fresh`: as the register file holds it)."""
@@ -518,9 +502,7 @@ class _WaveCode:
     v = b.cast(value, U64)
     if bits == 16:
       old = b.emit(f"zext {b.t('i32')} {self.vreg(reg)} to {v64}", U64)
-      high = b.emit(f"and {v64} {old.ref}, {b.c('i64', str(0xffff0000))}", U64)
-      low = b.emit(f"and {v64} {v.ref}, {b.c('i64', str(0xffff))}", U64)
-      v, bits = b.emit(f"or {v64} {high.ref}, {low.ref}", U64), 32
+      v, bits = merge_half(Bits(b, old), Bits(b, v), False).val, 32
     for k in range(bits // 32):   # inactive lanes keep their values (EXEC as it is now: a scalar op may change it)
       part = b.emit(f"lshr {b.t('i64')} {v.ref}, {b.c('i64', str(32 * k))}", U64) if k else v
       new = b.emit(f"trunc {b.t('i64')} {part.ref} to {b.t('i32')}", U64).ref
