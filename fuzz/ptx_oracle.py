@@ -7,7 +7,7 @@ result of NaN is any NaN (`is_nan`): the PTX ISA leaves NaN payloads to the impl
 the ISA leaves unspecified are never generated.
 """
 from __future__ import annotations
-import math, struct
+import math
 from fractions import Fraction
 from typing import Callable
 
@@ -249,4 +249,3 @@ def _to_integral(x:Fraction, mode:str) -> Fraction:
   r = x - f   # rni: nearest, ties to even
   return Fraction(f + (1 if r > Fraction(1, 2) or (r == Fraction(1, 2) and f % 2) else 0))
 
-def f32_bits(x:float) -> int: return struct.unpack("<I", struct.pack("<f", x))[0]

@@ -322,11 +322,6 @@ class DeferredReplays:
       if (entry := self.waiting.pop(key, None)) is not None: self.bytes -= entry[1]
     return tm.finish()[0]
 
-  def resolve_all(self):
-    """Replay everything deferred (for reports that want every cycle count)."""
-    with self._lock: waiting = [st for st, _ in self.waiting.values()]
-    for st in waiting: st.resolve()
-
 DEFERRED = DeferredReplays()
 ENTRY_BYTES = 120      # one recorded entry: a 4-tuple, its ints and (single steps) its pair, and its list slot
 DISPATCH_BYTES = 2048  # a deferred dispatch itself (its model, stats and the entries waiting for it), so even empty ones count
