@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, sys
 from emu.amd.arch import get_spec
 from emu.amd.disasm import instruction_text
-from emu.amd.facts import Facts, of_mnemonic
+from emu.amd.facts import Facts, latency, of_mnemonic
 from emu.amd.mnemonic import parse
 from emu.amd.operands import int_clamp_formula
 
@@ -18,6 +18,8 @@ def record_lines(f:Facts) -> list[str]:
   if f.problem: return lines + [f"    (with all fields 0 this encoding does not run: {f.problem})"]
   t = f.timing
   extra = "".join(f", {k} {getattr(t, k)}" for k in ("width", "dwords", "lds_cycles", "counter", "waits", "delay") if getattr(t, k))
+  wait = latency(t, get_spec(f.arch).family)
+  extra += f"; {wait[0]} issues {wait[1]} cycles after it" if wait else ""
   return lines + [f"    {instruction_text(f.instr, f.arch)}",
                   f"    step {type(f.step).__name__}; timing: class {t.cls}, port {t.port}, cost {t.cost}{extra}",
                   f"    SQTT: {f.sqtt or 'never reported'}; native regions: "

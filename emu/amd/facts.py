@@ -16,7 +16,8 @@ from emu.amd.decode import Instr, decode, encode_fields
 from emu.amd.sqtt_layouts import CDNA_LAYOUT, RDNA3_LAYOUT, RDNA4_LAYOUT, Layout
 from emu.amd.step import Step
 from emu.amd.step_build import compile_step
-from emu.amd.timing import OpInfo, classify
+from emu.amd.cu_model import make_stream, replay_op, simulate_cu
+from emu.amd.timing import PARAMS, OpInfo, classify
 
 LAYOUTS: dict[str, Layout] = {"rdna3": RDNA3_LAYOUT, "rdna4": RDNA4_LAYOUT, "cdna": CDNA_LAYOUT}
 VARIANTS = ("_LIT", "DPP", "SDWA")   # encodings that only change how operands are given (their opcodes are the base class's)
@@ -55,6 +56,22 @@ class Facts:
     from emu.pcode.abi import Unsupported
     try: return semantics(self.arch, self.op, compile_op(self.arch, self.op))
     except Unsupported as e: return f"none ({e})"
+
+COUNTER_OF = {"vmem_load": "vm", "vmem_store": "vs"}   # the counter a vector memory class counts on (SMEM and DS: OpInfo.counter)
+DEPENDENCY = {"valu": 1, "trans": 5}   # s_delay_alu instid0 naming the most recent VALU (VALU_DEP_1) / transcendental (TRANS32_DEP_1)
+
+def latency(info:OpInfo, family:str) -> tuple[str, int] | None:
+  """How long after this instruction's issue the timing model lets an instruction that needs its result issue, measured by
+  replaying it (cu_model, the family's costs, cold caches): for a memory instruction, the instruction after a wait on its
+  counter; for an ALU result, a VALU whose s_delay_alu names it. None for the other classes."""
+  if info.cls in COUNTER_OF or info.cls in ("smem", "lds"):
+    what, then = "the instruction after a wait on its counter", [replay_op(OpInfo("waitcnt", None, waits=((COUNTER_OF.get(info.cls, info.counter), 0),)))]
+  elif info.cls in DEPENDENCY: what, then = "a dependent VALU (s_delay_alu)", [replay_op(OpInfo("delay", None, delay=DEPENDENCY[info.cls]))]
+  else: return None
+  ops = [replay_op(info), *then, replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("end", None))]
+  p = PARAMS[family]
+  (_, _, issued, _), = simulate_cu([make_stream(ops, [8 * k for k in range(len(ops))])], [0], 1, 1, p, p.launch)
+  return what, issued[len(then) + 1] - issued[0]
 
 def sqtt_packet(layout:Layout, info:OpInfo, instr:Instr) -> str:
   """The packet the layout reports an instruction's (taken) issue with, as 'CLASS' or 'CLASS:OP'; '' when none is written."""

@@ -40,3 +40,10 @@ def test_the_card_shows_ownership_the_sqtt_packet_and_the_fuzzing_oracle():
   assert "SQTT: never reported" in card("gfx1201", "s_delay_alu")   # consumed by the instruction buffer
   assert "fuzzing: oracle.rdna3 holds it" in card("gfx1100", "v_add_f32")
   assert "fuzzing: no ISA-text oracle" in card("gfx1100", "s_waitcnt")
+
+def test_the_card_shows_the_latency_the_replay_gives():
+  from emu.amd.timing import PARAMS
+  p = PARAMS["rdna3"]   # docs/timing.md: a dependent VALU p.valu_dep cycles after its producer; a load's counter after p.vmem_load_lat
+  assert f"a dependent VALU (s_delay_alu) issues {p.valu_dep} cycles after it" in card("gfx1100", "v_add_f32")
+  # the wait on the counter issues when the load's counter is released, the instruction after it one cycle later
+  assert f"the instruction after a wait on its counter issues {p.vmem_load_lat + 1} cycles after it" in card("gfx1100", "global_load_b32")
