@@ -65,7 +65,8 @@ def latency(info:OpInfo, family:str) -> tuple[str, int] | None:
   replaying it (cu_model, the family's costs, cold caches): for a memory instruction, the instruction after a wait on its
   counter; for an ALU result, a VALU whose s_delay_alu names it. None for the other classes."""
   if info.cls in COUNTER_OF or info.cls in ("smem", "lds"):
-    what, then = "the instruction after a wait on its counter", [replay_op(OpInfo("waitcnt", None, waits=((COUNTER_OF.get(info.cls, info.counter), 0),)))]
+    wait = OpInfo("waitcnt", None, waits=((COUNTER_OF.get(info.cls, info.counter), 0),))
+    what, then = "the instruction after a wait on its counter", [replay_op(wait)]
   elif info.cls in DEPENDENCY: what, then = "a dependent VALU (s_delay_alu)", [replay_op(OpInfo("delay", None, delay=DEPENDENCY[info.cls]))]
   else: return None
   ops = [replay_op(info), *then, replay_op(OpInfo("valu", "valu")), replay_op(OpInfo("end", None))]
