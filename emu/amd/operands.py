@@ -83,9 +83,13 @@ class Src:
       if dense is not None: return st.vgpr[dense, :, self.reg:self.reg + self.nregs].reshape(-1, self.nregs)
       return st.vgpr[wv[:, None], ln[:, None], self.reg + np.arange(self.nregs)]
     at = (lambda r: st.vgpr[dense, :, r].astype(U64).reshape(-1)) if dense is not None else (lambda r: st.vgpr[wv, ln, r].astype(U64))
-    v = at(self.reg)
-    if self.bits == 64: v |= at(self.reg + 1) << U64(32)
-    return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
+    return self.assemble(at(self.reg), at(self.reg + 1) if self.bits == 64 else None)
+
+  def assemble(self, word0, word1=None):
+    """The operand's bits from its first register's 32-bit word and, for a 64-bit operand, the next one's (uint64 lanes, or
+    lanes_ir.Bits in a native region): the pair's value, a 16-bit operand's half, or the word. (A bit rule: see apply_neg_abs.)"""
+    v = word0 | (word1 << 32) if self.bits == 64 else word0
+    return (v >> 16) & 0xffff if self.hi else v & 0xffff if self.bits == 16 else v
 
   def read_lanes32(self, st:WaveState, wv:np.ndarray, ln:np.ndarray, dense:slice|None=None) -> np.ndarray:
     """A 32-bit VGPR's bits for each (wave, lane) pair as uint32 (n,): what an op that reads the operand only as a float takes
@@ -96,9 +100,7 @@ class Src:
 
   def _sgpr_lanes(self, st:WaveState, wv:np.ndarray) -> np.ndarray:
     if self.bits > 64: return st.sgpr[wv[:, None], self.reg + np.arange(self.nregs)]
-    v = st.sgpr[wv, self.reg].astype(U64)
-    if self.bits == 64: v |= st.sgpr[wv, self.reg + 1].astype(U64) << U64(32)
-    return (v >> U64(16)) & U64(0xffff) if self.hi else v & U64(0xffff) if self.bits == 16 else v
+    return self.assemble(st.sgpr[wv, self.reg].astype(U64), st.sgpr[wv, self.reg + 1].astype(U64) if self.bits == 64 else None)
 
   def read_waves(self, st:WaveState, ws:np.ndarray) -> np.ndarray:
     """One uint64 value per wave (scalar operands only)."""

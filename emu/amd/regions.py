@@ -271,12 +271,8 @@ class _WaveCode:
     v64 = b.t("i64")
     if src.kind == "const": v = b.const(src.value & ((1 << src.bits) - 1), U64)
     else:
-      v = b.emit(f"zext {b.t('i32')} {self._dword(src, 0)} to {v64}", U64)
-      if src.bits == 64:
-        hi = b.emit(f"zext {b.t('i32')} {self._dword(src, 1)} to {v64}", U64)
-        hs = b.emit(f"shl {v64} {hi.ref}, {b.c('i64', '32')}", U64)
-        v = b.emit(f"or {v64} {v.ref}, {hs.ref}", U64)
-      if src.bits == 16: v = b.emit(f"and {v64} {v.ref}, {b.const(0xffff, U64).ref}", U64)   # (Src.read_lanes: the low half)
+      words = [Bits(b, b.emit(f"zext {b.t('i32')} {self._dword(src, k)} to {v64}", U64)) for k in range(2 if src.bits == 64 else 1)]
+      v = src.assemble(*words).val
     if packed is not None: return packed_halves(Bits(b, v), src.bits // 2, fkind, packed).val
     return apply_neg_abs(Bits(b, v), fkind, neg, abs_).val if fkind and (neg or abs_) else v
 
