@@ -94,9 +94,14 @@ class VmemStep(Step):
       if self.saddr not in (null, SADDR_OFF): a = a + Src("sgpr", self.saddr, 32).read_lanes(st, wv, ln)
       return (a + U64(self.offset & 0xffffffff)) & U64(0xffffffff)
     if self.addtid: return np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
-    if self.sgpr_base is None: a = Src("vgpr", self.addr, 64).read_lanes(st, wv, ln, dense)
-    else: a = Src("sgpr", self.sgpr_base, 64).read_lanes(st, wv, ln) + Src("vgpr", self.addr, 32).read_lanes(st, wv, ln, dense)
-    return a + U64(self.offset & 0xffffffffffffffff)
+    return self.global_address(lambda src: src.read_lanes(st, wv, ln, dense if src.kind == "vgpr" else None))
+
+  def global_address(self, read):
+    """A GLOBAL/FLAT instruction's per-lane byte address from `read(Src)` (the lanes' uint64 values, or lanes_ir.Bits in a native
+    region): a VGPR pair, or an SGPR pair plus a 32-bit VGPR, plus the instruction's offset (a bit rule: see operands.apply_neg_abs)."""
+    if self.sgpr_base is None: a = read(Src("vgpr", self.addr, 64))
+    else: a = read(Src("sgpr", self.sgpr_base, 64)) + read(Src("vgpr", self.addr, 32))
+    return a + (self.offset & 0xffffffffffffffff)
 
   def _regions(self, m:Machine, wv:np.ndarray, ln:np.ndarray, addr:np.ndarray) -> list[tuple]:
     """(lanes, memory, per-lane base or None, addresses the op sees) for each memory the lanes reach. FLAT addresses inside the

@@ -374,13 +374,8 @@ class _WaveCode:
     self.scc = self.b.emit(f"trunc i64 {self.b.emit(f'and i64 {self.scalar(value)}, 1', U64).ref} to i32", U64).ref
 
   def address(self, step:VmemStep) -> Val:
-    """A GLOBAL instruction's per-lane address (VmemStep._addresses): a VGPR pair, or an SGPR pair plus a 32-bit VGPR, plus the offset."""
-    b = self.b
-    if step.sgpr_base is None: a = self.read(Src("vgpr", step.addr, 64))
-    else:
-      base, off = self.read(Src("sgpr", step.sgpr_base, 64)), self.read(Src("vgpr", step.addr, 32))
-      a = b.emit(f"add {b.t('i64')} {base.ref}, {off.ref}", U64)
-    return b.emit(f"add {b.t('i64')} {a.ref}, {b.const(step.offset & ((1 << 64) - 1), U64).ref}", U64)
+    """A GLOBAL instruction's per-lane address: the numpy path's rule (VmemStep.global_address) on Bits."""
+    return step.global_address(lambda src: Bits(self.b, self.read(src))).val
 
   def load(self, addr:Val, nbytes:int, k:int) -> list[Val]:
     """k consecutive values of `nbytes` at each active lane's address (uint64 Vals, zero-extended; 0 in inactive lanes). The

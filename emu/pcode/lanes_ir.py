@@ -48,12 +48,13 @@ class Words:
   columns: tuple
 
 class Bits:
-  """A uint64 Val under the bit operators (&, |, ^ with a Bits or a Python int, << and >> by a Python int), each emitting its LLVM
+  """A uint64 Val under the bit operators (+ modulo 2**64, &, |, ^ with a Bits or a Python int, << and >> by a Python int), each emitting its LLVM
   instruction into the builder: a bit rule written once over numpy's operators (emu.amd.operands) lowers through it."""
   def __init__(self, b:"Builder", val:Val): self.b, self.val = b, val
   def _op(self, name:str, other) -> "Bits":
     ref = other.val.ref if isinstance(other, Bits) else self.b.const(int(other) & ((1 << 64) - 1), U64).ref
     return Bits(self.b, self.b.emit(f"{name} {self.b.t('i64')} {self.val.ref}, {ref}", U64))
+  def __add__(self, other) -> "Bits": return self._op("add", other)
   def __and__(self, other) -> "Bits": return self._op("and", other)
   def __or__(self, other) -> "Bits": return self._op("or", other)
   def __xor__(self, other) -> "Bits": return self._op("xor", other)
