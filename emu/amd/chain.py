@@ -28,7 +28,7 @@ from __future__ import annotations
 import ctypes, os
 import numpy as np
 from emu import native
-from emu.amd import regions
+from emu.amd import region_ir, regions
 
 # the context array the driver reads its inputs from and writes its results to (int64 slots; numpy arrays by object address)
 (C_TABLE, C_ROWS, C_WAVES, C_NWAVES, C_TRACE, C_CAP, C_STARTS, C_BUDGET, C_PAUSE, C_ONE, C_OUT, C_OUTB, C_VGPR, C_SGPR, C_STRIDE,
@@ -81,7 +81,7 @@ def _call(t:str, pc:str, nws:str, waves:str, out:str, hit:str, miss:str, full:st
     f"  %{t}res = call i32 %{t}fn(ptr %vo, ptr %so, ptr {waves}, i64 {nws}, i64 %stride, i64 %off, ptr %to, i64 %ntab, ptr {out}.o, "
     f"ptr %scco, ptr %pco, i64 {pc}, ptr %lm, ptr %wto, i64 %nwtab, i64 %{t}limit, ptr %ldso, i64 %ldsb, ptr %wgo)",
     f"  %{t}res64 = zext i32 %{t}res to i64\n  store i64 %{t}res64, ptr %res.p",
-    f"  %{t}bad = and i32 %{t}res, {~regions.FELL}\n  %{t}isbad = icmp ne i32 %{t}bad, 0\n  br i1 %{t}isbad, label %{bad}, label %{t}got",
+    f"  %{t}bad = and i32 %{t}res, {~region_ir.FELL}\n  %{t}isbad = icmp ne i32 %{t}bad, 0\n  br i1 %{t}isbad, label %{bad}, label %{t}got",
     f"{t}got:",
     *(f"  %{t}o{i}p = getelementptr inbounds i64, ptr {out}, i64 {i}\n  %{t}o{i} = load i64, ptr %{t}o{i}p" for i in range(5)),
     _add("rd", f"%{t}o0", t[:-1]), _add("wr", f"%{t}o1", t[:-1]),
@@ -124,7 +124,7 @@ DRIVER_IR = "\n".join([
   "b.look:",
   "  %b.pc = load i64, ptr %pcp0",
   *_call("b.", "%b.pc", "%nws", "%waves.o", "%outb", "b.look", "stop.b.done", "stop.b.full", "stop.b.bad"),
-  f"  %b.fell = and i32 %b.res, {regions.FELL}\n  %b.isfell = icmp ne i32 %b.fell, 0",
+  f"  %b.fell = and i32 %b.res, {region_ir.FELL}\n  %b.isfell = icmp ne i32 %b.fell, 0",
   "  %b.all = mul i64 %b.o2, %nws\n  %b.uneven = icmp ne i64 %b.all, %b.o3\n  %b.split = or i1 %b.isfell, %b.uneven",
   f"  %b.splitp = getelementptr inbounds i64, ptr %ctx, i64 {C_SPLIT}\n  store i64 %b.l, ptr %b.splitp",
   "  br i1 %b.split, label %stop.b.split, label %b.even",   # (some wave fell back, or the waves looped differently: the caller's)
@@ -159,7 +159,7 @@ DRIVER_IR = "\n".join([
   "  %w.pc = load i64, ptr %pcp",
   *_call("w.", "%w.pc", "1", "%one.o", "%out", "w.look", "w.next", "stop.w.full", "stop.w.bad"),
   _record("w.", "%w.o4"),
-  f"  %w.fell = and i32 %w.res, {regions.FELL}\n  %w.isfell = icmp ne i32 %w.fell, 0\n  br i1 %w.isfell, label %stop.w.fell, label %w.kept",
+  f"  %w.fell = and i32 %w.res, {region_ir.FELL}\n  %w.isfell = icmp ne i32 %w.fell, 0\n  br i1 %w.isfell, label %stop.w.fell, label %w.kept",
   "w.kept:",
   "  %w.wpc = lshr i64 %w.flags, 32\n  %w.stay = icmp ne i64 %w.wpc, 0\n  br i1 %w.stay, label %w.moved, label %w.step",
   "w.step:",
@@ -241,7 +241,7 @@ class Chain:
     if why == STOP_SPLIT:   # as Region.run's caller takes a call: each wave's runs, a fallen wave's run on the numpy path
       at, region = self.rows[split_row]
       runs, most, total = outb[4:], int(outb[2]), int(outb[3])
-      if res & regions.FELL: runs = region.settle(m, ws, runs)
+      if res & region_ir.FELL: runs = region.settle(m, ws, runs)
       region.ran_natively(total)
       split = (at, region, runs, most, total)
     elif why == STOP_FELL:   # the last call's wave fell back: the numpy path runs the rest of that region for it

@@ -8,7 +8,7 @@ import importlib
 import numpy as np
 import pytest
 from emu import native
-from emu.amd import regions, run_program
+from emu.amd import region_ir, regions, run_program
 from emu.amd.api import Dispatch, GPUEmulatorError
 from emu.amd.exec_vmem import VmemStep
 from emu.amd.gpu import AMDGPU
@@ -153,7 +153,7 @@ def test_check_mode_compares_lds(monkeypatch, native_runs):
   monkeypatch.setattr(regions, "CHECK", True)
   st = run_program(prog, **kw)   # the same bytes: no complaint
   assert (st.lds.view(np.uint32) == np.arange(32) + 7).all() and native_runs == [1]
-  wrong = regions.STORE_HELPERS.replace("%v4 = trunc i64 %val to i32", "%v4.x = trunc i64 %val to i32\n  %v4 = xor i32 %v4.x, 1")
-  monkeypatch.setattr(regions, "STORE_HELPERS", wrong)   # dword stores flip bit 0
+  wrong = region_ir.STORE_HELPERS.replace("%v4 = trunc i64 %val to i32", "%v4.x = trunc i64 %val to i32\n  %v4 = xor i32 %v4.x, 1")
+  monkeypatch.setattr(region_ir, "STORE_HELPERS", wrong)   # dword stores flip bit 0
   monkeypatch.setattr(regions, "_built", {})   # (a region of these bytes compiled with the helper flipped stays out of later tests)
   with pytest.raises(GPUEmulatorError, match="stores differ from the numpy path.s at LDS byte 0"): run_program(prog, **kw)
