@@ -1,11 +1,12 @@
 """`python -m emu.timing compare TRACE.pkl [TRACE.pkl ...] [--arch gfxNNNN]` or `python -m emu.timing compare --all [--dir DIR]`.
 
-Runs traced kernels on the emulator and prints the timing comparison (emu.timing.compare). --all takes every pickle of
-DIR (default: the repository's data/sqtt) and prints one report per arch folder."""
+Runs traced kernels on the emulator and prints the timing comparison (emu.timing.compare). --all takes every pickle under
+DIR (default: the repository's data/sqtt) and prints one report per folder that holds captures (an arch folder, at any depth);
+a capture that cannot be read is reported as such and the rest go on."""
 from __future__ import annotations
 import argparse, pickle, sys, time
 from pathlib import Path
-from emu.timing.compare import compare_file, format_report
+from emu.timing.compare import KernelResult, compare_file, format_report
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "sqtt"
 PROGRESS_AFTER = 2.0   # seconds into a run after which each kernel's start is reported on stderr
@@ -25,15 +26,21 @@ def main(argv:list[str]|None=None) -> int:
   started = time.monotonic()
   def progress(done:int, total:int, name:str):   # long comparisons (big captures replay for a while) report on stderr
     if time.monotonic() - started > PROGRESS_AFTER: print(f"  ... {name}: kernel {done + 1}/{total}", file=sys.stderr, flush=True)
-  def compare(path:Path) -> list:
+  def compare(path:Path, keep_going:bool) -> list:
     try: return compare_file(path, args.arch, progress)
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as e: ap.exit(2, f"{ap.prog}: error: cannot read trace {path}: {e}\n")
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as e:
+      if not keep_going: ap.exit(2, f"{ap.prog}: error: cannot read trace {path}: {e}\n")
+      return [KernelResult(path.name, "(capture)", "", 0, error=f"cannot read the capture: {type(e).__name__}: {e}")]
   if args.all:
     root = Path(args.dir)
     if not root.is_dir(): ap.error(f"no trace folder {root}")
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-      print(format_report([r for f in sorted(folder.glob("*.pkl")) for r in compare(f)], folder.name, args.worst))
-  for t in args.traces: print(format_report(compare(Path(t)), t, args.worst))
+    # every folder that holds captures, at any depth (data/sqtt/ARCH/, or COMMIT/ARCH/ for captures kept by their source's version)
+    folders = sorted({p.parent for p in root.rglob("*.pkl")})
+    if not folders: ap.error(f"no trace pickles under {root}")
+    for folder in folders:
+      title = str(folder.relative_to(root)) if folder != root else folder.name
+      print(format_report([r for f in sorted(folder.glob("*.pkl")) for r in compare(f, True)], title, args.worst))
+  for t in args.traces: print(format_report(compare(Path(t), False), t, args.worst))
   return 0
 
 if __name__ == "__main__": raise SystemExit(main())

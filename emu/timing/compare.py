@@ -92,7 +92,7 @@ def worst(results:list[KernelResult], n:int=8) -> list[tuple[KernelResult, Delta
 
 def format_report(results:list[KernelResult], title:str, n_worst:int=8) -> str:
   """Text report: per-kernel ratios, per-class shares, worst offenders."""
-  targets = sorted({r.arch for r in results} - {title})
+  targets = sorted({r.arch for r in results if r.arch} - {Path(title).name})
   lines = [f"== {title}" + (f" (traced GPU: {', '.join(targets)})" if targets and not title.endswith(".pkl") else "")]
   for r in results:
     if r.error: lines.append(f"  {r.trace:28} {r.name:18} not available: {r.error}"); continue

@@ -19,6 +19,7 @@ from emu.timing.traces import TracedKernel, cdna_reported, launch_dims
 
 BUF_BYTES = 1 << 20
 KERNARG_SLOTS = 8          # pointer slots filled even when the trace lists fewer buffers
+MAX_WORKGROUP = 1024       # threads a workgroup may hold (the dispatcher's limit)
 # tinygrad's AM driver hands out GPU virtual addresses from this window (tinygrad.runtime.support.am.amdev, AMMemoryManager); under
 # KFD a buffer's GPU address is its host mmap address
 AM_VA = range(0x200000000000, 0x200000000000 + (1 << 44))
@@ -41,11 +42,13 @@ class Replay:
 
 def launch_of(k:TracedKernel, lanes:int=32) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
   """(grid, workgroup) for a traced kernel of `lanes`-wide waves: from its name, checked against the wave starts; else one
-  workgroup of all waves."""
+  workgroup of all waves (ValueError when they do not fit one)."""
   n_waves = len(k.starts)
   if (dims := launch_dims(k.display)) is not None:
     grid, wg = dims
     if math.prod(grid) * math.ceil(math.prod(wg) / lanes) == n_waves or not n_waves: return grid, wg
+  if n_waves * lanes > MAX_WORKGROUP:
+    raise ValueError(f"launch shape unknown: the kernel's name carries no dimensions and its {n_waves} waves do not fit one workgroup")
   return (1, 1, 1), (max(1, n_waves) * lanes, 1, 1)
 
 def replay(k:TracedKernel) -> Replay:

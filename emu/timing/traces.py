@@ -188,6 +188,14 @@ def pmc_counter(event, name:str):
     if s.name == name: return np.frombuffer(event.blob[s.off:s.off + s.size], dtype=np.uint64).reshape(s.xcc, s.inst, s.se, s.sa, s.wgp)
   return None
 
+ELF_IDENT = b"\x7fELF\x02\x01\x01"   # ELF magic, 64-bit, little-endian, version 1
+
+def code_object(lib:bytes) -> bytes:
+  """A capture's code object, readable by tinygrad's ELF loader: some of tinygrad's own captures hold a minimal ELF whose
+  identification bytes are zeroed (the section headers, at e_shoff, are intact); those get the ELF64 little-endian ident back."""
+  if lib[:4] == b"\x7fELF" or len(lib) < 64 or any(lib[:16]): return lib
+  return ELF_IDENT + lib[len(ELF_IDENT):]
+
 def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   """Every traced dispatch in one pickle, in capture order. arch: the traced GPU's target; by default what the capture recorded
   (`traced_target`)."""
@@ -207,7 +215,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
     if kind(e) == "ProfileSQTTEvent" and e.kern in progs: dispatches.setdefault((e.kern, getattr(e, "exec_tag", None)), []).append(e)
   kernels = []
   for (tag, _), sq in dispatches.items():
-    prog = progs[tag]
+    prog, lib = progs[tag], code_object(progs[tag].lib)
     display = next((a["name"] for a in execs if _ANSI.sub("", a["name"]).strip() == prog.name), prog.name)
     nbufs = next((len(a.get("bufs", [])) for a in execs if _ANSI.sub("", a["name"]).strip() == prog.name), 0)
     waves, starts, ends = [], [], []
@@ -220,12 +228,12 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
         elif isinstance(p, ends_t): ends.append((int(ev.se), p._time))
       if not ev.itrace: continue
       live: dict[int, WaveTrace] = {}
-      for p, info in (sqtt.map_insts if LAYOUTS[get_spec(arch).family].has_pc else cdna_insts)(ev.blob, prog.lib, arch):
+      for p, info in (sqtt.map_insts if LAYOUTS[get_spec(arch).family].has_pc else cdna_insts)(ev.blob, lib, arch):
         if info is None: continue
         if info.wave not in live:
           live[info.wave] = WaveTrace(int(ev.se), info.wave, (slot_starts.get(info.wave) or [None]).pop(0))
         w = live[info.wave]
         w.issues.append(Issue(info.pc, info.inst, p._time))
         if isinstance(p, ends_t): w.end = p._time; waves.append(live.pop(info.wave))
-    kernels.append(TracedKernel(prog.name, display, prog.lib, int(prog.base), arch, waves, starts, ends, nbufs))
+    kernels.append(TracedKernel(prog.name, display, lib, int(prog.base), arch, waves, starts, ends, nbufs))
   return kernels

@@ -110,3 +110,28 @@ def test_cli_reports_unreadable_traces_as_errors(tmp_path, capsys):
   for path in (tmp_path / "missing.pkl", bad):
     with pytest.raises(SystemExit) as e: main(["compare", str(path)])
     assert e.value.code == 2 and f"cannot read trace {path}" in capsys.readouterr().err
+
+def test_a_code_object_with_zeroed_identification_bytes_loads():
+  # some of tinygrad's own captures hold a minimal ELF whose first 16 bytes are zero (the section headers intact)
+  from tinygrad.runtime.support.elf import elf_loader
+  from emu.timing.traces import code_object
+  (k,) = load_trace(ROOT / "gfx1100" / "profile_plus_run_0.pkl")
+  broken = bytes(16) + k.lib[16:]
+  assert code_object(k.lib) is k.lib and code_object(broken)[:7] == b"\x7fELF\x02\x01\x01"   # ELF64, little-endian, version 1
+  assert [s.name for s in elf_loader(code_object(broken))[1]] == [s.name for s in elf_loader(k.lib)[1]]
+
+def test_all_reads_nested_folders_and_reports_an_unreadable_capture(tmp_path, capsys):
+  nested = tmp_path / "0123456789" / "gfx1100"
+  nested.mkdir(parents=True)
+  (nested / "profile_plus_run_0.pkl").write_bytes((ROOT / "gfx1100" / "profile_plus_run_0.pkl").read_bytes())
+  (nested / "broken.pkl").write_bytes(b"not a pickle")
+  assert main(["compare", "--all", "--dir", str(tmp_path)]) == 0
+  out = capsys.readouterr().out
+  assert "== 0123456789/gfx1100" in out and "broken.pkl" in out and "cannot read the capture" in out
+  assert "E_3                hw" in out   # the readable capture is still compared
+
+def test_a_launch_that_fits_no_workgroup_is_refused_by_name():
+  from emu.timing.replay import launch_of
+  (k,) = load_trace(ROOT / "gfx1100" / "profile_empty_run_0.pkl")
+  k.display, k.starts = "custom_kernel", k.starts * 64   # no dimensions in the name; 64 waves of 32 lanes > 1024 threads
+  with pytest.raises(ValueError, match="launch shape unknown"): launch_of(k)
