@@ -90,7 +90,6 @@ OWNED: dict[str, Owned] = {
   **_illegal("DS_ADD_GS_REG_RTN", "DS_SUB_GS_REG_RTN", why=_GS),
   "DS_BVH_STACK_RTN_B32": Owned("illegal", "ray-tracing traversal stack (prose pcode with DECODE_ADDR/DATA_VALID functions)"),
   **_illegal("DS_BVH_STACK_PUSH4_POP1_RTN_B32", "DS_BVH_STACK_PUSH8_POP1_RTN_B32", "DS_BVH_STACK_PUSH8_POP2_RTN_B64", why=_BVH),
-  "DS_CONDXCHG32_RTN_B64": Owned("illegal", "GDS conditional exchange; the pcode redeclares its own operands (ADDR = S0, RETURN_DATA as an array)"),
   "LDS_DIRECT_LOAD": Owned("illegal", "LDS-direct parameter load (the pcode is a field list)"),
   "IMAGE_GET_LOD": Owned("illegal", "texture sampling (prose pcode)"),
   **_illegal(*(f"{p}_{d}FORMAT_{c}" for p in _BUFFERS for d in ("", "D16_", "D16_HI_") for c in ("X", "XY", "XYZ", "XYZW")

@@ -32,6 +32,12 @@ PCODE_FIXES = {
                            "-0.0625)", "D0.f32 = 32'F(S0.i4.i32) * 0.0625F"),
 }
 PCODE_FIXES["V_CVT_OFF_F32_I4_E64"] = PCODE_FIXES["V_CVT_OFF_F32_I4_E32"]
+PCODE_FIXES["DS_CONDXCHG32_RTN_B64"] = (
+  "the vendor entry redeclares its operands (ADDR = S0, DATA = S1, LDS[...], RETURN_DATA as an array of two dwords); this is its "
+  "text in the names every DS op takes (each dword written where its bit 31 is set, with that bit clear; both old dwords returned)",
+  "declare OFFSET0 : 8'U;\ndeclare OFFSET1 : 8'U;\noffset = { OFFSET1, OFFSET0 };\nADDR0 = ((ADDR.u32 + offset.u32) & 0xfff8U);\n"
+  "ADDR1 = ADDR0 + 4U;\ntmp0 = MEM[ADDR0].u32;\nif DATA[31] then\nMEM[ADDR0].u32 = { 1'0, DATA[30 : 0] }\nendif;\n"
+  "tmp1 = MEM[ADDR1].u32;\nif DATA[63] then\nMEM[ADDR1].u32 = { 1'0, DATA[62 : 32] }\nendif;\nRETURN_DATA.b64 = { tmp1, tmp0 }")
 _SETREG = ("rdna3's entry builds mask = (1 << size) - 1 and never shifts it to `offset`, so a field at a non-zero offset is written "
            "through the low bits' mask (the register's low bits cleared, the new value lost); rdna4's and cdna's entries shift it: "
            "this is their text")

@@ -3,8 +3,9 @@
 The pickles hold tinygrad profiler events written by a newer tinygrad than the pinned wheel, so they are read with a restricted
 unpickler that maps every `tinygrad.*` class to `Record` (a plain attribute bag) and allows only `decimal` besides. Decoding uses
 the wheel's `tinygrad.renderer.amd.sqtt` (`decode`, through `packets`, which fixes CDNA times after saturated gaps, for wave
-start/end packets of every CU/SIMD, `map_insts` for the instruction issue stream of the one traced SIMD: CU 0, SIMD 0 of each
-shader engine; on CDNA, whose packets it maps to no PC, `cdna_insts` follows the code instead).
+start/end packets of every CU/SIMD); the instruction issue stream of the one traced SIMD (CU 0, SIMD 0 of each shader engine)
+is mapped to the code by `rdna_insts` (the wheel's `map_insts` rule, tolerant of op types the pinned wheel does not name) and,
+on CDNA, whose packets carry no PC, by `cdna_insts`.
 """
 from __future__ import annotations
 import decimal, pickle, re
@@ -154,6 +155,51 @@ def packets(blob:bytes):
     else: yield p
   yield from held
 
+UNISSUED_NAMES = {"S_DELAY_ALU", "S_WAIT_ALU", "S_BARRIER_WAIT"}   # consumed without an issue packet (emu.amd_ops.UNISSUED)
+
+def op_name(p) -> str | None:
+  """An instruction packet's op name, read from its raw field (None for a value the wheel's enum does not name: captures by a
+  newer tinygrad carry op types the pinned decoder lacks, and reading `.op` would raise)."""
+  f = type(p).op
+  try: return f._enum((p._raw >> f.lo) & f.mask).name
+  except ValueError: return None
+
+def rdna_insts(blob:bytes, lib:bytes, arch:str):
+  """(packet, Mapped or None) for SIMD 0 of CU 0 of an RDNA capture, as the wheel's `map_insts` maps them (the code followed
+  from its entry per wave slot; VALUINST, IMMEDIATE, IMMEDIATE_MASK and INST packets are the next issued instruction, s_delay_alu
+  / s_wait_alu / s_barrier_wait skipped, a JUMP takes the branch, WAVEEND is s_endpgm), but reading op types from the raw field:
+  an op type the pinned wheel does not name counts as an issue of this SIMD, an OTHER_* one (another unit's memory op) does not.
+  ValueError when the walk leaves the code (the capture does not follow it)."""
+  from tinygrad.renderer.amd import sqtt
+  from tinygrad.viz.serve import amd_decode
+  from emu.amd.arch import get_spec
+  code, endpgm = amd_decode(lib, arch), get_spec(arch).ins.s_endpgm()
+  entry, wave_pc = next(iter(code)), {}
+  def at(pc:int):
+    if pc not in code: raise ValueError(f"the capture's instruction stream leaves the code at pc {pc:#x}")
+    return code[pc]
+  def issue(p, wave:int, jump:bool):
+    inst = at(pc := wave_pc[wave])
+    while getattr(inst, "op_name", "") in UNISSUED_NAMES: inst = at(pc := pc + inst.size())
+    step = inst.size()
+    if jump:
+      x = inst.simm16 & 0xffff
+      step += 4 * (x - 0x10000 if x & 0x8000 else x)
+    wave_pc[wave] = pc + step
+    return p, Mapped(pc, wave, inst)
+  for p in packets(blob):
+    if getattr(p, "cu", 0) != 0 or getattr(p, "simd", 0) != 0: continue
+    if isinstance(p, (sqtt.WAVESTART, sqtt.WAVESTART_RDNA4)): wave_pc[p.wave] = entry
+    elif isinstance(p, (sqtt.WAVEEND, sqtt.WAVEEND_RDNA4)) and p.wave in wave_pc: yield p, Mapped(wave_pc.pop(p.wave), p.wave, endpgm)
+    elif isinstance(p, sqtt.IMMEDIATE_MASK):
+      for wave in range(16):
+        if p.mask >> wave & 1 and wave in wave_pc: yield issue(p, wave, False)
+    elif isinstance(p, (sqtt.VALUINST, sqtt.IMMEDIATE, sqtt.INST, sqtt.INST_RDNA4)) and p.wave in wave_pc:
+      name = op_name(p) if isinstance(p, (sqtt.INST, sqtt.INST_RDNA4)) else None
+      if name is not None and name.startswith("OTHER_"): yield p, None
+      else: yield issue(p, p.wave, name == "JUMP")
+    else: yield p, None
+
 def cdna_insts(blob:bytes, lib:bytes, arch:str):
   """`map_insts` for a CDNA capture, whose instruction packets the wheel maps to no PC: (packet, Mapped or None) for SIMD 0 of
   the traced CU. Each CDNA_INST is the next instruction from the wave's PC that the capture reports (`cdna_reported`), a JUMP
@@ -228,7 +274,7 @@ def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
         elif isinstance(p, ends_t): ends.append((int(ev.se), p._time))
       if not ev.itrace: continue
       live: dict[int, WaveTrace] = {}
-      for p, info in (sqtt.map_insts if LAYOUTS[get_spec(arch).family].has_pc else cdna_insts)(ev.blob, lib, arch):
+      for p, info in (rdna_insts if LAYOUTS[get_spec(arch).family].has_pc else cdna_insts)(ev.blob, lib, arch):
         if info is None: continue
         if info.wave not in live:
           live[info.wave] = WaveTrace(int(ev.se), info.wave, (slot_starts.get(info.wave) or [None]).pop(0))

@@ -135,3 +135,21 @@ def test_a_launch_that_fits_no_workgroup_is_refused_by_name():
   (k,) = load_trace(ROOT / "gfx1100" / "profile_empty_run_0.pkl")
   k.display, k.starts = "custom_kernel", k.starts * 64   # no dimensions in the name; 64 waves of 32 lanes > 1024 threads
   with pytest.raises(ValueError, match="launch shape unknown"): launch_of(k)
+
+def test_our_rdna_mapping_is_the_wheels_on_every_shipped_capture():
+  # emu.timing.traces.rdna_insts reads op types from the raw field (so captures by newer tinygrads load) and must otherwise map
+  # every packet to the same PC, wave and instruction as the wheel's map_insts
+  from tinygrad.renderer.amd import sqtt
+  from emu.timing.traces import code_object, rdna_insts
+  seen = 0
+  for f in sorted(ROOT.glob("gfx1[12]*/*.pkl")):
+    events = load_events(f)
+    arch, progs = traced_target(events, f), {e.tag: e for e in events if type(e).__name__ == "ProfileProgramEvent"}
+    for e in events:
+      if type(e).__name__ != "ProfileSQTTEvent" or not e.itrace or e.kern not in progs: continue
+      lib = code_object(progs[e.kern].lib)
+      key = lambda pairs: [(p._time, i.pc, i.wave, getattr(i.inst, "op_name", type(i.inst).__name__)) for p, i in pairs if i]
+      theirs, ours = key(sqtt.map_insts(e.blob, lib, arch)), key(rdna_insts(e.blob, lib, arch))
+      assert ours == theirs, f
+      seen += len(ours)
+  assert seen > 2000

@@ -297,3 +297,18 @@ def test_div_fmas_f32_rounds_a_negative_sum_just_past_a_tie_once():
     args = [b32(np.array([v * s])) for v, s in ((a, sign), (b, 1), (c, sign))]
     got = call(VOP3Op.V_DIV_FMAS_F32, S0=args[0], S1=args[1], S2=args[2], VCC=np.zeros(1, np.uint64)).D0
     assert int(got[0]) == int(b32(np.array([want * sign]))[0])
+
+@pytest.mark.parametrize("arch, isa, n", [("gfx1100", "rdna3", 32), ("gfx1201", "rdna4", 32), ("gfx942", "cdna", 64)])
+def test_ds_condxchg32_rtn_b64_writes_each_dword_whose_bit_31_is_set(arch, isa, n):
+  # ISA text: per dword of the 64-bit data, write its low 31 bits (bit 31 cleared) where its bit 31 is set; return both old dwords
+  import importlib
+  I = importlib.import_module(f"tinygrad.runtime.autogen.amd.{isa}.ins")
+  lanes = np.arange(n, dtype=np.uint32)
+  lo = np.where(lanes % 2 == 0, 0x80000033, 0x00000044).astype(np.uint32)   # even lanes write 0x33, odd lanes keep theirs
+  store = I.ds_write_b64 if isa == "cdna" else I.ds_store_b64
+  prog = [store(addr=I.v[0], data0=I.v[2:3]), I.ds_condxchg32_rtn_b64(vdst=I.v[6:7], addr=I.v[0], data0=I.v[4:5])]
+  st = run_program(prog, arch=arch, lanes=n, vgprs={0: lanes * 8, 2: 0x1000 + lanes, 3: 0x2000 + lanes, 4: lo, 5: 0xffffffff},
+                   lds_bytes=8 * n)
+  words = st.lds.view(np.uint32).reshape(n, 2)
+  assert (st.vgpr[0, :, 6] == 0x1000 + lanes).all() and (st.vgpr[0, :, 7] == 0x2000 + lanes).all()   # the old dwords
+  assert (words[:, 0] == np.where(lanes % 2 == 0, 0x33, 0x1000 + lanes)).all() and (words[:, 1] == 0x7fffffff).all()
