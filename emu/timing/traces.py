@@ -167,7 +167,7 @@ def op_name(p) -> str | None:
 def rdna_insts(blob:bytes, lib:bytes, arch:str):
   """(packet, Mapped or None) for SIMD 0 of CU 0 of an RDNA capture, as the wheel's `map_insts` maps them (the code followed
   from its entry per wave slot; VALUINST, IMMEDIATE, IMMEDIATE_MASK and INST packets are the next issued instruction, s_delay_alu
-  / s_wait_alu / s_barrier_wait skipped, a JUMP takes the branch, WAVEEND is s_endpgm), but reading op types from the raw field:
+  / s_wait_alu / s_barrier_wait skipped except under an IMMEDIATE_MASK, a JUMP takes the branch, WAVEEND is s_endpgm), but reading op types from the raw field:
   an op type the pinned wheel does not name counts as an issue of this SIMD, an OTHER_* one (another unit's memory op) does not.
   ValueError when the walk leaves the code (the capture does not follow it)."""
   from tinygrad.renderer.amd import sqtt
@@ -178,9 +178,9 @@ def rdna_insts(blob:bytes, lib:bytes, arch:str):
   def at(pc:int):
     if pc not in code: raise ValueError(f"the capture's instruction stream leaves the code at pc {pc:#x}")
     return code[pc]
-  def issue(p, wave:int, jump:bool):
+  def issue(p, wave:int, jump:bool, skip:bool=True):
     inst = at(pc := wave_pc[wave])
-    while getattr(inst, "op_name", "") in UNISSUED_NAMES: inst = at(pc := pc + inst.size())
+    while skip and getattr(inst, "op_name", "") in UNISSUED_NAMES: inst = at(pc := pc + inst.size())
     step = inst.size()
     if jump:
       x = inst.simm16 & 0xffff
@@ -193,7 +193,7 @@ def rdna_insts(blob:bytes, lib:bytes, arch:str):
     elif isinstance(p, (sqtt.WAVEEND, sqtt.WAVEEND_RDNA4)) and p.wave in wave_pc: yield p, Mapped(wave_pc.pop(p.wave), p.wave, endpgm)
     elif isinstance(p, sqtt.IMMEDIATE_MASK):
       for wave in range(16):
-        if p.mask >> wave & 1 and wave in wave_pc: yield issue(p, wave, False)
+        if p.mask >> wave & 1 and wave in wave_pc: yield issue(p, wave, False, skip=False)   # (the wheel skips nothing here)
     elif isinstance(p, (sqtt.VALUINST, sqtt.IMMEDIATE, sqtt.INST, sqtt.INST_RDNA4)) and p.wave in wave_pc:
       name = op_name(p) if isinstance(p, (sqtt.INST, sqtt.INST_RDNA4)) else None
       if name is not None and name.startswith("OTHER_"): yield p, None
