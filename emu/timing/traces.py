@@ -167,9 +167,9 @@ def op_name(p) -> str | None:
 def rdna_insts(blob:bytes, lib:bytes, arch:str):
   """(packet, Mapped or None) for SIMD 0 of CU 0 of an RDNA capture, as the wheel's `map_insts` maps them (the code followed
   from its entry per wave slot; VALUINST, IMMEDIATE, IMMEDIATE_MASK and INST packets are the next issued instruction, s_delay_alu
-  / s_wait_alu / s_barrier_wait skipped except under an IMMEDIATE_MASK, a JUMP takes the branch, WAVEEND is s_endpgm), but reading op types from the raw field:
-  an op type the pinned wheel does not name counts as an issue of this SIMD, an OTHER_* one (another unit's memory op) does not.
-  ValueError when the walk leaves the code (the capture does not follow it)."""
+  / s_wait_alu / s_barrier_wait skipped except under an IMMEDIATE_MASK, a JUMP takes the branch, WAVEEND is s_endpgm), but
+  reading op types from the raw field: an op type the pinned wheel does not name counts as an issue of this SIMD, an OTHER_*
+  one (another unit's memory op) does not. ValueError when the walk leaves the code (the capture does not follow it)."""
   from tinygrad.renderer.amd import sqtt
   from tinygrad.viz.serve import amd_decode
   from emu.amd.arch import get_spec
