@@ -21,8 +21,11 @@ def main(argv:list[str]|None=None) -> int:
   c.add_argument("--dir", default=str(DEFAULT_DIR), help="trace folder for --all (default %(default)s)")
   c.add_argument("--arch", help="the traced GPU's target (e.g. gfx1201) for captures that do not record it")
   c.add_argument("--worst", type=int, default=8, help="worst offenders to list")
+  c.add_argument("--loo", action="store_true", help="leave-one-kernel-out: every capture under --dir scored with costs fitted on the "
+                 "other kernels of its ISA family (emu.timing.fit)")
   args = ap.parse_args(argv)
-  if not args.all and not args.traces: ap.error("give trace pickles or --all")
+  if not args.all and not args.traces and not args.loo: ap.error("give trace pickles, --all or --loo")
+  if args.loo: return loo(Path(args.dir), args.arch, ap)
   started = time.monotonic()
   def progress(done:int, total:int, name:str):   # long comparisons (big captures replay for a while) report on stderr
     if time.monotonic() - started > PROGRESS_AFTER: print(f"  ... {name}: kernel {done + 1}/{total}", file=sys.stderr, flush=True)
@@ -41,6 +44,29 @@ def main(argv:list[str]|None=None) -> int:
       title = str(folder.relative_to(root)) if folder != root else folder.name
       print(format_report([r for f in sorted(folder.glob("*.pkl")) for r in compare(f, True)], title, args.worst))
   for t in args.traces: print(format_report(compare(Path(t), False), t, args.worst))
+  return 0
+
+def loo(root:Path, arch:str|None, ap) -> int:
+  """--loo: prepare every capture under `root` (those that cannot run are listed), then the leave-one-out report."""
+  from emu.timing.compare import pair
+  from emu.timing.fit import Case, format_loo, leave_one_out
+  from emu.timing.replay import Prepared
+  from emu.timing.traces import load_trace
+  if not root.is_dir(): ap.error(f"no trace folder {root}")
+  cases, calibrated = [], {}
+  for path in sorted(root.rglob("*.pkl")):
+    try: kernels = load_trace(path, arch)
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as e:
+      print(f"  {path.relative_to(root)}: cannot read the capture: {e}", file=sys.stderr); continue
+    for k in kernels:
+      try: case = Case(path.name, k, Prepared(k))
+      except Exception as e:
+        print(f"  {path.relative_to(root)} {k.name}: not replayed: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr); continue
+      cases.append(case)
+      calibrated.setdefault(case.key, []).append(pair(k, case.prepared.replay, path.name))
+  print(f"  {len(cases)} captures of {len(calibrated)} kernels prepared", file=sys.stderr, flush=True)
+  folds = leave_one_out(cases, lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True))
+  print(format_loo(folds, calibrated))
   return 0
 
 if __name__ == "__main__": raise SystemExit(main())

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
 from emu.amd.arch import get_spec
-from emu.timing.replay import replay
+from emu.timing.replay import Replay, replay
 from emu.amd.sqtt_layouts import LAYOUTS
 from emu.timing.traces import TracedKernel, load_trace
 
@@ -45,11 +45,14 @@ class KernelResult:
 
 def compare_kernel(k:TracedKernel, trace:str="") -> KernelResult:
   """Replay one traced kernel and pair its per-wave deltas with the hardware's."""
-  res = KernelResult(trace, k.name, k.arch, k.cycles)
   try: rep = replay(k)
   except Exception as e:   # an arch or instruction the emulator does not run yet: reported, not fatal
-    res.error = f"{type(e).__name__}: {e}"
-    return res
+    return KernelResult(trace, k.name, k.arch, k.cycles, error=f"{type(e).__name__}: {e}")
+  return pair(k, rep, trace)
+
+def pair(k:TracedKernel, rep:Replay, trace:str="") -> KernelResult:
+  """The comparison of a traced kernel with one replay of it: per traced wave, each issue's delta beside the emulator's."""
+  res = KernelResult(trace, k.name, k.arch, k.cycles)
   res.emu_cycles = rep.stats.cycles
   tick = LAYOUTS[get_spec(k.arch).family].tick   # compared at the capture's timestamp resolution (CDNA: 4-cycle ticks)
   for hw, w in zip(sorted(k.waves, key=lambda w: w.start or 0), rep.traced):

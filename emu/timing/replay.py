@@ -4,7 +4,7 @@ The code object comes from the trace. Launch size: from the kernel name (tinygra
 else one workgroup holding every traced wave. Every kernel-argument slot points at its own zero-filled buffer large
 enough for the launch (numerical results do not matter here, timing does)."""
 from __future__ import annotations
-import math, struct
+import dataclasses, math, struct
 from dataclasses import dataclass
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
@@ -53,36 +53,58 @@ def launch_of(k:TracedKernel, lanes:int=32) -> tuple[tuple[int, int, int], tuple
 
 def replay(k:TracedKernel) -> Replay:
   """Dispatch the traced kernel on a fresh emulated GPU of its arch (raises ValueError if the arch is unsupported)."""
-  spec = get_spec(k.arch)
-  if not spec.supported: raise ValueError(f"the emulator does not run {k.arch} yet")
-  bufs = Buffers()
-  lk = load_kernel(k.lib, bufs)
-  image = bufs.keep[0].ctypes.data
-  n_args = max(k.buffers, KERNARG_SLOTS)
-  addrs = [bufs.add(np.zeros(BUF_BYTES, dtype=np.uint8), f"arg{i}") for i in range(n_args)]
-  kernargs = np.frombuffer(b"".join(struct.pack("<Q", a) for a in addrs) + b"\0" * 256, dtype=np.uint8).copy()
-  ka = bufs.add(kernargs, "kernargs", writable=False)
-  grid, wg = launch_of(k, 32 if lk.wave32 else 64)
-  # the first traced PC is where hardware entered the code (robust against code objects whose descriptor offset assumes
-  # another section layout than the loader's)
-  # packets without PCs (CDNA) locate instructions by order only: the loader follows the code from the entry, and the replay keeps
-  # the instructions the format reports
-  by_order = not LAYOUTS[spec.family].has_pc
-  entry = image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues and not by_order else lk.code_addr
-  d = Dispatch(code_addr=entry, grid=grid, workgroup=wg, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1, rsrc2=lk.rsrc2,
-               rsrc3=lk.rsrc3, wave32=lk.wave32)
-  tm = TimingModel(spec, timeline=True, driver=driver_of(k))
-  stats = Dispatcher(spec, bufs.mem, Watchdog(), [tm]).run(d)
-  waves: dict[int, list[tuple[int, int, str, bool]]] = {}
-  starts: dict[int, int] = {}
-  code, reported = bufs.keep[0].tobytes(), {}
-  carry: dict[int, bool] = {}   # CDNA: a DRAM wait of an unreported instruction (s_waitcnt) shows in the next reported one
-  for w, pc, cyc, cls, dram in tm.timeline:
-    if pc < 0: starts[w] = cyc; continue
-    off = pc - image
-    if by_order and off not in reported: reported[off] = cls == "end" or cdna_reported(decode(code[off:off + 16], spec, off), spec, off)
-    if by_order and not reported[off]:
-      carry[w] = carry.get(w, False) or dram; continue
-    waves.setdefault(w, []).append((off, cyc, cls, dram or carry.pop(w, False)))
-  traced = sorted((w for w in starts if tm.placement(w) == (0, 0)), key=lambda w: (starts[w], w))
-  return Replay(stats, waves, starts, grid, wg, traced)
+  return Prepared(k).replay
+
+class Prepared:
+  """A traced kernel run once on the emulator, kept so that the timing model can replay its recorded instruction streams with
+  other costs (`retime`) without running the kernel again. `replay` is the run with the calibrated costs."""
+  def __init__(self, k:TracedKernel):
+    spec = get_spec(k.arch)
+    if not spec.supported: raise ValueError(f"the emulator does not run {k.arch} yet")
+    self.kernel, self.spec = k, spec
+    bufs = self.bufs = Buffers()
+    lk = load_kernel(k.lib, bufs)
+    self.image = bufs.keep[0].ctypes.data
+    n_args = max(k.buffers, KERNARG_SLOTS)
+    addrs = [bufs.add(np.zeros(BUF_BYTES, dtype=np.uint8), f"arg{i}") for i in range(n_args)]
+    kernargs = np.frombuffer(b"".join(struct.pack("<Q", a) for a in addrs) + b"\0" * 256, dtype=np.uint8).copy()
+    ka = bufs.add(kernargs, "kernargs", writable=False)
+    self.grid, self.workgroup = launch_of(k, 32 if lk.wave32 else 64)
+    # the first traced PC is where hardware entered the code (robust against code objects whose descriptor offset assumes
+    # another section layout than the loader's)
+    # packets without PCs (CDNA) locate instructions by order only: the loader follows the code from the entry, and the replay keeps
+    # the instructions the format reports
+    self.by_order = not LAYOUTS[spec.family].has_pc
+    entry = self.image + k.waves[0].issues[0].pc if k.waves and k.waves[0].issues and not self.by_order else lk.code_addr
+    d = Dispatch(code_addr=entry, grid=self.grid, workgroup=self.workgroup, user_sgprs=[ka & 0xffffffff, ka >> 32], rsrc1=lk.rsrc1,
+                 rsrc2=lk.rsrc2, rsrc3=lk.rsrc3, wave32=lk.wave32)
+    self.driver = driver_of(k)
+    self.model = TimingModel(spec, timeline=True, driver=self.driver)
+    self.stats = Dispatcher(spec, bufs.mem, Watchdog(), [self.model]).run(d)
+    self.replay = self._records(self.stats)
+
+  def retime(self, params) -> Replay:
+    """The replay with costs `params` (an emu.amd.timing.Params of the kernel's family) in place of the calibrated ones: only what
+    the replay reads changes (latencies, the launch); the instruction classes and port costs are the calibrated ones. The model
+    keeps `params` until the next retime."""
+    tm = self.model
+    tm.params, tm.fetch, tm.timeline = params, params.launch_kfd if self.driver == "kfd" else params.launch, []
+    stats = dataclasses.replace(self.stats, cycles=tm.finish()[0])
+    return self._records(stats)
+
+  def _records(self, stats:DispatchStats) -> Replay:
+    tm, spec = self.model, self.spec
+    waves: dict[int, list[tuple[int, int, str, bool]]] = {}
+    starts: dict[int, int] = {}
+    code, reported = self.bufs.keep[0].tobytes(), {}
+    carry: dict[int, bool] = {}   # CDNA: a DRAM wait of an unreported instruction (s_waitcnt) shows in the next reported one
+    for w, pc, cyc, cls, dram in tm.timeline:
+      if pc < 0: starts[w] = cyc; continue
+      off = pc - self.image
+      if self.by_order and off not in reported:
+        reported[off] = cls == "end" or cdna_reported(decode(code[off:off + 16], spec, off), spec, off)
+      if self.by_order and not reported[off]:
+        carry[w] = carry.get(w, False) or dram; continue
+      waves.setdefault(w, []).append((off, cyc, cls, dram or carry.pop(w, False)))
+    traced = sorted((w for w in starts if tm.placement(w) == (0, 0)), key=lambda w: (starts[w], w))
+    return Replay(stats, waves, starts, self.grid, self.workgroup, traced)

@@ -1,0 +1,46 @@
+"""Leave-one-kernel-out (emu.timing.fit): a kernel's score never uses a fit that saw it, re-timing with the calibrated costs
+gives the calibrated replay, and the score counts what it says. Captures: the repository's data/sqtt (gfx1100)."""
+import dataclasses
+from pathlib import Path
+from emu.amd.timing import PARAMS
+from emu.timing import fit
+from emu.timing.__main__ import main
+from emu.timing.compare import Delta, KernelResult, pair
+from emu.timing.replay import Prepared
+from emu.timing.traces import load_trace
+
+ROOT = Path(__file__).resolve().parents[2] / "data" / "sqtt" / "gfx1100"
+
+def case(name:str) -> fit.Case:
+  (k,) = load_trace(ROOT / name)[:1]
+  return fit.Case(name, k, Prepared(k))
+
+def test_retiming_with_the_calibrated_costs_is_the_calibrated_replay():
+  c = case("profile_plus_run_0.pkl")
+  slower = c.prepared.retime(dataclasses.replace(PARAMS["rdna3"], vmem_load_lat=PARAMS["rdna3"].vmem_load_lat + 1000))
+  again = c.prepared.retime(PARAMS["rdna3"])
+  assert slower.stats.cycles >= c.prepared.replay.stats.cycles + 1000   # the plus kernel waits on its loads
+  assert again.stats.cycles == c.prepared.replay.stats.cycles and again.waves == c.prepared.replay.waves
+
+def test_score_counts_non_dram_deltas_outside_the_tolerance_and_log_ratios():
+  r = KernelResult("t", "k", "gfx1100", hw_cycles=100, emu_cycles=200,
+                   deltas=[Delta("valu", 0, "", 5, 5, False), Delta("valu", 4, "", 5, 8, False), Delta("vmem_load", 8, "", 500, 9, True)])
+  outside, ratio = fit.score([r])
+  assert outside == 1 and abs(ratio - 0.6931) < 1e-3   # one non-DRAM delta 3 cycles off; |log 2|
+
+def test_a_held_out_kernel_is_never_in_its_own_fit(monkeypatch):
+  cases = [case("profile_plus_run_0.pkl"), case("profile_empty_run_0.pkl")]
+  seen = []
+  real = fit.fit
+  monkeypatch.setattr(fit, "fit", lambda train, start, progress=None: seen.append({c.key for c in train}) or real(train, start))
+  folds = fit.leave_one_out(cases)
+  assert [key for key, _, _ in folds] == [("rdna3", "E"), ("rdna3", "E_3")]
+  assert seen == [{("rdna3", "E_3")}, {("rdna3", "E")}]
+  for key, results, _ in folds: assert [r.name for r in results] == [key[1]] and not results[0].error
+
+def test_the_cli_reports_every_kernel(tmp_path, capsys):
+  for name in ("profile_plus_run_0.pkl", "profile_empty_run_0.pkl"): (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+  assert main(["compare", "--loo", "--dir", str(tmp_path), "--arch", "gfx1100"]) == 0
+  out = capsys.readouterr()
+  assert "rdna3  E_3" in out.out and "rdna3  E " in out.out and "leave-one-kernel-out" in out.out
+  assert "2 captures of 2 kernels prepared" in out.err
