@@ -5,7 +5,7 @@ from pathlib import Path
 from emu.amd.timing import PARAMS
 from emu.timing import fit
 from emu.timing.__main__ import main
-from emu.timing.compare import Delta, KernelResult, pair
+from emu.timing.compare import Delta, KernelResult
 from emu.timing.replay import Prepared
 from emu.timing.traces import load_trace
 
