@@ -36,7 +36,6 @@ def oracle_entry(arch:str, name:str) -> str:
 
 def card(arch:str, mnemonic:str) -> str:
   """The card's text (see the module docstring); names the archs' encodings when the mnemonic has none here."""
-  from emu.pcode.__main__ import semantics
   spec = get_spec(arch)
   m = parse(mnemonic)
   lines, ops = [f"=== {arch} ({spec.family}) {mnemonic.upper()}: prefix {m.prefix}, operation {m.operation}, types {', '.join(m.types) or '-'}"
@@ -45,11 +44,12 @@ def card(arch:str, mnemonic:str) -> str:
   if not found: return lines[0] + f"\n(no encoding of {mnemonic.upper()} on {arch})"
   for f in found:
     lines += record_lines(f)
-    ops.setdefault(f.name, f.op)
+    ops.setdefault(f.name, f)
   from emu.pcode import compile_op
-  for name, op in ops.items():
-    c = compile_op(arch, op)
-    lines.append(f"--- semantics of {name}: {semantics(arch, op, c)}")
+  for name, f in ops.items():
+    lines.append(f"--- semantics of {name}: {f.semantics}")
+    if f.semantics.startswith("none ("): continue
+    c = compile_op(arch, f.op)
     lines.append(f"    {c.kind} op; reads {sorted(c.reads)}; writes {sorted(c.writes)}; widths {c.widths}")
     if c.views: lines.append("    operands viewed as " + ", ".join(f"{n} {'/'.join(sorted(k))}" for n, k in sorted(c.views.items()))
                              + " (a float-format source read only as an integer takes no neg/abs; one read only as a float is passed as"

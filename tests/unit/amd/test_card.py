@@ -47,3 +47,7 @@ def test_the_card_shows_the_latency_the_replay_gives():
   assert f"a dependent VALU (s_delay_alu) issues {p.valu_dep} cycles after it" in card("gfx1100", "v_add_f32")
   # the wait on the counter issues when the load's counter is released, the instruction after it one cycle later
   assert f"the instruction after a wait on its counter issues {p.vmem_load_lat + 1} cycles after it" in card("gfx1100", "global_load_b32")
+
+def test_an_opcode_without_semantics_gets_a_card_that_says_so():
+  text = card("gfx1100", "ds_gws_init")   # a GWS op: the wheel has no pseudocode for it and the emulator does not model it
+  assert "semantics of DS_GWS_INIT: none (" in text and "does not run" in text
