@@ -141,6 +141,10 @@ def doctor(out=print) -> int:
        else f"not used, the Python replay instead (slower, same cycles): {why or r.stderr.strip()[-120:]}",
        None if avail == "True" or why.startswith("EMU_") else "apt-get install -y clang   (./bench.sh setup does), or point CC at a C compiler")
 
+  from emu.timing import accuracy
+  line(None, "timing model", "emulated kernel times are a cycle model's: " + "; ".join(accuracy.band(f) for f in accuracy.RATIOS)
+       + f" ({accuracy.provenance()}; docs/timing.md)")
+
   from mockgpu.nvrtc_path import pypi_cuda_headers, pypi_nvrtc
   nvrtc = os.environ.get("NVRTC_PATH") or pypi_nvrtc()
   if nvrtc is None:

@@ -2,10 +2,13 @@
 view of memory, clock, compute-register layout, thread-trace unit, the emulator that runs its dispatches, and doorbells that
 wake its queue engines."""
 from __future__ import annotations
+import os, sys
 from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
+from emu.amd.arch import get_spec
 from emu.amd.gpu import AMDGPU
 from emu import native
 from emu.common.memory import MemoryMap
+from emu.timing import accuracy
 from mockgpu import devwrite
 from mockgpu.clock import DeviceClock
 from mockgpu.gcguard import COLLECTOR
@@ -15,6 +18,18 @@ from mockgpu.amd.sqtt import ThreadTrace
 from mockgpu.amd.boards import GC_HWID, Board
 from mockgpu.profile import PROFILE
 from mockgpu.stats import record_dispatch
+
+_noticed: set[str] = set()
+
+def trust_notice(arch:str):
+  """Under DEBUG>=2 (tinygrad prints kernel times), say once per process and arch how far the emulated times held on real
+  captures (emu.timing.accuracy), on stderr."""
+  try: debug = int(os.environ.get("DEBUG", "0") or 0)
+  except ValueError: debug = 0
+  if debug < 2 or arch in _noticed: return
+  _noticed.add(arch)
+  print(f"tinygrad-emu: {arch} kernel times are emulated by a cycle model; {accuracy.band(get_spec(arch).family)} "
+        f"({accuracy.provenance()})", file=sys.stderr)
 
 class EmulatedGPU(GPUContext):
   """One emulated AMD GPU of `board` (a `mockgpu.amd.boards.Board`); the driver mocks subclass it and add their memory model,
@@ -32,6 +47,7 @@ class EmulatedGPU(GPUContext):
     # load (on first use: compile) the native kernels here, on the host's thread inside the driver call that creates the GPU, not
     # later on the engine worker while tinygrad may be compiling with the same libLLVM
     native.available()
+    trust_notice(arch)
 
   @property
   def gc_version(self) -> tuple[int, int, int]: return self.board.ip_versions[GC_HWID]

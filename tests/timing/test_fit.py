@@ -44,3 +44,24 @@ def test_the_cli_reports_every_kernel(tmp_path, capsys):
   out = capsys.readouterr()
   assert "rdna3  E_3" in out.out and "rdna3  E " in out.out and "leave-one-kernel-out" in out.out
   assert "2 captures of 2 kernels prepared" in out.err
+
+def test_the_docs_state_the_figures_the_accuracy_table_holds():
+  # docs/timing.md's leave-one-out table and emu.timing.accuracy (read by the doctor and the DEBUG=2 notice) are the same figures
+  from emu.timing import accuracy
+  text = (Path(__file__).resolve().parents[2] / "docs" / "timing.md").read_text()
+  loo = text[text.index("### Leave-one-kernel-out"):text.index("### Held-out captures")]
+  assert f"commit {accuracy.MEASURED['commit']}" in loo and accuracy.MEASURED["date"] in loo and accuracy.MEASURED["command"] in loo
+  for family, share in accuracy.WITHIN_2.items():
+    row = next(line for line in loo.splitlines() if line.startswith(f"| {family} |"))
+    assert f"{share:.1%}" in row, (family, row)
+
+def test_debug_2_says_once_how_far_emulated_times_hold(monkeypatch, capsys):
+  from mockgpu.amd import gpu
+  monkeypatch.setattr(gpu, "_noticed", set())
+  monkeypatch.setenv("DEBUG", "1")
+  gpu.trust_notice("gfx1201")
+  assert capsys.readouterr().err == ""
+  monkeypatch.setenv("DEBUG", "2")
+  gpu.trust_notice("gfx1201"); gpu.trust_notice("gfx1201")
+  err = capsys.readouterr().err
+  assert err.count("tinygrad-emu: gfx1201 kernel times are emulated") == 1 and "rdna4: 95.5% of issue deltas" in err
