@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # counters by the timing model's names: 'vm' vector-memory loads (RDNA4: loads, samples and BVH), 'vs' vector stores, 'lgkm'
-# LDS + scalar memory + messages (before RDNA4), 'ds' LDS and 'km' scalar memory (RDNA4). None: a counter the model does not
-# keep (exports; the dependency counters of s_waitcnt_depctr). Each field is (counter, low bit, width) of the 16-bit immediate.
+# LDS + scalar memory + messages (before RDNA4), 'ds' LDS and 'km' scalar memory (RDNA4), 'va' VALU results not yet written
+# to VGPRs (s_waitcnt_depctr's va_vdst field, bits 15:12; LLVM AMDGPUBaseInfo's DepCtr encoding). None: a counter the model
+# does not keep (exports; depctr's other dependency counters). Each field is (counter, low bit, width) of the 16-bit immediate.
 COUNTER_WAITS: dict[str, tuple[tuple[str | None, int, int], ...]] = {
   "S_WAITCNT_VMCNT": (("vm", 0, 6),), "S_WAITCNT_VSCNT": (("vs", 0, 6),), "S_WAITCNT_LGKMCNT": (("lgkm", 0, 6),),
-  "S_WAITCNT_EXPCNT": ((None, 0, 3),), "S_WAITCNT_DEPCTR": ((None, 0, 16),),
+  "S_WAITCNT_EXPCNT": ((None, 0, 3),), "S_WAITCNT_DEPCTR": (("va", 12, 4), (None, 0, 12)),
   "S_WAIT_LOADCNT": (("vm", 0, 6),), "S_WAIT_SAMPLECNT": (("vm", 0, 6),), "S_WAIT_BVHCNT": (("vm", 0, 3),),
   "S_WAIT_STORECNT": (("vs", 0, 6),), "S_WAIT_DSCNT": (("ds", 0, 6),), "S_WAIT_KMCNT": (("km", 0, 5),), "S_WAIT_EXPCNT": ((None, 0, 3),),
   "S_WAIT_LOADCNT_DSCNT": (("vm", 8, 6), ("ds", 0, 6)), "S_WAIT_STORECNT_DSCNT": (("vs", 8, 6), ("ds", 0, 6)),

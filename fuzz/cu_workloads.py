@@ -45,17 +45,24 @@ class Workload:
   p: Params
   def args(self) -> tuple: return self.streams, self.wg_of, self.passes, self.slots, self.p, self.p.launch_kfd
 
+# VALU ops whose VGPRs the VALU pipe's interlock reads: (port cycles, VGPRs read, VGPRs written); chains, a swap, a 64-bit pair
+REGISTER_OPS = ((1, (0,), (0,)), (1, (0,), (1,)), (1, (1,), (0,)), (1, (2, 3), (2, 3)), (2, (0, 1), (1,)), (1, (), (3,)))
+
 def random_workload(rng:random.Random, matrix:bool) -> Workload:
   """Random loop bodies over every class (every port, WMMAs when `matrix`, s_delay_alu pairs and SALU cycles, 64-bit ops through
-  the transcendental port, waits, barriers, s_nop), random trip counts, workgroup shapes, slots, passes, families and SIMDs per
-  CU (one SIMD: waves share a matrix unit)."""
+  the transcendental port, VALU and transcendental ops reading each other's VGPRs, waits (a VALU drain too), barriers, s_nop),
+  random trip counts, workgroup shapes, slots, passes, families and SIMDs per CU (one SIMD: waves share a matrix unit)."""
   pool = [VALU, TRANS, SALU, LOAD, STORE, LDS, WIDE_LDS, WAIT_VM, WAIT_LGKM, WAIT_VS_2, BARRIER, replay_op(OpInfo("valu", "valu", 2)),
           replay_op(OpInfo("nop", None, delay=3)), replay_op(OpInfo("smem", "smem", counter="lgkm")), delay(VALU_DEP_1), delay(VALU_DEP_4),
           delay(TRANS32_DEP_1), delay(9), delay(2 | 1 << 4 | 3 << 7), replay_op(OpInfo("trans", "trans", 1)),
-          replay_op(OpInfo("valu", "valu", 2, via_trans=True)), replay_op(OpInfo("other", None)), *([WMMA, WMMA_8, WMMA] if matrix else [])]
+          replay_op(OpInfo("valu", "valu", 2, via_trans=True)), replay_op(OpInfo("other", None)), *([WMMA, WMMA_8, WMMA] if matrix else []),
+          *(replay_op(OpInfo("valu", "valu", cost, vreads=r, vwrites=w)) for cost, r, w in REGISTER_OPS),
+          replay_op(OpInfo("trans", "trans", 4, vreads=(0,), vwrites=(0,))), replay_op(OpInfo("trans", "trans", 1, vreads=(3,), vwrites=(2,))),
+          replay_op(OpInfo("waitcnt", None, drain=True))]
   body = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
   waves, wpg = rng.randint(1, 12), rng.choice([1, 2, 3, 4])
   streams = [loop([rng.choice([SALU, VALU])], body, rng.randint(1, 60)) for _ in range(waves)]
   p = PARAMS[rng.choice(["rdna3", "rdna4", "cdna"])]
   if rng.random() < 0.4: p = p.__class__(**{**vars(p), "simds_per_cu": rng.choice([1, 2, 4])})
+  if rng.random() < 0.3: p = p.__class__(**{**vars(p), "valu_queue": rng.choice([0, 1, 3]), "valu_raw": rng.choice([1, 5, 9])})
   return Workload(streams, [w // wpg for w in range(waves)], rng.choice([1, 2]), rng.choice([1, 2, 16]), p)

@@ -52,14 +52,17 @@ class ReplayOp:
   via_trans: bool           # also needs the transcendental port
   gated: bool               # its readiness depends on more than the wave's s_delay_alu dependencies (`_CU.readiness`)
   own_port: bool            # its port is its SIMD's and gates no other (not the transcendental, matrix or shared ports, not via_trans)
+  vreads: tuple[int, ...] = ()    # a VALU op's VGPRs read and written (_ValuPipe)
+  vwrites: tuple[int, ...] = ()
+  drain: bool = False             # waits until the wave's VALU results are written back (_CU.readiness)
 
 def replay_op(info:OpInfo) -> ReplayOp:
   """The replay form of an OpInfo."""
   port, cls = PORTS.index(info.port) if info.port is not None else -1, CLS_CODE[info.cls]
   return ReplayOp(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
              tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
-             info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END),
-             port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans)
+             info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END, C_NOP),
+             port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans, info.vreads, info.vwrites, info.drain)
 
 def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """Per instruction of `sizes` bytes at `pcs`: first and last instruction cache line (counted from the line of `entry`), whether
@@ -128,11 +131,15 @@ def alu_deps(cls:np.ndarray, delay:np.ndarray) -> tuple[np.ndarray, int, tuple[n
 # a Stream's table: per distinct instruction the ReplayOp's fields, its pc, cache span (first, last line, whether it enters the
 # first), plain line and waits (up to MAX_WAITS (counter, limit) pairs). ROW is its layout, and cu_native.prelude writes it out as
 # emu/amd/cu_replay.c's OpRow (a C struct: numpy's aligned layout is the C compiler's).
-MAX_WAITS = 8
+MAX_WAITS, MAX_VREADS, MAX_VWRITES = 8, 12, 4
+N_VGPRS, MAX_PIPE = 256, 64   # (the compiled replay's room: a wave's VGPRs, a VALU pipe's depth)
 ROW = np.dtype([("pc", np.int64), *((f, np.int32) for f in ("cost", "lds_cycles", "delay", "size", "first", "last", "plain")),
-                *((f, np.int8) for f in ("cls", "port", "shared", "vec", "cond", "via_trans", "gated", "own_port", "enter", "counter", "n_waits")),
-                ("wait_counter", np.int8, (MAX_WAITS,)), ("wait_limit", np.int8, (MAX_WAITS,))], align=True)
-OP_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port")
+                *((f, np.int8) for f in ("cls", "port", "shared", "vec", "cond", "via_trans", "gated", "own_port", "enter", "counter", "n_waits",
+                                         "n_vreads", "n_vwrites", "drain")),
+                ("wait_counter", np.int8, (MAX_WAITS,)), ("wait_limit", np.int8, (MAX_WAITS,)), ("vreads", np.int16, (MAX_VREADS,)),
+                ("vwrites", np.int16, (MAX_VWRITES,))], align=True)
+OP_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port",
+              "drain")
 
 def _table(ops:list[ReplayOp], columns:dict[str, np.ndarray]) -> np.ndarray | None:
   """A stream's table (ROW): per distinct instruction its ReplayOp (`ops`) and the other fields' `columns`; None when a value does
@@ -144,6 +151,11 @@ def _table(ops:list[ReplayOp], columns:dict[str, np.ndarray]) -> np.ndarray | No
   values["n_waits"] = np.array([len(op.waits) for op in distinct], dtype=np.int64)[which]
   waits = np.array([(*op.waits[:MAX_WAITS], *[(0, 0)] * (MAX_WAITS - len(op.waits[:MAX_WAITS]))) for op in distinct], dtype=np.int64)
   values["wait_counter"], values["wait_limit"] = waits.reshape(len(distinct), MAX_WAITS, 2)[which].transpose(2, 0, 1)
+  for name, cap in (("vreads", MAX_VREADS), ("vwrites", MAX_VWRITES)):   # (registers beyond the row's room: the Python replay's)
+    if any(len(getattr(op, name)) > cap for op in distinct): return None
+    values[f"n_{name}"] = np.array([len(getattr(op, name)) for op in distinct], dtype=np.int64)[which]
+    padded = [(*getattr(op, name), *[0] * (cap - len(getattr(op, name)))) for op in distinct]
+    values[name] = np.array(padded, dtype=np.int64).reshape(len(distinct), cap)[which]
   out = np.zeros(len(ops), dtype=ROW)
   for name, v in {**values, **columns}.items():
     info = np.iinfo(ROW.fields[name][0].base)
@@ -233,7 +245,7 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
   __slots__ = ("stream", "ops", "pcs", "lines", "plain", "deps", "n", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start",
-               "times", "dram", "next_dram", "parked", "mx_end")
+               "times", "dram", "next_dram", "parked", "mx_end", "vready", "vdone")
   def __init__(self, stream:Stream, start:int, simd:int, wg:int, launch:int):
     self.stream, self.ops, self.pcs, self.lines, self.plain, self.deps = stream, stream.ops, stream.pcs, stream.lines, stream.plain, stream.deps
     self.n = len(self.ops)
@@ -241,6 +253,8 @@ class _Wave:
     self.salu = NEVER; self.last_valu = NEVER
     self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]   # per counter: (completion cycle, global memory) in order
     self.start, self.times, self.dram, self.next_dram, self.parked, self.mx_end = start, [], [], True, 0, NEVER
+    self.vready: dict[int, int] = {}   # VGPR -> the cycle the VALU pipe has its value (_ValuPipe)
+    self.vdone = NEVER   # the cycle the pipes have the result of the wave's last VALU/transcendental instruction
 
   def wait(self, counter:int, limit:int) -> tuple[int, bool]:
     """Retire all but the newest `limit` outstanding operations of a counter: (cycle the last of them completes, whether one of
@@ -278,6 +292,42 @@ class _ICache:
       t = max(lines.get(first) or self.request(first, ready + self.lat), lines.get(last) or self.request(last, ready + self.lat))
     if t <= ready and enter and first + 1 not in lines: self.request(first + 1, ready + self.lat)
     return t
+
+PIPED = (P_VALU, P_TRANS)   # the ports whose instructions enter a pipe of their SIMD (_ValuPipe), in this order (0, 1)
+
+class _ValuPipe:
+  """A SIMD's VALU or transcendental pipe (RDNA): its instructions start executing in issue order, each once the previous one's
+  port cycles are through; one reading a VGPR that an instruction still in flight (of either pipe) writes, no s_delay_alu having
+  held its wave back, starts when the value is ready (its producer's start + the producer pipe's latency), and everything
+  issued behind it waits. The pipe holds `depth` issued instructions that have not started; while it is full the SIMD issues
+  none into it. `starts`: the start cycles still ahead, in order; `free`: the cycle the
+  last started instruction's passes are through."""
+  __slots__ = ("starts", "free")
+  def __init__(self): self.starts, self.free = [], NEVER
+
+  def room(self, now:int, depth:int) -> int:
+    """The first cycle from `now` on at which the pipe has room for one more instruction."""
+    starts = self.starts
+    while starts and starts[0] <= now: starts.pop(0)
+    return now if len(starts) < depth else starts[len(starts) - depth]
+
+  def enter(self, ready:dict[int, int], op:ReplayOp, now:int, passes:int, lat:int) -> int:
+    """Issue `op` at `now` into the pipe (`ready`: the issuing wave's VGPR -> cycle its value is ready; `lat`: this pipe's result
+    latency); its start cycle."""
+    start = max(now, self.free)
+    for r in op.vreads:
+      if (t := ready.get(r, NEVER)) > start: start = t
+    self.free = start + op.cost * passes
+    if start > now: self.starts.append(start)
+    for r in op.vwrites: ready[r] = start + lat
+    return start
+
+  def signature(self, now:int) -> tuple:
+    return tuple(t - now for t in self.starts), self.free - now if self.free > now else None
+
+  def shift(self, by:int):
+    self.starts[:] = [t + by for t in self.starts]
+    self.free += by
 
 class _Ports:
   """The cycle each SIMD's ports (PORTS, per SIMD) and the CU's shared ports are free again."""
@@ -507,14 +557,16 @@ class _Periods:
       for pend in w.pending:   # (stores nothing waits for pile up: beyond the newest KEEP_PENDING, those completed drop out)
         if len(pend) > KEEP_PENDING and all(d <= now for d, _ in pend[:-KEEP_PENDING]): del pend[:-KEEP_PENDING]
       waves.append((j, w.simd, w.wg, rel(w.salu, salu_wait), rel(w.last_valu, mem_wait), rel(w.parked), rel(w.mx_end, matrix_wait),
-                    w.next_dram, recent, tuple(tuple((rel(d), g) for d, g in pend) for pend in w.pending)))
+                    w.next_dram, recent, tuple(sorted((r, t - now) for r, t in w.vready.items() if t > now)), rel(w.vdone, mem_wait),
+                    tuple(tuple((rel(d), g) for d, g in pend) for pend in w.pending)))
     icache = cu.icache
     lines = (len(icache.lines), tuple(sorted((ln, t - now) for ln, t in icache.lines.items() if t > now)) if icache.latest > now else ())
     heap = tuple(sorted((c - now, j, tag) for c, j, tag in (*cu.heap, item)))
     return (tuple(waves), lines, heap, tuple(rel(f) for f in cu.ports.free), rel(cu.lds_done, horizon), cu.groups.launched,
             rel(cu.groups.clock), tuple(sorted((g, tuple(ws)) for g, ws in cu.groups.arrived.items())),
             tuple(tuple(sorted(q)) for q in cu.parked), tuple(None if x is None else (x[0] - now, x[1]) for x in cu.wake),
-            tuple(u.signature(now) for u in cu.units) if cu.units is not None else ())
+            tuple(u.signature(now) for u in cu.units) if cu.units is not None else (),
+            tuple(q.signature(now) for pair in cu.pipes for q in pair) if cu.pipes is not None else ())
 
   def at_loop_head(self, i:int, now:int, nxt:int) -> int:
     """Wave `i` took a backward branch at `now` and may issue again at `nxt`: take the state's signature if this is the pilot's
@@ -568,6 +620,7 @@ class _Periods:
         w.i += step * periods
       w.salu, w.last_valu, w.parked, w.mx_end = moved(w.salu), moved(w.last_valu), moved(w.parked), moved(w.mx_end)
       w.pending = [[(moved(d), g) for d, g in pend] for pend in w.pending]
+      w.vready, w.vdone = {r: moved(t) for r, t in w.vready.items()}, moved(w.vdone)
     cu.heap[:] = [(c + shift, j, tag) for c, j, tag in cu.heap]   # (all at or after `now`)
     cu.wake[:] = [None if x is None else (x[0] + shift, x[1]) for x in cu.wake]
     cu.ports.free[:] = [moved(f) for f in cu.ports.free]
@@ -575,7 +628,7 @@ class _Periods:
     for ln, t in lines.items(): lines[ln] = moved(t)
     cu.icache.latest = moved(cu.icache.latest)
     cu.lds_done, cu.groups.clock = moved(cu.lds_done), moved(cu.groups.clock)
-    for unit in cu.units or (): unit.shift(shift)
+    for unit in (*(cu.units or ()), *(q for pair in cu.pipes or () for q in pair)): unit.shift(shift)
 
 def _repeated(times:list[int | None], period:int, periods:int) -> list[int | None]:
   """`times` again `periods` times, the k-th copy `k * period` later (None stays None)."""
@@ -594,6 +647,8 @@ class _CU:
     self.groups, self.icache, self.ports = _Workgroups(wg_of), _ICache(fetch), _Ports(p.simds_per_cu)
     distinct = {id(st): st for st in streams}.values()   # (waves with the same stream share it)
     self.units = [_Matrix() for _ in range(p.simds_per_cu)] if any(op.port == P_MATRIX for st in distinct for op in st.distinct) else None
+    # each SIMD's VALU pipe and transcendental pipe (_ValuPipe), indexed by the port an instruction issues through (PIPED)
+    self.pipes = [(_ValuPipe(), _ValuPipe()) for _ in range(p.simds_per_cu)] if p.valu_queue else None
     self.pass_issue = ISSUE * passes   # a VALU instruction's issue cycles (wave64: two passes)
     self.lds_done = NEVER   # the cycle the CU's LDS pipe has finished the last DS instruction
     self.back = False   # the last branch issued was taken backward
@@ -647,13 +702,14 @@ class _CU:
     elif cls == C_VMEM_LOAD: w.pending[VM].append((ready + p.vmem_load_lat, True))
     elif cls == C_VMEM_STORE:
       w.pending[VS].append((ready + p.vmem_store_lat, True))
-      nxt = ready + p.store_next
+      if w.i < w.n:   # the store's data leaves the VGPRs: the wave's next VMEM instruction follows at once, VALU work later
+        nop = w.ops[w.i]
+        nxt = ready + (ISSUE if nop.port == P_VMEM else p.store_valu if nop.cls <= C_TRANS else p.store_next)
     elif cls == C_LDS:
       self.lds_done = max(ready + p.lds_lat, self.lds_done + op.lds_cycles)
       w.pending[op.counter].append((self.lds_done, False))
     elif cls == C_DELAY:   # (its dependencies are the later instructions' alu_deps)
       w.times[-1] = None; nxt = ready
-    elif cls == C_NOP: nxt = ready + op.delay
     return nxt
 
   def matrix_hold(self, w:_Wave, ready:int) -> int:
@@ -665,15 +721,21 @@ class _CU:
 
   def readiness(self, w:_Wave, nop:ReplayOp, nxt:int) -> tuple[int, bool]:
     """When the wave's next instruction `nop`, a gated one, may issue, from `nxt` on (its s_delay_alu dependencies counted in
-    already, `run`): VGPR reads of memory instructions, the SALU result a conditional branch tests, wait counters, the store and
-    WMMA drain before s_endpgm; and whether it then waited on global memory."""
+    already, `run`): VGPR reads of memory instructions, the SALU result a conditional branch tests, wait counters, an s_nop's
+    pause, the store and WMMA drain before s_endpgm; and whether it then waited on global memory."""
     p, dram, ncls = self.p, False, nop.cls
-    if nop.port >= P_VMEM: nxt = max(nxt, w.last_valu + p.vgpr_to_mem)
-    elif nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
+    # a VMEM/DS instruction (and a drain) waits until the wave's VALU results are written back (LLVM AMDGPUInsertDelayAlu: DS
+    # waits for VA_VDST == 0): vgpr_to_mem after the last VALU start, i.e. vgpr_to_mem - valu_raw after its result (with the pipes,
+    # the latest result of either pipe)
+    if nop.port >= P_VMEM or nop.drain:
+      t = w.last_valu + p.vgpr_to_mem if self.pipes is None else w.vdone + p.vgpr_to_mem - p.valu_raw
+      if t > nxt: nxt = t
+    if nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
     if ncls == C_WAITCNT:
       for q, limit in nop.waits:
         t, g = w.wait(q, limit)
         if t > nxt: nxt, dram = t, dram or g
+    elif ncls == C_NOP: nxt += nop.delay - ISSUE   # an s_nop's trace time is the end of its pause
     elif ncls == C_END:
       pend = w.pending[VS] + w.pending[VM]
       if pend and (t_done := max(d for d, _ in pend)) > nxt: nxt, dram = t_done, True
@@ -698,6 +760,7 @@ class _CU:
     valu_dep, trans_dep = self.p.valu_dep, self.p.trans_dep
     heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
     parked, wake, periods = self.parked, self.wake, self.periods
+    pipes, depth, raws = self.pipes, self.p.valu_queue, (self.p.valu_raw, self.p.trans_raw)
     item = heappop(heap) if heap else None
     while item is not None:
       ready, i, tag = item
@@ -717,6 +780,8 @@ class _CU:
         if (ln := w.plain[wi]) < 0 or (t := lines_get(ln)) is None: t = fetched(w.lines[wi], ready)
         if t > ready:   # a miss is memory-bound like the launch
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
+      if pipes is not None and op.port in PIPED and (t := pipes[w.simd][op.port].room(ready, depth)) > ready:
+        item = heappushpop(heap, (t, i, True)); continue   # the SIMD's VALU pipe is full
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
         if (t := free[key := w.simd * n_ports + op.port]) > ready:
           heappush(q := parked[key], i)
@@ -730,7 +795,10 @@ class _CU:
       w.times.append(ready); w.dram.append(w.next_dram)
       w.i = wi = wi + 1
       if (cls := op.cls) <= C_TRANS:   # C_VALU or C_TRANS
-        w.last_valu = ready
+        if pipes is not None and op.port in PIPED:
+          w.last_valu = start = pipes[w.simd][op.port].enter(w.vready, op, ready, passes if op.vec else 1, raws[op.port])
+          if start + raws[op.port] > w.vdone: w.vdone = start + raws[op.port]
+        else: w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
       elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE
       else: nxt = effects(w, op, ready)

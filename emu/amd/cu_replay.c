@@ -27,8 +27,28 @@ typedef struct { Access *a; i64 head, len, cap; } Pending;   /* a wait counter's
 
 typedef struct {
   const StreamIn *st; i64 i, start, salu, last_valu, parked, mx_end, free_at; int simd, wg, next_dram;
-  i64 *times; uint8_t *dram; Pending pend[N_COUNTERS];
+  i64 *times; uint8_t *dram; Pending pend[N_COUNTERS]; i64 *vready, vdone;   /* vready: VGPR -> cycle the pipes have its value;
+                                                                                 vdone: the cycle they have the last result */
 } Wave;
+
+/* _ValuPipe: a SIMD's in-order VALU pipe; starts[0..n): start cycles still ahead, in order */
+typedef struct { i64 starts[MAX_PIPE]; i64 n, free; } Pipe;
+
+static i64 pipe_room(Pipe *q, i64 now, i64 depth) {   /* _ValuPipe.room */
+  i64 k = 0;
+  while (k < q->n && q->starts[k] <= now) k++;
+  if (k) { memmove(q->starts, q->starts + k, (q->n - k) * sizeof(i64)); q->n -= k; }
+  return q->n < depth ? now : q->starts[q->n - depth];
+}
+
+static i64 pipe_enter(Pipe *q, i64 *ready, const OpRow *op, i64 now, i64 passes, i64 lat) {   /* _ValuPipe.enter */
+  i64 start = now > q->free ? now : q->free;
+  for (int k = 0; k < op->n_vreads; k++) if (ready[op->vreads[k]] > start) start = ready[op->vreads[k]];
+  q->free = start + op->cost * passes;
+  if (start > now) q->starts[q->n++] = start;   /* (room() left fewer than depth <= MAX_PIPE - 1 entries) */
+  for (int k = 0; k < op->n_vwrites; k++) ready[op->vwrites[k]] = start + lat;
+  return start;
+}
 
 /* room for `need` elements of `size` bytes in *a (capacity *cap, doubled as it grows) */
 static int grow(void **a, i64 *cap, i64 need, size_t size) {
@@ -244,6 +264,7 @@ typedef struct {
   /* a port's waiting waves and its wake item (0: none). cu_model pushes a new wake item whenever one changes and skips the
      stale ones it pops; here each port's one live item stays out of the heap and the loop takes it when it is the least */
   Heap parked[N_PORTS * 9]; Item wake[N_PORTS * 9]; uint64_t live; i64 lds_done;
+  Pipe pipes[8][2]; int piped;   /* each SIMD's VALU and transcendental pipe (by port: P_VALU, P_TRANS), when valu_queue is set */
   /* _Workgroups: waves of workgroup g are wg_first[g] .. wg_first[g + 1] - 1 (wave numbers wg_wave[...]) */
   i64 n_wg, launched, clock; i64 *wg_first; int32_t *wg_wave; i64 *remaining; int32_t *arrived; i64 *n_arrived;
 } CU;
@@ -255,7 +276,7 @@ static int cu_launch(CU *cu, i64 at) {   /* _CU.launch / _Workgroups.next_launch
   for (i64 k = 0; k < count; k++) {
     Wave *w = &cu->waves[cu->wg_wave[first + k]];
     w->start = t + k; w->i = 0; w->simd = (int)(k % cu->p->simds_per_cu); w->wg = (int)wg; w->mx_end = NEVER; w->free_at = NONE;
-    w->salu = NEVER; w->last_valu = NEVER; w->parked = 0; w->next_dram = 1;
+    w->salu = NEVER; w->last_valu = NEVER; w->vdone = NEVER; w->parked = 0; w->next_dram = 1;
     i64 ready = w->start + cu->p->fetch;
     for (i64 line = 0; line < 4; line++) {   /* ILAUNCH_LINES */
       i64 *s = line_slot(&cu->ic, line);
@@ -332,6 +353,10 @@ static int run(CU *cu) {   /* _CU.run */
       if (err) return err;
       if (t > ready) { w->next_dram = 1; if ((err = heap_push(&cu->heap, t, i, 0))) return err; continue; }
     }
+    if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {   /* the pipe the instruction enters is full */
+      i64 t = pipe_room(&cu->pipes[w->simd][op->port], ready, p->valu_queue);
+      if (t > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
+    }
     i64 mult = op->vec ? p->passes : 1;
     if (cu->matrix && op->vec) {   /* _CU.issue_port with matrix units */
       Unit *u = &cu->units[w->simd];
@@ -364,7 +389,13 @@ static int run(CU *cu) {   /* _CU.run */
     w->i = ++wi;
     i64 cls = op->cls, nxt = ready + 1;
     if (cls <= C_TRANS) {
-      w->last_valu = ready; nxt = ready + p->passes;
+      w->last_valu = ready;
+      if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {
+        i64 raw = op->port == P_VALU ? p->valu_raw : p->trans_raw;
+        w->last_valu = pipe_enter(&cu->pipes[w->simd][op->port], w->vready, op, ready, op->vec ? p->passes : 1, raw);
+        if (w->last_valu + raw > w->vdone) w->vdone = w->last_valu + raw;
+      }
+      nxt = ready + p->passes;
       if (op->port == P_MATRIX) {   /* _CU.matrix_hold: with the queue full, until the oldest WMMA beyond its size completes */
         const Unit *u = &cu->units[w->simd];
         i64 out = 0;
@@ -381,13 +412,18 @@ static int run(CU *cu) {   /* _CU.run */
       if (wi < st->n && st->table[st->index[wi]].pc != op->pc + op->size) nxt = ready + p->branch_taken;
     } else if (cls == C_SMEM) err = pend_push(&w->pend[op->counter], ready + p->smem_lat, 1);
     else if (cls == C_VMEM_LOAD) err = pend_push(&w->pend[VM], ready + p->vmem_load_lat, 1);
-    else if (cls == C_VMEM_STORE) { err = pend_push(&w->pend[VS], ready + p->vmem_store_lat, 1); nxt = ready + p->store_next; }
+    else if (cls == C_VMEM_STORE) {   /* the next instruction: VMEM at once, VALU work after store_valu, the rest store_next */
+      err = pend_push(&w->pend[VS], ready + p->vmem_store_lat, 1);
+      if (wi < st->n) {
+        const OpRow *nx = &st->table[st->index[wi]];
+        nxt = ready + (nx->port == P_VMEM ? 1 : nx->cls <= C_TRANS ? p->store_valu : p->store_next);
+      }
+    }
     else if (cls == C_LDS) {
       i64 a = ready + p->lds_lat, b = cu->lds_done + op->lds_cycles;
       cu->lds_done = a > b ? a : b;
       err = pend_push(&w->pend[op->counter], cu->lds_done, 0);
     } else if (cls == C_DELAY) { w->times[wi - 1] = NONE; nxt = ready; }
-    else if (cls == C_NOP) nxt = ready + op->delay;
     if (err) return err;
     if (cls == C_END || wi >= st->n) {   /* _CU.end_wave */
       i64 wg = w->wg;
@@ -414,15 +450,19 @@ static int run(CU *cu) {   /* _CU.run */
     }
     int dram = 0;
     if (nop->gated) {   /* _CU.readiness */
-      if (nop->port >= P_VMEM) { if (w->last_valu + p->vgpr_to_mem > nxt) nxt = w->last_valu + p->vgpr_to_mem; }
-      else if (nop->cond && w->salu + p->branch_dep > nxt) nxt = w->salu + p->branch_dep;
+      if (nop->port >= P_VMEM || nop->drain) {   /* the wave's VALU results written back */
+        i64 t = cu->piped ? w->vdone + p->vgpr_to_mem - p->valu_raw : w->last_valu + p->vgpr_to_mem;
+        if (t > nxt) nxt = t;
+      }
+      if (nop->cond && w->salu + p->branch_dep > nxt) nxt = w->salu + p->branch_dep;
       if (nop->cls == C_WAITCNT) {
         for (i64 q = 0; q < nop->n_waits; q++) {
           int g;
           i64 t = pend_wait(&w->pend[nop->wait_counter[q]], nop->wait_limit[q], &g);
           if (t > nxt) { nxt = t; dram = dram || g; }
         }
-      } else if (nop->cls == C_END) {
+      } else if (nop->cls == C_NOP) nxt += nop->delay - 1;   /* ISSUE: the trace times an s_nop at the end of its pause */
+      else if (nop->cls == C_END) {
         i64 t = NONE;
         for (int c = VM; c <= VS; c++) for (i64 k = w->pend[c].head; k < w->pend[c].len; k++) if (w->pend[c].a[k].t > t) t = w->pend[c].a[k].t;
         if (t != NONE && t > nxt) { nxt = t; dram = 1; }
@@ -451,6 +491,9 @@ static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix) {
     if (o->cls < 0 || o->cls > C_OTHER || o->port < -1 || o->port >= N_PORTS || o->counter < -1 || o->counter >= N_COUNTERS ||
         ((o->cls == C_SMEM || o->cls == C_LDS) && o->counter < 0) || o->n_waits < 0 || o->n_waits > MAX_WAITS) return ERR_INPUT;
     for (int q = 0; q < o->n_waits; q++) if (o->wait_counter[q] < 0 || o->wait_counter[q] >= N_COUNTERS) return ERR_INPUT;
+    if (o->n_vreads < 0 || o->n_vreads > MAX_VREADS || o->n_vwrites < 0 || o->n_vwrites > MAX_VWRITES) return ERR_INPUT;
+    for (int q = 0; q < o->n_vreads; q++) if (o->vreads[q] < 0 || o->vreads[q] >= N_VGPRS) return ERR_INPUT;
+    for (int q = 0; q < o->n_vwrites; q++) if (o->vwrites[q] < 0 || o->vwrites[q] >= N_VGPRS) return ERR_INPUT;
     if (o->port == P_MATRIX) *matrix = 1;
     i64 lines[6] = {o->first, o->first ^ 1, o->last, o->last ^ 1, o->first + 1, (o->first + 1) ^ 1};
     for (int k = 0; k < 6; k++) { if (lines[k] < *lo) *lo = lines[k]; if (lines[k] > *hi) *hi = lines[k]; }
@@ -474,6 +517,10 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   CU cu;
   memset(&cu, 0, sizeof cu);
   cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds_per_cu * N_PORTS; cu.lds_done = NEVER; cu.matrix = matrix;
+  if (p->valu_queue >= MAX_PIPE) return ERR_UNSUPPORTED;
+  cu.piped = p->valu_queue > 0;
+  for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;
+  i64 *vready = cu.piped ? malloc(n_waves * N_VGPRS * sizeof(i64)) : NULL;
   for (int k = 0; k < 8; k++) { cu.units[k].seen = cu.units[k].pass_seen = -1; }
   for (i64 k = 0; k < n_waves; k++) {
     if (wg_of[k] < 0) return ERR_INPUT;
@@ -484,12 +531,15 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   cu.ic.n = hi - lo + 1; cu.ic.lo = lo; cu.ic.lat = p->fetch; cu.ic.at = malloc(cu.ic.n * sizeof(i64));
   cu.wg_first = calloc(cu.n_wg + 1, sizeof(i64)); cu.remaining = calloc(cu.n_wg, sizeof(i64)); cu.n_arrived = calloc(cu.n_wg, sizeof(i64));
   cu.wg_wave = malloc(n_waves * sizeof(int32_t)); cu.arrived = malloc(n_waves * sizeof(int32_t));
-  if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived) { err = ERR_MEMORY; goto done; }
+  if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived || (cu.piped && !vready)) {
+    err = ERR_MEMORY; goto done;
+  }
+  if (vready) for (i64 k = 0; k < n_waves * N_VGPRS; k++) vready[k] = NEVER;
   for (i64 k = 0; k < cu.ic.n; k++) cu.ic.at[k] = NONE;
   for (i64 k = 0; k < n_waves; k++) {
     if (wave_stream[k] < 0 || wave_stream[k] >= n_streams) { err = ERR_INPUT; goto done; }
     cu.waves[k].st = &streams[wave_stream[k]]; if (at[k + 1] - at[k] < streams[wave_stream[k]].n) { err = ERR_INPUT; goto done; }
-    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k];
+    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready ? vready + k * N_VGPRS : NULL;
     cu.remaining[wg_of[k]]++; cu.wg_first[wg_of[k] + 1]++;
   }
   for (i64 g = 0; g < cu.n_wg; g++) cu.wg_first[g + 1] += cu.wg_first[g];
@@ -503,6 +553,6 @@ done:
   if (cu.waves) for (i64 k = 0; k < n_waves; k++) for (int c = 0; c < N_COUNTERS; c++) free(cu.waves[k].pend[c].a);
   for (int k = 0; k < N_PORTS * 9; k++) free(cu.parked[k].a);
   for (int k = 0; k < 8; k++) { free(cu.units[k].fl); free(cu.units[k].used); free(cu.units[k].pend); }
-  free(cu.heap.a); free(cu.waves); free(cu.ic.at); free(cu.wg_first); free(cu.remaining); free(cu.n_arrived); free(cu.wg_wave); free(cu.arrived);
+  free(vready); free(cu.heap.a); free(cu.waves); free(cu.ic.at); free(cu.wg_first); free(cu.remaining); free(cu.n_arrived); free(cu.wg_wave); free(cu.arrived);
   return err;
 }

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from emu import amd_ops
 from emu.amd import cu_native
+from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
 from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end, stream_of_codes
 from emu.amd.mnemonic import Mnemonic, parse
@@ -46,7 +47,8 @@ class Params:
   vmem_load_lat: int        # global load -> load counter released
   vmem_store_lat: int       # global store -> store counter released (a wave ends only after its stores drain)
   store_port: tuple[int, int]   # a SIMD's VMEM port is busy a + b * data dwords cycles per store (loads: 1 cycle)
-  store_next: int           # store issue -> the same wave's next instruction (store data read out of the VGPRs)
+  store_next: int           # store issue -> the same wave's next instruction if not VMEM (store data read out of the VGPRs; VMEM: +1)
+  store_valu: int           # store issue -> the same wave's next instruction if it is a VALU/transcendental one
   lds_lat: int              # DS instruction issue -> LDS counter released
   barrier_release: int      # last arrival at the barrier -> the waves' next instruction
   matrix_macs: tuple[int, int, int]  # WMMA: multiply-accumulates per cycle of a SIMD's matrix unit for 16-, 8- and 4-bit inputs
@@ -58,19 +60,23 @@ class Params:
   branch_dep: int           # SALU issue -> a conditional branch of the same wave (SCC/VCC/EXEC reach the branch unit)
   branch_taken: int         # taken branch issue -> the target instruction
   split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
+  valu_queue: int = 0       # VALU instructions a SIMD's in-order VALU pipe holds issued but not started (0: no pipe model, CDNA)
+  valu_raw: int = 5         # the pipe's VALU result latency: producer start -> a dependent VALU instruction may start
+  trans_raw: int = 9        # the same for a transcendental producer (the SIMD's transcendental pipe, in order like the VALU's)
 
 PARAMS = {
   "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, launch_kfd=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
-                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
+                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(1, 0), store_next=3, store_valu=8, lds_lat=32, barrier_release=14,
                   matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
-                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False),
+                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False, valu_queue=13),
   "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, launch_kfd=1550, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
-                  smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, lds_lat=32, barrier_release=14,
+                  smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, store_valu=8, lds_lat=32,
+                  barrier_release=14,
                   matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
-                  wide_via_trans=True, branch_dep=10, branch_taken=9, split_counters=True),
+                  wide_via_trans=True, branch_dep=10, branch_taken=9, split_counters=True, valu_queue=13),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
   "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1110, launch_kfd=1110, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
-                 smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, lds_lat=32, barrier_release=14,
+                 smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, store_valu=1, lds_lat=32, barrier_release=14,
                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False),
 }
@@ -100,6 +106,31 @@ class OpInfo:
   width: str = ""           # ALU data width class (`width_class`): '', 'f64', 'b64', 'mad64'
   dwords: int = 0           # memory ops: dwords of data per lane it sends to memory (stores, atomics)
   writes: bool = False      # memory ops: it writes memory (stores, atomics)
+  vreads: tuple[int, ...] = ()   # VALU/transcendental ops: the VGPRs it reads, and writes (the pipes' interlock, cu_model._ValuPipe)
+  vwrites: tuple[int, ...] = ()
+  drain: bool = False       # a wait for every VALU result of the wave to be written back (s_waitcnt_depctr va_vdst=0)
+
+ACCUMULATES = ("FMAC", "MAC", "DOT2ACC", "FMAMK", "FMAAK")   # VOPD lane ops that read their destination (VOPD has no pcode here)
+
+def vgpr_use(instr, reads_dst:bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+  """The VGPRs a VALU instruction reads and writes, from its encoding's register fields: destinations are the `vdst*` fields
+  (also read when `reads_dst`: the op accumulates into D0; a VOPD lane when its op is an accumulating one), the rest are read."""
+  reads, writes = [], []
+  inst = instr.inst
+  acc = {f"vdst{lane}" for lane in "xy" if any(a in getattr(inst, f"op{lane}").name for a in ACCUMULATES)} if instr.fmt == "VOPD" else set()
+  for name, _ in inst._fields:
+    if not hasattr(reg := getattr(inst, name), "offset") or not 256 <= reg.offset < 512: continue
+    regs = range(reg.offset - 256, reg.offset - 256 + reg.sz)
+    if name.startswith("vdst"):
+      writes += regs
+      if reads_dst or name in acc: reads += regs
+    else: reads += regs
+  return tuple(sorted(set(reads))), tuple(sorted(set(writes)))
+
+def _reads_dst(spec:ArchSpec, instr) -> bool:
+  """Whether the op's pcode reads its destination (an accumulating op); False for an op without pcode (it never runs)."""
+  try: return "D0" in get_op(spec.name, instr.op, raw=instr.raw).reads
+  except GPUIllegalInstruction: return False
 
 def width_class(m:Mnemonic) -> str:
   """An ALU op's data-width class: 'f64' (double precision), 'mad64' (64-bit integer multiply-add), 'b64' (other 64-bit integer
@@ -143,7 +174,8 @@ def classify(step:Step) -> OpInfo:
     simm = instr.inst.simm16
     if name == amd_ops.PACKED_WAIT: limits = tuple((k, n) for k, n in spec.waitcnt_counts(simm).items() if k != "exp")
     else: limits = amd_ops.counts(name, simm)
-    return OpInfo("waitcnt", None, waits=limits, size=size)
+    # va: the model counts no VALU results in flight, only when the last is written back: it waits when none may be outstanding
+    return OpInfo("waitcnt", None, waits=tuple(w for w in limits if w[0] != "va"), size=size, drain=("va", 0) in limits)
   if fmt == "SOPP":
     simm = instr.inst.simm16
     if name in amd_ops.UNISSUED: return OpInfo("delay", None, delay=simm, size=size)
@@ -153,11 +185,12 @@ def classify(step:Step) -> OpInfo:
   width = width_class(m)
   if fmt.startswith("SOP"): return OpInfo("salu", "salu", size=size, width=width)
   if m.words[:1] and m.words[0] in MATRIX_OPS: return OpInfo("valu", "matrix", matrix_cycles(m, p), size=size)
+  regs = dict(zip(("vreads", "vwrites"), vgpr_use(instr, fmt != "VOPD" and _reads_dst(spec, instr))))
   if m.words[:1] and m.words[0] in TRANSCENDENTAL and width != "f64":
-    return OpInfo("trans", "trans", ISSUE_COST["trans_scalar" if m.prefix == "V_S" else "trans"], size=size)
-  if width == "f64": return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size, width=width)
-  if width: return OpInfo("valu", "valu", ISSUE_COST[f"valu_{width}"], size=size, via_trans=p.wide_via_trans, width=width)
-  return OpInfo("valu", "valu", size=size)
+    return OpInfo("trans", "trans", ISSUE_COST["trans_scalar" if m.prefix == "V_S" else "trans"], size=size, **regs)
+  if width == "f64": return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size, width=width, **regs)
+  if width: return OpInfo("valu", "valu", ISSUE_COST[f"valu_{width}"], size=size, via_trans=p.wide_via_trans, width=width, **regs)
+  return OpInfo("valu", "valu", size=size, **regs)
 
 class ReplayMemo:
   """What the timing model keeps across dispatches (process-wide): each step's replay form (made when a replay first needs it;

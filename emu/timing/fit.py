@@ -1,5 +1,7 @@
 """Leave-one-kernel-out validation of the timing model: fit the costs the replay reads on every captured kernel but one, score
-that one with them, for each kernel in turn (`python -m emu.timing compare --loo`).
+that one with them, for each kernel in turn (`python -m emu.timing compare --loo`). A family with more than FOLDS kernels (the
+microbenchmark captures: hundreds) is scored FOLDS-fold instead: its kernels are dealt into FOLDS groups, a sweep's kernels
+(`mb_x_n4`, `mb_x_n8`: one series) always in the same group, and each group is scored with costs fitted on the others.
 
 A kernel is a program name on one ISA family (its runs and its other captures count as one kernel: none of them may be in the
 training set when it is scored). Each capture is run on the emulator once (`replay.Prepared`); a candidate set of costs only
@@ -9,7 +11,7 @@ values over a grid of multiples (FACTORS, and +-1/+-2 for small values), two pas
 outside +-TOLERANCE cycles and then the sum of |log(emulated / hardware cycles)| over kernels (the launch costs only show
 there). Scores use emu.timing.compare's pairing, so they read like its report."""
 from __future__ import annotations
-import dataclasses, math
+import dataclasses, math, re
 from typing import Callable
 from emu.amd.arch import get_spec
 from emu.amd.timing import PARAMS
@@ -17,8 +19,9 @@ from emu.timing.compare import TOLERANCE, KernelResult, pair
 from emu.timing.replay import Prepared
 from emu.timing.traces import TracedKernel
 
-FITTED = ("launch", "launch_kfd", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat", "vmem_store_lat", "store_next",
-          "lds_lat", "barrier_release", "branch_dep", "branch_taken")
+FITTED = ("launch", "launch_kfd", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat", "vmem_store_lat", "store_next", "store_valu",
+          "lds_lat", "barrier_release", "branch_dep", "branch_taken", "valu_queue", "valu_raw", "trans_raw")
+FOLDS = 5
 FACTORS = (0.5, 0.7, 0.85, 1.0, 1.15, 1.3, 1.5, 2.0)
 PASSES = 2
 
@@ -59,25 +62,36 @@ def fit(cases:list[Case], start, progress:Callable[[str], None]|None=None):
       if progress is not None: progress(f"{name} {getattr(best, name)}")
   return best
 
+def series(name:str) -> str:
+  """The sweep a kernel belongs to: its name without a trailing `_n<count>`."""
+  return re.sub(r"_n\d+$", "", name)
+
+def folds(keys:list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+  """The held-out groups of one family's kernels: each kernel alone, or (more than FOLDS kernels) FOLDS groups dealt by series."""
+  if len(keys) <= FOLDS: return [[k] for k in keys]
+  rank = {s: n for n, s in enumerate(sorted({series(k[1]) for k in keys}))}
+  return [g for f in range(FOLDS) if (g := [k for k in keys if rank[series(k[1])] % FOLDS == f])]
+
 def leave_one_out(cases:list[Case], progress:Callable[[str], None]|None=None) -> list[tuple[tuple[str, str], list[KernelResult], object]]:
-  """For each kernel (family, name): its captures scored with costs fitted on the other kernels of its family, and those costs.
-  A family with one kernel has nothing to fit on: it is scored with the calibrated costs."""
+  """For each kernel (family, name): its captures scored with costs fitted on the other kernels of its family (those outside its
+  group, `folds`), and those costs. A family with one kernel has nothing to fit on: it is scored with the calibrated costs."""
   out = []
-  for key in sorted({c.key for c in cases}):
-    held = [c for c in cases if c.key == key]
-    train = [c for c in cases if c.key[0] == key[0] and c.key != key]
-    start = PARAMS[key[0]]
-    if progress is not None: progress(f"{key[0]} {key[1]}: fitting on {len(train)} captures")
-    params = fit(train, start, progress) if train else start
-    out.append((key, evaluate(held, params), params))
+  for family in sorted({c.key[0] for c in cases}):
+    for group in folds(sorted({c.key for c in cases if c.key[0] == family})):
+      train = [c for c in cases if c.key[0] == family and c.key not in group]
+      start = PARAMS[family]
+      if progress is not None: progress(f"{family} {group[0][1]}{f' and {len(group) - 1} more' if len(group) > 1 else ''}: "
+                                        f"fitting on {len(train)} captures")
+      params = fit(train, start, progress) if train else start
+      out += [(key, evaluate([c for c in cases if c.key == key], params), params) for key in group]
   return out
 
-def format_loo(folds:list, calibrated:dict[tuple[str, str], list[KernelResult]]) -> str:
+def format_loo(scored:list, calibrated:dict[tuple[str, str], list[KernelResult]]) -> str:
   """Text report: per kernel and per family, the leave-one-out scores beside the calibrated costs' (in-sample) ones."""
   from emu.timing.compare import class_rows, shares
   lines = [f"  {'family':6} {'kernel':22} {'captures':>8} {'n':>6} {'LOO ±2':>7} {'calib ±2':>8}  LOO ratios"]
   by_family: dict[str, tuple[list, list]] = {}
-  for key, results, _ in folds:
+  for key, results, _ in scored:
     ok = [r for r in results if not r.error]
     n, _, loo = shares([d for r in ok for d in r.deltas if not d.dram])
     _, _, cal = shares([d for r in calibrated[key] if not r.error for d in r.deltas if not d.dram])

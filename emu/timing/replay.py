@@ -41,8 +41,9 @@ class Replay:
   traced: list[int]
 
 def launch_of(k:TracedKernel, lanes:int=32) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-  """(grid, workgroup) for a traced kernel of `lanes`-wide waves: from its name, checked against the wave starts; else one
-  workgroup of all waves (ValueError when they do not fit one)."""
+  """(grid, workgroup) for a traced kernel of `lanes`-wide waves: the one its capture came with, else from its name, checked
+  against the wave starts; else one workgroup of all waves (ValueError when they do not fit one)."""
+  if k.launch is not None: return k.launch
   n_waves = len(k.starts)
   if (dims := launch_dims(k.display)) is not None:
     grid, wg = dims

@@ -30,12 +30,16 @@ class _Unpickler(pickle.Unpickler):
     if (module, name) == ("decimal", "Decimal"): return decimal.Decimal
     raise pickle.UnpicklingError(f"trace pickle references {module}.{name}, which is not allowed")
 
-def load_events(path:str|Path) -> list:
-  """The profiler events of one pickle, tinygrad classes as `Record` subclasses named like the original class."""
+def load_pickle(path:str|Path):
+  """What one capture pickle holds, tinygrad classes as `Record` subclasses named like the original class."""
   with open(path, "rb") as f:
-    try: events = _Unpickler(f).load()
+    try: return _Unpickler(f).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as e:
       raise ValueError(f"not a tinygrad profile pickle ({type(e).__name__}: {e})") from e
+
+def load_events(path:str|Path, obj=None) -> list:
+  """The profiler events of one pickle (`obj`: what it holds, when read already)."""
+  events = load_pickle(path) if obj is None else obj
   if not isinstance(events, list): raise ValueError(f"not a tinygrad profile pickle (holds a {type(events).__name__}, not a list of events)")
   return events
 
@@ -78,12 +82,15 @@ class TracedKernel:
   starts: list[WaveStart]
   ends: list[tuple[int, int]]   # (shader engine, cycle) of every WAVEEND
   buffers: int
+  launch: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None   # (grid, workgroup) when the capture came with it
+  span: int | None = None   # the hardware duration, for captures without wave start/end packets
   @property
   def cycles(self) -> int:
     """Hardware duration: first wave start to last wave end, within each shader engine's stream, the longest over engines.
 
     Each engine's stream counts from its own trace start (the captures see one register write at 1032/710/385/63 cycles in the
     four gfx1200 streams), so times of different engines are not comparable."""
+    if self.span is not None: return self.span
     first: dict[int, int] = {}
     for st in self.starts: first[st.se] = min(first.get(st.se, st.cycle), st.cycle)
     return max((end - first[se] for se, end in self.ends if se in first), default=0)
@@ -244,11 +251,15 @@ def code_object(lib:bytes) -> bytes:
 
 def load_trace(path:str|Path, arch:str|None=None) -> list[TracedKernel]:
   """Every traced dispatch in one pickle, in capture order. arch: the traced GPU's target; by default what the capture recorded
-  (`traced_target`)."""
+  (`traced_target`). A capture kept as decoded issue lists (emu.timing.decoded) is one kernel, launched as the launch.json
+  beside it says."""
   from tinygrad.renderer.amd import sqtt
   from emu.amd.arch import get_spec
   from emu.amd.sqtt_layouts import LAYOUTS
-  events = load_events(path)
+  from emu.timing import decoded
+  obj = load_pickle(path)
+  if decoded.is_decoded(obj): return [decoded.load_decoded(obj, path, arch or traced_target([], path), *decoded.folder_launch(path))]
+  events = load_events(path, obj)
   arch = arch or traced_target(events, path)
   kind = lambda e: type(e).__name__
   progs = {getattr(e, "tag", i): e for i, e in enumerate(events) if kind(e) == "ProfileProgramEvent"}

@@ -19,9 +19,9 @@ def test_an_unknown_mnemonic_says_so(capsys):
   assert "(no encoding of V_NO_SUCH_OP on gfx1100)" in capsys.readouterr().out
 
 def test_the_card_shows_the_grammar_and_the_data_a_store_sends():
-  text = card("gfx1100", "global_atomic_cmpswap_b64")
-  assert text.startswith("=== gfx1100 (rdna3) GLOBAL_ATOMIC_CMPSWAP_B64: prefix GLOBAL, operation ATOMIC_CMPSWAP, types B64\n")
-  assert "timing: class vmem_store, port vmem, cost 19, dwords 4" in text   # compare and swap value: 2 x 64 bits; 3 + 4 * 4 cycles
+  text = card("gfx1201", "global_atomic_cmpswap_b64")
+  assert text.startswith("=== gfx1201 (rdna4) GLOBAL_ATOMIC_CMPSWAP_B64: prefix GLOBAL, operation ATOMIC_CMPSWAP, types B64\n")
+  assert "timing: class vmem_store, port vmem, cost 19, dwords 4" in text   # compare and swap value: 2 x 64 bits; 3 + 4 * 4 cycles (rdna4)
 
 def test_the_card_shows_how_operands_are_viewed_and_the_integer_clamp_rule():
   mad = card("gfx1100", "v_mad_u32_u24")   # ISA: D0.u32 = 32'U(S0.u24) * 32'U(S1.u24) + S2.u32; clamp saturates the exact result

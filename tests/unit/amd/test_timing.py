@@ -112,7 +112,8 @@ def issue_times(streams, p=RDNA4, wg_of=None):
 def test_waves_contending_for_a_simds_valu_issue_oldest_first():
   # five wave64 waves (two passes: a VALU op holds its SIMD's port 2 cycles, and the wave's next instruction waits as long) of one
   # workgroup alternate over the two SIMDs, one launch a cycle: waves 0, 2, 4 share SIMD 0, ready at 0, 2, 4 (the first issue at 0
-  # here); waves 1 and 3 share SIMD 1. Waves 0 and 1 stall 3 cycles on an s_nop (no port) after their first VALU op. Whenever the
+  # here); waves 1 and 3 share SIMD 1. Waves 0 and 1 stall 3 cycles on an s_nop (no port) after their first VALU op (the nop is
+  # traced at the end of its pause: 2 + 3 - 1). Whenever the
   # port frees it goes to the oldest wave that wants it: wave 0, back from its s_nop at 5 while 2 holds the port and 4 waits, takes
   # it at 6 ahead of both; wave 4 starts only after 2 has finished.
   nop = replay_op(OpInfo("nop", None, delay=3))
@@ -120,7 +121,7 @@ def test_waves_contending_for_a_simds_valu_issue_oldest_first():
   res = simulate_cu([a, a, b, b, b], [0] * 5, 2, 1, RDNA4, RDNA4.launch)
   t0 = res[0][2][0]
   assert [[t - t0 for t in times] for _, _, times, _ in res] == [
-    [0, 2, 6, 8, 10], [1, 3, 7, 9, 11], [2, 4, 10, 12, 14], [3, 5, 11, 13, 15], [14, 16, 18, 20, 22]]
+    [0, 4, 6, 8, 10], [1, 5, 7, 9, 11], [2, 4, 10, 12, 14], [3, 5, 11, 13, 15], [14, 16, 18, 20, 22]]
 
 def test_wmma_queue_holds_the_wave_until_the_oldest_completes():
   batch = [F16_WMMA, IU8_WMMA] * 5

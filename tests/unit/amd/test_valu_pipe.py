@@ -1,0 +1,75 @@
+"""The VALU and transcendental pipes' register interlock (cu_model._ValuPipe), the waits for their results (memory
+instructions, s_waitcnt_depctr), an s_nop's pause and what follows a store: issue times worked by hand from the documented rules
+(docs/timing.md), and the VGPRs an instruction's encoding names (timing.vgpr_use)."""
+import dataclasses
+import pytest
+import tinygrad.runtime.autogen.amd.rdna3.ins as rdna3
+from emu.amd.arch import get_spec
+from emu.amd.cu_model import make_stream, replay_op, simulate_cu
+from emu.amd.decode import decode
+from emu.amd.timing import PARAMS, OpInfo, vgpr_use
+
+END = replay_op(OpInfo("end", None))
+STORE = replay_op(OpInfo("vmem_store", "vmem", 1))   # (rdna3 store port: 1 cycle)
+
+def valu(reads=(), writes=()): return replay_op(OpInfo("valu", "valu", vreads=reads, vwrites=writes))
+def trans(reads=(), writes=()): return replay_op(OpInfo("trans", "trans", 4, vreads=reads, vwrites=writes))
+DRAIN = replay_op(OpInfo("waitcnt", None, drain=True))
+SALU, NOP_4 = replay_op(OpInfo("salu", "salu")), replay_op(OpInfo("nop", None, delay=4))
+
+def issue_times(ops, **params) -> list[int]:
+  """One wave's issue times, counted from its first issue."""
+  p = dataclasses.replace(PARAMS["rdna3"], **params)
+  (_, _, times, _), = simulate_cu([make_stream(ops, [4 * k for k in range(len(ops))])], [0], 1, 1, p, p.launch)
+  return [t - times[0] for t in times]
+
+CHAIN = [valu(writes=(0,)), valu((0,), (0,)), valu((0,), (0,))]   # v0 = ..., then v0 = f(v0) twice
+
+def test_a_dependent_chain_issues_back_to_back_and_executes_at_the_result_latency():
+  # issues 0, 1, 2 (the pipe has room); they start at 0, 5, 10; the store reads VGPRs vgpr_to_mem (18) after the last start
+  assert issue_times([*CHAIN, STORE, END], valu_queue=13, valu_raw=5)[:4] == [0, 1, 2, 10 + 18]
+
+def test_without_the_pipe_a_chain_costs_only_its_issue():
+  assert issue_times([*CHAIN, STORE, END], valu_queue=0)[:4] == [0, 1, 2, 2 + 18]
+
+def test_a_full_pipe_holds_the_next_instruction_until_one_starts():
+  # depth 1: the second op waits in the pipe (starts at 5); the third may enter only then, and starts at 5 + 5
+  assert issue_times([*CHAIN, STORE, END], valu_queue=1, valu_raw=5)[:4] == [0, 1, 5, 10 + 18]
+
+def test_independent_work_behind_a_stalled_instruction_waits_in_order():
+  # the third op reads nothing, but starts after the stalled second one (5): a store reading VGPRs follows its start (6) + 18
+  assert issue_times([valu(writes=(0,)), valu((0,), (1,)), valu(writes=(2,)), STORE, END], valu_queue=13, valu_raw=5)[:4] == [0, 1, 2, 6 + 18]
+
+PIPE = {"valu_queue": 13, "valu_raw": 5, "trans_raw": 9, "vgpr_to_mem": 18}
+
+def test_a_drain_waits_for_the_last_result_written_back():
+  # starts 0 and 5 (dependent), result at 10; written back vgpr_to_mem - valu_raw = 13 later: the drain at 23, the next op +1
+  assert issue_times([*CHAIN[:2], DRAIN, valu(), END], **PIPE)[:4] == [0, 1, 23, 24]
+
+def test_a_transcendental_chain_and_the_valu_work_reading_it():
+  # the trans port takes 4 cycles per op: issues 0, 4; starts 0, 9 (trans_raw); its result at 18, written back at 18 + 13
+  assert issue_times([trans(writes=(0,)), trans((0,), (0,)), STORE, END], **PIPE)[:3] == [0, 4, 31]
+  # a VALU op reading the first result issues 1 cycle later (the trans op holds the VALU port for one pass), starts at 9
+  assert issue_times([trans(writes=(0,)), valu((0,), (1,)), STORE, END], **PIPE)[:3] == [0, 1, 9 + 18]
+
+def test_an_s_nop_is_traced_at_the_end_of_its_pause():
+  assert issue_times([valu(), NOP_4, valu(), END], valu_queue=0)[:3] == [0, 4, 5]
+
+@pytest.mark.parametrize("after, gap", [(STORE, 1), (SALU, 3), (valu(), 8)])
+def test_what_follows_a_store(after, gap):
+  # rdna3: another VMEM instruction at once, VALU work store_valu (8) later, anything else store_next (3) later
+  assert issue_times([STORE, after, END], valu_queue=0, store_next=3, store_valu=8)[:2] == [0, gap]
+
+def decoded(inst):
+  spec = get_spec("gfx1100")
+  return decode(inst.to_bytes(), spec, 0)
+
+@pytest.mark.parametrize("inst, reads_dst, reads, writes", [
+  (rdna3.v_add_f32_e32(rdna3.v[1], 1.0, rdna3.v[1]), False, (1,), (1,)),
+  (rdna3.v_fmac_f32_e32(rdna3.v[4], rdna3.v[5], rdna3.v[6]), True, (4, 5, 6), (4,)),
+  (rdna3.v_fma_f64(rdna3.v[0:1], rdna3.v[2:3], rdna3.v[4:5], rdna3.v[6:7]), False, (2, 3, 4, 5, 6, 7), (0, 1)),
+  (rdna3.VOPD(rdna3.VOPDOp.V_DUAL_FMAC_F32, rdna3.VOPDOp.V_DUAL_ADD_F32, rdna3.v[4], rdna3.v[5], rdna3.v[6], rdna3.v[7], rdna3.v[8],
+              rdna3.v[9]), False, (4, 6, 7, 8, 9), (4, 5)),   # the X lane accumulates into v4; the Y lane's add does not read v5
+])
+def test_the_vgprs_an_encoding_names(inst, reads_dst, reads, writes):
+  assert vgpr_use(decoded(inst), reads_dst) == (reads, writes)
