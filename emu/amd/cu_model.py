@@ -760,7 +760,7 @@ class _CU:
     valu_dep, trans_dep = self.p.valu_dep, self.p.trans_dep
     heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
     parked, wake, periods = self.parked, self.wake, self.periods
-    pipes, depth, raws = self.pipes, self.p.valu_queue, (self.p.valu_raw, self.p.trans_raw)
+    pipes, depths, raws = self.pipes, (self.p.valu_queue, self.p.trans_queue), (self.p.valu_raw, self.p.trans_raw)
     item = heappop(heap) if heap else None
     while item is not None:
       ready, i, tag = item
@@ -780,7 +780,7 @@ class _CU:
         if (ln := w.plain[wi]) < 0 or (t := lines_get(ln)) is None: t = fetched(w.lines[wi], ready)
         if t > ready:   # a miss is memory-bound like the launch
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
-      if pipes is not None and op.port in PIPED and (t := pipes[w.simd][op.port].room(ready, depth)) > ready:
+      if pipes is not None and op.port in PIPED and (t := pipes[w.simd][op.port].room(ready, depths[op.port])) > ready:
         item = heappushpop(heap, (t, i, True)); continue   # the SIMD's VALU pipe is full
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
         if (t := free[key := w.simd * n_ports + op.port]) > ready:

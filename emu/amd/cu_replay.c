@@ -354,7 +354,7 @@ static int run(CU *cu) {   /* _CU.run */
       if (t > ready) { w->next_dram = 1; if ((err = heap_push(&cu->heap, t, i, 0))) return err; continue; }
     }
     if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {   /* the pipe the instruction enters is full */
-      i64 t = pipe_room(&cu->pipes[w->simd][op->port], ready, p->valu_queue);
+      i64 t = pipe_room(&cu->pipes[w->simd][op->port], ready, op->port == P_VALU ? p->valu_queue : p->trans_queue);
       if (t > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
     }
     i64 mult = op->vec ? p->passes : 1;
@@ -517,7 +517,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   CU cu;
   memset(&cu, 0, sizeof cu);
   cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds_per_cu * N_PORTS; cu.lds_done = NEVER; cu.matrix = matrix;
-  if (p->valu_queue >= MAX_PIPE) return ERR_UNSUPPORTED;
+  if (p->valu_queue >= MAX_PIPE || p->trans_queue >= MAX_PIPE || (p->valu_queue > 0 && p->trans_queue < 1)) return ERR_UNSUPPORTED;
   cu.piped = p->valu_queue > 0;
   for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;
   i64 *vready = cu.piped ? malloc(n_waves * N_VGPRS * sizeof(i64)) : NULL;

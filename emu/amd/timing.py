@@ -63,6 +63,7 @@ class Params:
   valu_queue: int = 0       # VALU instructions a SIMD's in-order VALU pipe holds issued but not started (0: no pipe model, CDNA)
   valu_raw: int = 5         # the pipe's VALU result latency: producer start -> a dependent VALU instruction may start
   trans_raw: int = 9        # the same for a transcendental producer (the SIMD's transcendental pipe, in order like the VALU's)
+  trans_queue: int = 13     # transcendental instructions that pipe holds issued but not started
 
 PARAMS = {
   "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, launch_kfd=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
