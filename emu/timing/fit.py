@@ -11,7 +11,7 @@ values over a grid of multiples (FACTORS, and +-1/+-2 for small values), two pas
 outside +-TOLERANCE cycles and then the sum of |log(emulated / hardware cycles)| over kernels (the launch costs only show
 there). Scores use emu.timing.compare's pairing, so they read like its report."""
 from __future__ import annotations
-import dataclasses, math, re
+import dataclasses, math, multiprocessing, os, re
 from typing import Callable
 from emu.amd.arch import get_spec
 from emu.amd.timing import PARAMS
@@ -50,16 +50,33 @@ def candidates(value:int) -> list[int]:
   if value <= 20: out |= {max(0, value + d) for d in (-2, -1, 1, 2)}
   return sorted(out)
 
+_TRAINING: list[Case] = []   # the cases a fit's worker processes score (inherited when they fork)
+
+def _score_share(job:tuple) -> tuple[int, float]:
+  params, k, n = job
+  return score(evaluate(_TRAINING[k::n], params))
+
 def fit(cases:list[Case], start, progress:Callable[[str], None]|None=None):
-  """The Params (starting from `start`) that minimise `score` over `cases`, by coordinate descent over FITTED."""
-  best, best_score = start, score(evaluate(cases, start))
-  for _ in range(PASSES):
-    for name in FITTED:
-      for value in candidates(getattr(best, name)):
-        if value == getattr(best, name): continue
-        trial = dataclasses.replace(best, **{name: value})
-        if (s := score(evaluate(cases, trial))) < best_score: best, best_score = trial, s
-      if progress is not None: progress(f"{name} {getattr(best, name)}")
+  """The Params (starting from `start`) that minimise `score` over `cases`, by coordinate descent over FITTED. Each candidate is
+  scored over the cases split between one process per core (forked: they share the prepared replays), the scores summed."""
+  global _TRAINING
+  _TRAINING, jobs = cases, min(os.cpu_count() or 1, 8, len(cases))
+  pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 and "fork" in multiprocessing.get_all_start_methods() else None
+  def total(params) -> tuple[int, float]:
+    if pool is None: return score(evaluate(cases, params))
+    parts = pool.map(_score_share, [(params, k, jobs) for k in range(jobs)])
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+  try:
+    best, best_score = start, total(start)
+    for _ in range(PASSES):
+      for name in FITTED:
+        for value in candidates(getattr(best, name)):
+          if value == getattr(best, name): continue
+          trial = dataclasses.replace(best, **{name: value})
+          if (s := total(trial)) < best_score: best, best_score = trial, s
+        if progress is not None: progress(f"{name} {getattr(best, name)}")
+  finally:
+    if pool is not None: pool.terminate()
   return best
 
 def series(name:str) -> str:

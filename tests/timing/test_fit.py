@@ -38,6 +38,14 @@ def test_a_held_out_kernel_is_never_in_its_own_fit(monkeypatch):
   assert seen == [{("rdna3", "E_3")}, {("rdna3", "E")}]
   for key, results, _ in folds: assert [r.name for r in results] == [key[1]] and not results[0].error
 
+def test_a_large_family_is_scored_in_folds_that_keep_a_sweep_together():
+  sweep = [("rdna3", f"mb_x_n{n}") for n in (1, 2, 4)]
+  keys = sweep + [("rdna3", f"k{i}") for i in range(6)]
+  groups = fit.folds(keys)
+  assert len(groups) == fit.FOLDS and sorted(k for g in groups for k in g) == sorted(keys)   # each kernel held out exactly once
+  assert any(set(g) >= set(sweep) for g in groups)   # a sweep's kernels are never on both sides of a fold
+  assert fit.folds(keys[:fit.FOLDS]) == [[k] for k in keys[:fit.FOLDS]]   # a small family: leave-one-kernel-out
+
 def test_the_cli_reports_every_kernel(tmp_path, capsys):
   for name in ("profile_plus_run_0.pkl", "profile_empty_run_0.pkl"): (tmp_path / name).write_bytes((ROOT / name).read_bytes())
   assert main(["compare", "--loo", "--dir", str(tmp_path), "--arch", "gfx1100"]) == 0
