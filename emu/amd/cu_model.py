@@ -12,7 +12,7 @@ changed here changes there too, and tests/unit/amd/test_cu_native.py compares ev
 """
 from __future__ import annotations
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 from typing import TYPE_CHECKING
 if TYPE_CHECKING: from emu.amd.timing import OpInfo, Params
@@ -55,14 +55,17 @@ class ReplayOp:
   vreads: tuple[int, ...] = ()    # a VALU op's VGPRs read and written (_ValuPipe)
   vwrites: tuple[int, ...] = ()
   drain: bool = False             # waits until the wave's VALU results are written back (_CU.readiness)
+  row: tuple | None = field(default=(), compare=False, repr=False)   # its fields of a stream table's row (ROW_PARTS), made once
 
 def replay_op(info:OpInfo) -> ReplayOp:
   """The replay form of an OpInfo."""
   port, cls = PORTS.index(info.port) if info.port is not None else -1, CLS_CODE[info.cls]
-  return ReplayOp(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
-             tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1, info.size,
-             info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END, C_NOP),
-             port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans, info.vreads, info.vwrites, info.drain)
+  op = ReplayOp(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
+                tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1,
+                info.size, info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END, C_NOP),
+                port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans, info.vreads, info.vwrites, info.drain)
+  object.__setattr__(op, "row", _row_of(op))
+  return op
 
 def cache_spans(sizes:list[int], pcs:list[int], entry:int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """Per instruction of `sizes` bytes at `pcs`: first and last instruction cache line (counted from the line of `entry`), whether
@@ -141,21 +144,29 @@ ROW = np.dtype([("pc", np.int64), *((f, np.int32) for f in ("cost", "lds_cycles"
 OP_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port",
               "drain")
 
+# a ReplayOp's part of a ROW, in this order: (field, width) (ReplayOp.row)
+ROW_PARTS = (*((name, 1) for name in OP_COLUMNS), ("n_waits", 1), ("wait_counter", MAX_WAITS), ("wait_limit", MAX_WAITS),
+             ("n_vreads", 1), ("vreads", MAX_VREADS), ("n_vwrites", 1), ("vwrites", MAX_VWRITES))
+
+def _row_of(op:ReplayOp) -> tuple | None:
+  """The op's ROW_PARTS as one tuple of ints; None when its waits or registers exceed the row's room (the Python replay's)."""
+  if len(op.waits) > MAX_WAITS or len(op.vreads) > MAX_VREADS or len(op.vwrites) > MAX_VWRITES: return None
+  def pad(xs:tuple, n:int) -> tuple: return (*xs, *(0,) * (n - len(xs)))
+  return (*(int(getattr(op, name)) for name in OP_COLUMNS), len(op.waits), *pad(tuple(c for c, _ in op.waits), MAX_WAITS),
+          *pad(tuple(n for _, n in op.waits), MAX_WAITS), len(op.vreads), *pad(op.vreads, MAX_VREADS), len(op.vwrites),
+          *pad(op.vwrites, MAX_VWRITES))
+
 def _table(ops:list[ReplayOp], columns:dict[str, np.ndarray]) -> np.ndarray | None:
   """A stream's table (ROW): per distinct instruction its ReplayOp (`ops`) and the other fields' `columns`; None when a value does
   not fit its field."""
   number: dict[int, int] = {}
   which = np.fromiter((number.setdefault(id(op), len(number)) for op in ops), np.int64, len(ops))
   distinct = list({id(op): op for op in ops}.values())
-  values = {name: np.array([getattr(op, name) for op in distinct], dtype=np.int64)[which] for name in OP_COLUMNS}
-  values["n_waits"] = np.array([len(op.waits) for op in distinct], dtype=np.int64)[which]
-  waits = np.array([(*op.waits[:MAX_WAITS], *[(0, 0)] * (MAX_WAITS - len(op.waits[:MAX_WAITS]))) for op in distinct], dtype=np.int64)
-  values["wait_counter"], values["wait_limit"] = waits.reshape(len(distinct), MAX_WAITS, 2)[which].transpose(2, 0, 1)
-  for name, cap in (("vreads", MAX_VREADS), ("vwrites", MAX_VWRITES)):   # (registers beyond the row's room: the Python replay's)
-    if any(len(getattr(op, name)) > cap for op in distinct): return None
-    values[f"n_{name}"] = np.array([len(getattr(op, name)) for op in distinct], dtype=np.int64)[which]
-    padded = [(*getattr(op, name), *[0] * (cap - len(getattr(op, name)))) for op in distinct]
-    values[name] = np.array(padded, dtype=np.int64).reshape(len(distinct), cap)[which]
+  if any(op.row is None for op in distinct): return None
+  rows, values, at = np.array([op.row for op in distinct], dtype=np.int64).reshape(len(distinct), -1)[which], {}, 0
+  for name, width in ROW_PARTS:
+    values[name] = rows[:, at] if width == 1 else rows[:, at:at + width]
+    at += width
   out = np.zeros(len(ops), dtype=ROW)
   for name, v in {**values, **columns}.items():
     info = np.iinfo(ROW.fields[name][0].base)
@@ -780,7 +791,8 @@ class _CU:
         if (ln := w.plain[wi]) < 0 or (t := lines_get(ln)) is None: t = fetched(w.lines[wi], ready)
         if t > ready:   # a miss is memory-bound like the launch
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
-      if pipes is not None and op.port in PIPED and (t := pipes[w.simd][op.port].room(ready, depths[op.port])) > ready:
+      if (pipes is not None and op.port in PIPED and (pipe := pipes[w.simd][op.port]).starts
+          and (t := pipe.room(ready, depths[op.port])) > ready):
         item = heappushpop(heap, (t, i, True)); continue   # the SIMD's VALU pipe is full
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
         if (t := free[key := w.simd * n_ports + op.port]) > ready:

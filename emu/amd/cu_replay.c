@@ -353,7 +353,7 @@ static int run(CU *cu) {   /* _CU.run */
       if (err) return err;
       if (t > ready) { w->next_dram = 1; if ((err = heap_push(&cu->heap, t, i, 0))) return err; continue; }
     }
-    if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {   /* the pipe the instruction enters is full */
+    if (cu->piped && (op->port == P_VALU || op->port == P_TRANS) && cu->pipes[w->simd][op->port].n) {   /* its pipe is full */
       i64 t = pipe_room(&cu->pipes[w->simd][op->port], ready, op->port == P_VALU ? p->valu_queue : p->trans_queue);
       if (t > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
     }
@@ -484,7 +484,7 @@ static int run(CU *cu) {   /* _CU.run */
 
 /* 0 when every index and code of the stream is in range (bad input is an error code, never a wild access), widening lo..hi to
    every instruction-cache line a fetch can name: a span's lines, the next line, their 128-byte pair partners */
-static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix) {
+static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *vgprs) {   /* vgprs: 1 + the highest VGPR named */
   if (st->n < 1 || st->rows < 1) return ERR_INPUT;
   for (i64 r = 0; r < st->rows; r++) {
     const OpRow *o = &st->table[r];
@@ -492,8 +492,14 @@ static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix) {
         ((o->cls == C_SMEM || o->cls == C_LDS) && o->counter < 0) || o->n_waits < 0 || o->n_waits > MAX_WAITS) return ERR_INPUT;
     for (int q = 0; q < o->n_waits; q++) if (o->wait_counter[q] < 0 || o->wait_counter[q] >= N_COUNTERS) return ERR_INPUT;
     if (o->n_vreads < 0 || o->n_vreads > MAX_VREADS || o->n_vwrites < 0 || o->n_vwrites > MAX_VWRITES) return ERR_INPUT;
-    for (int q = 0; q < o->n_vreads; q++) if (o->vreads[q] < 0 || o->vreads[q] >= N_VGPRS) return ERR_INPUT;
-    for (int q = 0; q < o->n_vwrites; q++) if (o->vwrites[q] < 0 || o->vwrites[q] >= N_VGPRS) return ERR_INPUT;
+    for (int q = 0; q < o->n_vreads; q++) {
+      if (o->vreads[q] < 0 || o->vreads[q] >= N_VGPRS) return ERR_INPUT;
+      if (o->vreads[q] >= *vgprs) *vgprs = o->vreads[q] + 1;
+    }
+    for (int q = 0; q < o->n_vwrites; q++) {
+      if (o->vwrites[q] < 0 || o->vwrites[q] >= N_VGPRS) return ERR_INPUT;
+      if (o->vwrites[q] >= *vgprs) *vgprs = o->vwrites[q] + 1;
+    }
     if (o->port == P_MATRIX) *matrix = 1;
     i64 lines[6] = {o->first, o->first ^ 1, o->last, o->last ^ 1, o->first + 1, (o->first + 1) ^ 1};
     for (int k = 0; k < 6; k++) { if (lines[k] < *lo) *lo = lines[k]; if (lines[k] > *hi) *hi = lines[k]; }
@@ -512,7 +518,8 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (n_waves >= 1 << WAVE_BITS) return ERR_UNSUPPORTED;
   i64 lo = 0, hi = 3, err = 0;   /* (the launch fetches lines 0-3) */
   int matrix = 0;
-  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi, &matrix))) return err;
+  i64 vgprs = 1;   /* (each wave keeps a ready cycle per VGPR its streams name) */
+  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi, &matrix, &vgprs))) return err;
   if (hi - lo >= MAX_LINES) return ERR_UNSUPPORTED;
   CU cu;
   memset(&cu, 0, sizeof cu);
@@ -520,7 +527,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (p->valu_queue >= MAX_PIPE || p->trans_queue >= MAX_PIPE || (p->valu_queue > 0 && p->trans_queue < 1)) return ERR_UNSUPPORTED;
   cu.piped = p->valu_queue > 0;
   for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;
-  i64 *vready = cu.piped ? malloc(n_waves * N_VGPRS * sizeof(i64)) : NULL;
+  i64 *vready = cu.piped ? malloc(n_waves * vgprs * sizeof(i64)) : NULL;
   for (int k = 0; k < 8; k++) { cu.units[k].seen = cu.units[k].pass_seen = -1; }
   for (i64 k = 0; k < n_waves; k++) {
     if (wg_of[k] < 0) return ERR_INPUT;
@@ -534,12 +541,12 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived || (cu.piped && !vready)) {
     err = ERR_MEMORY; goto done;
   }
-  if (vready) for (i64 k = 0; k < n_waves * N_VGPRS; k++) vready[k] = NEVER;
+  if (vready) for (i64 k = 0; k < n_waves * vgprs; k++) vready[k] = NEVER;
   for (i64 k = 0; k < cu.ic.n; k++) cu.ic.at[k] = NONE;
   for (i64 k = 0; k < n_waves; k++) {
     if (wave_stream[k] < 0 || wave_stream[k] >= n_streams) { err = ERR_INPUT; goto done; }
     cu.waves[k].st = &streams[wave_stream[k]]; if (at[k + 1] - at[k] < streams[wave_stream[k]].n) { err = ERR_INPUT; goto done; }
-    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready ? vready + k * N_VGPRS : NULL;
+    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready ? vready + k * vgprs : NULL;
     cu.remaining[wg_of[k]]++; cu.wg_first[wg_of[k] + 1]++;
   }
   for (i64 g = 0; g < cu.n_wg; g++) cu.wg_first[g + 1] += cu.wg_first[g];
