@@ -14,7 +14,7 @@ saying how its kernels were launched. The traced waves are those of one SIMD, ta
 from __future__ import annotations
 import ast, json, struct
 from pathlib import Path
-from emu.timing.traces import Issue, TracedKernel, WaveTrace
+from emu.timing.captured import Issue, TracedKernel, WaveTrace
 
 LDS_BYTES = 65536   # the rebuilt descriptor asks for all of a workgroup's LDS: the capture does not say how much the kernel used
 
