@@ -58,7 +58,7 @@ def random_workload(rng:random.Random, matrix:bool) -> Workload:
           replay_op(OpInfo("valu", "valu", 2, via_trans=True)), replay_op(OpInfo("other", None)), *([WMMA, WMMA_8, WMMA] if matrix else []),
           *(replay_op(OpInfo("valu", "valu", cost, vreads=r, vwrites=w)) for cost, r, w in REGISTER_OPS),
           replay_op(OpInfo("trans", "trans", 4, vreads=(0,), vwrites=(0,))), replay_op(OpInfo("trans", "trans", 1, vreads=(3,), vwrites=(2,))),
-          replay_op(OpInfo("waitcnt", None, drain=True))]
+          replay_op(OpInfo("waitcnt", None, drain=True)), replay_op(OpInfo("valu", "valu", 4, vreads=(1,), vwrites=(1,), lat=8))]
   body = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
   waves, wpg = rng.randint(1, 12), rng.choice([1, 2, 3, 4])
   streams = [loop([rng.choice([SALU, VALU])], body, rng.randint(1, 60)) for _ in range(waves)]

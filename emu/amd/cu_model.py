@@ -55,6 +55,7 @@ class ReplayOp:
   vreads: tuple[int, ...] = ()    # a VALU op's VGPRs read and written (_ValuPipe)
   vwrites: tuple[int, ...] = ()
   drain: bool = False             # waits until the wave's VALU results are written back (_CU.readiness)
+  lat: int = 0                    # result latency in its pipe when not the family's (0: valu_raw / trans_raw)
   row: tuple | None = field(default=(), compare=False, repr=False)   # its fields of a stream table's row (ROW_PARTS), made once
 
 def replay_op(info:OpInfo) -> ReplayOp:
@@ -63,7 +64,7 @@ def replay_op(info:OpInfo) -> ReplayOp:
   op = ReplayOp(cls, port, port in (P_SMEM, P_LDS), port in (P_VALU, P_TRANS, P_MATRIX), info.cost, info.lds_cycles,
                 tuple((COUNTERS.index(k), n) for k, n in info.waits), info.delay, COUNTERS.index(info.counter) if info.counter else -1,
                 info.size, info.cls, info.cond, info.via_trans, port >= P_VMEM or info.cond or cls in (C_WAITCNT, C_END, C_NOP),
-                port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans, info.vreads, info.vwrites, info.drain)
+                port in (P_VALU, P_SALU, P_VMEM) and not info.via_trans, info.vreads, info.vwrites, info.drain, info.lat)
   object.__setattr__(op, "row", _row_of(op))
   return op
 
@@ -138,11 +139,11 @@ MAX_WAITS, MAX_VREADS, MAX_VWRITES = 8, 12, 4
 N_VGPRS, MAX_PIPE = 256, 64   # (the compiled replay's room: a wave's VGPRs, a VALU pipe's depth)
 ROW = np.dtype([("pc", np.int64), *((f, np.int32) for f in ("cost", "lds_cycles", "delay", "size", "first", "last", "plain")),
                 *((f, np.int8) for f in ("cls", "port", "shared", "vec", "cond", "via_trans", "gated", "own_port", "enter", "counter", "n_waits",
-                                         "n_vreads", "n_vwrites", "drain")),
+                                         "n_vreads", "n_vwrites", "drain", "lat")),
                 ("wait_counter", np.int8, (MAX_WAITS,)), ("wait_limit", np.int8, (MAX_WAITS,)), ("vreads", np.int16, (MAX_VREADS,)),
                 ("vwrites", np.int16, (MAX_VWRITES,))], align=True)
 OP_COLUMNS = ("cls", "port", "shared", "vec", "cost", "lds_cycles", "delay", "counter", "size", "cond", "via_trans", "gated", "own_port",
-              "drain")
+              "drain", "lat")
 
 # a ReplayOp's part of a ROW, in this order: (field, width) (ReplayOp.row)
 ROW_PARTS = (*((name, 1) for name in OP_COLUMNS), ("n_waits", 1), ("wait_counter", MAX_WAITS), ("wait_limit", MAX_WAITS),
@@ -808,8 +809,9 @@ class _CU:
       w.i = wi = wi + 1
       if (cls := op.cls) <= C_TRANS:   # C_VALU or C_TRANS
         if pipes is not None and op.port in PIPED:
-          w.last_valu = start = pipes[w.simd][op.port].enter(w.vready, op, ready, passes if op.vec else 1, raws[op.port])
-          if start + raws[op.port] > w.vdone: w.vdone = start + raws[op.port]
+          lat = op.lat or raws[op.port]
+          w.last_valu = start = pipes[w.simd][op.port].enter(w.vready, op, ready, passes if op.vec else 1, lat)
+          if start + lat > w.vdone: w.vdone = start + lat
         else: w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
       elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE

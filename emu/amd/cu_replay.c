@@ -391,7 +391,7 @@ static int run(CU *cu) {   /* _CU.run */
     if (cls <= C_TRANS) {
       w->last_valu = ready;
       if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {
-        i64 raw = op->port == P_VALU ? p->valu_raw : p->trans_raw;
+        i64 raw = op->lat ? op->lat : op->port == P_VALU ? p->valu_raw : p->trans_raw;
         w->last_valu = pipe_enter(&cu->pipes[w->simd][op->port], w->vready, op, ready, op->vec ? p->passes : 1, raw);
         if (w->last_valu + raw > w->vdone) w->vdone = w->last_valu + raw;
       }

@@ -83,7 +83,11 @@ PARAMS = {
 }
 
 LDS_BYTES_PER_CYCLE = 128 # LDS pipe throughput per CU (address + data bytes of a wave)
-ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64": 2, "valu_mad64": 4, "valu_f64": 16}   # port cycles per wave32 pass
+ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64": 2, "valu_mad64": 4, "valu_f64": 16, "valu_mul32": 4}   # port cycles per wave32 pass
+# result latencies (producer start -> a dependent VALU instruction may start) of the VALU ops whose latency is not the family's
+# valu_raw, by latency class (`latency_class`): LLVM's GFX11SpeedModel and GFX12SpeedModel (SISchedule.td: Write64Bit 6, WriteIntMul
+# 8, WriteDouble 38; their Write32Bit 5 is valu_raw, WriteTrans32 10/9 trans_raw), the same on both
+VALU_LATENCY = {"b64": 6, "mad64": 8, "mul32": 8, "f64": 38}
 
 # timing classes by mnemonic (emu.amd.mnemonic): SOPP instructions by name, VALU ops by operation word and data types
 TRANSCENDENTAL = {"EXP", "LOG", "RCP", "RSQ", "SQRT", "SIN", "COS"}   # first operation word (V_EXP_LEGACY_F32, V_RCP_IFLAG_F32 too)
@@ -110,6 +114,7 @@ class OpInfo:
   vreads: tuple[int, ...] = ()   # VALU/transcendental ops: the VGPRs it reads, and writes (the pipes' interlock, cu_model._ValuPipe)
   vwrites: tuple[int, ...] = ()
   drain: bool = False       # a wait for every VALU result of the wave to be written back (s_waitcnt_depctr va_vdst=0)
+  lat: int = 0              # VALU ops: result latency when not the family's valu_raw (VALU_LATENCY)
 
 ACCUMULATES = ("FMAC", "MAC", "DOT2ACC", "FMAMK", "FMAAK")   # VOPD lane ops that read their destination (VOPD has no pcode here)
 
@@ -132,6 +137,12 @@ def _reads_dst(spec:ArchSpec, instr) -> bool:
   """Whether the op's pcode reads its destination (an accumulating op); False for an op without pcode (it never runs)."""
   try: return "D0" in get_op(spec.name, instr.op, raw=instr.raw).reads
   except GPUIllegalInstruction: return False
+
+def latency_class(m:Mnemonic, width:str) -> str:
+  """A VALU op's latency class: its width class, or 'mul32' for a 32-bit integer multiply (V_MUL_LO/HI_U32/I32: LLVM WriteIntMul,
+  quarter rate), '' for the rest (valu_raw)."""
+  if not width and m.words[:2] in (("MUL", "LO"), ("MUL", "HI")) and {"U32", "I32"} & set(m.types): return "mul32"
+  return width
 
 def width_class(m:Mnemonic) -> str:
   """An ALU op's data-width class: 'f64' (double precision), 'mad64' (64-bit integer multiply-add), 'b64' (other 64-bit integer
@@ -189,8 +200,10 @@ def classify(step:Step) -> OpInfo:
   regs = dict(zip(("vreads", "vwrites"), vgpr_use(instr, fmt != "VOPD" and _reads_dst(spec, instr))))
   if m.words[:1] and m.words[0] in TRANSCENDENTAL and width != "f64":
     return OpInfo("trans", "trans", ISSUE_COST["trans_scalar" if m.prefix == "V_S" else "trans"], size=size, **regs)
-  if width == "f64": return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size, width=width, **regs)
-  if width: return OpInfo("valu", "valu", ISSUE_COST[f"valu_{width}"], size=size, via_trans=p.wide_via_trans, width=width, **regs)
+  lat = VALU_LATENCY.get(kind := latency_class(m, width), 0)
+  if width == "f64": return OpInfo("valu", "valu", ISSUE_COST["valu_f64"], size=size, width=width, lat=lat, **regs)
+  if width: return OpInfo("valu", "valu", ISSUE_COST[f"valu_{width}"], size=size, via_trans=p.wide_via_trans, width=width, lat=lat, **regs)
+  if kind == "mul32": return OpInfo("valu", "valu", ISSUE_COST["valu_mul32"], size=size, lat=lat, **regs)
   return OpInfo("valu", "valu", size=size, **regs)
 
 class ReplayMemo:

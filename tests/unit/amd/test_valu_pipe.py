@@ -52,6 +52,20 @@ def test_a_transcendental_chain_and_the_valu_work_reading_it():
   # a VALU op reading the first result issues 1 cycle later (the trans op holds the VALU port for one pass), starts at 9
   assert issue_times([trans(writes=(0,)), valu((0,), (1,)), STORE, END], **PIPE)[:3] == [0, 1, 9 + 18]
 
+def test_an_op_with_its_own_latency():
+  # a 32-bit integer multiply (LLVM WriteIntMul: latency 8, quarter rate: 4 port cycles): issues 0, 4; starts 0, 8; the second's
+  # result at 16 is written back 13 (vgpr_to_mem - valu_raw) later, when the store may issue
+  mul = lambda reads, writes: replay_op(OpInfo("valu", "valu", 4, vreads=reads, vwrites=writes, lat=8))
+  assert issue_times([mul((), (0,)), mul((0,), (0,)), STORE, END], **PIPE)[:3] == [0, 4, 16 + 13]
+
+@pytest.mark.parametrize("name, kind", [("V_MUL_LO_U32", "mul32"), ("V_MUL_HI_I32", "mul32"), ("V_MUL_U32_U24", ""), ("V_MUL_LO_U16", ""),
+                                        ("V_MAD_U64_U32", "mad64"), ("V_ADD_F64", "f64"), ("V_LSHLREV_B64", "b64"), ("V_ADD_F32", "")])
+def test_latency_classes(name, kind):
+  from emu.amd.mnemonic import parse
+  from emu.amd.timing import latency_class, width_class
+  m = parse(name)
+  assert latency_class(m, width_class(m)) == kind
+
 def test_an_s_nop_is_traced_at_the_end_of_its_pause():
   assert issue_times([valu(), NOP_4, valu(), END], valu_queue=0)[:3] == [0, 4, 5]
 
