@@ -4,7 +4,7 @@ and docs/timing.md read it (tests/timing/test_fit.py checks the doc's table agai
 and update the three fields together."""
 from __future__ import annotations
 
-MEASURED = {"date": "2026-12-07", "commit": "c3e5e48", "command": "python -m emu.timing compare --loo --dir data"}
+MEASURED = {"date": "2026-12-07", "commit": "f09a5bc", "command": "python -m emu.timing compare --loo --dir data"}
 WITHIN_2 = {"rdna3": 0.808, "rdna4": 0.953}   # non-DRAM issue-to-issue deltas within ±2 cycles (cdna: no instruction traces)
 RATIOS = {"rdna3": (0.39, 2.73), "rdna4": (0.49, 3.54), "cdna": (0.78, 1.10)}   # whole-kernel emulated / hardware cycles
 
