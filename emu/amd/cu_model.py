@@ -311,9 +311,9 @@ class _ValuPipe:
   """A SIMD's VALU or transcendental pipe (RDNA): its instructions start executing in issue order, each once the previous one's
   port cycles are through; one reading a VGPR that an instruction still in flight (of either pipe) writes, no s_delay_alu having
   held its wave back, starts when the value is ready (its producer's start + the producer pipe's latency), and everything
-  issued behind it waits. The pipe holds `depth` issued instructions that have not started; while it is full the SIMD issues
-  none into it. `starts`: the start cycles still ahead, in order; `free`: the cycle the
-  last started instruction's passes are through."""
+  issued behind it waits. The pipe holds `depth` (at least 1) issued instructions that have not started; while it is full the
+  SIMD issues none into it. `starts`: the start cycles still ahead, in order; `free`: the cycle the last started instruction's
+  passes are through."""
   __slots__ = ("starts", "free")
   def __init__(self): self.starts, self.free = [], NEVER
 
@@ -335,9 +335,11 @@ class _ValuPipe:
     return start
 
   def signature(self, now:int) -> tuple:
+    """The pipe's state relative to cycle `now` (_Periods); a `free` already past reads None."""
     return tuple(t - now for t in self.starts), self.free - now if self.free > now else None
 
   def shift(self, by:int):
+    """Every cycle of the pipe `by` later (_Periods.skip)."""
     self.starts[:] = [t + by for t in self.starts]
     self.free += by
 
@@ -660,6 +662,8 @@ class _CU:
     distinct = {id(st): st for st in streams}.values()   # (waves with the same stream share it)
     self.units = [_Matrix() for _ in range(p.simds_per_cu)] if any(op.port == P_MATRIX for st in distinct for op in st.distinct) else None
     # each SIMD's VALU pipe and transcendental pipe (_ValuPipe), indexed by the port an instruction issues through (PIPED)
+    if p.valu_queue and min(p.valu_queue, p.trans_queue) < 1:
+      raise ValueError(f"the VALU and transcendental pipes' depths must be at least 1, not {p.valu_queue} and {p.trans_queue}")
     self.pipes = [(_ValuPipe(), _ValuPipe()) for _ in range(p.simds_per_cu)] if p.valu_queue else None
     self.pass_issue = ISSUE * passes   # a VALU instruction's issue cycles (wave64: two passes)
     self.lds_done = NEVER   # the cycle the CU's LDS pipe has finished the last DS instruction
@@ -794,7 +798,7 @@ class _CU:
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
       if (pipes is not None and op.port in PIPED and (pipe := pipes[w.simd][op.port]).starts
           and (t := pipe.room(ready, depths[op.port])) > ready):
-        item = heappushpop(heap, (t, i, True)); continue   # the SIMD's VALU pipe is full
+        item = heappushpop(heap, (t, i, True)); continue   # the pipe it enters (VALU or transcendental) is full
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
         if (t := free[key := w.simd * n_ports + op.port]) > ready:
           heappush(q := parked[key], i)

@@ -524,7 +524,8 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   CU cu;
   memset(&cu, 0, sizeof cu);
   cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds_per_cu * N_PORTS; cu.lds_done = NEVER; cu.matrix = matrix;
-  if (p->valu_queue >= MAX_PIPE || p->trans_queue >= MAX_PIPE || (p->valu_queue > 0 && p->trans_queue < 1)) return ERR_UNSUPPORTED;
+  if (p->valu_queue >= MAX_PIPE || p->trans_queue >= MAX_PIPE || p->valu_queue < 0 || (p->valu_queue > 0 && p->trans_queue < 1))
+    return ERR_UNSUPPORTED;   /* (cu_model refuses such depths by name) */
   cu.piped = p->valu_queue > 0;
   for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;
   i64 *vready = cu.piped ? malloc(n_waves * vgprs * sizeof(i64)) : NULL;

@@ -55,8 +55,8 @@ def instruction(text:str, ns:dict):
   if repr(inst) != text: raise ValueError(f"instruction text {text!r} spells back as {inst!r}")
   return inst
 
-def rebuild_code(rows:list[tuple[int, str]], arch:str) -> tuple[int, list]:
-  """The code the (pc, text) pairs of a capture tile: (first pc, instructions in PC order); ValueError at a gap, an overlap or two
+def rebuild_code(rows:list[tuple[int, str]], arch:str) -> dict[int, object]:
+  """The code the (pc, text) pairs of a capture tile: pc -> instruction, in PC order; ValueError at a gap, an overlap or two
   texts at one PC."""
   ns, at = _namespace(arch), {}
   for pc, text in rows:
@@ -67,7 +67,7 @@ def rebuild_code(rows:list[tuple[int, str]], arch:str) -> tuple[int, list]:
     if pc + inst.size() != nxt:
       what = "an instruction the capture did not report" if nxt > pc + inst.size() else "overlapping instructions"
       raise ValueError(f"{nxt - pc - inst.size()} bytes between {at[pc]!r} at {pc:#x} and the next reported pc {nxt:#x} ({what})")
-  return pcs[0], insts
+  return dict(zip(pcs, insts))
 
 def code_object(insts:list, arch:str) -> bytes:
   """An ELF code object holding `insts` from the start of .text, packed by the wheel (kernel arguments pointer in s[0:1], wave32),
@@ -82,15 +82,13 @@ def code_object(insts:list, arch:str) -> bytes:
   return bytes(lib)
 
 def load_decoded(obj:dict, path:str|Path, arch:str, grid:tuple[int, int, int], workgroup:tuple[int, int, int]) -> TracedKernel:
-  """A TracedKernel from a decoded capture (`obj`, read from `path`, whose file name less any _N run suffix names the kernel)
-  launched as `grid` x `workgroup`. The capture holds no wave start packets: waves are ordered by their first issue, whose
+  """A TracedKernel from a decoded capture (`obj`, read from `path`, whose file name names the kernel) launched as `grid` x
+  `workgroup`. The capture holds no wave start packets: waves are ordered by their first issue, whose
   delta is not compared, and the kernel's hardware duration is first issue to last."""
   rows = [(pc, text) for issues in obj.values() for pc, _, _, text in issues]
-  first, insts = rebuild_code(rows, arch)
-  lib = code_object(insts, arch)
-  if first != 256: raise ValueError(f"the capture's code starts at pc {first:#x}, the packer places it at 0x100")
-  by_pc, pc = {}, first
-  for inst in insts: by_pc[pc], pc = inst, pc + inst.size()
+  by_pc = rebuild_code(rows, arch)
+  if (first := next(iter(by_pc))) != 256: raise ValueError(f"the capture's code starts at pc {first:#x}, the packer places it at 0x100")
+  lib = code_object(list(by_pc.values()), arch)
   waves = [WaveTrace(0, int(slot), None, issues[-1][1], [Issue(pc, by_pc[pc], cyc) for pc, cyc, _, _ in issues])
            for slot, issues in sorted(obj.items(), key=lambda kv: (kv[1][0][1] if kv[1] else 0, kv[0])) if issues]
   name = Path(path).stem

@@ -29,8 +29,8 @@ def test_the_replay_follows_the_captured_pcs():
 ROWS = [(256, "s_load_b64(s[0:1], s[0:1])"), (264, "s_waitcnt_lgkmcnt(NULL)"), (268, "s_endpgm()")]
 
 def test_rebuild_tiles_the_code():
-  first, insts = rebuild_code(ROWS, "gfx1100")
-  assert first == 256 and [i.size() for i in insts] == [8, 4, 4]
+  code = rebuild_code(ROWS, "gfx1100")
+  assert list(code) == [256, 264, 268] and [i.size() for i in code.values()] == [8, 4, 4]
 
 @pytest.mark.parametrize("rows, why", [
   ([(256, "VOPD(VOPDOp.V_DUAL_MUL_F32, VOPDOp.V_DUAL_ADD_F32, v[4], v[5],")], "does not spell an instruction"),   # cut short

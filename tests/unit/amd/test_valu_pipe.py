@@ -52,6 +52,10 @@ def test_a_transcendental_chain_and_the_valu_work_reading_it():
   # a VALU op reading the first result issues 1 cycle later (the trans op holds the VALU port for one pass), starts at 9
   assert issue_times([trans(writes=(0,)), valu((0,), (1,)), STORE, END], **PIPE)[:3] == [0, 1, 9 + 18]
 
+@pytest.mark.parametrize("depths", [{"valu_queue": 13, "trans_queue": 0}, {"valu_queue": -1}])
+def test_a_pipe_without_room_is_refused_by_name(depths):
+  with pytest.raises(ValueError, match="depths must be at least 1"): issue_times([*CHAIN, END], **depths)
+
 def test_an_op_with_its_own_latency():
   # a 32-bit integer multiply (LLVM WriteIntMul: latency 8, quarter rate: 4 port cycles): issues 0, 4; starts 0, 8; the second's
   # result at 16 is written back 13 (vgpr_to_mem - valu_raw) later, when the store may issue
