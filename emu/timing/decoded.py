@@ -85,6 +85,10 @@ def load_decoded(obj:dict, path:str|Path, arch:str, grid:tuple[int, int, int], w
   """A TracedKernel from a decoded capture (`obj`, read from `path`, whose file name names the kernel) launched as `grid` x
   `workgroup`. The capture holds no wave start packets: waves are ordered by their first issue, whose
   delta is not compared, and the kernel's hardware duration is first issue to last."""
+  for wave, issues in obj.items():
+    bad = next((r for r in issues if not (isinstance(r, tuple) and len(r) == 4 and all(isinstance(x, int) for x in r[:2])
+                                          and all(isinstance(x, str) for x in r[2:]))), None) if isinstance(issues, list) else issues
+    if bad is not None: raise ValueError(f"wave {wave!r}: {bad!r} is not a (pc, cycle, packet kind, instruction text) issue")
   rows = [(pc, text) for issues in obj.values() for pc, _, _, text in issues]
   by_pc = rebuild_code(rows, arch)
   if (first := next(iter(by_pc))) != 256: raise ValueError(f"the capture's code starts at pc {first:#x}, the packer places it at 0x100")

@@ -51,5 +51,10 @@ def test_a_launch_is_required(tmp_path):
   (tmp_path / "gfx1100" / "launch.json").write_text(json.dumps({"grid": [1, 1, 1]}))
   with pytest.raises(ValueError, match="grid.*workgroup"): load_trace(path)
 
+@pytest.mark.parametrize("issues", [[(256, "0", "INST", "s_endpgm()")], [(256, 0, "INST")], "s_endpgm()"])
+def test_a_malformed_issue_list_is_refused(issues):
+  with pytest.raises(ValueError, match="is not a .pc, cycle, packet kind, instruction text. issue"):
+    load_decoded({0: issues}, "k.pkl", "gfx1100", (1, 1, 1), (32, 1, 1))
+
 def test_only_rdna_text_is_read():
   with pytest.raises(ValueError, match="RDNA3/RDNA4"): load_decoded({0: [(256, 0, "INST", "s_endpgm()")]}, "k.pkl", "gfx942", (1, 1, 1), (64, 1, 1))
