@@ -311,36 +311,36 @@ class _ValuPipe:
   """A SIMD's VALU or transcendental pipe (RDNA): its instructions start executing in issue order, each once the previous one's
   port cycles are through; one reading a VGPR that an instruction still in flight (of either pipe) writes, no s_delay_alu having
   held its wave back, starts when the value is ready (its producer's start + the producer pipe's latency), and everything
-  issued behind it waits. The pipe holds `depth` (at least 1) issued instructions that have not started; while it is full the
-  SIMD issues none into it. `starts`: the start cycles still ahead, in order; `free`: the cycle the last started instruction's
-  passes are through."""
-  __slots__ = ("starts", "free")
-  def __init__(self): self.starts, self.free = [], NEVER
+  issued behind it waits. An instruction keeps its place in the pipe from its issue until `hold` cycles after its start; while
+  `depth` (at least 1) instructions hold places the SIMD issues none into it. `leaves`: the cycles instructions leave that are
+  still ahead, in order; `free`: the cycle the last started instruction's passes are through."""
+  __slots__ = ("leaves", "free")
+  def __init__(self): self.leaves, self.free = [], NEVER
 
   def room(self, now:int, depth:int) -> int:
     """The first cycle from `now` on at which the pipe has room for one more instruction."""
-    starts = self.starts
-    while starts and starts[0] <= now: starts.pop(0)
-    return now if len(starts) < depth else starts[len(starts) - depth]
+    leaves = self.leaves
+    while leaves and leaves[0] <= now: leaves.pop(0)
+    return now if len(leaves) < depth else leaves[len(leaves) - depth]
 
-  def enter(self, ready:dict[int, int], op:ReplayOp, now:int, passes:int, lat:int) -> int:
+  def enter(self, ready:dict[int, int], op:ReplayOp, now:int, passes:int, lat:int, hold:int) -> int:
     """Issue `op` at `now` into the pipe (`ready`: the issuing wave's VGPR -> cycle its value is ready; `lat`: this pipe's result
-    latency); its start cycle."""
+    latency; `hold`: Params.pipe_hold); its start cycle."""
     start = max(now, self.free)
     for r in op.vreads:
       if (t := ready.get(r, NEVER)) > start: start = t
     self.free = start + op.cost * passes
-    if start > now: self.starts.append(start)
+    if start + hold > now: self.leaves.append(start + hold)
     for r in op.vwrites: ready[r] = start + lat
     return start
 
   def signature(self, now:int) -> tuple:
     """The pipe's state relative to cycle `now` (_Periods); a `free` already past reads None."""
-    return tuple(t - now for t in self.starts), self.free - now if self.free > now else None
+    return tuple(t - now for t in self.leaves), self.free - now if self.free > now else None
 
   def shift(self, by:int):
     """Every cycle of the pipe `by` later (_Periods.skip)."""
-    self.starts[:] = [t + by for t in self.starts]
+    self.leaves[:] = [t + by for t in self.leaves]
     self.free += by
 
 class _Ports:
@@ -553,7 +553,7 @@ class _Periods:
     # the most a rule adds to a past cycle of: an issue an s_delay_alu dependency names, the last SALU issue (a conditional
     # branch, SALU_CYCLE_n), the last VALU issue (a memory instruction's VGPR reads), the wave's last WMMA completion (its
     # s_endpgm); and of the LDS pipe's (a DS instruction's cycles, bounded by the horizon)
-    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), p.vgpr_to_mem, p.matrix_drain, self.horizon)
+    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), max(p.vgpr_to_mem, p.vgpr_to_lds), p.matrix_drain, self.horizon)
     self.seen: dict[tuple, tuple[int, dict[int, int]]] = {}   # signature -> (its cycle, each running wave's position)
     self.taken, self.stride = 0, 1   # (trips seen at the pilot's loop heads, signatures taken only every `stride` of them)
 
@@ -664,6 +664,7 @@ class _CU:
     # each SIMD's VALU pipe and transcendental pipe (_ValuPipe), indexed by the port an instruction issues through (PIPED)
     if p.valu_queue and min(p.valu_queue, p.trans_queue) < 1:
       raise ValueError(f"the VALU and transcendental pipes' depths must be at least 1, not {p.valu_queue} and {p.trans_queue}")
+    if p.valu_queue and p.pipe_hold < 0: raise ValueError(f"the pipes' hold must not be negative, not {p.pipe_hold}")
     self.pipes = [(_ValuPipe(), _ValuPipe()) for _ in range(p.simds_per_cu)] if p.valu_queue else None
     self.pass_issue = ISSUE * passes   # a VALU instruction's issue cycles (wave64: two passes)
     self.lds_done = NEVER   # the cycle the CU's LDS pipe has finished the last DS instruction
@@ -741,10 +742,11 @@ class _CU:
     pause, the store and WMMA drain before s_endpgm; and whether it then waited on global memory."""
     p, dram, ncls = self.p, False, nop.cls
     # a VMEM/DS instruction (and a drain) waits until the wave's VALU results are written back (LLVM AMDGPUInsertDelayAlu: DS
-    # waits for VA_VDST == 0): vgpr_to_mem after the last VALU start, i.e. vgpr_to_mem - valu_raw after its result (with the pipes,
-    # the latest result of either pipe)
+    # waits for VA_VDST == 0): vgpr_to_mem (DS: vgpr_to_lds) after the last VALU start, i.e. that less valu_raw after its result
+    # (with the pipes, the latest result of either pipe)
     if nop.port >= P_VMEM or nop.drain:
-      t = w.last_valu + p.vgpr_to_mem if self.pipes is None else w.vdone + p.vgpr_to_mem - p.valu_raw
+      to_mem = p.vgpr_to_lds if nop.port == P_LDS else p.vgpr_to_mem
+      t = w.last_valu + to_mem if self.pipes is None else w.vdone + to_mem - p.valu_raw
       if t > nxt: nxt = t
     if nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
     if ncls == C_WAITCNT:
@@ -776,7 +778,7 @@ class _CU:
     valu_dep, trans_dep = self.p.valu_dep, self.p.trans_dep
     heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
     parked, wake, periods = self.parked, self.wake, self.periods
-    pipes, depths, raws = self.pipes, (self.p.valu_queue, self.p.trans_queue), (self.p.valu_raw, self.p.trans_raw)
+    pipes, depths, raws, hold = self.pipes, (self.p.valu_queue, self.p.trans_queue), (self.p.valu_raw, self.p.trans_raw), self.p.pipe_hold
     item = heappop(heap) if heap else None
     while item is not None:
       ready, i, tag = item
@@ -796,7 +798,7 @@ class _CU:
         if (ln := w.plain[wi]) < 0 or (t := lines_get(ln)) is None: t = fetched(w.lines[wi], ready)
         if t > ready:   # a miss is memory-bound like the launch
           w.next_dram = True; item = heappushpop(heap, (t, i, False)); continue
-      if (pipes is not None and op.port in PIPED and (pipe := pipes[w.simd][op.port]).starts
+      if (pipes is not None and op.port in PIPED and (pipe := pipes[w.simd][op.port]).leaves
           and (t := pipe.room(ready, depths[op.port])) > ready):
         item = heappushpop(heap, (t, i, True)); continue   # the pipe it enters (VALU or transcendental) is full
       if op.own_port and plain:   # Ports.take for a port only the wave's SIMD uses and no other port gates
@@ -814,7 +816,7 @@ class _CU:
       if (cls := op.cls) <= C_TRANS:   # C_VALU or C_TRANS
         if pipes is not None and op.port in PIPED:
           lat = op.lat or raws[op.port]
-          w.last_valu = start = pipes[w.simd][op.port].enter(w.vready, op, ready, passes if op.vec else 1, lat)
+          w.last_valu = start = pipes[w.simd][op.port].enter(w.vready, op, ready, passes if op.vec else 1, lat, hold)
           if start + lat > w.vdone: w.vdone = start + lat
         else: w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue

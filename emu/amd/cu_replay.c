@@ -31,21 +31,21 @@ typedef struct {
                                                                                  vdone: the cycle they have the last result */
 } Wave;
 
-/* _ValuPipe: a SIMD's in-order VALU pipe; starts[0..n): start cycles still ahead, in order */
-typedef struct { i64 starts[MAX_PIPE]; i64 n, free; } Pipe;
+/* _ValuPipe: a SIMD's in-order VALU pipe; leaves[0..n): the cycles its instructions leave it still ahead, in order */
+typedef struct { i64 leaves[MAX_PIPE]; i64 n, free; } Pipe;
 
 static i64 pipe_room(Pipe *q, i64 now, i64 depth) {   /* _ValuPipe.room */
   i64 k = 0;
-  while (k < q->n && q->starts[k] <= now) k++;
-  if (k) { memmove(q->starts, q->starts + k, (q->n - k) * sizeof(i64)); q->n -= k; }
-  return q->n < depth ? now : q->starts[q->n - depth];
+  while (k < q->n && q->leaves[k] <= now) k++;
+  if (k) { memmove(q->leaves, q->leaves + k, (q->n - k) * sizeof(i64)); q->n -= k; }
+  return q->n < depth ? now : q->leaves[q->n - depth];
 }
 
-static i64 pipe_enter(Pipe *q, i64 *ready, const OpRow *op, i64 now, i64 passes, i64 lat) {   /* _ValuPipe.enter */
+static i64 pipe_enter(Pipe *q, i64 *ready, const OpRow *op, i64 now, i64 passes, i64 lat, i64 hold) {   /* _ValuPipe.enter */
   i64 start = now > q->free ? now : q->free;
   for (int k = 0; k < op->n_vreads; k++) if (ready[op->vreads[k]] > start) start = ready[op->vreads[k]];
   q->free = start + op->cost * passes;
-  if (start > now) q->starts[q->n++] = start;   /* (room() left fewer than depth <= MAX_PIPE - 1 entries) */
+  if (start + hold > now) q->leaves[q->n++] = start + hold;   /* (room() left fewer than depth <= MAX_PIPE - 1 entries) */
   for (int k = 0; k < op->n_vwrites; k++) ready[op->vwrites[k]] = start + lat;
   return start;
 }
@@ -392,7 +392,7 @@ static int run(CU *cu) {   /* _CU.run */
       w->last_valu = ready;
       if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {
         i64 raw = op->lat ? op->lat : op->port == P_VALU ? p->valu_raw : p->trans_raw;
-        w->last_valu = pipe_enter(&cu->pipes[w->simd][op->port], w->vready, op, ready, op->vec ? p->passes : 1, raw);
+        w->last_valu = pipe_enter(&cu->pipes[w->simd][op->port], w->vready, op, ready, op->vec ? p->passes : 1, raw, p->pipe_hold);
         if (w->last_valu + raw > w->vdone) w->vdone = w->last_valu + raw;
       }
       nxt = ready + p->passes;
@@ -451,7 +451,8 @@ static int run(CU *cu) {   /* _CU.run */
     int dram = 0;
     if (nop->gated) {   /* _CU.readiness */
       if (nop->port >= P_VMEM || nop->drain) {   /* the wave's VALU results written back */
-        i64 t = cu->piped ? w->vdone + p->vgpr_to_mem - p->valu_raw : w->last_valu + p->vgpr_to_mem;
+        i64 to_mem = nop->port == P_LDS ? p->vgpr_to_lds : p->vgpr_to_mem;
+        i64 t = cu->piped ? w->vdone + to_mem - p->valu_raw : w->last_valu + to_mem;
         if (t > nxt) nxt = t;
       }
       if (nop->cond && w->salu + p->branch_dep > nxt) nxt = w->salu + p->branch_dep;
@@ -524,7 +525,8 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   CU cu;
   memset(&cu, 0, sizeof cu);
   cu.p = p; cu.n_waves = n_waves; cu.shared_base = p->simds_per_cu * N_PORTS; cu.lds_done = NEVER; cu.matrix = matrix;
-  if (p->valu_queue >= MAX_PIPE || p->trans_queue >= MAX_PIPE || p->valu_queue < 0 || (p->valu_queue > 0 && p->trans_queue < 1))
+  if (p->valu_queue >= MAX_PIPE || p->trans_queue >= MAX_PIPE || p->valu_queue < 0 ||
+      (p->valu_queue > 0 && (p->trans_queue < 1 || p->pipe_hold < 0)))
     return ERR_UNSUPPORTED;   /* (cu_model refuses such depths by name) */
   cu.piped = p->valu_queue > 0;
   for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;

@@ -42,7 +42,8 @@ class Params:
   launch_kfd: int           # the same under the amdgpu kernel driver (KFD), whose mappings make a cold fetch slower
   valu_dep: int             # s_delay_alu VALU_DEP_n: producer issue -> dependent issue (wave32 pass)
   trans_dep: int            # s_delay_alu TRANS32_DEP_n: transcendental issue -> dependent issue
-  vgpr_to_mem: int          # VALU issue -> a VMEM/LDS instruction of the same wave may issue (reads VGPRs)
+  vgpr_to_mem: int          # VALU issue -> a VMEM instruction of the same wave may issue (reads VGPRs)
+  vgpr_to_lds: int          # VALU issue -> a DS instruction of the same wave may issue (the LDS unit's own VGPR read)
   smem_lat: int             # scalar load (kernel arguments, cold) -> its counter released
   vmem_load_lat: int        # global load -> load counter released
   vmem_store_lat: int       # global store -> store counter released (a wave ends only after its stores drain)
@@ -60,24 +61,28 @@ class Params:
   branch_dep: int           # SALU issue -> a conditional branch of the same wave (SCC/VCC/EXEC reach the branch unit)
   branch_taken: int         # taken branch issue -> the target instruction
   split_counters: bool      # RDNA4: separate DS (dscnt) and scalar-memory (kmcnt) counters instead of one lgkmcnt
-  valu_queue: int = 0       # VALU instructions a SIMD's in-order VALU pipe holds issued but not started (0: no pipe model, CDNA)
+  valu_queue: int = 0       # VALU instructions a SIMD's in-order VALU pipe holds, from issue until pipe_hold cycles after their
+                            # start (0: no pipe model, CDNA)
   valu_raw: int = 5         # the pipe's VALU result latency: producer start -> a dependent VALU instruction may start
   trans_raw: int = 9        # the same for a transcendental producer (the SIMD's transcendental pipe, in order like the VALU's)
-  trans_queue: int = 13     # transcendental instructions that pipe holds issued but not started
+  trans_queue: int = 13     # transcendental instructions that pipe holds (as valu_queue)
+  pipe_hold: int = 12       # an instruction's start -> it leaves its pipe (VALU and transcendental)
 
 PARAMS = {
   "rdna3": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=585, launch_kfd=585, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
-                  smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(1, 0), store_next=3, store_valu=8, lds_lat=32, barrier_release=14,
+                  vgpr_to_lds=17, smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(1, 0), store_next=3, store_valu=8, lds_lat=32,
+                  barrier_release=14,
                   matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
                   wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False, valu_queue=13),
   "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, launch_kfd=1550, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
-                  smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, store_valu=8, lds_lat=32,
+                  vgpr_to_lds=18, smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, store_valu=8, lds_lat=32,
                   barrier_release=14,
                   matrix_macs=(256, 512, 1024), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
                   wide_via_trans=True, branch_dep=10, branch_taken=9, split_counters=True, valu_queue=13),
   # CDNA: only the empty kernel's launch is measured (gfx950); the rest is RDNA3's, uncalibrated (docs/timing.md)
   "cdna": Params(simds_per_cu=4, max_waves_per_simd=8, vgpr_file=1024, launch=1110, launch_kfd=1110, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
-                 smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, store_valu=1, lds_lat=32, barrier_release=14,
+                 vgpr_to_lds=18, smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(3, 4), store_next=1, store_valu=1, lds_lat=32,
+                 barrier_release=14,
                  matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False),
 }

@@ -33,8 +33,22 @@ def test_without_the_pipe_a_chain_costs_only_its_issue():
   assert issue_times([*CHAIN, STORE, END], valu_queue=0)[:4] == [0, 1, 2, 2 + 18]
 
 def test_a_full_pipe_holds_the_next_instruction_until_one_starts():
-  # depth 1: the second op waits in the pipe (starts at 5); the third may enter only then, and starts at 5 + 5
-  assert issue_times([*CHAIN, STORE, END], valu_queue=1, valu_raw=5)[:4] == [0, 1, 5, 10 + 18]
+  # depth 1, no hold: the second op waits in the pipe (starts at 5); the third may enter only then, and starts at 5 + 5
+  assert issue_times([*CHAIN, STORE, END], valu_queue=1, valu_raw=5, pipe_hold=0)[:4] == [0, 1, 5, 10 + 18]
+
+def test_an_instruction_keeps_its_place_until_the_hold_after_its_start():
+  # depth 2, hold 3, independent ops: they start at issue (0, 1) and leave at 3, 4, so the third issues at 3, the fourth at 4
+  assert issue_times([valu(), valu(), valu(), valu(), END], valu_queue=2, pipe_hold=3)[:4] == [0, 1, 3, 4]
+
+def test_a_long_dependent_chain_fills_the_pipe():
+  # depth 13, hold 12, result latency 5: op k starts at 5k and leaves at 5k + 12 (k from 0). Ops 0-12 issue at 0-12; at 13 op 0
+  # has left (12 places held): op 13 issues; op 14 waits for op 1 to leave (17), op 15 for op 2 (22)
+  chain = [valu(writes=(0,))] + [valu((0,), (0,)) for _ in range(15)]
+  assert issue_times([*chain, END], valu_queue=13, valu_raw=5, pipe_hold=12)[:16] == [*range(14), 17, 22]
+
+def test_a_ds_instruction_reads_its_vgprs_vgpr_to_lds_after_the_last_start():
+  ds = replay_op(OpInfo("lds", "lds", 1, counter="lgkm", lds_cycles=2))
+  assert issue_times([*CHAIN, ds, END], valu_queue=13, valu_raw=5, vgpr_to_lds=15)[:4] == [0, 1, 2, 10 + 15]
 
 def test_independent_work_behind_a_stalled_instruction_waits_in_order():
   # the third op reads nothing, but starts after the stalled second one (5): a store reading VGPRs follows its start (6) + 18
@@ -55,6 +69,9 @@ def test_a_transcendental_chain_and_the_valu_work_reading_it():
 @pytest.mark.parametrize("depths", [{"valu_queue": 13, "trans_queue": 0}, {"valu_queue": -1}])
 def test_a_pipe_without_room_is_refused_by_name(depths):
   with pytest.raises(ValueError, match="depths must be at least 1"): issue_times([*CHAIN, END], **depths)
+
+def test_a_negative_hold_is_refused_by_name():
+  with pytest.raises(ValueError, match="hold must not be negative"): issue_times([*CHAIN, END], valu_queue=13, pipe_hold=-1)
 
 def test_an_op_with_its_own_latency():
   # a 32-bit integer multiply (LLVM WriteIntMul: latency 8, quarter rate: 4 port cycles): issues 0, 4; starts 0, 8; the second's
