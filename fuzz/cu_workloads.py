@@ -66,5 +66,6 @@ def random_workload(rng:random.Random, matrix:bool) -> Workload:
   if rng.random() < 0.4: p = p.__class__(**{**vars(p), "simds_per_cu": rng.choice([1, 2, 4])})
   if rng.random() < 0.3: p = p.__class__(**{**vars(p), "valu_queue": rng.choice([0, 1, 3]), "valu_raw": rng.choice([1, 5, 9]),
                                                          "trans_queue": rng.choice([1, 2, 13]), "trans_raw": rng.choice([2, 9]),
-                                                         "pipe_hold": rng.choice([0, 3, 12]), "vgpr_to_lds": rng.choice([9, 18])})
+                                                         "pipe_hold": rng.choice([0, 3, 12]), "vgpr_to_lds": rng.choice([9, 18]),
+                                                         "trans_result": rng.choice([4, 9])})
   return Workload(streams, [w // wpg for w in range(waves)], rng.choice([1, 2]), rng.choice([1, 2, 16]), p)

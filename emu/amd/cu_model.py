@@ -55,7 +55,7 @@ class ReplayOp:
   vreads: tuple[int, ...] = ()    # a VALU op's VGPRs read and written (_ValuPipe)
   vwrites: tuple[int, ...] = ()
   drain: bool = False             # waits until the wave's VALU results are written back (_CU.readiness)
-  lat: int = 0                    # result latency in its pipe when not the family's (0: valu_raw / trans_raw)
+  lat: int = 0                    # result latency in its pipe when not the family's (0: valu_raw / trans_raw and trans_result)
   row: tuple | None = field(default=(), compare=False, repr=False)   # its fields of a stream table's row (ROW_PARTS), made once
 
 def replay_op(info:OpInfo) -> ReplayOp:
@@ -779,6 +779,7 @@ class _CU:
     heappop, heappush, heappushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
     parked, wake, periods = self.parked, self.wake, self.periods
     pipes, depths, raws, hold = self.pipes, (self.p.valu_queue, self.p.trans_queue), (self.p.valu_raw, self.p.trans_raw), self.p.pipe_hold
+    results = (self.p.valu_raw, self.p.trans_result)   # start -> the result written back for memory instructions, by pipe
     item = heappop(heap) if heap else None
     while item is not None:
       ready, i, tag = item
@@ -817,7 +818,7 @@ class _CU:
         if pipes is not None and op.port in PIPED:
           lat = op.lat or raws[op.port]
           w.last_valu = start = pipes[w.simd][op.port].enter(w.vready, op, ready, passes if op.vec else 1, lat, hold)
-          if start + lat > w.vdone: w.vdone = start + lat
+          if (done := start + (op.lat or results[op.port])) > w.vdone: w.vdone = done
         else: w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
       elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE

@@ -21,7 +21,7 @@ FLAGS = ("-O2", "-std=c11", "-shared", "-fPIC")
 PARAM_FIELDS = ("simds_per_cu", "passes", "wg_slots", "fetch", "valu_dep", "trans_dep", "vgpr_to_mem", "smem_lat", "vmem_load_lat",
                 "vmem_store_lat", "store_next", "store_valu", "lds_lat", "barrier_release", "branch_dep", "branch_taken", "matrix_start",
                 "matrix_queue", "matrix_drain", "matrix_buffer", "valu_queue", "valu_raw", "trans_raw", "trans_queue", "pipe_hold",
-                "vgpr_to_lds")
+                "vgpr_to_lds", "trans_result")
 # (Params: cu_model.Params's fields, and the three the replay call sets)
 # StreamIn: per distinct stream its row numbers, its table (ROW) and its s_delay_alu dependencies (Stream.flat_deps, CSR)
 STREAM_IN = (("index", "const int32_t *"), ("n", "int64_t "), ("table", "const OpRow *"), ("rows", "int64_t "),

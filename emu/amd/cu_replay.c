@@ -393,7 +393,8 @@ static int run(CU *cu) {   /* _CU.run */
       if (cu->piped && (op->port == P_VALU || op->port == P_TRANS)) {
         i64 raw = op->lat ? op->lat : op->port == P_VALU ? p->valu_raw : p->trans_raw;
         w->last_valu = pipe_enter(&cu->pipes[w->simd][op->port], w->vready, op, ready, op->vec ? p->passes : 1, raw, p->pipe_hold);
-        if (w->last_valu + raw > w->vdone) w->vdone = w->last_valu + raw;
+        i64 done = w->last_valu + (op->lat ? op->lat : op->port == P_VALU ? p->valu_raw : p->trans_result);
+        if (done > w->vdone) w->vdone = done;
       }
       nxt = ready + p->passes;
       if (op->port == P_MATRIX) {   /* _CU.matrix_hold: with the queue full, until the oldest WMMA beyond its size completes */

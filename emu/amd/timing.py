@@ -65,6 +65,8 @@ class Params:
                             # start (0: no pipe model, CDNA)
   valu_raw: int = 5         # the pipe's VALU result latency: producer start -> a dependent VALU instruction may start
   trans_raw: int = 9        # the same for a transcendental producer (the SIMD's transcendental pipe, in order like the VALU's)
+  trans_result: int = 9     # transcendental start -> its result, which memory instructions and s_waitcnt_depctr wait to see
+                            # written back (vgpr_to_mem - valu_raw later)
   trans_queue: int = 13     # transcendental instructions that pipe holds (as valu_queue)
   pipe_hold: int = 12       # an instruction's start -> it leaves its pipe (VALU and transcendental)
 
@@ -73,7 +75,8 @@ PARAMS = {
                   vgpr_to_lds=17, smem_lat=1205, vmem_load_lat=750, vmem_store_lat=326, store_port=(1, 0), store_next=3, store_valu=8, lds_lat=32,
                   barrier_release=14,
                   matrix_macs=(128, 128, 256), matrix_start=15, matrix_queue=8, matrix_drain=14, matrix_buffer=4,
-                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False, valu_queue=13),
+                  wide_via_trans=False, branch_dep=10, branch_taken=9, split_counters=False, valu_queue=13,
+                  trans_raw=12),
   "rdna4": Params(simds_per_cu=2, max_waves_per_simd=16, vgpr_file=1536, launch=940, launch_kfd=1550, valu_dep=5, trans_dep=9, vgpr_to_mem=18,
                   vgpr_to_lds=18, smem_lat=1705, vmem_load_lat=1083, vmem_store_lat=360, store_port=(3, 4), store_next=8, store_valu=8, lds_lat=32,
                   barrier_release=14,

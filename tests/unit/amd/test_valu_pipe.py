@@ -66,6 +66,11 @@ def test_a_transcendental_chain_and_the_valu_work_reading_it():
   # a VALU op reading the first result issues 1 cycle later (the trans op holds the VALU port for one pass), starts at 9
   assert issue_times([trans(writes=(0,)), valu((0,), (1,)), STORE, END], **PIPE)[:3] == [0, 1, 9 + 18]
 
+def test_a_dependent_transcendental_starts_trans_raw_after_its_producer_while_memory_sees_the_result_at_trans_result():
+  # trans_raw 12: starts 0, 12; the second's result at 12 + 9 (trans_result) is written back 13 later, when the store issues
+  params = {**PIPE, "trans_raw": 12, "trans_result": 9}
+  assert issue_times([trans(writes=(0,)), trans((0,), (0,)), STORE, END], **params)[:3] == [0, 4, 21 + 13]
+
 @pytest.mark.parametrize("depths", [{"valu_queue": 13, "trans_queue": 0}, {"valu_queue": -1}])
 def test_a_pipe_without_room_is_refused_by_name(depths):
   with pytest.raises(ValueError, match="depths must be at least 1"): issue_times([*CHAIN, END], **depths)
