@@ -22,11 +22,12 @@ def test_retiming_with_the_calibrated_costs_is_the_calibrated_replay():
   assert slower.stats.cycles >= c.prepared.replay.stats.cycles + 1000   # the plus kernel waits on its loads
   assert again.stats.cycles == c.prepared.replay.stats.cycles and again.waves == c.prepared.replay.waves
 
-def test_score_counts_non_dram_deltas_outside_the_tolerance_and_log_ratios():
+def test_score_sums_capped_non_dram_errors_and_log_ratios():
   r = KernelResult("t", "k", "gfx1100", hw_cycles=100, emu_cycles=200,
-                   deltas=[Delta("valu", 0, "", 5, 5, False), Delta("valu", 4, "", 5, 8, False), Delta("vmem_load", 8, "", 500, 9, True)])
-  outside, ratio = fit.score([r])
-  assert outside == 1 and abs(ratio - 0.6931) < 1e-3   # one non-DRAM delta 3 cycles off; |log 2|
+                   deltas=[Delta("valu", 0, "", 5, 5, False), Delta("valu", 4, "", 5, 8, False), Delta("salu", 6, "", 1, 40, False),
+                           Delta("vmem_load", 8, "", 500, 9, True)])
+  errors, ratio = fit.score([r])
+  assert errors == 3 + fit.ERROR_CAP and abs(ratio - 0.6931) < 1e-3   # 3 cycles off, 39 (capped) off, the DRAM delta left out; |log 2|
 
 def test_a_held_out_kernel_is_never_in_its_own_fit(monkeypatch):
   cases = [case("profile_plus_run_0.pkl"), case("profile_empty_run_0.pkl")]
