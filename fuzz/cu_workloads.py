@@ -46,6 +46,7 @@ class Workload:
   def args(self) -> tuple: return self.streams, self.wg_of, self.passes, self.slots, self.p, self.p.launch_kfd
 
 # VALU ops whose VGPRs the VALU pipe's interlock reads: (port cycles, VGPRs read, VGPRs written); chains, a swap, a 64-bit pair
+SGPR_OPS = (((4,), (4,), 0), ((), (5,), 0), ((4, 5), (6, 7), 3), ((127,), (4,), 0))   # (SGPRs read, written, latency)
 REGISTER_OPS = ((1, (0,), (0,)), (1, (0,), (1,)), (1, (1,), (0,)), (1, (2, 3), (2, 3)), (2, (0, 1), (1,)), (1, (), (3,)))
 
 def random_workload(rng:random.Random, matrix:bool) -> Workload:
@@ -58,7 +59,9 @@ def random_workload(rng:random.Random, matrix:bool) -> Workload:
           replay_op(OpInfo("valu", "valu", 2, via_trans=True)), replay_op(OpInfo("other", None)), *([WMMA, WMMA_8, WMMA] if matrix else []),
           *(replay_op(OpInfo("valu", "valu", cost, vreads=r, vwrites=w)) for cost, r, w in REGISTER_OPS),
           replay_op(OpInfo("trans", "trans", 4, vreads=(0,), vwrites=(0,))), replay_op(OpInfo("trans", "trans", 1, vreads=(3,), vwrites=(2,))),
-          replay_op(OpInfo("waitcnt", None, drain=True)), replay_op(OpInfo("valu", "valu", 4, vreads=(1,), vwrites=(1,), lat=8))]
+          replay_op(OpInfo("waitcnt", None, drain=True)), replay_op(OpInfo("valu", "valu", 4, vreads=(1,), vwrites=(1,), lat=8)),
+          *(replay_op(OpInfo("salu", "salu", vreads=tuple(cu_model.SGPR_BASE + s for s in r), vwrites=tuple(cu_model.SGPR_BASE + s for s in w),
+                             lat=lat)) for r, w, lat in SGPR_OPS)]
   body = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
   waves, wpg = rng.randint(1, 12), rng.choice([1, 2, 3, 4])
   streams = [loop([rng.choice([SALU, VALU])], body, rng.randint(1, 60)) for _ in range(waves)]
@@ -67,5 +70,6 @@ def random_workload(rng:random.Random, matrix:bool) -> Workload:
   if rng.random() < 0.3: p = p.__class__(**{**vars(p), "valu_queue": rng.choice([0, 1, 3]), "valu_raw": rng.choice([1, 5, 9]),
                                                          "trans_queue": rng.choice([1, 2, 13]), "trans_raw": rng.choice([2, 9]),
                                                          "pipe_hold": rng.choice([0, 3, 12]), "vgpr_to_lds": rng.choice([9, 18]),
-                                                         "trans_result": rng.choice([4, 9])})
+                                                         "trans_result": rng.choice([4, 9]), "salu_lat": rng.choice([1, 2, 6]),
+                                                         "sgpr_to_mem": rng.choice([0, 5])})
   return Workload(streams, [w // wpg for w in range(waves)], rng.choice([1, 2]), rng.choice([1, 2, 16]), p)

@@ -52,7 +52,7 @@ class ReplayOp:
   via_trans: bool           # also needs the transcendental port
   gated: bool               # its readiness depends on more than the wave's s_delay_alu dependencies (`_CU.readiness`)
   own_port: bool            # its port is its SIMD's and gates no other (not the transcendental, matrix or shared ports, not via_trans)
-  vreads: tuple[int, ...] = ()    # a VALU op's VGPRs read and written (_ValuPipe)
+  vreads: tuple[int, ...] = ()    # a VALU op's VGPRs read and written (_ValuPipe), an SALU op's SGPRs (SGPR_BASE + n)
   vwrites: tuple[int, ...] = ()
   drain: bool = False             # waits until the wave's VALU results are written back (_CU.readiness)
   lat: int = 0                    # result latency in its pipe when not the family's (0: valu_raw / trans_raw and trans_result)
@@ -137,6 +137,8 @@ def alu_deps(cls:np.ndarray, delay:np.ndarray) -> tuple[np.ndarray, int, tuple[n
 # emu/amd/cu_replay.c's OpRow (a C struct: numpy's aligned layout is the C compiler's).
 MAX_WAITS, MAX_VREADS, MAX_VWRITES = 8, 12, 4
 N_VGPRS, MAX_PIPE = 256, 64   # (the compiled replay's room: a wave's VGPRs, a VALU pipe's depth)
+SGPR_BASE = N_VGPRS           # an SALU op's SGPR n is register SGPR_BASE + n of its ReplayOp (VGPRs: 0..N_VGPRS-1)
+N_REGS = SGPR_BASE + 128      # the registers a wave's ready table holds
 ROW = np.dtype([("pc", np.int64), *((f, np.int32) for f in ("cost", "lds_cycles", "delay", "size", "first", "last", "plain")),
                 *((f, np.int8) for f in ("cls", "port", "shared", "vec", "cond", "via_trans", "gated", "own_port", "enter", "counter", "n_waits",
                                          "n_vreads", "n_vwrites", "drain", "lat")),
@@ -257,7 +259,7 @@ def make_stream(ops:list[ReplayOp], pcs:list[int], codes:np.ndarray|None=None) -
 class _Wave:
   """Replay state of one wave: position, issue times, the last VALU and SALU issues, wait counters."""
   __slots__ = ("stream", "ops", "pcs", "lines", "plain", "deps", "n", "i", "ready", "simd", "wg", "salu", "last_valu", "pending", "start",
-               "times", "dram", "next_dram", "parked", "mx_end", "vready", "vdone")
+               "times", "dram", "next_dram", "parked", "mx_end", "vready", "vdone", "sdone")
   def __init__(self, stream:Stream, start:int, simd:int, wg:int, launch:int):
     self.stream, self.ops, self.pcs, self.lines, self.plain, self.deps = stream, stream.ops, stream.pcs, stream.lines, stream.plain, stream.deps
     self.n = len(self.ops)
@@ -265,8 +267,9 @@ class _Wave:
     self.salu = NEVER; self.last_valu = NEVER
     self.pending: list[list[tuple[int, bool]]] = [[] for _ in COUNTERS]   # per counter: (completion cycle, global memory) in order
     self.start, self.times, self.dram, self.next_dram, self.parked, self.mx_end = start, [], [], True, 0, NEVER
-    self.vready: dict[int, int] = {}   # VGPR -> the cycle the VALU pipe has its value (_ValuPipe)
+    self.vready: dict[int, int] = {}   # register -> the cycle its value is ready (VGPRs: _ValuPipe; SGPRs: SALU results)
     self.vdone = NEVER   # the cycle the pipes have the result of the wave's last VALU/transcendental instruction
+    self.sdone = NEVER   # the cycle the wave's last SALU result is ready
 
   def wait(self, counter:int, limit:int) -> tuple[int, bool]:
     """Retire all but the newest `limit` outstanding operations of a counter: (cycle the last of them completes, whether one of
@@ -552,8 +555,10 @@ class _Periods:
     self.horizon = 2 * max(v for v in vars(p).values() if isinstance(v, int) and not isinstance(v, bool)) + 256
     # the most a rule adds to a past cycle of: an issue an s_delay_alu dependency names, the last SALU issue (a conditional
     # branch, SALU_CYCLE_n), the last VALU issue (a memory instruction's VGPR reads), the wave's last WMMA completion (its
-    # s_endpgm); and of the LDS pipe's (a DS instruction's cycles, bounded by the horizon)
-    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), max(p.vgpr_to_mem, p.vgpr_to_lds), p.matrix_drain, self.horizon)
+    # s_endpgm), the wave's last SALU result (a memory instruction's SGPR reads); and of the LDS pipe's (a DS instruction's cycles,
+    # bounded by the horizon)
+    self.waits = (max(p.valu_dep, p.trans_dep, 4), max(p.branch_dep, 4), max(p.vgpr_to_mem, p.vgpr_to_lds), p.matrix_drain, p.sgpr_to_mem,
+                  self.horizon)
     self.seen: dict[tuple, tuple[int, dict[int, int]]] = {}   # signature -> (its cycle, each running wave's position)
     self.taken, self.stride = 0, 1   # (trips seen at the pilot's loop heads, signatures taken only every `stride` of them)
 
@@ -561,7 +566,7 @@ class _Periods:
     """The CU's state at cycle `now` relative to it (`item`: the heap item the branching wave is about to push). A past cycle that
     can no longer matter reads None: its value plus the most any rule adds to it is not after `now` (every later rule compares
     with a cycle at or after `now`)."""
-    cu, (valu_wait, salu_wait, mem_wait, matrix_wait, horizon) = self.cu, self.waits
+    cu, (valu_wait, salu_wait, mem_wait, matrix_wait, sgpr_wait, horizon) = self.cu, self.waits
     def rel(t:int, wait:int=0) -> int | None: return t - now if t + wait > now else None
     waves = []
     for j in sorted(cu.running):
@@ -572,6 +577,7 @@ class _Periods:
         if len(pend) > KEEP_PENDING and all(d <= now for d, _ in pend[:-KEEP_PENDING]): del pend[:-KEEP_PENDING]
       waves.append((j, w.simd, w.wg, rel(w.salu, salu_wait), rel(w.last_valu, mem_wait), rel(w.parked), rel(w.mx_end, matrix_wait),
                     w.next_dram, recent, tuple(sorted((r, t - now) for r, t in w.vready.items() if t > now)), rel(w.vdone, mem_wait),
+                    rel(w.sdone, sgpr_wait),
                     tuple(tuple((rel(d), g) for d, g in pend) for pend in w.pending)))
     icache = cu.icache
     lines = (len(icache.lines), tuple(sorted((ln, t - now) for ln, t in icache.lines.items() if t > now)) if icache.latest > now else ())
@@ -634,7 +640,7 @@ class _Periods:
         w.i += step * periods
       w.salu, w.last_valu, w.parked, w.mx_end = moved(w.salu), moved(w.last_valu), moved(w.parked), moved(w.mx_end)
       w.pending = [[(moved(d), g) for d, g in pend] for pend in w.pending]
-      w.vready, w.vdone = {r: moved(t) for r, t in w.vready.items()}, moved(w.vdone)
+      w.vready, w.vdone, w.sdone = {r: moved(t) for r, t in w.vready.items()}, moved(w.vdone), moved(w.sdone)
     cu.heap[:] = [(c + shift, j, tag) for c, j, tag in cu.heap]   # (all at or after `now`)
     cu.wake[:] = [None if x is None else (x[0] + shift, x[1]) for x in cu.wake]
     cu.ports.free[:] = [moved(f) for f in cu.ports.free]
@@ -748,6 +754,7 @@ class _CU:
       to_mem = p.vgpr_to_lds if nop.port == P_LDS else p.vgpr_to_mem
       t = w.last_valu + to_mem if self.pipes is None else w.vdone + to_mem - p.valu_raw
       if t > nxt: nxt = t
+    if nop.port >= P_VMEM and w.sdone + p.sgpr_to_mem > nxt: nxt = w.sdone + p.sgpr_to_mem   # (its SGPRs written)
     if nop.cond and w.salu + p.branch_dep > nxt: nxt = w.salu + p.branch_dep
     if ncls == C_WAITCNT:
       for q, limit in nop.waits:
@@ -821,7 +828,13 @@ class _CU:
           if (done := start + (op.lat or results[op.port])) > w.vdone: w.vdone = done
         else: w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
-      elif cls == C_SALU: w.salu, nxt = ready, ready + ISSUE
+      elif cls == C_SALU:   # it starts once the SGPRs it reads are ready (a dependent chain still issues back to back)
+        w.salu, nxt, start, vready = ready, ready + ISSUE, ready, w.vready
+        for r in op.vreads:
+          if (t := vready.get(r, NEVER)) > start: start = t
+        done = start + (op.lat or self.p.salu_lat)
+        for r in op.vwrites: vready[r] = done
+        if done > w.sdone: w.sdone = done
       else: nxt = effects(w, op, ready)
       if cls == C_END or wi >= w.n:
         self.end_wave(i, w, ready)

@@ -27,8 +27,8 @@ typedef struct { Access *a; i64 head, len, cap; } Pending;   /* a wait counter's
 
 typedef struct {
   const StreamIn *st; i64 i, start, salu, last_valu, parked, mx_end, free_at; int simd, wg, next_dram;
-  i64 *times; uint8_t *dram; Pending pend[N_COUNTERS]; i64 *vready, vdone;   /* vready: VGPR -> cycle the pipes have its value;
-                                                                                 vdone: the cycle they have the last result */
+  i64 *times; uint8_t *dram; Pending pend[N_COUNTERS]; i64 *vready, vdone, sdone;   /* vready: register -> cycle its value is
+                                                    ready; vdone: the cycle the pipes have the last result; sdone: the last SALU's */
 } Wave;
 
 /* _ValuPipe: a SIMD's in-order VALU pipe; leaves[0..n): the cycles its instructions leave it still ahead, in order */
@@ -276,7 +276,7 @@ static int cu_launch(CU *cu, i64 at) {   /* _CU.launch / _Workgroups.next_launch
   for (i64 k = 0; k < count; k++) {
     Wave *w = &cu->waves[cu->wg_wave[first + k]];
     w->start = t + k; w->i = 0; w->simd = (int)(k % cu->p->simds_per_cu); w->wg = (int)wg; w->mx_end = NEVER; w->free_at = NONE;
-    w->salu = NEVER; w->last_valu = NEVER; w->vdone = NEVER; w->parked = 0; w->next_dram = 1;
+    w->salu = NEVER; w->last_valu = NEVER; w->vdone = NEVER; w->sdone = NEVER; w->parked = 0; w->next_dram = 1;
     i64 ready = w->start + cu->p->fetch;
     for (i64 line = 0; line < 4; line++) {   /* ILAUNCH_LINES */
       i64 *s = line_slot(&cu->ic, line);
@@ -407,7 +407,14 @@ static int run(CU *cu) {   /* _CU.run */
         }
       }
     }
-    else if (cls == C_SALU) w->salu = ready;
+    else if (cls == C_SALU) {   /* it starts once the SGPRs it reads are ready */
+      w->salu = ready;
+      i64 start = ready;
+      for (int k = 0; k < op->n_vreads; k++) if (w->vready[op->vreads[k]] > start) start = w->vready[op->vreads[k]];
+      i64 done = start + (op->lat ? op->lat : p->salu_lat);
+      for (int k = 0; k < op->n_vwrites; k++) w->vready[op->vwrites[k]] = done;
+      if (done > w->sdone) w->sdone = done;
+    }
     else if (cls == C_BRANCH) {   /* _CU.effects from here on */
       w->salu = ready;
       if (wi < st->n && st->table[st->index[wi]].pc != op->pc + op->size) nxt = ready + p->branch_taken;
@@ -456,6 +463,7 @@ static int run(CU *cu) {   /* _CU.run */
         i64 t = cu->piped ? w->vdone + to_mem - p->valu_raw : w->last_valu + to_mem;
         if (t > nxt) nxt = t;
       }
+      if (nop->port >= P_VMEM && w->sdone + p->sgpr_to_mem > nxt) nxt = w->sdone + p->sgpr_to_mem;   /* its SGPRs written */
       if (nop->cond && w->salu + p->branch_dep > nxt) nxt = w->salu + p->branch_dep;
       if (nop->cls == C_WAITCNT) {
         for (i64 q = 0; q < nop->n_waits; q++) {
@@ -486,7 +494,7 @@ static int run(CU *cu) {   /* _CU.run */
 
 /* 0 when every index and code of the stream is in range (bad input is an error code, never a wild access), widening lo..hi to
    every instruction-cache line a fetch can name: a span's lines, the next line, their 128-byte pair partners */
-static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *vgprs) {   /* vgprs: 1 + the highest VGPR named */
+static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *vgprs) {   /* vgprs: 1 + the highest register named */
   if (st->n < 1 || st->rows < 1) return ERR_INPUT;
   for (i64 r = 0; r < st->rows; r++) {
     const OpRow *o = &st->table[r];
@@ -495,11 +503,11 @@ static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *vgprs) 
     for (int q = 0; q < o->n_waits; q++) if (o->wait_counter[q] < 0 || o->wait_counter[q] >= N_COUNTERS) return ERR_INPUT;
     if (o->n_vreads < 0 || o->n_vreads > MAX_VREADS || o->n_vwrites < 0 || o->n_vwrites > MAX_VWRITES) return ERR_INPUT;
     for (int q = 0; q < o->n_vreads; q++) {
-      if (o->vreads[q] < 0 || o->vreads[q] >= N_VGPRS) return ERR_INPUT;
+      if (o->vreads[q] < 0 || o->vreads[q] >= N_REGS) return ERR_INPUT;
       if (o->vreads[q] >= *vgprs) *vgprs = o->vreads[q] + 1;
     }
     for (int q = 0; q < o->n_vwrites; q++) {
-      if (o->vwrites[q] < 0 || o->vwrites[q] >= N_VGPRS) return ERR_INPUT;
+      if (o->vwrites[q] < 0 || o->vwrites[q] >= N_REGS) return ERR_INPUT;
       if (o->vwrites[q] >= *vgprs) *vgprs = o->vwrites[q] + 1;
     }
     if (o->port == P_MATRIX) *matrix = 1;
@@ -520,7 +528,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (n_waves >= 1 << WAVE_BITS) return ERR_UNSUPPORTED;
   i64 lo = 0, hi = 3, err = 0;   /* (the launch fetches lines 0-3) */
   int matrix = 0;
-  i64 vgprs = 1;   /* (each wave keeps a ready cycle per VGPR its streams name) */
+  i64 vgprs = 1;   /* (each wave keeps a ready cycle per register its streams name: VGPRs, then SGPRs) */
   for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi, &matrix, &vgprs))) return err;
   if (hi - lo >= MAX_LINES) return ERR_UNSUPPORTED;
   CU cu;
@@ -531,7 +539,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
     return ERR_UNSUPPORTED;   /* (cu_model refuses such depths by name) */
   cu.piped = p->valu_queue > 0;
   for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;
-  i64 *vready = cu.piped ? malloc(n_waves * vgprs * sizeof(i64)) : NULL;
+  i64 *vready = malloc(n_waves * vgprs * sizeof(i64));
   for (int k = 0; k < 8; k++) { cu.units[k].seen = cu.units[k].pass_seen = -1; }
   for (i64 k = 0; k < n_waves; k++) {
     if (wg_of[k] < 0) return ERR_INPUT;
@@ -542,15 +550,15 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   cu.ic.n = hi - lo + 1; cu.ic.lo = lo; cu.ic.lat = p->fetch; cu.ic.at = malloc(cu.ic.n * sizeof(i64));
   cu.wg_first = calloc(cu.n_wg + 1, sizeof(i64)); cu.remaining = calloc(cu.n_wg, sizeof(i64)); cu.n_arrived = calloc(cu.n_wg, sizeof(i64));
   cu.wg_wave = malloc(n_waves * sizeof(int32_t)); cu.arrived = malloc(n_waves * sizeof(int32_t));
-  if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived || (cu.piped && !vready)) {
+  if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived || !vready) {
     err = ERR_MEMORY; goto done;
   }
-  if (vready) for (i64 k = 0; k < n_waves * vgprs; k++) vready[k] = NEVER;
+  for (i64 k = 0; k < n_waves * vgprs; k++) vready[k] = NEVER;
   for (i64 k = 0; k < cu.ic.n; k++) cu.ic.at[k] = NONE;
   for (i64 k = 0; k < n_waves; k++) {
     if (wave_stream[k] < 0 || wave_stream[k] >= n_streams) { err = ERR_INPUT; goto done; }
     cu.waves[k].st = &streams[wave_stream[k]]; if (at[k + 1] - at[k] < streams[wave_stream[k]].n) { err = ERR_INPUT; goto done; }
-    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready ? vready + k * vgprs : NULL;
+    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready + k * vgprs;
     cu.remaining[wg_of[k]]++; cu.wg_first[wg_of[k] + 1]++;
   }
   for (i64 g = 0; g < cu.n_wg; g++) cu.wg_first[g + 1] += cu.wg_first[g];

@@ -22,7 +22,7 @@ from emu import amd_ops
 from emu.amd import cu_native
 from emu.amd.api import GPUIllegalInstruction
 from emu.amd.arch import ArchSpec
-from emu.amd.cu_model import ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end, stream_of_codes
+from emu.amd.cu_model import SGPR_BASE, ReplayOp, Stream, make_stream, replay_op, simulate_cu, simulate_end, stream_of_codes
 from emu.amd.mnemonic import Mnemonic, parse
 from emu.amd.observe import DispatchObserver, Launch
 from emu.amd.regions import LazyStep
@@ -67,6 +67,8 @@ class Params:
   trans_raw: int = 9        # the same for a transcendental producer (the SIMD's transcendental pipe, in order like the VALU's)
   trans_result: int = 9     # transcendental start -> its result, which memory instructions and s_waitcnt_depctr wait to see
                             # written back (vgpr_to_mem - valu_raw later)
+  salu_lat: int = 2         # SALU start -> its result (a dependent SALU instruction starts then)
+  sgpr_to_mem: int = 5      # the wave's last SALU result -> a VMEM/DS instruction of the wave may issue
   trans_queue: int = 13     # transcendental instructions that pipe holds (as valu_queue)
   pipe_hold: int = 12       # an instruction's start -> it leaves its pipe (VALU and transcendental)
 
@@ -96,6 +98,7 @@ ISSUE_COST = {"trans": 4, "trans_scalar": 1, "valu_b64": 2, "valu_mad64": 4, "va
 # valu_raw, by latency class (`latency_class`): LLVM's GFX11SpeedModel and GFX12SpeedModel (SISchedule.td: Write64Bit 6, WriteIntMul
 # 8, WriteDouble 38; their Write32Bit 5 is valu_raw, WriteTrans32 10/9 trans_raw), the same on both
 VALU_LATENCY = {"b64": 6, "mad64": 8, "mul32": 8, "f64": 38}
+SALU_MUL_LATENCY = 3   # s_mul_i32 / s_mul_hi: a dependent chain of them completes 3 cycles per link (2187nick mb_g4_s_mul_i32_n4)
 
 # timing classes by mnemonic (emu.amd.mnemonic): SOPP instructions by name, VALU ops by operation word and data types
 TRANSCENDENTAL = {"EXP", "LOG", "RCP", "RSQ", "SQRT", "SIN", "COS"}   # first operation word (V_EXP_LEGACY_F32, V_RCP_IFLAG_F32 too)
@@ -119,10 +122,10 @@ class OpInfo:
   width: str = ""           # ALU data width class (`width_class`): '', 'f64', 'b64', 'mad64'
   dwords: int = 0           # memory ops: dwords of data per lane it sends to memory (stores, atomics)
   writes: bool = False      # memory ops: it writes memory (stores, atomics)
-  vreads: tuple[int, ...] = ()   # VALU/transcendental ops: the VGPRs it reads, and writes (the pipes' interlock, cu_model._ValuPipe)
-  vwrites: tuple[int, ...] = ()
+  vreads: tuple[int, ...] = ()   # the registers it reads, and writes: a VALU/transcendental op's VGPRs (the pipes' interlock,
+  vwrites: tuple[int, ...] = ()  # cu_model._ValuPipe), an SALU op's SGPRs as cu_model.SGPR_BASE + n (its result latency)
   drain: bool = False       # a wait for every VALU result of the wave to be written back (s_waitcnt_depctr va_vdst=0)
-  lat: int = 0              # VALU ops: result latency when not the family's valu_raw (VALU_LATENCY)
+  lat: int = 0              # ALU ops: result latency when not the family's valu_raw (VALU_LATENCY) / salu_lat (SALU_LATENCY)
 
 ACCUMULATES = ("FMAC", "MAC", "DOT2ACC", "FMAMK", "FMAAK")   # VOPD lane ops that read their destination (VOPD has no pcode here)
 
@@ -139,6 +142,15 @@ def vgpr_use(instr, reads_dst:bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
       writes += regs
       if reads_dst or name in acc: reads += regs
     else: reads += regs
+  return tuple(sorted(set(reads))), tuple(sorted(set(writes)))
+
+def sgpr_use(instr) -> tuple[tuple[int, ...], tuple[int, ...]]:
+  """The SGPRs (s0-s105, VCC, ...: scalar operand numbers below 128) an SALU instruction reads and writes, from its encoding's
+  register fields: `sdst` is written, the rest are read. SCC, literals and inline constants are not registers here."""
+  reads, writes = [], []
+  for name, _ in instr.inst._fields:
+    if not hasattr(reg := getattr(instr.inst, name), "offset") or not 0 <= reg.offset < 128: continue
+    (writes if name == "sdst" else reads).extend(range(reg.offset, min(128, reg.offset + reg.sz)))
   return tuple(sorted(set(reads))), tuple(sorted(set(writes)))
 
 def _reads_dst(spec:ArchSpec, instr) -> bool:
@@ -203,7 +215,10 @@ def classify(step:Step) -> OpInfo:
     if m.words[0] in ("BRANCH", "CBRANCH"): return OpInfo("branch", "salu", size=size, cond=m.words[0] == "CBRANCH")
     return OpInfo("other", None, size=size)
   width = width_class(m)
-  if fmt.startswith("SOP"): return OpInfo("salu", "salu", size=size, width=width)
+  if fmt.startswith("SOP"):
+    sreads, swrites = sgpr_use(instr)
+    return OpInfo("salu", "salu", size=size, width=width, vreads=tuple(SGPR_BASE + r for r in sreads),
+                  vwrites=tuple(SGPR_BASE + r for r in swrites), lat=SALU_MUL_LATENCY if m.words[:1] == ("MUL",) else 0)
   if m.words[:1] and m.words[0] in MATRIX_OPS: return OpInfo("valu", "matrix", matrix_cycles(m, p), size=size)
   regs = dict(zip(("vreads", "vwrites"), vgpr_use(instr, fmt != "VOPD" and _reads_dst(spec, instr))))
   if m.words[:1] and m.words[0] in TRANSCENDENTAL and width != "f64":

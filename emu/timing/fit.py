@@ -21,7 +21,7 @@ from emu.timing.traces import TracedKernel
 
 FITTED = ("launch", "launch_kfd", "valu_dep", "trans_dep", "vgpr_to_mem", "vgpr_to_lds", "smem_lat", "vmem_load_lat", "vmem_store_lat",
           "store_next", "store_valu", "lds_lat", "barrier_release", "branch_dep", "branch_taken", "valu_queue", "valu_raw", "trans_raw",
-          "trans_queue", "trans_result", "pipe_hold")
+          "trans_queue", "trans_result", "pipe_hold", "salu_lat", "sgpr_to_mem")
 FOLDS = 5
 FACTORS = (0.5, 0.7, 0.85, 1.0, 1.15, 1.3, 1.5, 2.0)
 PASSES = 2

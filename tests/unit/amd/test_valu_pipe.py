@@ -1,13 +1,13 @@
-"""The VALU and transcendental pipes' register interlock (cu_model._ValuPipe), the waits for their results (memory
-instructions, s_waitcnt_depctr), an s_nop's pause and what follows a store: issue times worked by hand from the documented rules
-(docs/timing.md), and the VGPRs an instruction's encoding names (timing.vgpr_use)."""
+"""The VALU and transcendental pipes' register interlock (cu_model._ValuPipe), the waits for their results and for SALU results
+(memory instructions, s_waitcnt_depctr), an s_nop's pause and what follows a store: issue times worked by hand from the documented
+rules (docs/timing.md), and the VGPRs and SGPRs an instruction's encoding names (timing.vgpr_use, timing.sgpr_use)."""
 import dataclasses
 import pytest
 import tinygrad.runtime.autogen.amd.rdna3.ins as rdna3
 from emu.amd.arch import get_spec
-from emu.amd.cu_model import make_stream, replay_op, simulate_cu
+from emu.amd.cu_model import SGPR_BASE, make_stream, replay_op, simulate_cu
 from emu.amd.decode import decode
-from emu.amd.timing import PARAMS, OpInfo, vgpr_use
+from emu.amd.timing import PARAMS, OpInfo, sgpr_use, vgpr_use
 
 END = replay_op(OpInfo("end", None))
 STORE = replay_op(OpInfo("vmem_store", "vmem", 1))   # (rdna3 store port: 1 cycle)
@@ -99,6 +99,29 @@ def test_an_s_nop_is_traced_at_the_end_of_its_pause():
 def test_what_follows_a_store(after, gap):
   # rdna3: another VMEM instruction at once, VALU work store_valu (8) later, anything else store_next (3) later
   assert issue_times([STORE, after, END], valu_queue=0, store_next=3, store_valu=8)[:2] == [0, gap]
+
+def salu(reads=(), writes=(), lat=0):
+  return replay_op(OpInfo("salu", "salu", vreads=tuple(SGPR_BASE + s for s in reads), vwrites=tuple(SGPR_BASE + s for s in writes), lat=lat))
+
+@pytest.mark.parametrize("ops, store_at", [
+  ([salu(writes=(4,))], 2 + 5),                                           # one SALU: its result at 2, the store 5 later
+  ([salu(writes=(k,)) for k in range(4)], 3 + 2 + 5),                     # independent: issued 0-3, the last result at 5
+  ([salu(writes=(4,))] + [salu((4,), (4,)) for _ in range(4)], 5 * 2 + 5),   # a dependent chain: issued 0-4, results 2 apart
+  ([salu(writes=(4,))] + [salu((4,), (4,), lat=3) for _ in range(4)], 2 + 4 * 3 + 5),   # multiplies: 3 per link
+])
+def test_a_vmem_instruction_waits_for_the_waves_salu_results(ops, store_at):
+  # salu_lat 2, sgpr_to_mem 5: every SALU instruction issues back to back; the store waits until the last result + 5
+  times = issue_times([*ops, STORE, END], valu_queue=0, salu_lat=2, sgpr_to_mem=5)
+  assert times[:len(ops)] == list(range(len(ops))) and times[len(ops)] == store_at
+
+@pytest.mark.parametrize("inst, reads, writes", [
+  (rdna3.s_add_u32(rdna3.s[20], rdna3.s[20], 1), (20,), (20,)),
+  (rdna3.s_mov_b64(rdna3.s[4:5], rdna3.s[6:7]), (6, 7), (4, 5)),
+  (rdna3.s_cmp_eq_i32(rdna3.s[4], 1), (4,), ()),
+  (rdna3.s_movk_i32(rdna3.s[4], 1), (), (4,)),
+])
+def test_the_sgprs_an_salu_encoding_names(inst, reads, writes):
+  assert sgpr_use(decoded(inst)) == (reads, writes)
 
 def decoded(inst):
   spec = get_spec("gfx1100")
