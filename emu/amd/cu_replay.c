@@ -31,21 +31,23 @@ typedef struct {
                                                     ready; vdone: the cycle the pipes have the last result; sdone: the last SALU's */
 } Wave;
 
-/* _ValuPipe: a SIMD's in-order VALU pipe; leaves[0..n): the cycles its instructions leave it still ahead, in order */
-typedef struct { i64 leaves[MAX_PIPE]; i64 n, free; } Pipe;
+/* _ValuPipe: a SIMD's in-order VALU pipe; leaves[head..n): the cycles its instructions leave it still ahead, in order */
+typedef struct { i64 leaves[MAX_PIPE]; i64 head, n, free; } Pipe;
 
 static i64 pipe_room(Pipe *q, i64 now, i64 depth) {   /* _ValuPipe.room */
-  i64 k = 0;
-  while (k < q->n && q->leaves[k] <= now) k++;
-  if (k) { memmove(q->leaves, q->leaves + k, (q->n - k) * sizeof(i64)); q->n -= k; }
-  return q->n < depth ? now : q->leaves[q->n - depth];
+  while (q->head < q->n && q->leaves[q->head] <= now) q->head++;
+  if (q->head == q->n) q->head = q->n = 0;
+  return q->n - q->head < depth ? now : q->leaves[q->n - depth];
 }
 
 static i64 pipe_enter(Pipe *q, i64 *ready, const OpRow *op, i64 now, i64 passes, i64 lat, i64 hold) {   /* _ValuPipe.enter */
   i64 start = now > q->free ? now : q->free;
   for (int k = 0; k < op->n_vreads; k++) if (ready[op->vreads[k]] > start) start = ready[op->vreads[k]];
   q->free = start + op->cost * passes;
-  if (start + hold > now) q->leaves[q->n++] = start + hold;   /* (room() left fewer than depth <= MAX_PIPE - 1 entries) */
+  if (start + hold > now) {   /* (room() left fewer than depth <= MAX_PIPE - 1 entries: they fit once moved to the front) */
+    if (q->n == MAX_PIPE) { memmove(q->leaves, q->leaves + q->head, (q->n - q->head) * sizeof(i64)); q->n -= q->head; q->head = 0; }
+    q->leaves[q->n++] = start + hold;
+  }
   for (int k = 0; k < op->n_vwrites; k++) ready[op->vwrites[k]] = start + lat;
   return start;
 }
@@ -353,7 +355,7 @@ static int run(CU *cu) {   /* _CU.run */
       if (err) return err;
       if (t > ready) { w->next_dram = 1; if ((err = heap_push(&cu->heap, t, i, 0))) return err; continue; }
     }
-    if (cu->piped && (op->port == P_VALU || op->port == P_TRANS) && cu->pipes[w->simd][op->port].n) {   /* its pipe is full */
+    if (cu->piped && (op->port == P_VALU || op->port == P_TRANS) && cu->pipes[w->simd][op->port].n) {   /* its pipe may be full */
       i64 t = pipe_room(&cu->pipes[w->simd][op->port], ready, op->port == P_VALU ? p->valu_queue : p->trans_queue);
       if (t > ready) { if ((err = heap_push(&cu->heap, t, i, 1))) return err; continue; }
     }
