@@ -46,8 +46,8 @@ class Workload:
   def args(self) -> tuple: return self.streams, self.wg_of, self.passes, self.slots, self.p, self.p.launch_kfd
 
 # VALU ops whose VGPRs the VALU pipe's interlock reads: (port cycles, VGPRs read, VGPRs written); chains, a swap, a 64-bit pair
-SGPR_OPS = (((4,), (4,), 0), ((), (5,), 0), ((4, 5), (6, 7), 3), ((127,), (4,), 0))   # (SGPRs read, written, latency)
 REGISTER_OPS = ((1, (0,), (0,)), (1, (0,), (1,)), (1, (1,), (0,)), (1, (2, 3), (2, 3)), (2, (0, 1), (1,)), (1, (), (3,)))
+SGPR_OPS = (((4,), (4,), 0), ((), (5,), 0), ((4, 5), (6, 7), 3), ((127,), (4,), 0))   # SALU ops: (SGPRs read, written, latency)
 
 def random_workload(rng:random.Random, matrix:bool) -> Workload:
   """Random loop bodies over every class (every port, WMMAs when `matrix`, s_delay_alu pairs and SALU cycles, 64-bit ops through

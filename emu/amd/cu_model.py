@@ -308,6 +308,12 @@ class _ICache:
     if t <= ready and enter and first + 1 not in lines: self.request(first + 1, ready + self.lat)
     return t
 
+def operands_ready(ready:dict[int, int], op:ReplayOp, start:int) -> int:
+  """The cycle from `start` on at which every register `op` reads is ready (`ready`: register -> cycle; VGPRs and SGPRs)."""
+  for r in op.vreads:
+    if (t := ready.get(r, NEVER)) > start: start = t
+  return start
+
 PIPED = (P_VALU, P_TRANS)   # the ports whose instructions enter a pipe of their SIMD (_ValuPipe), in this order (0, 1)
 
 class _ValuPipe:
@@ -329,9 +335,7 @@ class _ValuPipe:
   def enter(self, ready:dict[int, int], op:ReplayOp, now:int, passes:int, lat:int, hold:int) -> int:
     """Issue `op` at `now` into the pipe (`ready`: the issuing wave's VGPR -> cycle its value is ready; `lat`: this pipe's result
     latency; `hold`: Params.pipe_hold); its start cycle."""
-    start = max(now, self.free)
-    for r in op.vreads:
-      if (t := ready.get(r, NEVER)) > start: start = t
+    start = operands_ready(ready, op, max(now, self.free))
     self.free = start + op.cost * passes
     if start + hold > now: self.leaves.append(start + hold)
     for r in op.vwrites: ready[r] = start + lat
@@ -829,11 +833,9 @@ class _CU:
         else: w.last_valu = ready
         nxt = self.matrix_hold(w, ready) if op.port == P_MATRIX else ready + pass_issue
       elif cls == C_SALU:   # it starts once the SGPRs it reads are ready (a dependent chain still issues back to back)
-        w.salu, nxt, start, vready = ready, ready + ISSUE, ready, w.vready
-        for r in op.vreads:
-          if (t := vready.get(r, NEVER)) > start: start = t
-        done = start + (op.lat or self.p.salu_lat)
-        for r in op.vwrites: vready[r] = done
+        w.salu, nxt = ready, ready + ISSUE
+        done = operands_ready(w.vready, op, ready) + (op.lat or self.p.salu_lat)
+        for r in op.vwrites: w.vready[r] = done
         if done > w.sdone: w.sdone = done
       else: nxt = effects(w, op, ready)
       if cls == C_END or wi >= w.n:

@@ -40,9 +40,13 @@ static i64 pipe_room(Pipe *q, i64 now, i64 depth) {   /* _ValuPipe.room */
   return q->n - q->head < depth ? now : q->leaves[q->n - depth];
 }
 
-static i64 pipe_enter(Pipe *q, i64 *ready, const OpRow *op, i64 now, i64 passes, i64 lat, i64 hold) {   /* _ValuPipe.enter */
-  i64 start = now > q->free ? now : q->free;
+static i64 operands_ready(const i64 *ready, const OpRow *op, i64 start) {   /* operands_ready */
   for (int k = 0; k < op->n_vreads; k++) if (ready[op->vreads[k]] > start) start = ready[op->vreads[k]];
+  return start;
+}
+
+static i64 pipe_enter(Pipe *q, i64 *ready, const OpRow *op, i64 now, i64 passes, i64 lat, i64 hold) {   /* _ValuPipe.enter */
+  i64 start = operands_ready(ready, op, now > q->free ? now : q->free);
   q->free = start + op->cost * passes;
   if (start + hold > now) {   /* (room() left fewer than depth <= MAX_PIPE - 1 entries: they fit once moved to the front) */
     if (q->n == MAX_PIPE) { memmove(q->leaves, q->leaves + q->head, (q->n - q->head) * sizeof(i64)); q->n -= q->head; q->head = 0; }
@@ -411,9 +415,7 @@ static int run(CU *cu) {   /* _CU.run */
     }
     else if (cls == C_SALU) {   /* it starts once the SGPRs it reads are ready */
       w->salu = ready;
-      i64 start = ready;
-      for (int k = 0; k < op->n_vreads; k++) if (w->vready[op->vreads[k]] > start) start = w->vready[op->vreads[k]];
-      i64 done = start + (op->lat ? op->lat : p->salu_lat);
+      i64 done = operands_ready(w->vready, op, ready) + (op->lat ? op->lat : p->salu_lat);
       for (int k = 0; k < op->n_vwrites; k++) w->vready[op->vwrites[k]] = done;
       if (done > w->sdone) w->sdone = done;
     }
@@ -496,7 +498,7 @@ static int run(CU *cu) {   /* _CU.run */
 
 /* 0 when every index and code of the stream is in range (bad input is an error code, never a wild access), widening lo..hi to
    every instruction-cache line a fetch can name: a span's lines, the next line, their 128-byte pair partners */
-static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *vgprs) {   /* vgprs: 1 + the highest register named */
+static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *regs) {   /* regs: 1 + the highest register named */
   if (st->n < 1 || st->rows < 1) return ERR_INPUT;
   for (i64 r = 0; r < st->rows; r++) {
     const OpRow *o = &st->table[r];
@@ -506,11 +508,11 @@ static int check(const StreamIn *st, i64 *lo, i64 *hi, int *matrix, i64 *vgprs) 
     if (o->n_vreads < 0 || o->n_vreads > MAX_VREADS || o->n_vwrites < 0 || o->n_vwrites > MAX_VWRITES) return ERR_INPUT;
     for (int q = 0; q < o->n_vreads; q++) {
       if (o->vreads[q] < 0 || o->vreads[q] >= N_REGS) return ERR_INPUT;
-      if (o->vreads[q] >= *vgprs) *vgprs = o->vreads[q] + 1;
+      if (o->vreads[q] >= *regs) *regs = o->vreads[q] + 1;
     }
     for (int q = 0; q < o->n_vwrites; q++) {
       if (o->vwrites[q] < 0 || o->vwrites[q] >= N_REGS) return ERR_INPUT;
-      if (o->vwrites[q] >= *vgprs) *vgprs = o->vwrites[q] + 1;
+      if (o->vwrites[q] >= *regs) *regs = o->vwrites[q] + 1;
     }
     if (o->port == P_MATRIX) *matrix = 1;
     i64 lines[6] = {o->first, o->first ^ 1, o->last, o->last ^ 1, o->first + 1, (o->first + 1) ^ 1};
@@ -530,8 +532,8 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (n_waves >= 1 << WAVE_BITS) return ERR_UNSUPPORTED;
   i64 lo = 0, hi = 3, err = 0;   /* (the launch fetches lines 0-3) */
   int matrix = 0;
-  i64 vgprs = 1;   /* (each wave keeps a ready cycle per register its streams name: VGPRs, then SGPRs) */
-  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi, &matrix, &vgprs))) return err;
+  i64 regs = 1;   /* (each wave keeps a ready cycle per register its streams name: VGPRs, then SGPRs) */
+  for (i64 k = 0; k < n_streams; k++) if ((err = check(&streams[k], &lo, &hi, &matrix, &regs))) return err;
   if (hi - lo >= MAX_LINES) return ERR_UNSUPPORTED;
   CU cu;
   memset(&cu, 0, sizeof cu);
@@ -541,7 +543,7 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
     return ERR_UNSUPPORTED;   /* (cu_model refuses such depths by name) */
   cu.piped = p->valu_queue > 0;
   for (int k = 0; k < 8; k++) cu.pipes[k][0].free = cu.pipes[k][1].free = NEVER;
-  i64 *vready = malloc(n_waves * vgprs * sizeof(i64));
+  i64 *vready = malloc(n_waves * regs * sizeof(i64));
   for (int k = 0; k < 8; k++) { cu.units[k].seen = cu.units[k].pass_seen = -1; }
   for (i64 k = 0; k < n_waves; k++) {
     if (wg_of[k] < 0) return ERR_INPUT;
@@ -555,12 +557,12 @@ i64 cu_replay(const StreamIn *streams, i64 n_streams, i64 n_waves, const int32_t
   if (!cu.waves || !cu.ic.at || !cu.wg_first || !cu.remaining || !cu.n_arrived || !cu.wg_wave || !cu.arrived || !vready) {
     err = ERR_MEMORY; goto done;
   }
-  for (i64 k = 0; k < n_waves * vgprs; k++) vready[k] = NEVER;
+  for (i64 k = 0; k < n_waves * regs; k++) vready[k] = NEVER;
   for (i64 k = 0; k < cu.ic.n; k++) cu.ic.at[k] = NONE;
   for (i64 k = 0; k < n_waves; k++) {
     if (wave_stream[k] < 0 || wave_stream[k] >= n_streams) { err = ERR_INPUT; goto done; }
     cu.waves[k].st = &streams[wave_stream[k]]; if (at[k + 1] - at[k] < streams[wave_stream[k]].n) { err = ERR_INPUT; goto done; }
-    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready + k * vgprs;
+    cu.waves[k].times = times + at[k]; cu.waves[k].dram = dram + at[k]; cu.waves[k].vready = vready + k * regs;
     cu.remaining[wg_of[k]]++; cu.wg_first[wg_of[k] + 1]++;
   }
   for (i64 g = 0; g < cu.n_wg; g++) cu.wg_first[g + 1] += cu.wg_first[g];

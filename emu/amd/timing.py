@@ -125,7 +125,7 @@ class OpInfo:
   vreads: tuple[int, ...] = ()   # the registers it reads, and writes: a VALU/transcendental op's VGPRs (the pipes' interlock,
   vwrites: tuple[int, ...] = ()  # cu_model._ValuPipe), an SALU op's SGPRs as cu_model.SGPR_BASE + n (its result latency)
   drain: bool = False       # a wait for every VALU result of the wave to be written back (s_waitcnt_depctr va_vdst=0)
-  lat: int = 0              # ALU ops: result latency when not the family's valu_raw (VALU_LATENCY) / salu_lat (SALU_LATENCY)
+  lat: int = 0              # ALU ops: result latency when not the family's valu_raw (VALU_LATENCY) / salu_lat (SALU_MUL_LATENCY)
 
 ACCUMULATES = ("FMAC", "MAC", "DOT2ACC", "FMAMK", "FMAAK")   # VOPD lane ops that read their destination (VOPD has no pcode here)
 

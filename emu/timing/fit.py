@@ -41,9 +41,9 @@ def score(results:list[KernelResult]) -> tuple[int, float]:
   """(sum over non-DRAM deltas of their error in cycles, capped at ERROR_CAP; sum over kernels of |log(emu / hw cycles)|): what
   the fit minimises, in that order. Not the count outside +-TOLERANCE: that one rewards costs that move errors just inside the
   tolerance (a VALU result latency of 3 puts both the 1- and the 5-cycle issues of a dependent chain within 2 cycles)."""
-  outside = sum(min(abs(d.error), ERROR_CAP) for r in results for d in r.deltas if not d.dram)
+  errors = sum(min(abs(d.error), ERROR_CAP) for r in results for d in r.deltas if not d.dram)
   ratio = sum(abs(math.log(r.emu_cycles / r.hw_cycles)) for r in results if r.emu_cycles > 0 and r.hw_cycles > 0)
-  return outside, ratio
+  return errors, ratio
 
 def evaluate(cases:list[Case], params) -> list[KernelResult]:
   """Every case re-timed with `params` and paired with its hardware trace."""
