@@ -99,19 +99,29 @@ class MemoryMap:
   def __iter__(self): return iter(list(self._maps))
 
   # ---- scalar (whole-buffer) access, used by command processors and DMA engines ----
-  def _span(self, addr:int, size:int, write:bool) -> np.ndarray:
-    if (m:=self.find(addr, size)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{size} bytes")
-    if m.gone(): raise GPUMemoryFault(addr, write, detail=f"{size} bytes in {m.name}, which the host unmapped")
-    return m.view[addr - m.addr : addr - m.addr + size]
+  def _spans(self, addr:int, size:int, write:bool) -> list[np.ndarray]:
+    """Views of [addr, addr+size) in the mappings that hold it end to end (a buffer whose pages map to separate runs of device
+    memory is several adjacent mappings, as page tables make it); GPUMemoryFault, before any byte moves, at the first byte none
+    holds (or that a write may not change)."""
+    out, pos, end = [], addr, addr + size
+    while True:
+      if (m := self.find(pos)) is None or (write and not m.writable): raise GPUMemoryFault(pos, write, detail=f"{size} bytes from {addr:#x}")
+      if m.gone(): raise GPUMemoryFault(pos, write, detail=f"{size} bytes from {addr:#x} in {m.name}, which the host unmapped")
+      out.append(m.view[pos - m.addr : min(end, m.end) - m.addr])
+      if (pos := m.end) >= end: return out
 
   def read(self, addr:int, size:int) -> bytes:
-    """Read `size` bytes that must lie in one mapping."""
-    return self._span(addr, size, False).tobytes()
+    """Read `size` bytes of mapped memory (one mapping or several adjacent ones)."""
+    parts = self._spans(addr, size, False)
+    return parts[0].tobytes() if len(parts) == 1 else b"".join(p.tobytes() for p in parts)
 
   def write(self, addr:int, data:bytes|bytearray|memoryview|np.ndarray):
-    """Write bytes that must lie in one mapping."""
+    """Write bytes to mapped memory (one mapping or several adjacent ones; nothing is written when any byte faults)."""
     src = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)
-    self._span(addr, src.size, True)[:] = src
+    at = 0
+    for part in self._spans(addr, src.size, True):
+      part[:] = src[at:at + part.size]
+      at += part.size
 
   # ---- lane-vectorised access, used by the shader executors ----
   def _locate(self, addrs:np.ndarray, nbytes:int, write:bool) -> list[tuple[Mapping, np.ndarray]]:

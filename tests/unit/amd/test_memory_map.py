@@ -82,3 +82,21 @@ def test_located_span_writes_in_lane_order_and_count_traffic():
   ro = MemoryMap()
   ro.map(0x1000, 64, "ro", writable=False, backing=np.zeros(64, dtype=np.uint8))
   assert not isinstance(locate(GlobalMemory(ro, DispatchStats()), addrs, 0, 16, True), Located)   # read-only: the memory's own store faults
+
+def test_scalar_reads_and_writes_run_across_adjacent_mappings_and_fault_whole_at_a_gap():
+  # one buffer whose two pages the page tables map to separate runs (the AM driver's VRAM): an SDMA copy or a packet read across the
+  # page boundary reaches both, as the hardware's per-page translation does
+  lo, hi = np.zeros(4096, np.uint8), np.zeros(4096, np.uint8)
+  mem = MemoryMap()
+  mem.map(0x10000, 4096, "page 0", backing=lo)
+  mem.map(0x11000, 4096, "page 1", backing=hi)
+  mem.write(0x10ffe, bytes([1, 2, 3, 4]))
+  assert lo[-2:].tolist() == [1, 2] and hi[:2].tolist() == [3, 4] and mem.read(0x10ffe, 4) == bytes([1, 2, 3, 4])
+  mem.map(0x13000, 4096, "after a gap", backing=np.zeros(4096, np.uint8))
+  with pytest.raises(GPUMemoryFault) as e: mem.write(0x11ffe, bytes(8))   # 0x12000 is not mapped: no byte moves
+  assert e.value.addr == 0x12000 and hi[-2:].tolist() == [0, 0]
+  ro = MemoryMap()
+  ro.map(0x10000, 4096, "rw", backing=lo)
+  ro.map(0x11000, 4096, "ro", writable=False, backing=hi)
+  with pytest.raises(GPUMemoryFault): ro.write(0x10fff, bytes([9, 9]))
+  assert lo[-1] == 2
