@@ -17,6 +17,8 @@ Programs:
              small-grid and single-workgroup kernels whose loops branch on guarded loads
   softmax    softmax over the rows of a 1024 x 1024 matrix: tinygrad's grouped reductions (max, sum) share partial results
              through LDS and a barrier
+  copy       4 MiB from the host to the device and back (a fresh Tensor from numpy, realized, then .numpy()): the per-MB copy
+             cost of an interface (`--dev MOCKUSB+AMD --ref MOCKPCI+AMD` compares the USB bridge's SRAM windows with PCI)
 
 `--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
 once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
@@ -73,8 +75,12 @@ def _softmax(T, rng):
   x = T(rng.standard_normal((1024, 1024), dtype=np.float32)).realize()
   return lambda: x.softmax(1).realize()
 
+def _copy(T, rng):
+  host = rng.standard_normal(1 << 20, dtype=np.float32)
+  return lambda: T(host).realize().numpy()
+
 PROGRAMS = {"matmul": _matmul, "half_matmul": _half_matmul, "axpy": _axpy, "mlp_step": _mlp_step, "dispatch": _dispatch, "conv_step": _conv_step,
-            "softmax": _softmax}
+            "softmax": _softmax, "copy": _copy}
 
 def _child(name:str, repeat:int) -> int:
   """Inside a process started with DEV set: warm the program up, then time `repeat` steps; one JSON line."""

@@ -27,6 +27,8 @@ DEVICES = [
   DemoDevice("gfx1100-am", "MOCKPCI+AMD:LLVM:gfx1100"),   # tinygrad's AM driver over the mock PCI device
   DemoDevice("gfx1201-am", "MOCKPCI+AMD:LLVM:gfx1201"),
   DemoDevice("gfx942-am", "MOCKPCI+AMD:LLVM:gfx942"),     # shows why CDNA has no AM-driver row
+  DemoDevice("gfx1100-usb", "MOCKUSB+AMD:LLVM:gfx1100"),  # the AM driver through the mock USB3-to-PCIe bridge
+  DemoDevice("gfx1201-usb", "MOCKUSB+AMD:LLVM:gfx1201"),
   DemoDevice("nv", "MOCK+NV:PTX"),
   DemoDevice("nv-cuda", "MOCK+NV:CUDA"),   # tinygrad's default NV renderer: CUDA C compiled by NVRTC (PyPI)
 ]
@@ -37,8 +39,8 @@ def unavailable_reason(d:DemoDevice) -> str | None:
   """Why the bench cannot run this device yet, or None when it can (checked before starting a child process)."""
   from mockgpu.pci.boards import BOARDS
   iface, _, rest = d.dev.partition("+")
-  if iface.startswith("MOCKPCI") and (arch := (rest.split(":") + ["", ""])[2] or "gfx1100") not in BOARDS:
-    return f"DEV=MOCKPCI+AMD emulates {' and '.join(BOARDS)} only, not {arch} (CDNA over PCI is out of scope; use MOCKKFD)"
+  if iface.startswith(("MOCKPCI", "MOCKUSB")) and (arch := (rest.split(":") + ["", ""])[2] or "gfx1100") not in BOARDS:
+    return f"DEV={iface}+AMD emulates {' and '.join(BOARDS)} only, not {arch} (CDNA over PCI is out of scope; use MOCKKFD)"
   if rest.startswith("AMD"):
     from emu.amd.arch import SPECS
     arch = (rest.split(":") + ["", ""])[2] or "gfx1100"

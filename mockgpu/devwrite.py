@@ -62,6 +62,13 @@ def untrap(addr:int):
   """Forget the trap at `addr` (if any)."""
   with _lock: _traps.pop(addr, None)
 
+def device_store(addr:int, fmt:str, value:int):
+  """A store that reaches host memory by another path than a `to_mv` view (a write TLP the mock USB bridge forwards): write it
+  and run the callback of the watched range holding it, as a store through a proxy would."""
+  size = struct.calcsize(fmt)
+  ctypes.memmove(addr, struct.pack(fmt, value), size)
+  if (rng := _find(addr, size)) is not None: rng.on_write(addr - rng.start, fmt, value)
+
 def _find(addr:int, size:int) -> WatchedRange | None:
   for r in _ranges:
     if r.start <= addr and addr + size <= r.start + r.size: return r

@@ -46,9 +46,10 @@ from mockgpu.pci import driver
 print(json.dumps({"arch": d.arch, "board": driver.GPUS[0].pci_board.kfd.name, "boot_s": time.perf_counter() - t}))
 """
 
-def probe_pci(arch:str) -> dict:
-  """What tinygrad's AM driver boots on DEV=MOCKPCI+AMD::`arch`: {'arch', 'board', 'boot_s'}, or {'error'}."""
-  r = _child(_PROBE_PCI, env={"DEV": f"MOCKPCI+AMD::{arch}"})
+def probe_pci(arch:str, iface:str="MOCKPCI") -> dict:
+  """What tinygrad's AM driver boots on DEV=`iface`+AMD::`arch` (MOCKPCI, or MOCKUSB through the mock USB bridge): {'arch',
+  'board', 'boot_s'}, or {'error'}."""
+  r = _child(_PROBE_PCI, env={"DEV": f"{iface}+AMD::{arch}"})
   if r.returncode != 0 or not r.stdout.strip(): return {"error": ((r.stderr or "").strip().splitlines() or ["no output"])[-1][:200]}
   return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -169,6 +170,10 @@ def doctor(out=print) -> int:
     if "error" in info:
       line(False, f"AM driver {arch}", f"DEV=MOCKPCI+AMD::{arch} does not boot: {info['error']}", "run ./bench.sh setup; then report the error")
     else: line(True, f"AM driver {arch}", f"DEV=MOCKPCI+AMD boots an emulated {info['board']} in {info['boot_s']:.1f} s")
+    info = probe_pci(arch, "MOCKUSB")
+    if "error" in info:
+      line(False, f"AM over USB {arch}", f"DEV=MOCKUSB+AMD::{arch} does not boot: {info['error']}", "run ./bench.sh setup; then report the error")
+    else: line(True, f"AM over USB {arch}", f"DEV=MOCKUSB+AMD boots the same board behind a mock ASM24xx USB bridge in {info['boot_s']:.1f} s")
   line(None, "", "the PCI mock replaces one tinygrad function, am/amdev.fetch_fw: synthetic firmware instead of linux-firmware downloads; "
        "CDNA (gfx942/gfx950) is KFD-only (MOCKKFD)")
   out("  emulated devices: see `python -m mockgpu.demo` for what runs today")

@@ -43,17 +43,22 @@ PROVIDERS: dict[tuple[str, ...], Callable[[VFS], None]] = {
 }
 _mounted: set = set()
 
+def start_engines():
+  """What every mock device needs before its first use (idempotent): device-write notification, the engines' progress hook on
+  tinygrad's memory views, and the process-lifecycle handlers."""
+  devwrite.install()
+  from mockgpu import lifecycle
+  from mockgpu.engine import SCHEDULER
+  devwrite.add_touch_hook(SCHEDULER.poll)
+  lifecycle.install()
+
 def _route(path:str) -> bool:
   """Mount the provider owning `path` if needed; True when the VFS answers for `path`."""
   for prefixes, mount in PROVIDERS.items():
     if any(path == p or path.startswith(p + "/") for p in prefixes):
       if prefixes not in _mounted:
         _mounted.add(prefixes)
-        devwrite.install()
-        from mockgpu import lifecycle
-        from mockgpu.engine import SCHEDULER
-        devwrite.add_touch_hook(SCHEDULER.poll)
-        lifecycle.install()
+        start_engines()
         mount(VFS_ROOT)
       return True
   return False

@@ -43,9 +43,10 @@ BOARDS: dict[str, PCIBoard] = {
     dpm_mhz=((0, (600, 1800, 2970)), (1, (500, 1200)), (2, (96, 456, 1000, 1259)), (3, (400, 1400, 2000)))),
 }
 
-def board(arch:str) -> PCIBoard:
-  """The PCI board for `arch`; a clear error for archs the PCI path does not offer."""
+def board(arch:str, iface:str="MOCKPCI") -> PCIBoard:
+  """The PCI board for `arch` (DEV=`iface`+AMD: MOCKPCI, or MOCKUSB behind the USB bridge); a clear error for archs the PCI path
+  does not offer."""
   if arch not in BOARDS:
-    raise RuntimeError(f"mockgpu: DEV=MOCKPCI+AMD emulates {', '.join(BOARDS)} only, not {arch!r} "
+    raise RuntimeError(f"mockgpu: DEV={iface}+AMD emulates {', '.join(BOARDS)} only, not {arch!r} "
                        "(CDNA over PCI needs XCC partitions the mock does not model; use DEV=MOCKKFD+AMD for it)")
   return BOARDS[arch]

@@ -2,7 +2,9 @@
 
 What the AM driver touches: the capability walk from 0x34 to the PCI Express capability, whose Link Control register
 (capability + 0x10) it writes to turn ASPM off (bits 0-1; L1 is on at power-up, as on the real cards), and PCI_COMMAND's bus
-master bit, which it clears around a reset and sets before the GPU reaches system memory.
+master bit, which it clears around a reset and sets before the GPU reaches system memory. Behind the USB bridge the driver
+also sizes and places the BARs itself: a BAR register keeps only the address bits its (power-of-two) size leaves, so writing all
+ones reads back the size mask (PCI local bus spec, "Base Address Registers").
 """
 from __future__ import annotations
 import struct
@@ -28,7 +30,7 @@ class ConfigSpace:
     struct.pack_into("<H", b, CAP_EXP + 2, 0x0002)             # PCIe capability version 2, endpoint
     struct.pack_into("<H", b, LNKCTL, ASPM_L1)
     b[CAP_MSI:CAP_MSI + 2] = bytes([0x05, 0x00])               # MSI, end of the list
-    self.data = b
+    self.data, self.bars = b, bars
 
   def read(self, pos:int, size:int) -> bytes: return bytes(self.data[pos:pos + size])
 
@@ -36,6 +38,16 @@ class ConfigSpace:
     if pos + len(data) > SIZE: raise OSError(22, f"config space write of {len(data)} bytes at {pos:#x} runs past {SIZE:#x}")
     if pos < 0x40 and not (pos == PCI_COMMAND and len(data) <= 2) and not 0x10 <= pos < 0x28: return   # read-only header fields
     self.data[pos:pos + len(data)] = data
+    if pos < 0x28 and pos + len(data) > 0x10: self._decode_bars()
+
+  def _decode_bars(self):
+    """Clear the address bits each BAR's size does not decode (unimplemented BAR registers read 0)."""
+    keep = bytearray(self.data[0x10:0x28])
+    self.data[0x10:0x28] = bytes(0x18)
+    for i, (_, size, is64) in self.bars.items():
+      mask = ~((1 << (size - 1).bit_length()) - 1)
+      value = struct.unpack_from("<Q" if is64 else "<I", keep, 4 * i)[0] & mask & (~0xf) | (0xc if is64 else 0)
+      struct.pack_into("<Q" if is64 else "<I", self.data, 0x10 + 4 * i, value & ((1 << (64 if is64 else 32)) - 1))
 
   def word(self, pos:int) -> int: return struct.unpack_from("<H", self.data, pos)[0]
   @property

@@ -85,6 +85,19 @@ class PCIGPU(EmulatedGPU):
       raise PCIDeviceError(f"{self.name}: {what} at MC address {mc:#x} is outside the frame buffer [{FB_BASE:#x}, {FB_BASE + self.vram_size:#x})")
     return mc - FB_BASE
 
+  def mc_bytes(self, mc:int, size:int, what:str) -> bytes:
+    """`size` bytes at MC address `mc` as a block behind the MM hub (the PSP) reads them: the frame buffer, else a page the MM
+    hub maps (system memory: a USB GPU's bridge SRAM; a translation not cached is walked, as a TLB miss does); PCIDeviceError
+    when neither holds the whole buffer `what` names."""
+    if FB_BASE <= mc and mc + size <= FB_BASE + self.vram_size: return self.vram_bytes(mc - FB_BASE, size)
+    hub = self.hubs["MM"]
+    for runs in (hub.runs, None):   # what the hub cached at its last invalidation, else what a miss walks to
+      for r in hub.walk() if runs is None else runs:
+        if not (r.va <= mc and mc + size <= r.va + r.size): continue
+        if not r.system: return self.vram_bytes(r.phys + mc - r.va, size)
+        if len(parts := self.bus.resolve(r.phys + mc - r.va, size)) == 1 and parts[0][2] == size: return ctypes.string_at(parts[0][1], size)
+    raise PCIDeviceError(f"{self.name}: {what} at MC address {mc:#x} ({size:#x} bytes) is neither in the frame buffer nor mapped by the MM hub")
+
   def vram_bytes(self, off:int, size:int) -> bytes: return self.vram[off:off + size].tobytes()
   def vram_write(self, off:int, data:bytes): self.vram[off:off + len(data)] = np.frombuffer(data, np.uint8)
 

@@ -46,12 +46,11 @@ class PSP:
     if self.sos_alive: raise self._err(f"C2PMSG_35 = {cmd:#x}: the bootloader is gone once the sOS runs")
     names = {v: k for k, v in vars(self.am).items() if k.startswith("PSP_BL__") and isinstance(v, int)}
     if cmd not in names: raise self._err(f"C2PMSG_35 = {cmd:#x}: not a bootloader command")
-    msg = self.gpu.mc_to_vram(self._get(36) << 20, 1, "PSP bootloader message (C2PMSG_36)")
-    fw = self.gpu.firmware.sos_components
+    msg, fw = self._get(36) << 20, self.gpu.firmware.sos_components
     want = fw[self.am.PSP_FW_TYPE_PSP_SOS] if cmd == self.am.PSP_BL__LOAD_SOSDRV else None
-    data = self.gpu.vram_bytes(msg, max(len(v) for v in fw.values()))
+    data = self.gpu.mc_bytes(msg, max(len(v) for v in fw.values()), "PSP bootloader message (C2PMSG_36)")
     if not any(data[:len(v)] == v for v in ([want] if want is not None else fw.values())):
-      raise self._err(f"bootloader {names[cmd]}: the message buffer at VRAM {msg:#x} holds no component of the sOS image"
+      raise self._err(f"bootloader {names[cmd]}: the message buffer at MC {msg:#x} holds no component of the sOS image"
                       f"{' (LOAD_SOSDRV takes the sOS itself)' if want is not None else ''}")
     self.loaded_components.append(cmd)
     if cmd == self.am.PSP_BL__LOAD_SOSDRV:
@@ -106,7 +105,7 @@ class PSP:
 
   def _matches(self, mc:int, size:int, want:bytes|None) -> bool:
     if want is None or size != len(want): return False
-    return self.gpu.vram_bytes(self.gpu.mc_to_vram(mc, size, "PSP firmware buffer"), size) == want
+    return self.gpu.mc_bytes(mc, size, "PSP firmware buffer") == want
 
   def _refuse(self, why:str, status:int=STATUS_BAD_FIRMWARE) -> int:
     print(f"mockgpu: {self.gpu.name}: PSP refused {why} (status {status:#x})", file=sys.stderr)

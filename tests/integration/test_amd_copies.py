@@ -40,7 +40,3 @@ def test_node_count_comes_from_dev_indices_or_env():
   p = run("from tinygrad import Device; Device['AMD:2']", dev="MOCKKFD:0,1+AMD")
   assert p.returncode != 0 and "No device found for 2" in p.stderr
   assert run_json("import json; from tinygrad import Device; print(json.dumps(Device['AMD:2'].device))", env={"MOCKGPU_AMD_GPUS": "3"}) == "AMD:2"
-
-def test_usb_is_not_emulated():
-  p = run("from tinygrad.runtime.support.usb import USB3\nfrom test.mockgpu.usb import MockUSB3\nMockUSB3()")
-  assert p.returncode != 0 and "USB devices (MOCKUSB+AMD) are not emulated" in p.stderr

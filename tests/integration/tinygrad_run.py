@@ -10,7 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ARCHS = ("gfx1100", "gfx1201", "gfx942", "gfx950")   # every emulated AMD GPU
 ARCH = os.environ.get("EMU_TEST_ARCH", "gfx1100")   # the emulated GPU the integration tests run on (one of ARCHS)
-IFACE = os.environ.get("EMU_TEST_IFACE", "MOCKKFD")  # the driver interface they run through: MOCKKFD (KFD) or MOCKPCI (tinygrad's AM driver)
+# the driver interface they run through: MOCKKFD (KFD), MOCKPCI (tinygrad's AM driver) or MOCKUSB (the AM driver behind the USB bridge)
+IFACE = os.environ.get("EMU_TEST_IFACE", "MOCKKFD")
 # how tinygrad reports a hung or faulted GPU: the KFD interface formats the event it got; the AM driver reads the IH ring, prints the
 # entry and raises "Device is in error state", which its recovery turns into "Device hang detected"
 HANG_FAULT = "HW fault:" if IFACE == "MOCKKFD" else "Device hang detected"

@@ -45,3 +45,10 @@ def test_compiled_replay_line():
 @pytest.mark.skipif(not shutil.which("clang") and not shutil.which("cc"), reason="no C compiler (clang or cc) on PATH")
 def test_compiled_replay_builds():
   assert any("[ok] compiled CU replay" in l for l in doctor().stdout.splitlines())
+
+def test_the_am_driver_probe_boots_the_board_over_pci_and_behind_the_usb_bridge():
+  from mockgpu.doctor import probe_pci
+  for iface in ("MOCKPCI", "MOCKUSB"):
+    info = probe_pci("gfx1100", iface)
+    assert info.get("arch") == "gfx1100" and info["board"] == "AMD Radeon RX 7900 XTX", (iface, info)
+  assert "MOCKUSB+AMD emulates gfx1100, gfx1201 only" in probe_pci("gfx942", "MOCKUSB")["error"]
