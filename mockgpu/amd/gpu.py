@@ -14,6 +14,7 @@ from mockgpu.clock import DeviceClock
 from mockgpu.gcguard import COLLECTOR
 from mockgpu.engine import SCHEDULER, Engine, GPUContext
 from mockgpu.amd.registers import ComputeRegs
+from mockgpu.amd.pmc import PerfCounters
 from mockgpu.amd.sqtt import ThreadTrace
 from mockgpu.amd.boards import GC_HWID, Board
 from mockgpu.profile import PROFILE
@@ -44,6 +45,8 @@ class EmulatedGPU(GPUContext):
     self.compute_regs = ComputeRegs(self.gc_version)   # resolved once per GPU, shared by its compute queues and its trace unit
     self.thread_trace = ThreadTrace(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, self.memory, self.clock,
                                     regs=self.compute_regs)
+    self.perf_counters = PerfCounters(arch, self.gc_version, board.shader_engines, board.arrays_per_engine, board.cus, self.clock,
+                                      board.engine_clock_mhz, regs=self.compute_regs)
     # load (on first use: compile) the native kernels here, on the host's thread inside the driver call that creates the GPU, not
     # later on the engine worker while tinygrad may be compiling with the same libLLVM
     native.available()

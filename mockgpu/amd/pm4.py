@@ -6,12 +6,14 @@ and hands it to the GPU; everything cache-related (ACQUIRE_MEM, EVENT_WRITE flus
 because emulated memory is coherent.
 """
 from __future__ import annotations
-import collections, struct
+import collections, functools, struct
 from typing import TYPE_CHECKING, Callable
 from emu.amd.api import Dispatch, DispatchStats, GPUMemoryFault
 from mockgpu.engine import Engine, GPUContext, PacketError, Stall
 from mockgpu.amd.registers import CMP_NAMES, ComputeRegs, compare
-if TYPE_CHECKING: from mockgpu.amd.sqtt import ThreadTrace
+if TYPE_CHECKING:
+  from mockgpu.amd.pmc import PerfCounters
+  from mockgpu.amd.sqtt import ThreadTrace
 
 # PM4 type-3 opcodes (tinygrad.runtime.autogen.am.pm4_nv / pm4_soc15 PACKET3_*)
 NOP, DISPATCH_DIRECT, PRED_EXEC, WAIT_REG_MEM, INDIRECT_BUFFER, COPY_DATA = 0x10, 0x15, 0x23, 0x3C, 0x3F, 0x40
@@ -27,14 +29,15 @@ MAX_IB_DEPTH = 4
 
 class PM4Engine(Engine):
   """A PM4 compute queue. `dispatch(Dispatch) -> DispatchStats` runs kernels (the emulator behind the GPU); `sqtt` is the GPU's
-  thread-trace unit (mockgpu.amd.sqtt), which sees every register access and runs the dispatches (None: no thread trace)."""
+  thread-trace unit (mockgpu.amd.sqtt) and `pmc` its performance counters (mockgpu.amd.pmc): each sees every register access
+  and runs the dispatches (None: no such unit)."""
   name = "PM4"
   unit = 4
 
   def __init__(self, gpu:GPUContext, ring_addr:int, ring_size:int, rptr_addr:int, wptr_addr:int, regs:ComputeRegs,
-               dispatch:Callable[..., DispatchStats], sqtt:ThreadTrace|None=None):
+               dispatch:Callable[..., DispatchStats], sqtt:ThreadTrace|None=None, pmc:PerfCounters|None=None):
     super().__init__(gpu, ring_addr, ring_size, rptr_addr, wptr_addr)
-    self.regs, self.dispatch, self.sqtt = regs, dispatch, sqtt
+    self.regs, self.dispatch, self.sqtt, self.pmc = regs, dispatch, sqtt, pmc
     self.reg: dict[int, int] = {}
     self._next_ib: list[int] | None = None
     self.ibs: list[list[int]] = []  # stack of [addr, size_dw, pos_dw] for the indirect buffers being executed
@@ -103,10 +106,13 @@ class PM4Engine(Engine):
   def _write_reg(self, addr:int, value:int):
     self.reg[addr] = value
     if self.sqtt is not None: self.sqtt.write_reg(addr, value)
+    if self.pmc is not None: self.pmc.write_reg(addr, value)
 
   def _read_reg(self, addr:int) -> int:
-    """A register as packets read it: the thread-trace unit's own registers, else the last PM4 write (unmodelled ones read 0)."""
-    if self.sqtt is not None and (v := self.sqtt.read_reg(addr)) is not None: return v
+    """A register as packets read it: the thread-trace unit's and the counters' own registers, else the last PM4 write
+    (unmodelled ones read 0)."""
+    for unit in (self.sqtt, self.pmc):
+      if unit is not None and (v := unit.read_reg(addr)) is not None: return v
     return self.reg.get(addr, 0)
 
   def _set_regs(self, base:int, limit:int, body:list[int], where:str):
@@ -151,8 +157,9 @@ class PM4Engine(Engine):
                  rsrc1=get("PGM_RSRC1"), rsrc2=rsrc2, rsrc3=get("PGM_RSRC3"), wave32=not self.regs.wave64_only and bool(body[3] & (1 << 15)),
                  scratch_base=((get("DISPATCH_SCRATCH_BASE_HI") << 32) | get("DISPATCH_SCRATCH_BASE_LO")) << 8,
                  scratch_per_lane=wavesize * self.regs.scratch_granule // 64, grid_offset=(get("START_X"), get("START_Y"), get("START_Z")))
-    if self.sqtt is not None: self.sqtt.dispatch(self.dispatch, d)
-    else: self.dispatch(d)
+    run = self.dispatch if self.pmc is None else functools.partial(self.pmc.dispatch, self.dispatch)   # (counted inside the trace)
+    if self.sqtt is not None: self.sqtt.dispatch(run, d)
+    else: run(d)
 
   def _indirect_buffer(self, body, where):
     addr, size = (body[0] & ~3) | ((body[1] & 0xffff) << 32), body[2] & 0xfffff

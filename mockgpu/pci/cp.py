@@ -70,7 +70,8 @@ class CommandProcessor:
     rptr = (self._hqd("PQ_RPTR_REPORT_ADDR_HI") << 32) | self._hqd("PQ_RPTR_REPORT_ADDR")
     wptr = (self._hqd("PQ_WPTR_POLL_ADDR_HI") << 32) | self._hqd("PQ_WPTR_POLL_ADDR")
     self._stop(self.selected)
-    engine = PM4Engine(self.gpu, ring, size, rptr, wptr, regs=self.gpu.compute_regs, dispatch=self.gpu.dispatch, sqtt=self.gpu.thread_trace)
+    engine = PM4Engine(self.gpu, ring, size, rptr, wptr, regs=self.gpu.compute_regs, dispatch=self.gpu.dispatch, sqtt=self.gpu.thread_trace,
+                       pmc=self.gpu.perf_counters)
     engine.name = f"PM4 (MEC pipe {pipe} queue {queue})"
     if f"regCP_ME1_PIPE{pipe}_INT_CNTL" not in self.regs.defs: raise self._err(f"CP_HQD_ACTIVE=1 on MEC pipe {pipe}: the MEC has no such pipe")
     self.gpu.add_queue(engine, db["doorbell_offset"] * 4, what=f"compute queue {pipe}.{queue} (CP_HQD_PQ_BASE {ring:#x})",

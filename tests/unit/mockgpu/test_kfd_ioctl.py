@@ -48,16 +48,25 @@ def test_version_and_unknown_ioctls():
   big, _ = request("GET_VERSION", size=ctypes.sizeof(st_t) + 64)
   assert errno_of(s.proc.ioctl, big, st_t()) == errno.EFAULT                                 # _IOC_SIZE beyond the argument
 
-def test_render_node_ioctls_are_refused_with_the_way_out():
-  # tinygrad's PMC counters (PMC=1, default with VIZ>=2) read the active-WGP bitmap with DRM_IOCTL_AMDGPU_INFO: the error names PMC=0
+def test_the_render_node_answers_the_device_info_query_and_refuses_the_rest():
+  # tinygrad's PMC counters (PMC=1, default with VIZ>=2) read the active-WGP bitmap with DRM_IOCTL_AMDGPU_INFO's DEV_INFO query
   from tinygrad.runtime.autogen import amdgpu_drm
   s = Setup(gpus=1)
   render = s.vfs.file(s.drm[0]).dev
   idir, base, nr, st_t = amdgpu_drm.DRM_IOCTL_AMDGPU_INFO.args
-  with pytest.raises(OSError) as e: render.ioctl((idir << 30) | (ctypes.sizeof(st_t) << 16) | (base << 8) | nr, st_t())
-  assert e.value.errno == errno.ENOSYS and "PMC=0" in str(e.value)
+  request = (idir << 30) | (ctypes.sizeof(st_t) << 16) | (base << 8) | nr
+  info = amdgpu_drm.struct_drm_amdgpu_info_device()
+  arg = st_t(return_pointer=ctypes.addressof(info), return_size=ctypes.sizeof(info), query=amdgpu_drm.AMDGPU_INFO_DEV_INFO)
+  assert render.ioctl(request, arg) == 0
+  # the RX 7900 XTX: 6 engines x 2 arrays of 8 CUs, every CU active (amdgpu's layout: [se % 4][sa + (se // 4) * 2])
+  assert (info.num_shader_engines, info.num_shader_arrays_per_engine, info.num_cu_per_sh, info.cu_active_number) == (6, 2, 8, 96)
+  assert [[info.cu_bitmap[i][j] for j in range(4)] for i in range(4)] == [[0xff] * 4] * 2 + [[0xff, 0xff, 0, 0]] * 2
+  with pytest.raises(OSError) as e: render.ioctl(request, st_t(return_pointer=ctypes.addressof(info), return_size=8, query=0x19))
+  assert e.value.errno == errno.ENOSYS and "query 0x19" in str(e.value)
+  with pytest.raises(OSError) as e: render.ioctl(request, st_t(return_pointer=1 << 47, return_size=16, query=amdgpu_drm.AMDGPU_INFO_DEV_INFO))
+  assert e.value.errno == errno.EFAULT
   with pytest.raises(OSError) as e: render.ioctl((idir << 30) | (ctypes.sizeof(st_t) << 16) | (base << 8) | (nr + 1), st_t())
-  assert e.value.errno == errno.ENOSYS and "PMC" not in str(e.value)
+  assert e.value.errno == errno.ENOSYS and "DRM ioctl" in str(e.value)
 
 def test_alloc_places_memory_at_the_requested_va_and_aliases_cpu_and_gpu_views():
   s = Setup(gpus=1)

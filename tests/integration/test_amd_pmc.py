@@ -1,0 +1,59 @@
+"""tinygrad's PMC performance counters (PROFILE=1 PMC=1) through its own PMC path on the emulated GPU: a kernel of hand-written
+instructions (inline assembly: LLVM adds nothing but s_endpgm around it) is counted exactly, per kernel, on the instances
+tinygrad lays out; what the bench cannot count is refused by name. Runs on the suite's interface and arch (KFD, PCI, USB)."""
+import pytest
+from tinygrad_run import ARCH, IFACE, emulator_available, run, run_json
+
+pytestmark = pytest.mark.skipif(not emulator_available(), reason="emu.amd.gpu (the AMD emulator) is not available")
+COUNTERS = "SQ_WAVES,SQ_INSTS_VALU,SQ_INSTS_SALU,SQ_BUSY_CYCLES,GRBM_GUI_ACTIVE"
+
+KERNEL = """
+import json
+from tinygrad import Device, Tensor
+from tinygrad.device import TinyELF, Compiled
+from emu.timing.traces import pmc_counter
+dev = Device["AMD"]
+body = "\\\\0A".join(["v_add_f32 v1, v1, v1"] * 5 + ["s_add_u32 s10, s10, 1"] * 3)
+ir = f'''define amdgpu_kernel void @k(ptr addrspace(1) %p) {{
+  call void asm sideeffect "{body}", "~{{v1}},~{{s10}}"()
+  ret void
+}}'''
+prg = dev.runtime(TinyELF(dev.compiler.compile(ir), "k", None, ()))
+buf = Tensor.zeros(16, device="AMD").contiguous().realize()
+first = len([e for e in Compiled.profile_events if type(e).__name__ == "ProfilePMCEvent"])
+for _ in range(2): prg(buf.uop.buffer._buf, global_size=(4, 1, 1), local_size=(64, 1, 1), wait=True)
+evs = [e for e in Compiled.profile_events if type(e).__name__ == "ProfilePMCEvent"][first:]
+counts = lambda e: {s.name: [int(pmc_counter(e, s.name).sum()), list(pmc_counter(e, s.name).shape)] for s in e.sched}
+print(json.dumps({"se": dev.se_cnt, "events": [counts(e) for e in evs]}))
+"""
+
+def test_a_hand_written_kernel_is_counted_exactly_per_kernel():
+  out = run_json(KERNEL, env={"PROFILE": "1", "PMC": "1", "PMC_COUNTERS": COUNTERS})
+  waves = 4 * 64 // (64 if ARCH.startswith("gfx9") else 32)   # 4 workgroups of 64 lanes: wave64 on CDNA, wave32 on RDNA
+  first, second = out["events"]
+  assert first == second, out   # each kernel's sample covers that kernel alone (tinygrad resets the counters after each read)
+  assert first["SQ_WAVES"][0] == waves and first["SQ_INSTS_VALU"][0] == 5 * waves and first["SQ_INSTS_SALU"][0] == 3 * waves
+  assert first["SQ_BUSY_CYCLES"][0] > 0 and first["GRBM_GUI_ACTIVE"][0] > 0
+  # tinygrad's sample layout: SQ per shader engine (CDNA) or per engine, array and WGP (RDNA); GRBM one instance
+  sq = [1, 1, out["se"], 1, 1] if ARCH.startswith("gfx9") else [1, 1, out["se"], 2, first["SQ_WAVES"][1][4]]
+  assert first["SQ_WAVES"][1] == sq and first["GRBM_GUI_ACTIVE"][1] == [1, 1, 1, 1, 1]
+
+def test_a_counter_the_bench_cannot_count_is_refused_by_name():
+  # tinygrad's default set holds the LDS and L2 counters; over USB tinygrad notices the stopped queue only at its wait timeout
+  p = run(KERNEL, env={"PROFILE": "1", "PMC": "1", **({"HCQDEV_WAIT_TIMEOUT_MS": "3000"} if IFACE == "MOCKUSB" else {})})
+  assert p.returncode != 0
+  assert "PMC: counter SQC_LDS_IDX_ACTIVE" in p.stderr or "PMC: counter SQ_LDS_IDX_ACTIVE" in p.stderr, p.stderr[-3000:]
+  assert "is not modelled" in p.stderr and "SQ_INSTS_VALU" in p.stderr   # the reason, and what it can count
+
+@pytest.mark.skipif(IFACE != "MOCKKFD" or ARCH.startswith("gfx9"), reason="the device-info ioctl is the KFD path's, and tinygrad asks it "
+                    "which WGPs are active only on RDNA (its AM driver assumes every WGP is)")
+def test_kfd_answers_the_device_info_query_with_every_wgp_active():
+  out = run_json("""
+    import json
+    from tinygrad import Device
+    d = Device["AMD"]
+    wgps = d.iface.props["cu_per_simd_array"] // 2   # one WGP past the board's reads inactive
+    print(json.dumps({"wgps": wgps, "se": d.se_cnt, "active": [d.iface.is_wgp_active(0, se, sa, w) for se in range(d.se_cnt) for sa in range(2)
+                                                                for w in range(wgps + 1)]}))
+  """)
+  assert out["active"] == [w < out["wgps"] for _ in range(out["se"]) for _ in range(2) for w in range(out["wgps"] + 1)], out
