@@ -96,6 +96,10 @@ class VmemStep(Step):
     if self.addtid: return np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
     return self.global_address(lambda src: src.read_lanes(st, wv, ln, dense if src.kind == "vgpr" else None))
 
+  def lane_addresses(self, st, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:
+    """The ADDR each of the lanes (waves `wv`, lanes `ln`) gives the op: a DS op's LDS byte address, a global one's full address."""
+    return self._addresses(st, wv, ln)
+
   def global_address(self, read):
     """A GLOBAL/FLAT instruction's per-lane byte address from `read(Src)` (the lanes' uint64 values, or lanes_ir.Bits in a native
     region): a VGPR pair, or an SGPR pair plus a 32-bit VGPR, plus the instruction's offset (a bit rule: see operands.apply_neg_abs)."""

@@ -4,6 +4,7 @@ import os
 from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
 from emu.amd.dispatcher import Dispatcher
+from emu.amd.observe import DispatchObserver
 from emu.common.memory import MemoryMap
 from emu.amd.steps import ProgramCache
 from emu.amd.trace import TraceFilter, Tracer
@@ -30,12 +31,13 @@ class AMDGPU:
     self.timing, self.defer_timing, self.dispatches = timing, defer_timing, 0
     self.programs = ProgramCache(self.spec, self.memory)   # a later dispatch of unchanged code reuses what an earlier one fetched
 
-  def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
-    """Run one dispatch to completion. `timing`: a TimingModel to use instead of a fresh one (e.g. one keeping a timeline)."""
+  def dispatch(self, d:Dispatch, timing=None, watch:tuple[DispatchObserver, ...]=()) -> DispatchStats:
+    """Run one dispatch to completion. `timing`: a TimingModel to use instead of a fresh one (e.g. one keeping a timeline);
+    `watch`: more observers of this dispatch (emu.amd.observe), e.g. the LDS bank model the PMC counters read."""
     from emu.amd.timing import TimingModel
     tm = timing if timing is not None else TimingModel(self.spec, deferred=self.defer_timing) if self.timing else None
     index, self.dispatches = self.dispatches, self.dispatches + 1
-    observers = ([Tracer()] if self.trace.wants(index, d.name) else []) + ([tm] if tm is not None else [])
+    observers = ([Tracer()] if self.trace.wants(index, d.name) else []) + ([tm] if tm is not None else []) + list(watch)
     return Dispatcher(self.spec, self.memory, self.watchdog, observers, self.programs).run(d)
 
   def cancel(self, reason:str):

@@ -141,14 +141,17 @@ class ScalarMemory:
     if (m := self.mem.find(addr, nbytes)) is None or (write and not m.writable): raise GPUMemoryFault(addr, write, detail=f"{nbytes} bytes")
 
 class Footprint:
-  """A stand-in memory that records what an op touches: the bytes [lo, hi) relative to ADDR (= ORIGIN) and the number of read and
-  write calls. Reads return 0, writes go nowhere. Scalar ops call it with Python ints, vector ops with one-lane arrays."""
+  """A stand-in memory that records what an op touches: the bytes [lo, hi) relative to ADDR (= ORIGIN), each access as (offset,
+  bytes) in call order, and the number of read and write calls. Reads return 0, writes go nowhere. Scalar ops call it with
+  Python ints, vector ops with one-lane arrays."""
   def __init__(self):
     self.lo, self.hi, self.reads, self.writes = None, None, 0, 0
+    self.accesses: list[tuple[int, int]] = []
   @property
   def size(self) -> int: return 0 if self.lo is None else self.hi - self.lo
   def _note(self, addr, nbytes:int):
     a = int(np.asarray(addr).reshape(-1)[0]) - ORIGIN
+    self.accesses.append((a, nbytes))
     self.lo, self.hi = (a, a + nbytes) if self.lo is None else (min(self.lo, a), max(self.hi, a + nbytes))
   def read(self, addr, nbytes:int):
     self.reads += 1

@@ -21,7 +21,7 @@ def assemble(insts:list, arch:str="gfx1100") -> bytes:
 
 def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs:dict|None=None, vgprs:dict|None=None,
                 exec_mask:int|None=None, scc:int=0, memory:MemoryMap|None=None, lds_bytes:int=0, scratch_bytes:int=0,
-                watchdog:int|None=None, trace:bool=False, watchdog_s:float|None=None) -> WaveState:
+                watchdog:int|None=None, trace:bool=False, watchdog_s:float|None=None, watch:tuple=()) -> WaveState:
   """Run `insts` (DSL objects or raw bytes; s_endpgm is appended) on `waves` waves of one workgroup.
 
   sgprs: {operand number: value, or a list of one value per wave} (values wider than 32 bits fill consecutive registers; VCC is
@@ -29,7 +29,7 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
   vgprs: {register: scalar or per-lane sequence} (uint32 bits; floats are stored as f32 bits). exec_mask defaults to all
   lanes. Every wave starts with the same registers (but per-wave SGPR values). Returns the final WaveState; `.lds` holds the workgroup's LDS bytes and
   `.stats` the DispatchStats. Waves read and write global memory only through `memory`. watchdog / watchdog_s: the
-  wave-instruction and wall-clock budgets (emu.common.watchdog).
+  wave-instruction and wall-clock budgets (emu.common.watchdog). watch: observers of the run (emu.amd.observe).
   """
   spec = get_spec(arch)
   mem = memory if memory is not None else MemoryMap()
@@ -52,7 +52,7 @@ def run_program(insts:list, arch:str="gfx1100", lanes:int=32, waves:int=1, sgprs
     m = Machine(spec, st, mem, stats, lds_bytes, 1)
     dog = Watchdog(watchdog, watchdog_s)
     dog.arm()
-    Dispatcher(spec, mem, dog, [Tracer()] if trace else []).schedule(m, Program(spec, mem), waves, stats)
+    Dispatcher(spec, mem, dog, ([Tracer()] if trace else []) + list(watch)).schedule(m, Program(spec, mem), waves, stats)
     st.lds, st.stats = m.lds.store[:lds_bytes], stats
     return st
   finally: mem.unmap(m_code.addr)

@@ -58,8 +58,9 @@ def replay(k:TracedKernel) -> Replay:
 
 class Prepared:
   """A traced kernel run once on the emulator, kept so that the timing model can replay its recorded instruction streams with
-  other costs (`retime`) without running the kernel again. `replay` is the run with the calibrated costs."""
-  def __init__(self, k:TracedKernel):
+  other costs (`retime`) without running the kernel again. `replay` is the run with the calibrated costs; `watch`: more
+  observers of the run (emu.amd.observe), e.g. the LDS bank model."""
+  def __init__(self, k:TracedKernel, watch:tuple=()):
     spec = get_spec(k.arch)
     if not spec.supported: raise ValueError(f"the emulator does not run {k.arch} yet")
     self.kernel, self.spec = k, spec
@@ -81,7 +82,7 @@ class Prepared:
                  rsrc2=lk.rsrc2, rsrc3=lk.rsrc3, wave32=lk.wave32)
     self.driver = driver_of(k)
     self.model = TimingModel(spec, timeline=True, driver=self.driver)
-    self.stats = Dispatcher(spec, bufs.mem, Watchdog(), [self.model]).run(d)
+    self.stats = Dispatcher(spec, bufs.mem, Watchdog(), [self.model, *watch]).run(d)
     self.replay = self._records(self.stats)
 
   def retime(self, params) -> Replay:

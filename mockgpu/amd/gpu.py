@@ -58,13 +58,13 @@ class EmulatedGPU(GPUContext):
   def cancel(self, reason:str):
     if self._emulator is not None: self._emulator.cancel(reason)
 
-  def dispatch(self, d:Dispatch, timing=None) -> DispatchStats:
-    """Run one kernel on the emulator and advance the device clock by its emulated duration (`timing`: see AMDGPU.dispatch; the
-    returned DispatchStats' cycles may still be pending, counted when read)."""
+  def dispatch(self, d:Dispatch, timing=None, watch:tuple=()) -> DispatchStats:
+    """Run one kernel on the emulator and advance the device clock by its emulated duration (`timing`, `watch`: see
+    AMDGPU.dispatch; the returned DispatchStats' cycles may still be pending, counted when read)."""
     COLLECTOR.enforce()   # no garbage collection during the dispatch (mockgpu/gcguard.py)
     # the timing replay waits until the clock, the stats or the profile read the cycles: a run that never looks never pays for it
     if self._emulator is None: self._emulator = AMDGPU(arch=self.arch, memory=self.memory, defer_timing=True)
-    stats = self._emulator.dispatch(d, timing)
+    stats = self._emulator.dispatch(d, timing, watch)
     record_dispatch(stats)
     if PROFILE.enabled: PROFILE.dispatch(self.memory, d, stats)
     self.clock.advance_dispatch(stats, self.board.engine_clock_mhz)

@@ -10,7 +10,7 @@ dispatch while counting, latches them at a sample and answers those reads.
 What each event counts is `EVENTS`: instruction counts by the timing model's classes of the executed stream (the rules the
 real captures in data/sqtt confirm: tests/timing/test_sqtt_compare.py), waves, and cycles from the timing model, placed on the
 shader engine / array / WGP the model ran each wave on (emu.amd.sqtt_encode.Shape). An event the bench cannot count (an L2
-hit, a bank conflict, a stall) is refused by name at its select write, with the reason and the events it can count: a
+hit, a stall) is refused by name at its select write, with the reason and the events it can count: a
 PacketError that stops the queue, never a zero read back.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
+from emu.amd.lds_banks import LdsBanks
 from emu.amd.sqtt_encode import Shape
 from emu.amd.timing import TimingModel
 from mockgpu.clock import TICKS_PER_SECOND, DeviceClock
@@ -33,6 +34,8 @@ class Counts:
   classes: dict[str, np.ndarray]   # class -> (waves,) int
   start: np.ndarray
   end: np.ndarray
+  lds_cycles: np.ndarray | None = None       # per wave (None: the LDS banks were not watched)
+  lds_conflicts: np.ndarray | None = None
 
 Event = Callable[[Counts, tuple], np.ndarray]   # (a dispatch's counts, the block's instance shape) -> per-instance counts
 
@@ -64,6 +67,10 @@ EVENTS: dict[str, tuple[Event, str]] = {
   "SQ_INSTS_SMEM": (_per_wave(_classes("smem")), "scalar memory instructions issued"),
   "SQ_INSTS_LDS": (_per_wave(_classes("lds")), "LDS (DS) instructions issued"),
   "SQ_INSTS_BRANCH": (_per_wave(_classes("branch")), "branch instructions issued"),
+  **{f"{p}_LDS_IDX_ACTIVE": (_per_wave(lambda c: c.lds_cycles), "cycles the LDS served DS instructions, bank conflicts included "
+                              "(emu.amd.lds_banks)") for p in ("SQ", "SQC")},
+  **{f"{p}_LDS_BANK_CONFLICT": (_per_wave(lambda c: c.lds_conflicts), "LDS cycles lost to bank conflicts (emu.amd.lds_banks)")
+     for p in ("SQ", "SQC")},
   "SQ_BUSY_CYCLES": (_busy, "shader cycles a WGP (CDNA: shader engine) held waves, from the timing model"),
 }
 # clock events: GPU clock cycles from the start of counting to the sample (the emulated clock advances only with work: the
@@ -72,8 +79,6 @@ CLOCK_EVENTS = {"GRBM_COUNT": "GPU clock cycles while counting", "GRBM_GUI_ACTIV
 # why the bench cannot count these yet (any other event: it has no model of that hardware event)
 NOT_MODELLED = {
   "GL2C": "no L2 cache model yet (the timing model has no data caches)", "TCC": "no L2 cache model yet (the timing model has no data caches)",
-  **{f"{p}_LDS_BANK_CONFLICT": "LDS bank conflicts need the lanes' LDS addresses, which the counters do not see yet" for p in ("SQ", "SQC")},
-  **{f"{p}_LDS_IDX_ACTIVE": "LDS busy cycles include bank-conflict cycles, which the counters do not see yet" for p in ("SQ", "SQC")},
 }
 
 class PerfCounters:
@@ -167,20 +172,22 @@ class PerfCounters:
     if not (self.counting and self.sq_compute and any(n in EVENTS for n in self.chosen.values())):
       return run(d) if timing is None else run(d, timing=timing)
     tm = timing or TimingModel(get_spec(self.arch), timeline=True)
-    stats = run(d, timing=tm)
-    events = self.events(tm)
+    banks = LdsBanks() if any("_LDS_" in n for n in self.chosen.values()) else None   # (it makes native regions step aside)
+    stats = run(d, timing=tm, watch=(banks,) if banks is not None else ())
+    events = self.events(tm, banks)
     for sel, name in self.chosen.items():
       if name in events: self.counts[sel] += events[name]
     return stats
 
-  def events(self, tm:TimingModel) -> dict[str, np.ndarray]:
-    """Every dispatch event (EVENTS) of the dispatch `tm` timed (a TimingModel that kept its timeline), per SQ instance."""
+  def events(self, tm:TimingModel, banks:LdsBanks|None=None) -> dict[str, np.ndarray]:
+    """The dispatch events (EVENTS) of the dispatch `tm` timed (a TimingModel that kept its timeline) and `banks` watched (None:
+    no LDS events), per SQ instance."""
     if not tm.keep_timeline: raise ValueError("PerfCounters.events needs a TimingModel that keeps its timeline")
-    counts = self._counts(tm)
-    return {name: count(counts, self.instances["SQ"]) for name, (count, _) in EVENTS.items()}
+    counts = self._counts(tm, banks)
+    return {name: count(counts, self.instances["SQ"]) for name, (count, _) in EVENTS.items() if banks is not None or "_LDS_" not in name}
 
-  def _counts(self, tm:TimingModel) -> Counts:
-    """The dispatch's counts from the timing model's timeline: each wave's SQ instance, classes, start and end."""
+  def _counts(self, tm:TimingModel, banks:LdsBanks|None) -> Counts:
+    """The dispatch's counts from the timing model's timeline (each wave's SQ instance, classes, start and end) and the LDS banks."""
     waves: dict[int, list] = {}
     for w, pc, cyc, cls, _ in tm.timeline:
       rec = waves.setdefault(w, [cyc, cyc, {}])
@@ -190,4 +197,5 @@ class PerfCounters:
     units = [self.shape.unit(*tm.placement(w)) for w in order]
     where = np.array([[0, min(u.se, sq[1] - 1), min(u.sa, sq[2] - 1), min(u.wgp, sq[3] - 1)] for u in units], np.int64).reshape(-1, 4)
     classes = {c: np.array([waves[w][2].get(c, 0) for w in order], np.int64) for c in {c for w in order for c in waves[w][2]}}
-    return Counts(where, classes, np.array([waves[w][0] for w in order], np.int64), np.array([waves[w][1] for w in order], np.int64))
+    lds = banks.of(order) if banks is not None else (None, None)
+    return Counts(where, classes, np.array([waves[w][0] for w in order], np.int64), np.array([waves[w][1] for w in order], np.int64), *lds)

@@ -1,6 +1,7 @@
 """tinygrad's PMC performance counters (PROFILE=1 PMC=1) through its own PMC path on the emulated GPU: a kernel of hand-written
 instructions (inline assembly: LLVM adds nothing but s_endpgm around it) is counted exactly, per kernel, on the instances
-tinygrad lays out; what the bench cannot count is refused by name. Runs on the suite's interface and arch (KFD, PCI, USB)."""
+tinygrad lays out; LDS bank conflicts come from the lanes' addresses; what the bench cannot count is refused by name. Runs on the
+suite's interface and arch (KFD, PCI, USB)."""
 import pytest
 from tinygrad_run import ARCH, IFACE, emulator_available, run, run_json
 
@@ -38,11 +39,43 @@ def test_a_hand_written_kernel_is_counted_exactly_per_kernel():
   sq = [1, 1, out["se"], 1, 1] if ARCH.startswith("gfx9") else [1, 1, out["se"], 2, first["SQ_WAVES"][1][4]]
   assert first["SQ_WAVES"][1] == sq and first["GRBM_GUI_ACTIVE"][1] == [1, 1, 1, 1, 1]
 
+CONFLICTS = """
+import json
+from tinygrad import Device, Tensor
+from tinygrad.device import TinyELF, Compiled
+from emu.timing.traces import pmc_counter
+dev = Device["AMD"]
+ir = '''@lds = internal addrspace(3) global [2048 x i32] undef, align 4
+declare i32 @llvm.amdgcn.workitem.id.x()
+define amdgpu_kernel void @k(ptr addrspace(1) %out) {
+  %t = call i32 @llvm.amdgcn.workitem.id.x()
+  %i = shl i32 %t, 5
+  %p = getelementptr [2048 x i32], ptr addrspace(3) @lds, i32 0, i32 %i
+  %v = load volatile i32, ptr addrspace(3) %p
+  %q = getelementptr i32, ptr addrspace(1) %out, i32 %t
+  store i32 %v, ptr addrspace(1) %q
+  ret void
+}'''
+prg = dev.runtime(TinyELF(dev.compiler.compile(ir), "k", None, ()))
+buf = Tensor.zeros(64, device="AMD").contiguous().realize()
+first = len([e for e in Compiled.profile_events if type(e).__name__ == "ProfilePMCEvent"])
+prg(buf.uop.buffer._buf, global_size=(2, 1, 1), local_size=(64, 1, 1), wait=True)
+e = [e for e in Compiled.profile_events if type(e).__name__ == "ProfilePMCEvent"][first]
+print(json.dumps({s.name.split("_", 1)[1]: int(pmc_counter(e, s.name).sum()) for s in e.sched}))
+"""
+
+def test_lds_bank_conflicts_are_counted_from_the_lanes_addresses():
+  # each lane loads the LDS dword 32 * lane: every lane on bank 0, each its own dword, so each group of 32 lanes takes 32 cycles, 31 of
+  # them conflicts; 2 workgroups of 64 lanes are 4 groups (RDNA: 4 wave32s; CDNA: 2 wave64s served half by half), one load each
+  lds = "SQ" if ARCH.startswith("gfx9") else "SQC"
+  out = run_json(CONFLICTS, env={"PROFILE": "1", "PMC": "1", "PMC_COUNTERS": f"SQ_INSTS_LDS,{lds}_LDS_IDX_ACTIVE,{lds}_LDS_BANK_CONFLICT"})
+  assert out == {"INSTS_LDS": 4 if lds == "SQC" else 2, "LDS_IDX_ACTIVE": 4 * 32, "LDS_BANK_CONFLICT": 4 * 31}, out
+
 def test_a_counter_the_bench_cannot_count_is_refused_by_name():
-  # tinygrad's default set holds the LDS and L2 counters; over USB tinygrad notices the stopped queue only at its wait timeout
+  # tinygrad's default set holds the L2 counters; over USB tinygrad notices the stopped queue only at its wait timeout
   p = run(KERNEL, env={"PROFILE": "1", "PMC": "1", **({"HCQDEV_WAIT_TIMEOUT_MS": "3000"} if IFACE == "MOCKUSB" else {})})
   assert p.returncode != 0
-  assert "PMC: counter SQC_LDS_IDX_ACTIVE" in p.stderr or "PMC: counter SQ_LDS_IDX_ACTIVE" in p.stderr, p.stderr[-3000:]
+  assert "PMC: counter GL2C_HIT" in p.stderr or "PMC: counter TCC_HIT" in p.stderr, p.stderr[-3000:]
   assert "is not modelled" in p.stderr and "SQ_INSTS_VALU" in p.stderr   # the reason, and what it can count
 
 @pytest.mark.skipif(IFACE != "MOCKKFD" or ARCH.startswith("gfx9"), reason="the device-info ioctl is the KFD path's, and tinygrad asks it "
