@@ -8,7 +8,7 @@ wait on memory the host (or another queue) writes resumes as soon as that write 
 execute, or a GPU fault, kills the queue and is reported to the GPU's `on_fault`.
 """
 from __future__ import annotations
-import os, struct, sys, threading, time, traceback
+import itertools, os, struct, sys, threading, time, traceback
 from typing import Callable
 from emu.common.faults import GPUMemoryFault
 from emu.common.memory import MemoryMap
@@ -32,6 +32,8 @@ class GPUContext:
   def cancel(self, reason:str):
     """Stop the dispatch this GPU is running (if any) at its next instruction batch, with a hang fault naming `reason`."""
 
+_RINGS = itertools.count(1)   # doorbell order, across every engine of the process
+
 class Stall(Exception):
   """Raised inside packet execution when a wait is not satisfied yet; the packet is retried later."""
 
@@ -54,6 +56,7 @@ class Engine:
     self.last_progress = time.monotonic()   # when a packet last completed
     self._abort: str | None = None
     self.stall_reason = ""                  # what the stalled packet waits for
+    self.since = 0                          # when (doorbell order) the work it has pending was first rung in
 
   # ---- memory helpers ----
   def read32(self, addr:int) -> int: return struct.unpack("<I", self.gpu.memory.read(addr, 4))[0]
@@ -90,6 +93,7 @@ class Engine:
 
   def doorbell(self, value:int):
     """The host rang this queue's doorbell with a new write pointer."""
+    if not self.pending(): self.since = next(_RINGS)
     self.wptr = value
 
   def pending(self) -> bool: return self.dead is None and self.rptr < self.wptr
@@ -141,8 +145,9 @@ class Scheduler:
   """The GPU side of the process: one worker thread runs every queue engine, apart from the host's threads.
 
   A doorbell only records the new write pointer and wakes the worker (`kick`); the host goes on at once, as with a real GPU.
-  The worker runs each engine with work until its ring is drained, it stalls on a wait packet or it dies, and repeats while
-  any engine made progress; stalled engines are retried when the host touches device memory (`poll`) and every
+  The worker runs each engine with work until its ring is drained, it stalls on a wait packet or it dies, oldest work first
+  (by the doorbell that made it pending: two queues that signal one timeline, e.g. a copy's profiling timestamp and the next
+  compute submission, finish in the order the host submitted them), and repeats while any engine made progress; stalled engines are retried when the host touches device memory (`poll`) and every
   `STALL_POLL_S` otherwise, so a wait on memory the host writes resumes without a doorbell.
 
   `lock` is held by the worker while it runs engines; host-side driver calls that change what engines see (memory maps,
@@ -245,7 +250,7 @@ class Scheduler:
       progress = True
       while progress:
         progress = False
-        for e in list(self.engines):
+        for e in sorted((e for e in self.engines if e.pending()), key=lambda e: e.since):
           if e.pending() and e.run(self._notify): progress = True
 
   def _notify(self):

@@ -200,6 +200,10 @@ class SmemStep(SaluStep):
     self.across = get_across(spec.name, instr.op) if self.op.mem == "r" and self.op.reads <= {"ADDR", "MEM"} else None
     self.window = (fp.lo, fp.size, False) if fp.size > 4 else None
 
+  def lane_addresses(self, st, ws:np.ndarray) -> np.ndarray:
+    """Each wave's (of `ws`) byte address, as the op sees ADDR."""
+    return self._addresses(st, ws)
+
   def _addresses(self, st, ws:np.ndarray) -> np.ndarray:
     base = st.sgpr[ws, self.sbase].astype(U64) | (st.sgpr[ws, self.sbase + 1].astype(U64) << U64(32))
     if self.sbase == self.spec.null_reg: base = np.zeros(len(ws), dtype=U64)   # SBASE = NULL reads 0 (not NULL's and M0's storage)

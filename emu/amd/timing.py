@@ -406,6 +406,10 @@ def _expand(flat:np.ndarray, starts:np.ndarray, sizes:np.ndarray, times:np.ndarr
   pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)   # the position in its part's repeated codes
   return flat[starts[part] + pos % sizes[part]]
 
+def cu_of(wave, waves_per_wg:int, n_cus:int):
+  """The CU the model runs a wave on (or each of an array of waves): workgroups are dealt round-robin over the CUs."""
+  return (wave // waves_per_wg) % n_cus
+
 class TimingModel(DispatchObserver):
   """Cycle counts for one dispatch; `timeline=True` also keeps per-wave (wave, pc, cycle, class, dram) issue records.
 
@@ -471,7 +475,7 @@ class TimingModel(DispatchObserver):
 
   def placement(self, wave:int) -> tuple[int, int]:
     """(CU, SIMD within the CU) the model runs a wave on."""
-    return (wave // self.wpg) % self.n_cus, (wave % self.wpg) % self.params.simds_per_cu
+    return cu_of(wave, self.wpg, self.n_cus), (wave % self.wpg) % self.params.simds_per_cu
 
   def _streams(self, numbered:tuple[int, list, np.ndarray, np.ndarray], groups:dict|None) -> tuple[list[Stream], list[bytes], int]:
     """Each wave's (ops, pcs, cache-line spans) in issue order, a digest of it (waves with the same sequence share one Stream
@@ -546,7 +550,7 @@ class TimingModel(DispatchObserver):
     per_dispatch: dict[tuple, list] = {}   # with a timeline: each distinct CU workload's full result
     end = 0
     # the waves of each CU in order: its workgroups are cu, cu + n_cus, ...
-    wave_cu = (np.arange(self.n_waves) // self.wpg) % self.n_cus
+    wave_cu = cu_of(np.arange(self.n_waves), self.wpg, self.n_cus)
     by_cu = np.argsort(wave_cu, kind="stable")
     bounds = np.searchsorted(wave_cu[by_cu], np.arange(min(self.n_cus, n_wg) + 1)).tolist()
     digest_rows = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(self.n_waves, -1)   # (digests have one length)

@@ -21,6 +21,10 @@ EVENT_WRITE, RELEASE_MEM, ACQUIRE_MEM, SET_SH_REG, SET_UCONFIG_REG = 0x46, 0x49,
 SH_REG_BASE, UCONFIG_REG_BASE = 0x2c00, 0xc000
 SH_REG_COUNT, UCONFIG_REG_COUNT = 0x400, 0x10000   # registers each SET_* packet's offset can reach (PACKET3_SET_SH_REG_START..END; a
                                                    # 16-bit offset for UCONFIG, the range tinygrad's wreg uses)
+# cache-action bits (tinygrad.runtime.autogen.am.pm4_nv / pm4_soc15): ACQUIRE_MEM GCR_CNTL (RDNA) and CP_COHER_CNTL (gfx9), RELEASE_MEM
+GCR_GL2_INV, GCR_GL1_INV, GCR_GLV_INV, GCR_GLK_INV = 1 << 14, 1 << 9, 1 << 8, 1 << 7
+TC_ACTION, TCL1_ACTION, KCACHE_ACTION = 1 << 23, 1 << 22, 1 << 27
+RELEASE_GL2_INV = 1 << 20
 MAX_IB_PACKETS = 1 << 20   # packets executed in indirect buffers per ring packet before the chain is declared a loop
 NAMES = {NOP: "NOP", DISPATCH_DIRECT: "DISPATCH_DIRECT", PRED_EXEC: "PRED_EXEC", WAIT_REG_MEM: "WAIT_REG_MEM", INDIRECT_BUFFER: "INDIRECT_BUFFER",
          COPY_DATA: "COPY_DATA", EVENT_WRITE: "EVENT_WRITE", RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG",
@@ -43,7 +47,7 @@ class PM4Engine(Engine):
     self.ibs: list[list[int]] = []  # stack of [addr, size_dw, pos_dw] for the indirect buffers being executed
     self.ib_packets = 0             # packets executed in indirect buffers since the last ring packet
     self.executed: collections.Counter[str] = collections.Counter()  # packets executed, by name (NAMES)
-    self.handlers = {NOP: self._nop, SET_SH_REG: self._set_sh, SET_UCONFIG_REG: self._set_uconfig, ACQUIRE_MEM: self._nop,
+    self.handlers = {NOP: self._nop, SET_SH_REG: self._set_sh, SET_UCONFIG_REG: self._set_uconfig, ACQUIRE_MEM: self._acquire_mem,
                      EVENT_WRITE: self._nop, RELEASE_MEM: self._release_mem, WAIT_REG_MEM: self._wait_reg_mem, DISPATCH_DIRECT: self._dispatch,
                      INDIRECT_BUFFER: self._indirect_buffer, COPY_DATA: self._copy_data, PRED_EXEC: self._pred_exec}
 
@@ -124,8 +128,18 @@ class PM4Engine(Engine):
   def _set_sh(self, body, where): self._set_regs(SH_REG_BASE, SH_REG_COUNT, body, where)
   def _set_uconfig(self, body, where): self._set_regs(UCONFIG_REG_BASE, UCONFIG_REG_COUNT, body, where)
 
+  def _acquire_mem(self, body, where):
+    """Cache invalidations (memory is coherent here; only the performance counters' cache model has state to drop): GCR_CNTL
+    (RDNA, the last dword) or CP_COHER_CNTL (gfx9, the first)."""
+    if self.pmc is None or len(body) < (1 if self.regs.gfx9 else 7): return
+    f = body[0] if self.regs.gfx9 else body[6]
+    if self.regs.gfx9: self.pmc.invalidate(l2=bool(f & TC_ACTION), vector=bool(f & TCL1_ACTION), scalar=bool(f & KCACHE_ACTION))
+    else: self.pmc.invalidate(l2=bool(f & GCR_GL2_INV), vector=bool(f & (GCR_GLV_INV | GCR_GL1_INV)), scalar=bool(f & GCR_GLK_INV))
+
   def _release_mem(self, body, where):
     if len(body) < 6: raise PacketError(f"PM4: RELEASE_MEM with {len(body)} payload dwords at {where}")
+    if self.pmc is not None and not self.regs.gfx9 and body[0] & RELEASE_GL2_INV:   # a cache flush at end of pipe
+      self.pmc.invalidate(l2=True, vector=True, scalar=False)
     data_sel, int_sel = (body[1] >> 29) & 7, (body[1] >> 24) & 7
     addr, data = body[2] | (body[3] << 32), body[4] | (body[5] << 32)
     ctxid = body[6] if len(body) > 6 else 0

@@ -8,10 +8,12 @@ WGP on RDNA, shader engine on CDNA; GL2C/TCC: channel; GRBM: one). This unit kee
 dispatch while counting, latches them at a sample and answers those reads.
 
 What each event counts is `EVENTS`: instruction counts by the timing model's classes of the executed stream (the rules the
-real captures in data/sqtt confirm: tests/timing/test_sqtt_compare.py), waves, and cycles from the timing model, placed on the
-shader engine / array / WGP the model ran each wave on (emu.amd.sqtt_encode.Shape). An event the bench cannot count (an L2
-hit, a stall) is refused by name at its select write, with the reason and the events it can count: a
-PacketError that stops the queue, never a zero read back.
+real captures in data/sqtt confirm: tests/timing/test_sqtt_compare.py), waves, cycles from the timing model and LDS cycles from
+the lanes' addresses (emu.amd.lds_banks), placed on the shader engine / array / WGP the model ran each wave on
+(emu.amd.sqtt_encode.Shape); `CLOCK_EVENTS` the GPU clock; `L2_EVENTS` the L2 requests of the cache model (emu.amd.caches) the
+unit keeps across dispatches and the command processor's cache actions empty. An event the bench cannot count (a stall, a
+wait level) is refused by name at its select write, with the events it can count: a PacketError that stops the queue, never a
+zero read back.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -19,9 +21,10 @@ from typing import Callable
 import numpy as np
 from emu.amd.api import Dispatch, DispatchStats
 from emu.amd.arch import get_spec
+from emu.amd.caches import CACHES, CacheTraffic, Hierarchy, L2Counts
 from emu.amd.lds_banks import LdsBanks
 from emu.amd.sqtt_encode import Shape
-from emu.amd.timing import TimingModel
+from emu.amd.timing import TimingModel, cu_of
 from mockgpu.clock import TICKS_PER_SECOND, DeviceClock
 from mockgpu.engine import PacketError
 from mockgpu.amd.registers import ComputeRegs
@@ -77,9 +80,9 @@ EVENTS: dict[str, tuple[Event, str]] = {
 # dispatches' timing-model cycles and the copies' modelled time, so the GPU is busy the whole time)
 CLOCK_EVENTS = {"GRBM_COUNT": "GPU clock cycles while counting", "GRBM_GUI_ACTIVE": "GPU clock cycles the GPU was busy while counting"}
 # why the bench cannot count these yet (any other event: it has no model of that hardware event)
-NOT_MODELLED = {
-  "GL2C": "no L2 cache model yet (the timing model has no data caches)", "TCC": "no L2 cache model yet (the timing model has no data caches)",
-}
+# L2 events: requests the L2 took per channel (emu.amd.caches), from the cache model the counters keep across dispatches
+L2_EVENTS = {"GL2C_HIT": "hits", "GL2C_MISS": "misses", "TCC_HIT": "hits", "TCC_MISS": "misses"}
+NOT_MODELLED: dict[str, str] = {}   # events with a known reason not to count them (any other: no model of that hardware event)
 
 class PerfCounters:
   """The counter blocks of one GPU. `write_reg`/`read_reg` see every PM4 register access; `dispatch` runs one, counting it."""
@@ -92,7 +95,10 @@ class PerfCounters:
     cus_per_wgp = 1 if self.gfx9 else 2
     self.shape = Shape(engines, arrays, cus_per_wgp)
     # each block's instances as tinygrad lays out its samples (AMDComputeQueue.pmc_start): (channel, shader engine, array, WGP)
-    self.instances = {"SQ": (1, engines, 1, 1) if self.gfx9 else (1, engines, arrays, cus // cus_per_wgp // (engines * arrays)), "GRBM": (1, 1, 1, 1)}
+    self.instances = {"SQ": (1, engines, 1, 1) if self.gfx9 else (1, engines, arrays, cus // cus_per_wgp // (engines * arrays)), "GRBM": (1, 1, 1, 1),
+                      "TCC" if self.gfx9 else "GL2C": (16 if self.gfx9 else 32, 1, 1, 1)}
+    self.cus, self.arrays = cus, engines * arrays
+    self.caches = Hierarchy(CACHES[arch])
     target = (int(arch[3:-2]), int(arch[-2], 16), int(arch[-1], 16))   # tinygrad's target tuple: gfx942 -> (9, 4, 2)
     self.names = {v: k for k, v in import_pmc(target).items()}   # (block, perf_sel) -> event name
     self.selects: dict[int, tuple[str, int]] = {}   # SELECT register address -> (block, counter slot)
@@ -146,10 +152,10 @@ class PerfCounters:
     reg = getattr(self.gc, f"reg{block}_PERFCOUNTER{slot * 2 if block == 'SQ' and not self.gfx9 else slot}_SELECT")
     event = reg.decode(value).get("perf_sel", value & 0x3ff)
     name = self.names.get((block, event), f"{block} event {event}")
-    if (name not in EVENTS and name not in CLOCK_EVENTS) or block not in self.instances:
+    if (name not in EVENTS and name not in CLOCK_EVENTS and name not in L2_EVENTS) or block not in self.instances:
       why = NOT_MODELLED.get(name) or NOT_MODELLED.get(block) or "no model of that hardware event"
       raise PacketError(f"PMC: counter {name} ({block} select {event}) is not modelled: {why}; the bench counts "
-                        f"{', '.join(sorted(n for n in (*EVENTS, *CLOCK_EVENTS) if n in self.names.values()))} (PMC_COUNTERS=...)")
+                        f"{', '.join(sorted(n for n in (*EVENTS, *CLOCK_EVENTS, *L2_EVENTS) if n in self.names.values()))} (PMC_COUNTERS=...)")
     self.chosen[sel] = name
     self.counts[sel] = np.zeros(self.instances[block], np.int64)
 
@@ -169,15 +175,31 @@ class PerfCounters:
   # ---- dispatch ----
   def dispatch(self, run:Callable[..., DispatchStats], d:Dispatch, timing:TimingModel|None=None) -> DispatchStats:
     """Run `d` through `run(d, timing=...)`; while counting compute dispatches, add its events to the selected counters."""
-    if not (self.counting and self.sq_compute and any(n in EVENTS for n in self.chosen.values())):
+    chosen = set(self.chosen.values())
+    if not (self.counting and self.sq_compute and chosen & (set(EVENTS) | set(L2_EVENTS))):
       return run(d) if timing is None else run(d, timing=timing)
     tm = timing or TimingModel(get_spec(self.arch), timeline=True)
-    banks = LdsBanks() if any("_LDS_" in n for n in self.chosen.values()) else None   # (it makes native regions step aside)
-    stats = run(d, timing=tm, watch=(banks,) if banks is not None else ())
+    # (the LDS bank model and the cache traffic read registers: native regions step aside while they watch)
+    banks = LdsBanks() if any("_LDS_" in n for n in chosen) else None
+    l2 = L2Counts(np.zeros(self.caches.caches.channels, np.int64), np.zeros(self.caches.caches.channels, np.int64))
+    traffic = CacheTraffic(self.caches, self._unit, l2) if chosen & set(L2_EVENTS) else None
+    stats = run(d, timing=tm, watch=tuple(w for w in (banks, traffic) if w is not None))
     events = self.events(tm, banks)
     for sel, name in self.chosen.items():
       if name in events: self.counts[sel] += events[name]
+      elif name in L2_EVENTS and traffic is not None: self.counts[sel][:len(l2.hits), 0, 0, 0] += getattr(l2, L2_EVENTS[name])
     return stats
+
+  def _unit(self, wave:int, waves_per_wg:int) -> tuple[int, int, int]:
+    """(CU, shader array, WGP) the timing model runs a wave on, as the cache traffic needs them (dispatch-wide numbers)."""
+    cu = cu_of(wave, waves_per_wg, self.cus)
+    u = self.shape.unit(cu, 0)
+    array = u.se * self.shape.arrays + u.sa
+    return cu, array, array * (self.cus // self.shape.cus_per_wgp // self.arrays) + u.wgp
+
+  def invalidate(self, l2:bool, vector:bool, scalar:bool):
+    """A cache action of the command processor (ACQUIRE_MEM, RELEASE_MEM): empty those levels of the counters' cache model."""
+    self.caches.invalidate(l2, vector, scalar)
 
   def events(self, tm:TimingModel, banks:LdsBanks|None=None) -> dict[str, np.ndarray]:
     """The dispatch events (EVENTS) of the dispatch `tm` timed (a TimingModel that kept its timeline) and `banks` watched (None:

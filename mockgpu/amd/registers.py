@@ -18,5 +18,5 @@ class ComputeRegs:
     offs = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if gc_version[0] == 9 else 'navi'}_offsets")
     self.gc = AMDIP("gc", gc_version, bases={i: tuple(getattr(offs, f"GC_BASE__INST{i}_SEG{s}", 0) for s in range(6)) for i in range(6)})
     self.addr = {n: getattr(self.gc, f"regCOMPUTE_{n}").addr[0] for n in self.NAMES}
-    self.wave64_only = gc_version[0] == 9
+    self.gfx9 = self.wave64_only = gc_version[0] == 9   # (gfx9's packet formats, and its waves are wave64)
     self.scratch_granule = 1024 if gc_version[0] == 9 else 256  # TMPRING_SIZE.WAVESIZE unit, bytes per wave64
