@@ -147,8 +147,9 @@ class Scheduler:
   A doorbell only records the new write pointer and wakes the worker (`kick`); the host goes on at once, as with a real GPU.
   The worker runs each engine with work until its ring is drained, it stalls on a wait packet or it dies, oldest work first
   (by the doorbell that made it pending: two queues that signal one timeline, e.g. a copy's profiling timestamp and the next
-  compute submission, finish in the order the host submitted them), and repeats while any engine made progress; stalled engines are retried when the host touches device memory (`poll`) and every
-  `STALL_POLL_S` otherwise, so a wait on memory the host writes resumes without a doorbell.
+  compute submission, finish in the order the host submitted them), and repeats while any engine made progress; stalled
+  engines are retried when the host touches device memory (`poll`) and every `STALL_POLL_S` otherwise, so a wait on memory
+  the host writes resumes without a doorbell.
 
   `lock` is held by the worker while it runs engines; host-side driver calls that change what engines see (memory maps,
   queues) take it too, so they happen between packets, never inside one. While the worker is busy, a host thread that
