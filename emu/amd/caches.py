@@ -106,11 +106,16 @@ class Hierarchy:
       if on:
         for c in table.values(): c.invalidate()
 
-def lines_of(addrs:np.ndarray, accesses:list[tuple[int, int]]) -> np.ndarray:
-  """The distinct LINE-byte lines lanes at byte addresses `addrs` touch making `accesses` ((offset, bytes) from the address)."""
+def lines_of(addrs:np.ndarray, accesses:list[tuple[int, int]], groups:np.ndarray|None=None) -> tuple[np.ndarray, np.ndarray]:
+  """The distinct LINE-byte lines lanes at byte addresses `addrs` touch making `accesses` ((offset, bytes) from the address, at
+  most a line each), per group of lanes (`groups`: each lane's group number, small ints; None: one group): (groups, lines),
+  sorted by group then line."""
   a = np.asarray(addrs, dtype=np.int64)
-  out = [np.unique(np.concatenate([(a + off) // LINE, (a + off + n - 1) // LINE])) for off, n in dict.fromkeys(accesses)]
-  return np.unique(np.concatenate(out)) if out else np.zeros(0, np.int64)
+  g = np.zeros(len(a), np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+  parts = [x for off, n in dict.fromkeys(accesses) for x in ((a + off) // LINE, (a + off + n - 1) // LINE)]
+  if not parts or not len(a): return np.zeros(0, np.int64), np.zeros(0, np.int64)
+  key = np.unique(np.concatenate([g << 44 | p for p in parts]))   # (lines are below 2**44: 51-bit addresses)
+  return key >> 44, key & ((1 << 44) - 1)
 
 class CacheTraffic(DispatchObserver):
   """Sends each global/scalar memory instruction of a dispatch through `hierarchy` from the unit its wave runs on (`unit(wave,
@@ -126,17 +131,18 @@ class CacheTraffic(DispatchObserver):
   def before(self, st, ws:np.ndarray, step, pc:int, first_wave:int):
     if (kind := self._kind(step)) is None: return
     write, accesses = kind
-    if isinstance(step, SmemStep):
-      addrs = step.lane_addresses(st, ws)
-      for i, w in enumerate(ws.tolist()):
-        self.hierarchy.scalar_load(self.unit(w + first_wave, self.wpg)[2], lines_of(addrs[i:i + 1], accesses), self.counts)
-      return
-    wv, ln = np.nonzero(st.exec_bits(ws))
-    if not len(wv): return
-    addrs = step.lane_addresses(st, ws[wv], ln)
-    for i in np.unique(wv).tolist():
-      cu, array, _ = self.unit(int(ws[i]) + first_wave, self.wpg)
-      self.hierarchy.vector(cu, array, lines_of(addrs[wv == i], accesses), write, self.counts)
+    if isinstance(step, SmemStep): wv, addrs = np.arange(len(ws)), step.lane_addresses(st, ws)   # one address per wave
+    else:
+      wv, ln = np.nonzero(st.exec_bits(ws))
+      addrs = step.lane_addresses(st, ws[wv], ln)
+    which, lines = lines_of(addrs, accesses, wv)   # every wave's lines at once, by wave
+    bounds = np.searchsorted(which, np.arange(len(ws) + 1)).tolist()
+    for i, w in enumerate(ws.tolist()):
+      if bounds[i] == bounds[i + 1]: continue
+      cu, array, wgp = self.unit(w + first_wave, self.wpg)
+      mine = lines[bounds[i]:bounds[i + 1]]
+      if isinstance(step, SmemStep): self.hierarchy.scalar_load(wgp, mine, self.counts)
+      else: self.hierarchy.vector(cu, array, mine, write, self.counts)
 
   def _kind(self, step) -> tuple | None:
     """(writes, accesses) of a global-memory step (GLOBAL, FLAT outside LDS/scratch apertures is taken as global, SMEM loads),

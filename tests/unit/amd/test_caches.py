@@ -37,9 +37,13 @@ def test_invalidations_empty_only_the_levels_they_name():
   h.vector(0, 0, np.array([7]), False, n); h.scalar_load(0, np.array([8]), n)
   assert (n.misses[0], n.hits[0]) == (4, 1)
 
-def test_lanes_are_coalesced_per_line():
-  lanes = np.arange(32)
-  assert lines_of(0x1000 + 4 * lanes, [(0, 4)]).tolist() == [0x1000 // LINE]              # 32 floats: one line
-  assert lines_of(0x1040 + 4 * lanes, [(0, 4)]).tolist() == [0x1000 // LINE, 0x1080 // LINE]   # half a line off: two
-  assert len(lines_of(0x1000 + 16 * lanes, [(0, 16)])) == 4                               # 32 x 16 bytes: four lines
-  assert lines_of(np.array([0x107e]), [(0, 4)]).tolist() == [0x1000 // LINE, 0x1080 // LINE]    # one access across a line end
+def test_lanes_are_coalesced_per_line_and_wave():
+  lanes, line = np.arange(32), lambda x: x // LINE
+  assert lines_of(0x1000 + 4 * lanes, [(0, 4)])[1].tolist() == [line(0x1000)]                # 32 floats: one line
+  assert lines_of(0x1040 + 4 * lanes, [(0, 4)])[1].tolist() == [line(0x1000), line(0x1080)]   # half a line off: two
+  assert len(lines_of(0x1000 + 16 * lanes, [(0, 16)])[1]) == 4                                # 32 x 16 bytes: four lines
+  assert lines_of(np.array([0x107e]), [(0, 4)])[1].tolist() == [line(0x1000), line(0x1080)]   # one access across a line end
+  # two waves' lanes at once: each wave's own lines (the same line in two waves counts for each), sorted by wave
+  groups, lines = lines_of(np.array([0x1000, 0x1004, 0x1000, 0x2000]), [(0, 4), (256, 4)], np.array([0, 0, 1, 1]))
+  assert list(zip(groups.tolist(), lines.tolist())) == [(0, line(0x1000)), (0, line(0x1100)), (1, line(0x1000)), (1, line(0x1100)),
+                                                        (1, line(0x2000)), (1, line(0x2100))]
