@@ -124,24 +124,39 @@ class MemoryMap:
       at += part.size
 
   # ---- lane-vectorised access, used by the shader executors ----
-  def _locate(self, addrs:np.ndarray, nbytes:int, write:bool) -> list[tuple[Mapping, np.ndarray]]:
-    """Group lane addresses by mapping; fault on the first lane whose [addr, addr+nbytes) is not inside one writable mapping."""
+  def _locate(self, addrs:np.ndarray, nbytes:int, write:bool) -> list[tuple[Mapping, np.ndarray]] | None:
+    """Group lane addresses by mapping; fault on the first lane whose [addr, addr+nbytes) no (writable) mapping holds. None when
+    some lane's access runs on from one mapping into the next adjacent one (a buffer whose pages map to separate runs): the
+    caller then moves the access byte by byte."""
     addrs = np.asarray(addrs, dtype=np.uint64)
     if len(addrs) and (m := self.find(lo := int(addrs.min()), int(addrs.max()) + nbytes - lo)) is not None and (m.writable or not write):
       if m.gone(): raise GPUMemoryFault(lo, write, detail=f"{m.name}, which the host unmapped")
       return [(m, slice(None))]   # the common case: every lane inside one mapping
     idx = np.searchsorted(np.asarray(self._starts, dtype=np.uint64), addrs, side="right").astype(np.int64) - 1
     groups: list[tuple[Mapping, np.ndarray]] = []
-    bad = idx < 0
+    bad, split = idx < 0, False
     for i in np.unique(idx[~bad]):
       m, sel = self._maps[int(i)], np.nonzero(idx == i)[0]
       over = addrs[sel] > np.uint64(m.end - nbytes)   # not addr + nbytes > end: that sum wraps for addresses near 2**64
-      if over.any() or (write and not m.writable) or m.gone(): bad[sel[over] if over.any() else sel] = True
+      if (write and not m.writable) or m.gone(): bad[sel] = True
+      elif over.any():
+        across = np.array([self._held(int(a), nbytes, write) for a in addrs[sel[over]]])   # (rare: a per-lane look)
+        bad[sel[over][~across]], split = True, split or bool(across.any())
       else: groups.append((m, sel))
     if bad.any():
       lane = int(np.nonzero(bad)[0][0])
       raise GPUMemoryFault(int(addrs[lane]), write, detail=f"lane {lane}, {nbytes}-byte access")
-    return groups
+    return None if split else groups
+
+  def _held(self, addr:int, nbytes:int, write:bool) -> bool:
+    """Whether adjacent mappings hold all of [addr, addr+nbytes) (writable ones, for a write)."""
+    try: self._spans(addr, nbytes, write)
+    except GPUMemoryFault: return False
+    return True
+
+  def _bytes(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
+    """Each lane's byte addresses, lane by lane (lane-major: a scatter of them keeps the lane order)."""
+    return (addrs[:, None] + np.arange(nbytes, dtype=np.uint64)[None, :]).reshape(-1)
 
   def check(self, addrs:np.ndarray, nbytes:int, write:bool) -> None:
     """Raise the GPUMemoryFault a `gather`/`scatter` of `nbytes` at `addrs` would raise, moving nothing (checks a whole
@@ -151,9 +166,10 @@ class MemoryMap:
   def gather(self, addrs:np.ndarray, nbytes:int) -> np.ndarray:
     """Read `nbytes` (1, 2, 4, 8, 12 or 16) at each lane address; returns a (lanes, nbytes) uint8 array."""
     addrs = np.asarray(addrs, dtype=np.uint64)
+    if (groups := self._locate(addrs, nbytes, False)) is None: return self.gather(self._bytes(addrs, nbytes), 1).reshape(len(addrs), nbytes)
     out = np.empty((len(addrs), nbytes), dtype=np.uint8)
     offs = np.arange(nbytes, dtype=np.int64)
-    for m, sel in self._locate(addrs, nbytes, False):
+    for m, sel in groups:
       out[sel] = m.view[(addrs[sel].astype(np.int64) - m.addr)[:, None] + offs]
     return out
 
@@ -167,7 +183,7 @@ class MemoryMap:
   def _aligned(self, groups:list, addrs:np.ndarray, nbytes:int) -> tuple[np.ndarray, np.ndarray] | None:
     """(words of the one mapping every lane is in, each lane's word index) when every lane's access is one naturally aligned
     word of it; None otherwise (several mappings, odd sizes, unaligned lanes: the byte path)."""
-    if nbytes not in WORD_TYPES or len(groups) != 1 or (w := groups[0][0].words(nbytes)) is None: return None
+    if groups is None or nbytes not in WORD_TYPES or len(groups) != 1 or (w := groups[0][0].words(nbytes)) is None: return None
     off = addrs.astype(np.int64) - groups[0][0].addr
     return None if (off & (nbytes - 1)).any() else (w, off // nbytes)
 
@@ -188,5 +204,6 @@ class MemoryMap:
     """Write row i of `data` (a (lanes, nbytes) uint8 array) at addrs[i]. Lanes are written in order: the last lane wins."""
     data, addrs = np.asarray(data, dtype=np.uint8), np.asarray(addrs, dtype=np.uint64)
     nbytes, offs = data.shape[1], np.arange(data.shape[1], dtype=np.int64)
-    for m, sel in self._locate(addrs, nbytes, True):
+    if (groups := self._locate(addrs, nbytes, True)) is None: return self.scatter(self._bytes(addrs, nbytes), data.reshape(-1, 1))
+    for m, sel in groups:
       m.view[(addrs[sel].astype(np.int64) - m.addr)[:, None] + offs] = data[sel]

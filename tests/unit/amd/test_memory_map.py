@@ -100,3 +100,19 @@ def test_scalar_reads_and_writes_run_across_adjacent_mappings_and_fault_whole_at
   ro.map(0x11000, 4096, "ro", writable=False, backing=hi)
   with pytest.raises(GPUMemoryFault): ro.write(0x10fff, bytes([9, 9]))
   assert lo[-1] == 2
+
+def test_lane_accesses_run_across_adjacent_mappings_byte_by_byte_in_lane_order():
+  lo, hi = np.zeros(4096, np.uint8), np.zeros(4096, np.uint8)
+  mem = MemoryMap()
+  mem.map(0x10000, 4096, "page 0", backing=lo)
+  mem.map(0x11000, 4096, "page 1", backing=hi)
+  # lane 0 stores 4 bytes across the page boundary, lane 1 overlaps its last two bytes: the later lane wins there
+  mem.store(np.array([0x10ffe, 0x11000], dtype=np.uint64), np.array([0x44332211, 0x88776655], dtype=np.uint64), 4)
+  assert lo[-2:].tolist() == [0x11, 0x22] and hi[:4].tolist() == [0x55, 0x66, 0x77, 0x88]
+  assert mem.load(np.array([0x10ffe, 0x10ffc], dtype=np.uint64), 4).tolist() == [0x66552211, 0x22110000]
+  assert mem.gather(np.array([0x10fff], dtype=np.uint64), 2).tolist() == [[0x22, 0x55]]
+  mem.check(np.array([0x10ffe], dtype=np.uint64), 4, True)   # (no fault)
+  gap = MemoryMap()
+  gap.map(0x10000, 4096, "page 0", backing=lo)
+  with pytest.raises(GPUMemoryFault): gap.store(np.array([0x10000, 0x10ffe], dtype=np.uint64), np.array([9, 9], dtype=np.uint64), 4)
+  assert lo[0] == 0   # the faulting store moved nothing
