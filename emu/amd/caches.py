@@ -49,10 +49,10 @@ class LineCache:
   """A set-associative cache of `size` bytes of LINE-byte lines, WAYS ways, least recently used out."""
   def __init__(self, size:int):
     self.sets = max(1, size // (LINE * WAYS))
-    self._sets: list[collections.OrderedDict] = [collections.OrderedDict() for _ in range(self.sets)]
+    self._sets: dict[int, collections.OrderedDict] = {}   # set index -> its lines, oldest first (a set is made when first used)
   def access(self, line:int, allocate:bool=True) -> bool:
     """Look `line` (a line number) up: True on a hit (it becomes the most recent); a miss fills it when `allocate`."""
-    s = self._sets[line % self.sets]
+    if (s := self._sets.get(key := line % self.sets)) is None: s = self._sets[key] = collections.OrderedDict()
     if line in s:
       s.move_to_end(line)
       return True
@@ -60,8 +60,7 @@ class LineCache:
       s[line] = None
       if len(s) > WAYS: s.popitem(last=False)
     return False
-  def invalidate(self):
-    for s in self._sets: s.clear()
+  def invalidate(self): self._sets.clear()
 
 @dataclass
 class L2Counts:
@@ -71,7 +70,7 @@ class L2Counts:
 
 @dataclass
 class Hierarchy:
-  """The caches of one GPU: per-CU L0 and scalar caches, per-array GL1, and the L2 (lazily made per unit)."""
+  """The caches of one GPU: per-CU L0, per-array GL1, per-WGP scalar caches (each made when its unit is first used), the L2."""
   caches: Caches
   l2: LineCache = field(init=False)
   l0: dict[int, LineCache] = field(default_factory=dict)

@@ -79,10 +79,8 @@ EVENTS: dict[str, tuple[Event, str]] = {
 # clock events: GPU clock cycles from the start of counting to the sample (the emulated clock advances only with work: the
 # dispatches' timing-model cycles and the copies' modelled time, so the GPU is busy the whole time)
 CLOCK_EVENTS = {"GRBM_COUNT": "GPU clock cycles while counting", "GRBM_GUI_ACTIVE": "GPU clock cycles the GPU was busy while counting"}
-# why the bench cannot count these yet (any other event: it has no model of that hardware event)
 # L2 events: requests the L2 took per channel (emu.amd.caches), from the cache model the counters keep across dispatches
 L2_EVENTS = {"GL2C_HIT": "hits", "GL2C_MISS": "misses", "TCC_HIT": "hits", "TCC_MISS": "misses"}
-NOT_MODELLED: dict[str, str] = {}   # events with a known reason not to count them (any other: no model of that hardware event)
 
 class PerfCounters:
   """The counter blocks of one GPU. `write_reg`/`read_reg` see every PM4 register access; `dispatch` runs one, counting it."""
@@ -107,7 +105,9 @@ class PerfCounters:
       if not name.endswith("_SELECT") or "_PERFCOUNTER" not in name: continue
       block, _, n = name[3:-len("_SELECT")].rpartition("_PERFCOUNTER")
       if not n.isdigit(): continue
-      self.selects[r.addr[0]] = (block, int(n) // 2 if block == "SQ" and not self.gfx9 else int(n))
+      if block == "SQ" and not self.gfx9:   # gfx11+: SQ counter k is selected by SELECT 2k (the odd ones select nothing here)
+        if int(n) % 2 == 0: self.selects[r.addr[0]] = (block, int(n) // 2)
+      else: self.selects[r.addr[0]] = (block, int(n))
     for name, r in gc.regs.items():
       for half in ("_LO", "_HI"):
         if name.endswith(half) and "_PERFCOUNTER" in name:
@@ -153,8 +153,7 @@ class PerfCounters:
     event = reg.decode(value).get("perf_sel", value & 0x3ff)
     name = self.names.get((block, event), f"{block} event {event}")
     if (name not in EVENTS and name not in CLOCK_EVENTS and name not in L2_EVENTS) or block not in self.instances:
-      why = NOT_MODELLED.get(name) or NOT_MODELLED.get(block) or "no model of that hardware event"
-      raise PacketError(f"PMC: counter {name} ({block} select {event}) is not modelled: {why}; the bench counts "
+      raise PacketError(f"PMC: counter {name} ({block} select {event}) is not modelled: the bench has no model of that hardware event; it counts "
                         f"{', '.join(sorted(n for n in (*EVENTS, *CLOCK_EVENTS, *L2_EVENTS) if n in self.names.values()))} (PMC_COUNTERS=...)")
     self.chosen[sel] = name
     self.counts[sel] = np.zeros(self.instances[block], np.int64)
