@@ -2,7 +2,7 @@
 
 `MockUSB3` stands in for tinygrad's `USB3` (a libusb device handle) with the same methods: synchronous vendor control and bulk
 transfers, and the asynchronous ones the copy-in pipeline queues (each completes when it is submitted, in submission order, so
-`bulk_wait` only checks the tag). The GPUs are created the first time tinygrad lists devices: one bridge and one mock PCI GPU
+`bulk_wait` has nothing left to wait for). The GPUs are created the first time tinygrad lists devices: one bridge and one mock PCI GPU
 (mockgpu.pci.device.PCIGPU) per GPU that DEV asks for, with the vendor/product id of tinygrad's custom firmware (0xADD1:0x0001).
 Device names are `usb:<bus>-<address>` with a bus number derived from the process id, so two test processes never contend for
 tinygrad's per-device lock file; the process deletes its own lock files at exit.
