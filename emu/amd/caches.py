@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from emu.amd.exec_salu import SmemStep
 from emu.amd.exec_vmem import VmemStep
-from emu.amd.mem_access import footprint
 from emu.amd.observe import DispatchObserver, Launch
 
 LINE = 128
@@ -123,33 +122,22 @@ class CacheTraffic(DispatchObserver):
   reads_registers = True
   def __init__(self, hierarchy:Hierarchy, unit, counts:L2Counts):
     self.hierarchy, self.unit, self.counts, self.wpg = hierarchy, unit, counts, 1
-    self._accesses: dict[int, tuple | None] = {}
 
   def launch(self, launch:Launch): self.wpg = launch.waves_per_wg
 
   def before(self, st, ws:np.ndarray, step, pc:int, first_wave:int):
-    if (kind := self._kind(step)) is None: return
-    write, accesses = kind
-    if isinstance(step, SmemStep): wv, addrs = np.arange(len(ws)), step.lane_addresses(st, ws)   # one address per wave
-    else:
-      wv, ln = np.nonzero(st.exec_bits(ws))
-      addrs = step.lane_addresses(st, ws[wv], ln)
-    which, lines = lines_of(addrs, accesses, wv)   # every wave's lines at once, by wave
+    scalar = isinstance(step, SmemStep) and step.op.mem == "r"
+    # global memory: GLOBAL, FLAT (outside the LDS/scratch apertures, taken as global here) and scalar loads
+    if not scalar and not (isinstance(step, VmemStep) and step.fmt in ("GLOBAL", "FLAT") and step.block is None and step.op.kind != "wave"):
+      return
+    write = not scalar and "w" in step.op.mem
+    if scalar: wv, addrs = np.arange(len(ws)), step.lane_addresses(st, ws)   # one address per wave
+    else: wv, _, addrs = step.active_addresses(st, ws)
+    which, lines = lines_of(addrs, step.accesses, wv)   # every wave's lines at once, by wave
     bounds = np.searchsorted(which, np.arange(len(ws) + 1)).tolist()
     for i, w in enumerate(ws.tolist()):
       if bounds[i] == bounds[i + 1]: continue
       cu, array, wgp = self.unit(w + first_wave, self.wpg)
       mine = lines[bounds[i]:bounds[i + 1]]
-      if isinstance(step, SmemStep): self.hierarchy.scalar_load(wgp, mine, self.counts)
+      if scalar: self.hierarchy.scalar_load(wgp, mine, self.counts)
       else: self.hierarchy.vector(cu, array, mine, write, self.counts)
-
-  def _kind(self, step) -> tuple | None:
-    """(writes, accesses) of a global-memory step (GLOBAL, FLAT outside LDS/scratch apertures is taken as global, SMEM loads),
-    None for any other."""
-    if (key := id(step)) not in self._accesses:
-      kind = None
-      if isinstance(step, VmemStep) and step.fmt in ("GLOBAL", "FLAT") and step.block is None and step.op.kind != "wave":
-        kind = ("w" in step.op.mem, footprint(step.op, False, **step.fields).accesses)
-      elif isinstance(step, SmemStep) and step.op.mem == "r": kind = (False, footprint(step.op, True).accesses)
-      self._accesses[key] = kind
-    return self._accesses[key]

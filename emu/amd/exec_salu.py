@@ -7,6 +7,7 @@ s_sendmsg ...) are `ControlStep`s (the dispatcher reacts to their `effect`: 'end
 s_sendmsg_rtn_* is a `MessageStep`.
 """
 from __future__ import annotations
+import functools
 import numpy as np
 from emu import amd_ops
 from emu.amd.api import GPUIllegalInstruction, GPUMemoryFault, GPUTrapFault
@@ -203,6 +204,11 @@ class SmemStep(SaluStep):
   def lane_addresses(self, st, ws:np.ndarray) -> np.ndarray:
     """Each wave's (of `ws`) byte address, as the op sees ADDR."""
     return self._addresses(st, ws)
+
+  @functools.cached_property
+  def accesses(self) -> list[tuple[int, int]]:
+    """Each memory access the op makes, in order, as (byte offset from ADDR, bytes): its footprint (made once, on first use)."""
+    return footprint(self.op, True).accesses
 
   def _addresses(self, st, ws:np.ndarray) -> np.ndarray:
     base = st.sgpr[ws, self.sbase].astype(U64) | (st.sgpr[ws, self.sbase + 1].astype(U64) << U64(32))

@@ -12,6 +12,7 @@ of M0 (holes skipped in both, as the vendor text says); its pcode indexes VGPR[l
 executor runs them (`_block`). Registers past v255 are not part of the block.
 """
 from __future__ import annotations
+import functools
 import numpy as np
 from emu.amd.arch import ArchSpec
 from emu.amd.decode import Instr, rawf
@@ -96,9 +97,16 @@ class VmemStep(Step):
     if self.addtid: return np.zeros(len(wv), dtype=U64) if self.saddr in (null, SADDR_OFF) else Src("sgpr", self.saddr, 64).read_lanes(st, wv, ln)
     return self.global_address(lambda src: src.read_lanes(st, wv, ln, dense if src.kind == "vgpr" else None))
 
-  def lane_addresses(self, st, wv:np.ndarray, ln:np.ndarray) -> np.ndarray:
-    """The ADDR each of the lanes (waves `wv`, lanes `ln`) gives the op: a DS op's LDS byte address, a global one's full address."""
-    return self._addresses(st, wv, ln)
+  def active_addresses(self, st, ws:np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ADDR each active lane of waves `ws` gives the op (a DS op's LDS byte address, a global one's full address): (index
+    into `ws`, lane, address) per active lane."""
+    wv, ln = np.nonzero(st.exec_bits(ws))
+    return wv, ln, self._addresses(st, ws[wv], ln)
+
+  @functools.cached_property
+  def accesses(self) -> list[tuple[int, int]]:
+    """Each memory access the op makes, in order, as (byte offset from ADDR, bytes): its footprint (made once, on first use)."""
+    return footprint(self.op, False, **self.fields).accesses
 
   def global_address(self, read):
     """A GLOBAL/FLAT instruction's per-lane byte address from `read(Src)` (the lanes' uint64 values, or lanes_ir.Bits in a native

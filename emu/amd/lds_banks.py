@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import numpy as np
 from emu.amd.exec_vmem import VmemStep
-from emu.amd.mem_access import footprint
 from emu.amd.observe import DispatchObserver
 
 BANKS = 32          # 4-byte banks
@@ -49,7 +48,6 @@ class LdsBanks(DispatchObserver):
   def __init__(self):
     self.cycles: collections.Counter[int] = collections.Counter()
     self.conflicts: collections.Counter[int] = collections.Counter()
-    self._accesses: dict[int, list[tuple[int, int]] | None] = {}
 
   def of(self, waves:list[int]) -> tuple[np.ndarray, np.ndarray]:
     """(cycles, conflict cycles) of `waves`, as arrays in that order."""
@@ -58,22 +56,14 @@ class LdsBanks(DispatchObserver):
   def before(self, st, ws:np.ndarray, step, pc:int, first_wave:int):
     name = step.instr.op.name if hasattr(step, "instr") else ""
     if not name.startswith("DS_"): return
-    active = st.exec_bits(ws)
-    if (acc := self._access_list(step)) is None:   # lane-crossing: a cycle per group of lanes with any active one
+    # lane-crossing and ADDTID ops: a cycle per group of lanes with any active one
+    if not (isinstance(step, VmemStep) and step.op.kind != "wave" and step.block is None and "M0" not in step.op.reads):
+      active = st.exec_bits(ws)
       for i, w in enumerate(ws.tolist()): self.cycles[w + first_wave] += len(np.unique(np.nonzero(active[i])[0] // GROUP))
       return
-    wv, ln = np.nonzero(active)
-    if not len(wv): return
-    addrs = step.lane_addresses(st, ws[wv], ln)
+    wv, ln, addrs = step.active_addresses(st, ws)
     for i in np.unique(wv).tolist():
       mine = wv == i
-      c, k = instruction_cycles(addrs[mine], ln[mine], acc)
+      c, k = instruction_cycles(addrs[mine], ln[mine], step.accesses)
       self.cycles[int(ws[i]) + first_wave] += c
       self.conflicts[int(ws[i]) + first_wave] += k
-
-  def _access_list(self, step) -> list[tuple[int, int]] | None:
-    """The DS step's accesses relative to its address; None for the lane-crossing and ADDTID ops (a cycle per group of lanes)."""
-    if (key := id(step)) not in self._accesses:
-      plain = isinstance(step, VmemStep) and step.op.kind != "wave" and step.block is None and "M0" not in step.op.reads
-      self._accesses[key] = footprint(step.op, False, **step.fields).accesses if plain else None
-    return self._accesses[key]

@@ -2,8 +2,8 @@
 
 Register addresses and field layouts come from tinygrad's own register modules for the GC version the GPU publishes, so the
 processor decodes exactly what tinygrad encodes. DISPATCH_DIRECT turns the COMPUTE_* registers into an `emu.amd.api.Dispatch`
-and hands it to the GPU; everything cache-related (ACQUIRE_MEM, EVENT_WRITE flushes, RELEASE_MEM cache actions) is a no-op
-because emulated memory is coherent.
+and hands it to the GPU. Emulated memory is coherent, so cache actions (ACQUIRE_MEM, EVENT_WRITE flushes, RELEASE_MEM cache
+flags) change no data; ACQUIRE_MEM's and RELEASE_MEM's invalidations empty the performance counters' cache model.
 """
 from __future__ import annotations
 import collections, functools, struct
@@ -131,10 +131,12 @@ class PM4Engine(Engine):
   def _acquire_mem(self, body, where):
     """Cache invalidations (memory is coherent here; only the performance counters' cache model has state to drop): GCR_CNTL
     (RDNA, the last dword) or CP_COHER_CNTL (gfx9, the first)."""
-    if self.pmc is None or len(body) < (1 if self.regs.gfx9 else 7): return
-    f = body[0] if self.regs.gfx9 else body[6]
-    if self.regs.gfx9: self.pmc.invalidate(l2=bool(f & TC_ACTION), vector=bool(f & TCL1_ACTION), scalar=bool(f & KCACHE_ACTION))
-    else: self.pmc.invalidate(l2=bool(f & GCR_GL2_INV), vector=bool(f & (GCR_GLV_INV | GCR_GL1_INV)), scalar=bool(f & GCR_GLK_INV))
+    if self.pmc is None: return
+    if self.regs.gfx9:
+      if body: self.pmc.invalidate(l2=bool(body[0] & TC_ACTION), vector=bool(body[0] & TCL1_ACTION), scalar=bool(body[0] & KCACHE_ACTION))
+    elif len(body) >= 7:
+      f = body[6]
+      self.pmc.invalidate(l2=bool(f & GCR_GL2_INV), vector=bool(f & (GCR_GLV_INV | GCR_GL1_INV)), scalar=bool(f & GCR_GLK_INV))
 
   def _release_mem(self, body, where):
     if len(body) < 6: raise PacketError(f"PM4: RELEASE_MEM with {len(body)} payload dwords at {where}")

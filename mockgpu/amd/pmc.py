@@ -180,8 +180,10 @@ class PerfCounters:
     tm = timing or TimingModel(get_spec(self.arch), timeline=True)
     # (the LDS bank model and the cache traffic read registers: native regions step aside while they watch)
     banks = LdsBanks() if any("_LDS_" in n for n in chosen) else None
-    l2 = L2Counts(np.zeros(self.caches.caches.channels, np.int64), np.zeros(self.caches.caches.channels, np.int64))
-    traffic = CacheTraffic(self.caches, self._unit, l2) if chosen & set(L2_EVENTS) else None
+    traffic = None
+    if chosen & set(L2_EVENTS):
+      l2 = L2Counts(np.zeros(self.caches.caches.channels, np.int64), np.zeros(self.caches.caches.channels, np.int64))
+      traffic = CacheTraffic(self.caches, self._unit, l2)
     stats = run(d, timing=tm, watch=tuple(w for w in (banks, traffic) if w is not None))
     events = self.events(tm, banks)
     for sel, name in self.chosen.items():

@@ -91,8 +91,8 @@ class PCIGPU(EmulatedGPU):
     when neither holds the whole buffer `what` names."""
     if FB_BASE <= mc and mc + size <= FB_BASE + self.vram_size: return self.vram_bytes(mc - FB_BASE, size)
     hub = self.hubs["MM"]
-    for runs in (hub.runs, None):   # what the hub cached at its last invalidation, else what a miss walks to
-      for r in hub.walk() if runs is None else runs:
+    for runs in (lambda: hub.runs, hub.walk):   # what the hub cached at its last invalidation, else what a miss walks to
+      for r in runs():
         if not (r.va <= mc and mc + size <= r.va + r.size): continue
         if not r.system: return self.vram_bytes(r.phys + mc - r.va, size)
         if len(parts := self.bus.resolve(r.phys + mc - r.va, size)) == 1 and parts[0][2] == size: return ctypes.string_at(parts[0][1], size)

@@ -19,6 +19,7 @@ SRAM, a streaming TLP no device decodes) fails with `USBTransferError` naming th
 from __future__ import annotations
 import ctypes, mmap, struct, time
 import numpy as np
+from mockgpu.engine import SCHEDULER
 from mockgpu.hostmem import host_mmap
 from mockgpu.usb.pcie import CPL_OK, CPL_UR, BarHit, Hierarchy
 
@@ -147,7 +148,6 @@ class ASM24Bridge:
     where = f"bulk OUT of {len(payload)} bytes to {'PCIe ' if kind == 'tlp' else 'SRAM '}{addr:#x}"
     if len(payload) != size: raise self._fail(f"{where}: the armed transfer takes {size} bytes")
     if kind == "sram":
-      from mockgpu.engine import SCHEDULER
       with SCHEDULER.lock: self.sram[addr:addr + size] = np.frombuffer(payload, np.uint8)
       SCHEDULER.kick()   # engines polling SRAM (tinygrad's copy-in waits on each chunk's sentinel) look again now
       return
@@ -167,7 +167,6 @@ class ASM24Bridge:
     return self._read(hit, size)
 
   def _await_completion(self, where:str, timeout_s:float):
-    from mockgpu.engine import SCHEDULER
     entry, deadline = self._window_dword(COMPLETION), time.monotonic() + timeout_s
     while int.from_bytes(entry.tobytes(), "little") == PENDING:
       if time.monotonic() > deadline:
