@@ -15,6 +15,7 @@ EMU_NATIVE=0, `available()` is False and callers take their numpy paths.
 from __future__ import annotations
 import atexit, ctypes, functools, hashlib, mmap, os, platform, queue, sys, threading, time
 import numpy as np
+from emu.common.hostparts import charged
 
 MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (14:13), denormals-are-zero (6)
 
@@ -312,13 +313,14 @@ class _Native:
     or the kernels are unavailable here: its position-independent image when one was kept, else the object, loaded."""
     if self.fns() is None: return None
     try:
-      if (image := self._read(key, ".img")) is not None: return signature(self._place_image(image))
-      return None if (obj := self._read(key)) is None else signature(self._place(obj, key))
+      with charged("native load"):
+        if (image := self._read(key, ".img")) is not None: return signature(self._place_image(image))
+        return None if (obj := self._read(key)) is None else signature(self._place(obj, key))
     except Exception: return None
 
   def _object(self, ir:str, tier:str=FULL) -> bytes:
     if (obj := self._read(key := self.key(ir, tier))) is not None: return obj
-    with self._compiling: obj = self._compiler(tier).compile(ir)
+    with self._compiling, charged("region compile"): obj = self._compiler(tier).compile(ir)
     self._write(key, ".o", obj)
     return obj
 

@@ -1,5 +1,5 @@
 """End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json]
-[--suite [--steady | --fresh] [--bare DEV]]`.
+[--suite [ops|dtype] [--steady | --fresh] [--bare DEV]]`.
 
 Runs each tinygrad program, steady state (compiled and warmed up first), once on an emulated device (default
 `MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
@@ -20,12 +20,15 @@ Programs:
   copy       4 MiB from the host to the device and back (a fresh Tensor from numpy, realized, then .numpy()): the per-MB copy
              cost of an interface (`--dev MOCKUSB+AMD --ref MOCKPCI+AMD` compares the USB bridge's SRAM windows with PCI)
 
-`--suite` instead times a test-suite-shaped workload (mockgpu/bench_suite.py): 83 distinct small ops, each compiled and run
-once in a fresh process, as tinygrad's test files do, with the mock's host time split by part; `--steady` makes its first run
-compile every native region, so the timed runs show what a suite run many times settles to; `--fresh` starts the mock's runs
-from empty emulator caches of their own, so the first run is what a new machine or a cacheless CI job pays and the next ones show
-how it converges; `--bare NULL:AMDLLVM:gfx1100` also times tinygrad rendering and compiling the ops for the emulated target with no
-runtime at all, which tells tinygrad's own work for that target from the runtime's (the mock's and tinygrad's queue code).
+`--suite [ops|dtype]` instead times a test-suite-shaped workload (mockgpu/bench_suite.py) in a fresh process, as tinygrad's test
+files run, with the mock's host time split by part and every result checked against the reference device's: `ops` (the default),
+83 distinct small ops, each compiled and run once; `dtype`, 468 programs in the shape of tinygrad's dtype tests (casts between
+every pair of 17 dtypes, bf16, fp8 and 64-bit integers included; each dtype's elementwise ops on drawn values, run twice; small
+reductions). `--steady` makes its first run compile every native region, so the timed runs show what a suite run many times
+settles to; `--fresh` starts the runs from empty caches of their own (the emulator's, and tinygrad's compile cache on both
+devices), so the first run is what a new machine or a cacheless CI job pays and the next ones show how it converges; `--bare
+NULL:AMDLLVM:gfx1100` also times tinygrad rendering and compiling the programs for the emulated target with no runtime at all,
+which tells tinygrad's own work for that target from the runtime's (the mock's and tinygrad's queue code).
 """
 from __future__ import annotations
 import argparse, json, os, resource, subprocess, sys, time
@@ -137,11 +140,12 @@ def main(argv=None) -> int:
   p.add_argument("--dev", default="MOCKKFD+AMD", help="the emulated device (default MOCKKFD+AMD)")
   p.add_argument("--ref", default="CPU:LLVM", help="the reference device (default CPU:LLVM)")
   p.add_argument("--json", action="store_true")
-  p.add_argument("--suite", action="store_true", help="time the test-suite-shaped workload instead of the programs")
+  p.add_argument("--suite", nargs="?", const="ops", choices=list(bench_suite.WORKLOADS),
+                 help="time a test-suite-shaped workload instead of the programs: ops (the default) or dtype")
   p.add_argument("--steady", action="store_true", help="--suite: its first run compiles every native region (EMU_REGIONS=eager), "
                  "so the timed runs show the steady state of a suite run many times")
-  p.add_argument("--fresh", action="store_true", help="--suite: the mock's runs start from empty emulator caches of their own (a first "
-                 "run on a new machine or a CI job without caches, then how the next runs converge)")
+  p.add_argument("--fresh", action="store_true", help="--suite: the runs start from empty caches of their own, the emulator's and "
+                 "tinygrad's compile cache (a first run on a new machine or a CI job without caches, then how the next runs converge)")
   p.add_argument("--bare", help="--suite: also time the ops on this device, tinygrad for the emulated target with no runtime (e.g. "
                  "NULL:AMDLLVM:gfx1100: rendered and compiled, nothing run), to tell tinygrad's own work from the runtime's")
   p.add_argument("--child", help=argparse.SUPPRESS)
@@ -151,7 +155,7 @@ def main(argv=None) -> int:
   log = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)   # noqa: E731
   if a.suite:
     if a.steady and a.fresh: p.error("--steady and --fresh exclude each other")
-    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh, bare=a.bare)
+    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh, bare=a.bare, workload=a.suite)
     print(json.dumps(res, indent=1) if a.json else bench_suite.report(res, a.dev, a.ref))
     return 0
   names = a.programs.split(",")

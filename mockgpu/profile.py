@@ -12,6 +12,7 @@ figures as JSON to PATH.
 from __future__ import annotations
 import atexit, gc, hashlib, json, os, sys, threading, time, weakref
 from dataclasses import dataclass, field
+from emu.common import hostparts
 
 PENDING_TIDY = 4096   # a kernel's deferred dispatches kept before those already replayed are folded in
 CODE_BYTES = 256   # bytes at a kernel's entry that identify it (tinygrad kernels differ well within their first instructions)
@@ -94,8 +95,9 @@ class Profile:
 
   def seconds(self) -> dict[str, float]:
     """The host seconds so far, keys ending in `_s`: the emulator's (`emulated`, split into `decode`, `execute` and `timing`, the
-    replay) and each part of the mock (`PM4` less the kernels it launched, `SDMA`, `ioctl`, `host waits`). Timing replays still
-    deferred (nothing has read their cycles yet) have not cost anything and are not counted."""
+    replay) and each part of the mock (`PM4` less the kernels it launched, `SDMA`, `ioctl`, `host waits`), and the emulator's one-off
+    work by kind (emu.common.hostparts: `pcode`, `step build`, ...; inside decode and execute, `region compile` also on the background
+    compile thread). Timing replays still deferred (nothing has read their cycles yet) have not cost anything and are not counted."""
     self._settle(replay=False)
     with self._lock:
       host: dict[str, float] = {}
@@ -104,7 +106,8 @@ class Profile:
       parts = {f"{k}_s": v for k, v in self.parts.items()}
     emulated, decode, timing = host.get("total", 0.0), host.get("decode", 0.0), host.get("observe", 0.0)
     if "PM4_s" in parts: parts["PM4_s"] = max(0.0, parts["PM4_s"] - emulated)   # the PM4 engines' time less the kernels they launched
-    return {"emulated_s": emulated, "decode_s": decode, "execute_s": emulated - decode - timing, "timing_s": timing, **parts}
+    one_off = {f"{k}_s": v for k, v in hostparts.seconds().items()}
+    return {"emulated_s": emulated, "decode_s": decode, "execute_s": emulated - decode - timing, "timing_s": timing, **parts, **one_off}
 
   def counts(self) -> tuple[int, int]:
     """(dispatches so far, those whose timing replay has not run: nothing has read their cycles)."""

@@ -18,6 +18,7 @@ from emu.amd.operands import Src
 from emu.amd.region_ir import FELL, lower_region
 from emu.amd.step import Machine, Step
 from emu.amd.step_cache import STEP_CACHE
+from emu.common.hostparts import charged
 from emu.amd.wave import HWREG_MODE, MODE_INPUTS
 
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
@@ -263,7 +264,7 @@ class Region:
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
     steps = [s for _, s in self.steps]
-    take, ir, reads_mode = lower_region(self.steps, self.lanes, self.spec, self.key[1], store_step)
+    with charged("region lower"): take, ir, reads_mode = lower_region(self.steps, self.lanes, self.spec, self.key[1], store_step)
     if not take:
       self._set_steps(steps[:1])
       self.failed = True
@@ -279,7 +280,7 @@ class Region:
     same steps lower the same)."""
     self.promoting = True
     steps = [(off, s.step() if isinstance(s, LazyStep) else s) for off, s in self.steps]
-    take, ir, _ = lower_region(steps, self.lanes, self.spec, self.key[1], store_step)
+    with charged("region lower"): take, ir, _ = lower_region(steps, self.lanes, self.spec, self.key[1], store_step)
     if take != len(steps): return
     self.ir = ir
     self._compile(native.FULL)

@@ -5,6 +5,7 @@ disk (emu.amd.step_cache) finds the same object again."""
 from __future__ import annotations
 import functools
 from emu.amd.api import GPUIllegalInstruction
+from emu.common.hostparts import charged
 
 _tokens: dict[int, tuple] = {}   # id(op) -> (op, token); the op is held so that its id is never reused by another object
 
@@ -16,7 +17,8 @@ def _named(cop, token:tuple):
 def _compile(family:str, op):
   from emu.pcode import compile_op
   from emu.pcode.abi import Unsupported
-  try: return _named(compile_op(family, op), ("op", family, op)), None
+  try:
+    with charged("pcode"): return _named(compile_op(family, op), ("op", family, op)), None
   except Unsupported as e: return None, f"{e.category}: {e.reason}"
 
 def get_op(arch:str, op, pc:int=0, raw:bytes=b""):
@@ -30,7 +32,7 @@ def get_op(arch:str, op, pc:int=0, raw:bytes=b""):
 def get_across(arch:str, op):
   """The scalar op `op` as numpy code over many waves (emu.pcode.compiler.compile_across_waves), None where there is none."""
   from emu.pcode.compiler import compile_across_waves
-  return _named(compile_across_waves(arch, op), ("across", arch, op))
+  with charged("pcode"): return _named(compile_across_waves(arch, op), ("across", arch, op))
 
 def token(cop) -> tuple | None:
   """How to find `cop` again in another process (from_token), None for an op that did not come from here."""

@@ -14,6 +14,7 @@ from emu.amd.operands import register_overrun
 from emu.amd.semantics import get_op
 from emu.amd.step import Step
 from emu.amd.step_cache import STEP_CACHE
+from emu.common.hostparts import charged
 
 SCALAR = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
 VALU = ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3SD", "VOP3P", "VINTERP")
@@ -57,6 +58,7 @@ def load_step(data:bytes, spec:ArchSpec, pc:int) -> Step:
   """The Step of the instruction at the start of `data` (16 bytes of code, fewer at a mapping's end): from the step cache, else
   decoded and built (and kept there)."""
   if (s := STEP_CACHE.load(data, spec)) is not None: return s
-  s = compile_step(decode(data, spec, pc), spec, pc)
-  STEP_CACHE.keep(data, spec, s)
+  with charged("step build"):
+    s = compile_step(decode(data, spec, pc), spec, pc)
+    STEP_CACHE.keep(data, spec, s)
   return s

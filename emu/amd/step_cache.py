@@ -30,6 +30,7 @@ from emu.amd import semantics
 from emu.amd.arch import ArchSpec, get_spec
 from emu.amd.decode import own_key
 from emu.amd.step import Step
+from emu.common.hostparts import charged
 from emu.pcode.abi import CompiledOp
 
 MAX_ENTRIES = 100_000   # ~70 MB of entries at ~700 bytes each
@@ -179,7 +180,8 @@ class StepCache:
       if (hit := self._file(spec).find(data)) is None: return None
       key, pickled = hit
       if (step := self.live.get(key)) is None:
-        try: step = self.live[key] = loads(pickled)
+        try:
+          with charged("step cache"): step = self.live[key] = loads(pickled)
         except Exception: return None   # an entry this code cannot read (it names an op that no longer exists ...): built again
       self.files[spec.name].used.add(key)
       self._window(spec, data, step)

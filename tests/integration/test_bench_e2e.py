@@ -21,6 +21,7 @@ def test_an_unknown_program_is_refused(capsys):
 def test_the_suite_workload_splits_the_mocks_time_by_part():
   from mockgpu import bench_suite
   r = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, ops=["add", "sum_axis1"], bare="NULL:AMDLLVM:gfx1100")
+  assert r["differ"] == []   # the mock's results agree with the CPU's
   emu, ref = r["emulated"], r["reference"]
   # tinygrad alone for gfx1100 (NULL runs nothing; its `.numpy()` reads zeros): timed the same way, no mock profile
   assert set(r["bare"]["ops"]) == {"add", "sum_axis1"} and r["bare"]["seconds"] > 0 and r["bare"]["mock"] is None
@@ -36,7 +37,7 @@ def test_the_suite_workload_splits_the_mocks_time_by_part():
 def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
   from mockgpu import bench_suite
   seen = []
-  def measure(dev, ops=None, timeout=1800, eager=False, caches=None):
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None):
     seen.append((dev, eager, bench_suite.profile_env(dev, eager).get("EMU_REGIONS")))
     return {"seconds": 1.0, "ops": {}, "mock": None}
   monkeypatch.setattr(bench_suite, "measure", measure)
@@ -47,7 +48,7 @@ def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
 def test_bare_is_timed_in_turn_with_the_others_and_may_copy_out(monkeypatch, capsys):
   from mockgpu import bench_suite
   seen = []
-  def measure(dev, ops=None, timeout=1800, eager=False, caches=None):
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None):
     seen.append((dev, bench_suite.profile_env(dev, eager).get("NULL_ALLOW_COPYOUT")))
     return {"seconds": 1.0, "ops": {}, "compile_s": 0.0, "mock": None}
   monkeypatch.setattr(bench_suite, "measure", measure)
@@ -57,20 +58,54 @@ def test_bare_is_timed_in_turn_with_the_others_and_may_copy_out(monkeypatch, cap
   with pytest.raises(SystemExit): bench.main(["--bare", "NULL:AMDLLVM:gfx1100"])   # (only with --suite)
   assert "--bare goes with --suite" in capsys.readouterr().err
 
-def test_fresh_gives_the_mocks_runs_their_own_empty_caches_and_reports_each_runs_own_time(monkeypatch, tmp_path):
+def test_fresh_gives_the_runs_their_own_empty_caches_and_reports_each_runs_own_time(monkeypatch, tmp_path):
   import os
   from mockgpu import bench_suite
   seen, own = [], iter([3.0, 2.0, 1.5])
-  def measure(dev, ops=None, timeout=1800, eager=False, caches=None):
-    env = bench_suite.profile_env(dev, eager, caches)
-    seen.append((dev, env.get("EMU_STEP_CACHE"), env.get("EMU_PCODE_CACHE"), caches is not None and os.listdir(caches) == []))
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None):
+    env = bench_suite.profile_env(dev, eager, caches, tinygrad_cache)
+    seen.append((dev, env.get("EMU_STEP_CACHE"), env.get("EMU_PCODE_CACHE"), env.get("CACHEDB"), caches is not None and os.listdir(caches) == []))
     return {"seconds": 1.0, "ops": {}, "compile_s": 0.0, "mock": {"emulated_s": next(own)} if dev.startswith("MOCK") else None}
   monkeypatch.setattr(bench_suite, "measure", measure)
   monkeypatch.setenv("EMU_STEP_CACHE", str(tmp_path / "mine"))
   monkeypatch.delenv("EMU_PCODE_CACHE", raising=False)
+  monkeypatch.delenv("CACHEDB", raising=False)
   res = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 2, fresh=True)
   folder = os.path.dirname(seen[0][1])
-  assert [s[1:3] for s in seen] == [(f"{folder}/steps", f"{folder}/pcode"), (str(tmp_path / "mine"), None)] * 3   # one folder, the mock's runs only
-  assert seen[0][3] and not os.path.exists(folder)   # empty at the start, removed at the end
+  # one folder: the emulator's caches for the mock's runs only, a compile cache of its own for each device's runs
+  assert [s[1:4] for s in seen] == [(f"{folder}/steps", f"{folder}/pcode", f"{folder}/tinygrad-0.db"),
+                                    (str(tmp_path / "mine"), None, f"{folder}/tinygrad-1.db")] * 3
+  assert seen[0][4] and not os.path.exists(folder)   # empty at the start, removed at the end
   assert res["own"] == [3.0, 2.0, 1.5] and "3.00, 2.00, 1.50 s" in bench_suite.report(res, "MOCKKFD+AMD", "CPU:LLVM")
   with pytest.raises(ValueError): bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, steady=True, fresh=True)
+
+def test_the_dtype_workload_checks_every_result_against_the_reference():
+  from mockgpu import bench_suite
+  names = ["cast_fp8e5m2_int64", "cast_uint64_bfloat16", "mod_int8", "div_float16", "sum_fp8e4m3fnuz"]
+  r = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, ops=names, workload="dtype")
+  assert r["workload"] == "dtype" and set(r["emulated"]["ops"]) == set(names) and r["differ"] == []
+  assert "every program agrees with CPU:LLVM" in bench_suite.report(r, "MOCKKFD+AMD", "CPU:LLVM")
+  mock = r["emulated"]["mock"]   # the emulator's one-off work, by kind
+  assert all(f"{k}_s" in mock for k in ("pcode", "step build", "step cache", "region lower", "region compile", "native load"))
+
+def test_agree_follows_the_programs_tolerance():
+  import numpy as np
+  from mockgpu.bench_suite import agree
+  exact = np.array([1, 2, 3], dtype=np.int8)
+  assert agree(exact, exact.copy(), 0.0) and not agree(exact, np.array([1, 2, 4], dtype=np.int8), 0.0)
+  assert not agree(exact, exact[:2], 0.0)   # shapes differ
+  # two units of half's epsilon relative to each value, or to the largest magnitude: 18.8125 against 18.796875 is one half ulp
+  half = 2.0 ** -10
+  assert agree(np.array([-18.8125, 0.001]), np.array([-18.796875, 0.0]), half)
+  assert not agree(np.array([-18.8125 + 0.1, 0.0]), np.array([-18.796875, 0.0]), half)
+  assert agree(np.array([np.nan, np.inf]), np.array([np.nan, np.inf]), half) and not agree(np.array([np.nan]), np.array([1.0]), half)
+
+def test_differing_names_the_programs_whose_results_disagree(tmp_path):
+  import numpy as np
+  from mockgpu.bench_suite import differing
+  ok, bad = np.array([1.0, 2.0]), np.array([1.0, 2.5])
+  np.savez(want := tmp_path / "want.npz", **{"a#0": ok, "a!tolerance": np.float64(0.0), "b#0": ok, "b#1": ok, "b!tolerance": np.float64(1e-3)})
+  np.savez(got := tmp_path / "got.npz", **{"a#0": ok, "b#0": ok, "b#1": bad, "a!tolerance": np.float64(0.0), "b!tolerance": np.float64(1e-3)})
+  assert differing(str(got), str(want)) == ["b"]
+  np.savez(short := tmp_path / "short.npz", **{"a#0": ok})   # a run the emulated device did not save
+  assert differing(str(short), str(want)) == ["b"]
