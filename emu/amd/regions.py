@@ -233,13 +233,13 @@ class Region:
     its object), native at once without lowering; False (nothing changed) when that object is not there or
     was compiled for another CPU. A record of no prefix (its first step did not lower: that does not depend on the CPU) makes it
     that first step on the numpy path for good (`failed`) without lowering it again."""
-    take, mode, key, cpu, _, _, writes_pc, tier = self.record
+    take, mode, key, cpu, _, _, writes_pc, tier, *image = self.record
     self.record = None
     if not take:
       self._set_steps([s for _, s in self.steps][:1])
       self.failed = True
       return False
-    if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE)) is None: return False
+    if cpu != native.NATIVE.cpu() or (fn := native.NATIVE.function_by_key(key, SIGNATURE, *image[:1])) is None: return False
     self._set_steps([s for _, s in self.steps][:take], writes_pc)
     self.mode, self.fn, self.tier = mode, fn, tier
     Region.changes += 1
@@ -259,7 +259,8 @@ class Region:
     self.fn, self.tier = fn, tier
     Region.changes += 1
     sizes = tuple(s.size for _, s in self.steps)
-    STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc, tier))
+    STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc, tier,
+                                                   native.NATIVE.take_image(key)))
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""

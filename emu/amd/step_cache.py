@@ -11,8 +11,10 @@ starts a new file, so nothing built by other code is ever used.
 Each file also keeps, by (lanes, MODE, code bytes), the heat of native-region candidates (emu.amd.regions: how many instructions
 earlier processes ran in one; concurrent writers' heat adds up; by ("native", lanes, MODE, code bytes), the wave-instructions a
 region's QUICK code ran, towards compiling it FULL) and what those that were compiled became (the prefix that lowered,
-the MODE it needs, the native object's key and the CPU it was compiled for, its instructions' sizes, and the 16 code bytes after
-the candidate run: `compiled_at` finds it by its first bytes, so a later process knows it from the code alone). Code a test suite
+the MODE it needs, the native object's key and the CPU it was compiled for, its instructions' sizes, the 16 code bytes after
+the candidate run: `compiled_at` finds it by its first bytes, so a later process knows it from the code alone; and the object's
+position-independent image where it has one, up to IMAGE_BUDGET bytes in all, so a later process places the code without reading
+a file per region: on the engine worker each file read waits for the GIL on its way back). Code a test suite
 runs again and again in short bursts becomes native over several processes, as a long kernel does within one, and once compiled
 it is native from its first run in every later process, its steps not even loaded (emu.amd.steps.Program.region: loading its
 object costs ~0.1 ms; loading its steps would cost ~30-90 us each, lowering it again ~0.07 ms per instruction).
@@ -38,6 +40,7 @@ KEEP_FILES = 8          # files per arch (one per version of the source) kept in
 FLUSH_AT = 4096         # new entries that make a process write after its dispatch
 MAX_WINDOWS = 1 << 20   # code windows a process remembers the Step of (each ~200 bytes with its key)
 FLUSH_S = 30.0          # otherwise at most this often (after a dispatch), and at exit: a write reads and rewrites the whole file
+IMAGE_BUDGET = 16 << 20  # bytes of compiled regions' code images a file keeps (~13 KB each: about 1,200 regions)
 
 def cache_dir() -> str | None:
   """Where the files live, None when EMU_STEP_CACHE=0."""
@@ -78,6 +81,15 @@ def dumps(step:Step) -> bytes:
 
 def loads(data:bytes) -> Step:
   return pickle.loads(data)
+
+def _trim_images(compiled:dict[tuple, tuple], mine:dict[tuple, tuple]):
+  """Keep the code images the compiled-region records carry within IMAGE_BUDGET bytes (every process reads the whole file): the
+  records this process wrote keep theirs first, the others lose theirs (their regions then load the image from its own file)."""
+  sizes = {k: len(r[8]) for k, r in compiled.items() if len(r) > 8 and r[8] is not None}
+  total = sum(sizes.values())
+  for k in sorted(sizes, key=lambda k: k in mine):   # (others first)
+    if total <= IMAGE_BUDGET: return
+    compiled[k], total = compiled[k][:8], total - sizes[k]
 
 class _ArchFile:
   """One arch's entries: those read from its file (pickled), those this process made and has not written yet, and the index
@@ -136,6 +148,7 @@ class _ArchFile:
       if len(steps) > MAX_ENTRIES: steps = {k: v for k, v in steps.items() if k in self.pending or k in self.used}
       if len(heat) > MAX_ENTRIES: heat = {k: v for k, v in heat.items() if k in self.warmed}
       if len(compiled) > MAX_ENTRIES: compiled = dict(self.new_compiled)
+      _trim_images(compiled, self.new_compiled)
       fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
       try:
         with os.fdopen(fd, "wb") as f: pickle.dump((steps, heat, compiled), f, protocol=pickle.HIGHEST_PROTOCOL)

@@ -11,6 +11,15 @@ import numpy as np
 from emu.common.faults import GPUMemoryFault
 
 WORD_TYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+_NO_ROWS = np.zeros((0, 3), dtype=np.int64)
+
+def _start(row:np.ndarray) -> int:
+  """A native_table row's start address (stored as int64)."""
+  return int(row[0]) & ((1 << 64) - 1)
+
+def _row_at(table:np.ndarray, addr:int) -> int:
+  """Where a row starting at `addr` is, or belongs, in a native table (rows sorted by unsigned start)."""
+  return int(np.searchsorted(table[:, 0].view(np.uint64), np.uint64(addr)))
 
 def rows_to_values(rows:np.ndarray) -> np.ndarray:
   """(n, nbytes<=8) little-endian uint8 rows -> uint64 (n,)."""
@@ -25,11 +34,12 @@ def values_to_rows(values:np.ndarray, nbytes:int) -> np.ndarray:
 class Mapping:
   """One mapped range [addr, addr+size), viewed as bytes in place. `present()`, when given, says whether the range can still be
   reached (host memory the process may unmap); every access to a range that is not faults."""
-  __slots__ = ("addr", "size", "name", "writable", "view", "present", "_words", "native_row")
+  __slots__ = ("addr", "size", "name", "writable", "view", "present", "_words", "native_row", "_bytes")
   def __init__(self, addr:int, size:int, name:str, writable:bool, backing:np.ndarray|None, present:Callable[[], bool]|None=None):
     self.addr, self.size, self.name, self.writable, self.present = addr, size, name, writable, present
     self.view = backing if backing is not None else np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(addr))
     self._words: dict[int, np.ndarray] = {}
+    self._bytes: memoryview | None = None   # the range as a flat memoryview, once asked (`as_bytes`)
     # its row of MemoryMap.native_table, as int64 values (made once: the view's data address costs ~2 us to ask for)
     self.native_row = tuple(x - (1 << 64) if x >= 1 << 63 else x for x in (addr, size, self.view.ctypes.data - addr))
   def words(self, nbytes:int) -> np.ndarray | None:
@@ -37,6 +47,10 @@ class Mapping:
     if (w := self._words.get(nbytes)) is None and self.addr % nbytes == 0 and self.size % nbytes == 0:
       w = self._words[nbytes] = self.view.view(WORD_TYPES[nbytes])
     return w
+  def as_bytes(self) -> memoryview:
+    """The range as a flat byte memoryview (slicing and assigning one costs a fraction of a numpy slice's overhead)."""
+    if self._bytes is None: self._bytes = memoryview(self.view).cast("B")
+    return self._bytes
   @property
   def end(self) -> int: return self.addr + self.size
   def gone(self) -> bool:
@@ -49,7 +63,7 @@ class MemoryMap:
   def __init__(self):
     self._starts: list[int] = []
     self._maps: list[Mapping] = []
-    self._tables: tuple[np.ndarray, np.ndarray] | None = None   # native_table() for reads and for writes, rebuilt after a map change
+    self._tables: tuple[np.ndarray, np.ndarray] = (_NO_ROWS, _NO_ROWS)   # native_table() for reads and for writes, kept up to date
 
   def map(self, addr:int, size:int, name:str="", writable:bool=True, backing:np.ndarray|None=None,
           present:Callable[[], bool]|None=None) -> Mapping:
@@ -63,7 +77,9 @@ class MemoryMap:
     m = Mapping(addr, size, name, writable, backing, present)
     self._starts.insert(i, addr)
     self._maps.insert(i, m)
-    self._tables = None
+    if present is None:   # (a row in each table it belongs to, at its place by unsigned start)
+      self._tables = tuple(np.insert(t, _row_at(t, addr), m.native_row, axis=0) if writable or not writes else t
+                           for t, writes in zip(self._tables, (False, True)))
     return m
 
   def unmap(self, addr:int) -> Mapping:
@@ -71,23 +87,21 @@ class MemoryMap:
     i = bisect.bisect_left(self._starts, addr)
     if i == len(self._starts) or self._starts[i] != addr: raise KeyError(f"no mapping starts at {addr:#x}")
     self._starts.pop(i)
-    self._tables = None
+    self._tables = tuple(np.delete(t, k, axis=0) if (k := _row_at(t, addr)) < len(t) and _start(t[k]) == addr else t for t in self._tables)
     return self._maps.pop(i)
 
   def clear(self):
     """Remove every range (a translation that is rebuilt from scratch)."""
     self._starts.clear()
     self._maps.clear()
-    self._tables = None
+    self._tables = (_NO_ROWS, _NO_ROWS)
 
   def native_table(self, write:bool=False) -> np.ndarray:
     """(start, size, host address - start) int64 rows, sorted by start, of the ranges native code may read (`write`: and write) in
     place: every range whose reach cannot change under it (host memory the process may unmap, `present`, is left out: native code
     then takes the checked path); with `write`, only writable ones. Valid until the next map, unmap or clear; native code must find
-    each access inside one row."""
-    if self._tables is None:
-      rows = [(m.native_row, m.writable) for m in self._maps if m.present is None]
-      self._tables = tuple(np.array([r for r, w in rows if w or not writes], dtype=np.int64).reshape(-1, 3) for writes in (False, True))
+    each access inside one row. (Kept up to date by map and unmap, row by row: tinygrad maps and unmaps a buffer around nearly
+    every test, and rebuilding the tables from hundreds of mappings each time cost more than the small kernels between.)"""
     return self._tables[write]
 
   def find(self, addr:int, size:int=1) -> Mapping | None:
@@ -112,11 +126,15 @@ class MemoryMap:
 
   def read(self, addr:int, size:int) -> bytes:
     """Read `size` bytes of mapped memory (one mapping or several adjacent ones)."""
+    if (m := self.find(addr, size)) is not None and m.present is None: return bytes(m.as_bytes()[addr - m.addr:addr - m.addr + size])
     parts = self._spans(addr, size, False)
     return parts[0].tobytes() if len(parts) == 1 else b"".join(p.tobytes() for p in parts)
 
   def write(self, addr:int, data:bytes|bytearray|memoryview|np.ndarray):
     """Write bytes to mapped memory (one mapping or several adjacent ones; nothing is written when any byte faults)."""
+    if isinstance(data, bytes) and (m := self.find(addr, len(data))) is not None and m.writable and m.present is None:
+      m.as_bytes()[addr - m.addr:addr - m.addr + len(data)] = data   # (the common case: packets and pointers, one mapping)
+      return
     src = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)
     at = 0
     for part in self._spans(addr, src.size, True):

@@ -4,7 +4,7 @@ done) never makes a later run wrong. Every cache is exercised: the step cache (m
 compiled records, and native region objects (EMU_REGIONS=eager compiles each region before its first run). A later process
 must compute the hand-worked values, and where the surviving writer's work should be on disk it must find it there: it runs
 with decoding (and, for the regions, LLVM) made to fail."""
-import os, subprocess, sys
+import os, shutil, subprocess, sys
 import numpy as np
 import pytest
 from emu.native import NATIVE
@@ -77,12 +77,14 @@ def test_two_writers_at_once_lose_nothing(tmp_path):
 
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 def test_a_writer_killed_mid_write_leaves_nothing_that_makes_a_later_run_wrong(tmp_path, where):
-  writes = result(start("a", tmp_path / "count"))[2]   # how many cache writes program a makes from empty caches
-  kill_at = {"first": 1, "middle": max(1, writes // 2), "last": writes}[where]
-  a, b = start("a", tmp_path, kill_at=kill_at), start("b", tmp_path)
-  (ra, va, _), (rb, vb, _) = result(a), result(b)
-  assert ra == -9 and va is None and (rb, vb) == (0, WANT["b"])   # a died in its write; b finished beside it
-  assert list(tmp_path.rglob("*.tmp"))   # (the killed write's half-written temp file is still there)
-  assert result(start("b", tmp_path, "found"))[:2] == (0, WANT["b"])   # b's work survived a's death
-  assert result(start("a", tmp_path))[:2] == (0, WANT["a"])   # and a's half-done work made nothing wrong: built again where missing
-  assert result(start("a", tmp_path, "found"))[:2] == (0, WANT["a"])   # and now kept
+  shared = tmp_path / "shared"
+  assert result(start("b", shared))[:2] == (0, WANT["b"])
+  shutil.copytree(shared, tmp_path / "count")   # the same caches: a makes there the writes it will make in `shared`
+  writes = result(start("a", tmp_path / "count"))[2]
+  kill_at = {"first": 1, "middle": max(1, writes // 2), "last": writes}[where]   # (the last is its step cache merge, under the lock)
+  ra, va, _ = result(start("a", shared, kill_at=kill_at))
+  assert ra == -9 and va is None   # a died in its write
+  assert list(shared.rglob("*.tmp"))   # (the killed write's half-written temp file is still there)
+  assert result(start("b", shared, "found"))[:2] == (0, WANT["b"])   # b's work survived a's death
+  assert result(start("a", shared))[:2] == (0, WANT["a"])   # and a's half-done work made nothing wrong: built again where missing
+  assert result(start("a", shared, "found"))[:2] == (0, WANT["a"])   # and now kept

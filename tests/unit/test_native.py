@@ -120,12 +120,13 @@ def test_an_object_loaded_again_uses_its_kept_image_only_when_it_does_not_depend
                   "native code the emulator makes calls libm through LIBM's table, never directly)")
     key = n.key(ir)
     assert (fn := n.function(ir, sig)) is not None, n.failure
-    assert [fn(x) for x in args] == want   # compiled (the object kept)
+    assert [fn(x) for x in args] == want   # compiled (the object kept, and its image where it may be)
+    assert (n.take_image(key) is not None) == kept and n.take_image(key) is None   # (handed out once, for a region's record)
     placed = []
     monkeypatch.setattr(type(n), "_place_image", lambda self, image, real=type(n)._place_image: placed.append(1) or real(self, image))
-    for _ in range(2):   # loaded by key: from the object (keeping its image if it may), then again
+    for _ in range(2):   # loaded by key: from its image where one was kept, else from the object each time
       fn = n.function_by_key(key, sig)
       assert [fn(x) for x in args] == want
-    assert (tmp_path / "native" / f"{key}.img").exists() == kept and placed == ([1] if kept else [])
+    assert (tmp_path / "native" / f"{key}.img").exists() == kept and placed == ([1, 1] if kept else [])
     monkeypatch.undo()
     monkeypatch.setenv("EMU_PCODE_CACHE", str(tmp_path / "pcode"))

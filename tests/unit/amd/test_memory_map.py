@@ -116,3 +116,27 @@ def test_lane_accesses_run_across_adjacent_mappings_byte_by_byte_in_lane_order()
   gap.map(0x10000, 4096, "page 0", backing=lo)
   with pytest.raises(GPUMemoryFault): gap.store(np.array([0x10000, 0x10ffe], dtype=np.uint64), np.array([9, 9], dtype=np.uint64), 4)
   assert lo[0] == 0   # the faulting store moved nothing
+
+def test_the_native_tables_follow_every_map_and_unmap():
+  # kept row by row: after each change they must be what the mappings say, sorted by unsigned start (host addresses and
+  # addresses past 2**63 alike), host memory the process may unmap (present) left out, the write table only writable ranges
+  rng, mem, live, backing = np.random.default_rng(3), MemoryMap(), {}, np.zeros(64, dtype=np.uint8)
+  starts = [0x1000 * k for k in range(1, 40)] + [(1 << 63) + 0x1000 * k for k in range(1, 20)]
+  for _ in range(300):
+    addr = int(rng.choice(starts))
+    if addr in live: mem.unmap(addr); del live[addr]
+    else: live[addr] = mem.map(addr, 64, writable=bool(rng.integers(2)), backing=backing, present=(lambda: True) if rng.integers(4) == 0 else None)
+    for write in (False, True):
+      want = [m.native_row for a, m in sorted(live.items()) if m.present is None and (m.writable or not write)]
+      assert [tuple(r) for r in mem.native_table(write).tolist()] == want
+  mem.clear()
+  assert mem.native_table().shape == mem.native_table(True).shape == (0, 3)
+
+def test_scalar_reads_and_writes_of_host_memory_the_process_may_unmap_still_fault_once_it_is_gone():
+  mem, buf, there = MemoryMap(), np.zeros(16, dtype=np.uint8), [True]
+  mem.map(0x4000, 16, backing=buf, present=lambda: there[0])
+  mem.write(0x4004, b"\1\2\3\4")
+  assert mem.read(0x4003, 3) == b"\0\1\2" and buf[4:8].tolist() == [1, 2, 3, 4]
+  there[0] = False
+  with pytest.raises(GPUMemoryFault, match="unmapped"): mem.read(0x4004, 4)
+  with pytest.raises(GPUMemoryFault, match="unmapped"): mem.write(0x4004, b"\0")

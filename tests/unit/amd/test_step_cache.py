@@ -248,3 +248,17 @@ def test_a_window_seen_before_in_this_process_is_answered_without_a_lookup(cache
   loaded = S.load_step(data, spec, 0)
   assert finds == [data] and S.load_step(data, spec, 0) is loaded and finds == [data]
   same(built, loaded)
+
+def test_the_file_keeps_region_images_within_their_budget_its_own_first(cache_at, monkeypatch):
+  spec, code = get_spec("gfx1100"), instructions(4)
+  monkeypatch.setattr(step_cache, "IMAGE_BUDGET", 250)
+  record = lambda image: (1, 0, "k" * 24, "cpu", None, (4,), False, "quick", image)
+  old = step_cache.StepCache()
+  for i in range(2): old.keep_compiled(spec, (32, 0, code[i]), record(bytes(100)))
+  old.write()
+  new = step_cache.StepCache()
+  for i in (2, 3): new.keep_compiled(spec, (32, 0, code[i]), record(bytes(100)))
+  new.write()   # 400 bytes of images over a 250-byte budget: the other process's lose theirs, this one's stay
+  kept = step_cache.StepCache()
+  images = [kept.compiled_region(spec, (32, 0, code[i]))[8:] for i in range(4)]
+  assert images == [(), (), (bytes(100),), (bytes(100),)]
