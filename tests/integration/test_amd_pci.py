@@ -94,23 +94,29 @@ names = {v: k.split("__SRCID__")[1] for k, v in vars(am).items() if k.startswith
 posted = []
 post = g.ih.post
 g.ih.post = lambda client, source, *a, **k: (posted.append(names.get(source, source)), post(client, source, *a, **k))[1]
-def timed_kernels():
+def timed_kernels(enabled=False):
   posted.clear()
-  (Tensor.ones(256, 256).contiguous() @ Tensor.ones(256, 256).contiguous()).realize()   # DEBUG=2: timestamped signals
-  dev.synchronize()
+  try:
+    (Tensor.ones(256, 256).contiguous() @ Tensor.ones(256, 256).contiguous()).realize()   # DEBUG=2: timestamped signals
+    dev.synchronize()
+  except RuntimeError as e:   # a wait past 200 ms reads the IH ring itself (ops_amd's _sleep): an enabled pipe's entry is a source
+    # its handler does not know, so it flags the device ("error state", then its wait's recovery: "hang detected"); what reached
+    # the ring is `posted`
+    if not enabled or not any(m in str(e) for m in ("error state", "hang detected")): raise
   adev.ih.interrupt_handler()   # what tinygrad's AM driver does while it waits and at recovery: read every IH entry
   return sorted(set(posted)), adev.is_err_state
 quiet = timed_kernels()
 bar = to_mv(g.regs.bar_addr, g.regs.bar_bytes).cast("I")   # now enable each MEC pipe's end-of-pipe interrupt, as amdgpu does
 for name in [n for n in g.regs.defs if n.startswith("regCP_ME1_PIPE")]: bar[g.regs.addr(name)] = g.regs.reg(name).encode(time_stamp_int_enable=1)
-print(json.dumps({"disabled": quiet, "enabled": timed_kernels()[0]}))
+print(json.dumps({"disabled": quiet, "enabled": timed_kernels(enabled=True)[0]}))
 """
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_end_of_pipe_interrupts_reach_the_ih_ring_only_where_the_driver_enabled_them(arch):
   # tinygrad's timestamps (DEBUG=2) ask RELEASE_MEM for an interrupt; a MEC pipe posts it only with its CP_ME1_PIPEn_INT_CNTL
   # TIME_STAMP_INT_ENABLE set, which the AM driver never sets: as on hardware it finds no entry and no error (its handler skips a
-  # source it calls CP_EOP_INTR, not the CP_EOP_INTERRUPT the ring would carry). Enabled by hand, the entries arrive.
+  # source it calls CP_EOP_INTR, not the CP_EOP_INTERRUPT the ring would carry). Enabled by hand, the entries arrive (and the
+  # handler flags them as unknown: whether it reads them inside a long wait or only here depends on the machine's speed).
   out = run_json(EOP_GATE, dev=f"MOCKPCI+AMD:LLVM:{arch}", env={"DEBUG": "2"})
   assert out == {"disabled": [[], False], "enabled": ["CP_EOP_INTERRUPT"]}
 
