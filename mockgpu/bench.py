@@ -1,5 +1,5 @@
 """End-to-end benchmark: `python -m mockgpu.bench [--programs P,...] [--repeat N] [--dev DEV] [--ref DEV] [--json]
-[--suite [ops|dtype] [--steady | --fresh] [--bare DEV]]`.
+[--suite [ops|dtype] [--steady | --fresh] [--bare DEV] [--jobs N]]`.
 
 Runs each tinygrad program, steady state (compiled and warmed up first), once on an emulated device (default
 `MOCKKFD+AMD`, the whole stack: tinygrad's runtime, the KFD mock, PM4, the emulator with its timing model) and once on a
@@ -28,7 +28,9 @@ reductions). `--steady` makes its first run compile every native region, so the 
 settles to; `--fresh` starts the runs from empty caches of their own (the emulator's, and tinygrad's compile cache on both
 devices), so the first run is what a new machine or a cacheless CI job pays and the next ones show how it converges; `--bare
 NULL:AMDLLVM:gfx1100` also times tinygrad rendering and compiling the programs for the emulated target with no runtime at all,
-which tells tinygrad's own work for that target from the runtime's (the mock's and tinygrad's queue code).
+which tells tinygrad's own work for that target from the runtime's (the mock's and tinygrad's queue code); `--jobs 2` deals the
+programs over two processes run at once that share the caches, the shape of `pytest -n 2` (background compiles then compete
+with the other process instead of using an idle core).
 """
 from __future__ import annotations
 import argparse, json, os, resource, subprocess, sys, time
@@ -146,6 +148,8 @@ def main(argv=None) -> int:
                  "so the timed runs show the steady state of a suite run many times")
   p.add_argument("--fresh", action="store_true", help="--suite: the runs start from empty caches of their own, the emulator's and "
                  "tinygrad's compile cache (a first run on a new machine or a CI job without caches, then how the next runs converge)")
+  p.add_argument("--jobs", type=int, default=1, help="--suite: deal the programs over this many processes run at once, sharing the "
+                 "caches, as pytest-xdist's -n does (default 1)")
   p.add_argument("--bare", help="--suite: also time the ops on this device, tinygrad for the emulated target with no runtime (e.g. "
                  "NULL:AMDLLVM:gfx1100: rendered and compiled, nothing run), to tell tinygrad's own work from the runtime's")
   p.add_argument("--child", help=argparse.SUPPRESS)
@@ -155,7 +159,8 @@ def main(argv=None) -> int:
   log = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)   # noqa: E731
   if a.suite:
     if a.steady and a.fresh: p.error("--steady and --fresh exclude each other")
-    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh, bare=a.bare, workload=a.suite)
+    if a.jobs < 1: p.error("--jobs takes a positive count")
+    res = bench_suite.run(a.dev, a.ref, a.repeat, log, steady=a.steady, fresh=a.fresh, bare=a.bare, workload=a.suite, jobs=a.jobs)
     print(json.dumps(res, indent=1) if a.json else bench_suite.report(res, a.dev, a.ref))
     return 0
   names = a.programs.split(",")

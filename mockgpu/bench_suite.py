@@ -184,21 +184,57 @@ def profile_env(dev:str, eager:bool=False, caches:str|None=None, tinygrad_cache:
   if dev.startswith("NULL"): env["NULL_ALLOW_COPYOUT"] = "1"   # (tinygrad's NULL device runs nothing; `.numpy()` reads zeros)
   return env
 
+def program_names(workload:str) -> list[str]:
+  """The workload's programs, in order (tinygrad is imported, no device opened)."""
+  from tinygrad import Tensor, dtypes
+  return list(WORKLOADS[workload](Tensor, dtypes))
+
 def measure(dev:str, ops:list[str]|None=None, timeout:float=1800, eager:bool=False, caches:str|None=None, workload:str="ops",
-            tinygrad_cache:str|None=None, results:str|None=None) -> dict:
-  """One run of the workload's programs (all, or those named) on `dev` in a fresh child process (`eager`, `caches`,
-  `tinygrad_cache`: profile_env; `results`: child's): its JSON result."""
-  cmd = [sys.executable, "-m", "mockgpu.bench_suite", workload, *(["--results", results] if results else []), *(ops or [])]
-  try: proc = subprocess.run(cmd, env=profile_env(dev, eager, caches, tinygrad_cache), capture_output=True, text=True, timeout=timeout)
-  except subprocess.TimeoutExpired: raise TimeoutError(f"suite on {dev}: no result after {timeout:.0f}s") from None
-  lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-  if proc.returncode != 0 or not lines:
-    err = [x for x in proc.stderr.strip().splitlines() if not x.startswith(" ")]
-    raise RuntimeError(f"suite on {dev} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
-  return json.loads(lines[-1])
+            tinygrad_cache:str|None=None, results:str|None=None, jobs:int=1) -> dict:
+  """One run of the workload's programs (all, or those named) on `dev` in fresh child processes (`eager`, `caches`,
+  `tinygrad_cache`: profile_env; `results`: child's): its JSON result. `jobs` > 1: the programs dealt round-robin over that many
+  children run at once, sharing the caches, as pytest-xdist's workers do; `seconds` is then the slowest child's, the CPU
+  seconds, compile seconds and the mock's parts are summed, and the results are saved together."""
+  if jobs > 1:
+    names = ops or program_names(workload)
+    parts = [f"{results}.{i}.npz" if results else None for i in range(jobs)]
+    runs = _children(dev, [(names[i::jobs], parts[i]) for i in range(jobs) if names[i::jobs]], timeout, eager, caches, workload, tinygrad_cache)
+    if results:
+      saved = {}
+      for path in parts:
+        if path and os.path.exists(path):
+          with np.load(path) as f: saved.update({k: f[k] for k in f.files})
+      np.savez(results, **saved)
+    mocks = [r["mock"] for r in runs if r.get("mock")]
+    return {"seconds": max(r["seconds"] for r in runs), "cpu_s": sum(r.get("cpu_s", 0.0) for r in runs), "jobs": jobs,
+            "ops": {k: v for r in runs for k, v in r["ops"].items()}, "compile_s": sum(r["compile_s"] for r in runs),
+            "mock": {k: sum(m.get(k, 0) for m in mocks) for k in mocks[0]} if mocks else None,
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
+  return _children(dev, [(ops, results)], timeout, eager, caches, workload, tinygrad_cache)[0]
+
+def _children(dev:str, parts:list[tuple[list[str]|None, str|None]], timeout:float, eager:bool, caches:str|None, workload:str,
+              tinygrad_cache:str|None) -> list[dict]:
+  """Run a child per (programs, results path) of `parts`, all at once: their JSON results."""
+  env = profile_env(dev, eager, caches, tinygrad_cache)
+  procs = [subprocess.Popen([sys.executable, "-m", "mockgpu.bench_suite", workload, *(["--results", res] if res else []), *(names or [])],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for names, res in parts]
+  out = []
+  try:
+    for proc in procs:
+      try: stdout, stderr = proc.communicate(timeout=timeout)
+      except subprocess.TimeoutExpired: raise TimeoutError(f"suite on {dev}: no result after {timeout:.0f}s") from None
+      lines = [x for x in stdout.splitlines() if x.startswith("{")]
+      if proc.returncode != 0 or not lines:
+        err = [x for x in stderr.strip().splitlines() if not x.startswith(" ")]
+        raise RuntimeError(f"suite on {dev} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
+      out.append(json.loads(lines[-1]))
+  finally:
+    for proc in procs:
+      if proc.poll() is None: proc.kill()
+  return out
 
 def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=None, steady:bool=False, fresh:bool=False,
-        bare:str|None=None, workload:str="ops") -> dict:
+        bare:str|None=None, workload:str="ops", jobs:int=1) -> dict:
   """The workload's programs on `dev` and on `ref`, a first run each (it fills tinygrad's compile cache and the emulator's disk caches,
   as a developer's earlier runs would), then `repeat` runs each, in turn: {dev: ..., ref: ..., ratio}; per device `first` (the first
   run's seconds) and the run of median seconds, whose `ops` and `mock` figures the report shows; `own`: the mock's own host
@@ -208,7 +244,8 @@ def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=N
   runs start from empty caches of their own (a temporary folder, removed after): the emulator's on `dev` and tinygrad's compile
   cache on both devices, i.e. what a first run on a new machine, or a CI job without caches, pays (`first`), and how the next runs
   converge. `bare`: a third device timed the same way, tinygrad rendering and compiling for the emulated target with no runtime
-  at all (e.g. NULL:AMDLLVM:gfx1100): what tinygrad's own work for that target costs (`bare` in the result)."""
+  at all (e.g. NULL:AMDLLVM:gfx1100): what tinygrad's own work for that target costs (`bare` in the result). `jobs`: each run in
+  that many processes at once (`measure`), on every device."""
   if steady and fresh: raise ValueError("steady and fresh exclude each other")
   if workload not in WORKLOADS: raise ValueError(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
   devs = (dev, ref) + ((bare,) if bare else ())
@@ -221,14 +258,14 @@ def run(dev:str, ref:str, repeat:int, log=lambda msg: None, ops:list[str]|None=N
         eager = steady and k == 0 and d == dev
         log(f"suite: {d} run {k + 1} of {repeat + 1}" + (" (compiling every region)" if eager else ""))
         r = measure(d, ops, eager=eager, caches=tmp if fresh and d == dev else None, workload=workload,
-                    tinygrad_cache=os.path.join(tmp, f"tinygrad-{i}.db") if fresh else None, results=results[d] if k == 0 else None)
+                    tinygrad_cache=os.path.join(tmp, f"tinygrad-{i}.db") if fresh else None, results=results[d] if k == 0 else None, jobs=jobs)
         if d == dev: own.append(own_seconds(r.get("mock") or {}))
         if k == 0: first[d] = r["seconds"]
         else: runs[d].append(r)
     differ = differing(results[dev], results[ref]) if all(os.path.exists(results[d]) for d in (dev, ref)) else None
   med = {d: sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2] | {"first": first[d]} for d, rs in runs.items()}
   return {"emulated": med[dev], "reference": med[ref], "ratio": med[dev]["seconds"] / med[ref]["seconds"],
-          "first_ratio": first[dev] / first[ref], "ops": len(med[dev]["ops"]), "workload": workload, "steady": steady, "fresh": fresh,
+          "first_ratio": first[dev] / first[ref], "ops": len(med[dev]["ops"]), "workload": workload, "jobs": jobs, "steady": steady, "fresh": fresh,
           "own": own, "differ": differ, **({"bare": med[bare] | {"dev": bare}} if bare else {})}
 
 def own_seconds(mock:dict) -> float:
@@ -244,14 +281,16 @@ def report(res:dict, dev:str, ref:str) -> str:
   kinds = {"ops": "small distinct ops", "dtype": "dtype programs (casts between every pair, elementwise ops, reductions)"}
   parts = ", ".join(f"{k} {mock.get(f'{k}_s', 0):.2f}" for k in hostparts.PARTS)
   differ = res.get("differ")
-  out = [f"suite: {res['ops']} {kinds[res.get('workload', 'ops')]} in a fresh process (median run; {first} in brackets)",
+  where = "a fresh process" if res.get("jobs", 1) == 1 else f"{res['jobs']} fresh processes at once (the slowest one's time)"
+  out = [f"suite: {res['ops']} {kinds[res.get('workload', 'ops')]} in {where} (median run; {first} in brackets)",
          f"  {dev}: {emu['seconds']:.2f} s ({emu['first']:.2f})   {ref}: {base['seconds']:.2f} s ({base['first']:.2f})   ratio {res['ratio']:.2f}"
          f" ({res.get('first_ratio', emu['first'] / base['first']):.2f})",
          f"  compile (tinygrad, disk cache included): {emu['compile_s']:.2f} s / {base['compile_s']:.2f} s",
          f"  the mock's own host time {own:.2f} s: emulator {mock.get('emulated_s', 0):.2f} (decode {mock.get('decode_s', 0):.2f}, execute "
          f"{mock.get('execute_s', 0):.2f}, timing replay {mock.get('timing_s', 0):.2f}), PM4 {mock.get('PM4_s', 0):.2f}, SDMA "
-         f"{mock.get('SDMA_s', 0):.2f}, ioctl {mock.get('ioctl_s', 0):.2f}; the rest, {emu['seconds'] - own:.2f} s, is tinygrad's "
-         f"({base['seconds']:.2f} s on {ref})",
+         f"{mock.get('SDMA_s', 0):.2f}, ioctl {mock.get('ioctl_s', 0):.2f}; " + (
+           f"the rest, {emu['seconds'] - own:.2f} s, is tinygrad's ({base['seconds']:.2f} s on {ref})" if res.get("jobs", 1) == 1 else
+           f"summed over the {res['jobs']} processes (their CPU seconds: {emu.get('cpu_s', 0):.2f}, {base.get('cpu_s', 0):.2f} on {ref})"),
          *([f"  tinygrad alone for the target, no runtime ({b['dev']}): {b['seconds']:.2f} s ({b['first']:.2f}); the emulated run's "
             f"{emu['seconds'] - b['seconds']:.2f} s more is the runtime's: the mock's own {own:.2f} s, the rest tinygrad's runtime code "
             "(its queues, signals, copies) and waits"] if (b := res.get("bare")) else []),

@@ -37,7 +37,7 @@ def test_the_suite_workload_splits_the_mocks_time_by_part():
 def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
   from mockgpu import bench_suite
   seen = []
-  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None):
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None, jobs=1):
     seen.append((dev, eager, bench_suite.profile_env(dev, eager).get("EMU_REGIONS")))
     return {"seconds": 1.0, "ops": {}, "mock": None}
   monkeypatch.setattr(bench_suite, "measure", measure)
@@ -48,7 +48,7 @@ def test_steady_compiles_every_region_in_the_first_mock_run_only(monkeypatch):
 def test_bare_is_timed_in_turn_with_the_others_and_may_copy_out(monkeypatch, capsys):
   from mockgpu import bench_suite
   seen = []
-  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None):
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None, jobs=1):
     seen.append((dev, bench_suite.profile_env(dev, eager).get("NULL_ALLOW_COPYOUT")))
     return {"seconds": 1.0, "ops": {}, "compile_s": 0.0, "mock": None}
   monkeypatch.setattr(bench_suite, "measure", measure)
@@ -62,7 +62,7 @@ def test_fresh_gives_the_runs_their_own_empty_caches_and_reports_each_runs_own_t
   import os
   from mockgpu import bench_suite
   seen, own = [], iter([3.0, 2.0, 1.5])
-  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None):
+  def measure(dev, ops=None, timeout=1800, eager=False, caches=None, workload="ops", tinygrad_cache=None, results=None, jobs=1):
     env = bench_suite.profile_env(dev, eager, caches, tinygrad_cache)
     seen.append((dev, env.get("EMU_STEP_CACHE"), env.get("EMU_PCODE_CACHE"), env.get("CACHEDB"), caches is not None and os.listdir(caches) == []))
     return {"seconds": 1.0, "ops": {}, "compile_s": 0.0, "mock": {"emulated_s": next(own)} if dev.startswith("MOCK") else None}
@@ -109,3 +109,13 @@ def test_differing_names_the_programs_whose_results_disagree(tmp_path):
   assert differing(str(got), str(want)) == ["b"]
   np.savez(short := tmp_path / "short.npz", **{"a#0": ok})   # a run the emulated device did not save
   assert differing(str(short), str(want)) == ["b"]
+
+def test_jobs_deal_the_programs_over_processes_run_at_once(capsys):
+  from mockgpu import bench_suite
+  names = ["add", "sub", "mul", "neg", "abs"]
+  r = bench_suite.run("MOCKKFD+AMD", "CPU:LLVM", 1, ops=names, jobs=2)
+  assert r["jobs"] == 2 and set(r["emulated"]["ops"]) == set(r["reference"]["ops"]) == set(names) and r["differ"] == []
+  assert r["emulated"]["mock"]["dispatches"] >= len(names)   # both children's dispatches, summed
+  assert "2 fresh processes at once" in bench_suite.report(r, "MOCKKFD+AMD", "CPU:LLVM")
+  with pytest.raises(SystemExit): bench.main(["--suite", "--jobs", "0"])
+  assert "--jobs takes a positive count" in capsys.readouterr().err
