@@ -145,7 +145,6 @@ class _Native:
     self.failure = ""   # the last compile or load that gave no function, and why
     self._compiling = threading.Lock()   # held only around LLVM: a background compile must not stall the emulation's own calls
     self._compilers: dict[str, object] = {}   # by tier (FULL, QUICK), made on first use
-    self._images: dict[str, bytes] = {}   # position-independent images this process loaded, by object key, until `take_image`
     self._libm, self._used, self._jobs, self._worker, self._queued = None, 0, None, None, 0
     self.submitted = 0   # background compiles ever queued (a benchmark's warm-up is over once a run queues none)
     self._libm_table = None
@@ -184,7 +183,8 @@ class _Native:
     function of `signature`, compiled as `tier` (FULL, QUICK): from the disk cache, else compiled (`function_by_key` only looks in
     the disk cache); None when the kernels are unavailable here or LLVM fails on it (`failure` then says how)."""
     if self.fns() is None: return None
-    try: return signature(self._place(self._object(ir, tier), self.key(ir, tier)))   # (its image kept: _place)
+    key = self.key(ir, tier)
+    try: return signature(self._place(self._object(ir, tier, key), key))   # (its image kept: _place)
     except Exception as e:
       self.failure = f"{type(e).__name__}: {e}"
       return None
@@ -264,15 +264,13 @@ class _Native:
       mem[start:start + len(image)] = image
     # the same bytes loaded elsewhere: every relocation is relative to the image itself (no call into libm ...), so a later process
     # may copy it anywhere without the ELF loader (~0.3 ms an object)
-    if key is not None and jit_loader(obj, addr + IMAGE_PROBE, link_libs=[self._c_library()]) == image:
-      self._images[key] = bytes(image)
-      self._write(key, ".img", self._images[key])
+    if key is not None and jit_loader(obj, addr + IMAGE_PROBE, link_libs=[self._c_library()]) == image: self._write(key, ".img", bytes(image))
     return addr
 
-  def take_image(self, key:str) -> bytes | None:
-    """The position-independent image of the object `key` this process loaded (once: it is then forgotten), None when it has none:
-    what a caller keeps to place the code again later without the disk (`function_by_key`'s `image`)."""
-    with self._lock: return self._images.pop(key, None)
+  def kept_image(self, key:str) -> bytes | None:
+    """The position-independent image the disk cache keeps of object `key` (`_place`), None when it has none: what a caller keeps
+    to place the code later without reading the disk (`function_by_key`'s `image`)."""
+    return self._read(key, ".img")
 
   def _reserve(self, size:int) -> tuple[mmap.mmap, int, int]:
     """Room for `size` bytes of code at a 64-byte aligned start: (arena, offset in it, address)."""
@@ -318,7 +316,7 @@ class _Native:
 
   def function_by_key(self, key:str, signature, image:bytes|None=None):
     """The function of the object the disk cache holds under `key` (`key(ir)` of its module, on this CPU), None when it holds none
-    or the kernels are unavailable here: `image` (its position-independent image, from `take_image` in an earlier process) when
+    or the kernels are unavailable here: `image` (its position-independent image, `kept_image` in an earlier process) when
     given, else the image the disk cache kept, else the object, loaded. (A file read costs the engine worker a wait for the GIL
     on its way back: ~0.4 ms each, measured on a 2-core machine while the host thread runs tinygrad.)"""
     if self.fns() is None: return None
@@ -328,8 +326,9 @@ class _Native:
         return None if (obj := self._read(key)) is None else signature(self._place(obj, key))
     except Exception: return None
 
-  def _object(self, ir:str, tier:str=FULL) -> bytes:
-    if (obj := self._read(key := self.key(ir, tier))) is not None: return obj
+  def _object(self, ir:str, tier:str=FULL, key:str|None=None) -> bytes:
+    """Module `ir`'s object as `tier` (`key`: its disk cache name, when the caller has it): from the disk cache, else compiled."""
+    if (obj := self._read(key := key or self.key(ir, tier))) is not None: return obj
     with self._compiling, charged("region compile"): obj = self._compiler(tier).compile(ir)
     self._write(key, ".o", obj)
     return obj

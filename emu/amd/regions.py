@@ -260,7 +260,7 @@ class Region:
     Region.changes += 1
     sizes = tuple(s.size for _, s in self.steps)
     STEP_CACHE.keep_compiled(self.spec, self.key, (self.count, self.mode, key, native.NATIVE.cpu(), self.tail, sizes, self.writes_pc, tier,
-                                                   native.NATIVE.take_image(key)))
+                                                   native.NATIVE.kept_image(key)))   # (on the compile thread: its file read costs no wave)
 
   def _lower(self):
     """Lower the longest prefix of the steps that lowers into the region's IR, or give up (`failed`) when none does."""
