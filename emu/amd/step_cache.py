@@ -106,7 +106,9 @@ class _ArchFile:
     self.warmed: dict[tuple, int] = {}
     self.compiled: dict[tuple, tuple] = {}
     self.new_compiled: dict[tuple, tuple] = {}
-    self.heads: dict[tuple, list[tuple]] = {}   # (lanes, MODE, first 16 bytes of its code and tail) -> compiled region keys
+    # (lanes, MODE, first 16 bytes of its code and tail) -> length of code and tail -> those bytes -> compiled region key: one
+    # lookup per length, however many regions share a head (every tinygrad kernel starts with the same prologue)
+    self.heads: dict[tuple, dict[int, dict[bytes, tuple]]] = {}
     if path is not None:
       steps, self.heat, self.compiled = self._read()
       for key, data in steps.items(): self._add(self.stored, key, data)
@@ -127,7 +129,8 @@ class _ArchFile:
     """Index the compiled regions that have a tail (record[4]: the 16 code bytes after their candidate run) by their head."""
     for key, record in compiled.items():
       if record[4] is None: continue
-      if key not in (known := self.heads.setdefault((key[0], key[1], (key[2] + record[4])[:16]), [])): known.append(key)
+      code = key[2] + record[4]
+      self.heads.setdefault((key[0], key[1], code[:16]), {}).setdefault(len(code), {})[code] = key
 
   def find(self, data:bytes) -> tuple[tuple, bytes] | None:
     for n in self.sizes.get(data[:4], ()):
@@ -242,13 +245,16 @@ class StepCache:
         f.new_compiled[key] = record
         f._index({key: record})
 
-  def compiled_at(self, spec:ArchSpec, lanes:int, mode:int, head:bytes) -> list[tuple[tuple, tuple]]:
-    """The compiled region candidates (key, record) for waves of `lanes` in MODE `mode` whose code and tail start with the 16 bytes
-    `head`: code that may be one of them (emu.amd.steps.Program.region compares the rest)."""
+  def compiled_at(self, spec:ArchSpec, lanes:int, mode:int, code:bytes|memoryview) -> tuple[tuple, tuple] | None:
+    """The compiled region candidate (key, record) for waves of `lanes` in MODE `mode` whose code and tail are the bytes `code`
+    starts with (the code from a PC to the end of its mapping), None when there is none. At most one can match: where a
+    candidate run ends follows from its bytes and the tail after them."""
     with self.lock:
       f = self._file(spec)
-      found = ((key, f.new_compiled.get(key) or f.compiled.get(key)) for key in f.heads.get((lanes, mode, head), ()))
-      return [(key, record) for key, record in found if record is not None]
+      for n, keys in f.heads.get((lanes, mode, bytes(code[:16])), {}).items():
+        if n <= len(code) and (key := keys.get(bytes(code[:n]))) is not None:
+          if (record := f.new_compiled.get(key) or f.compiled.get(key)) is not None: return key, record
+      return None
 
   def dispatch_done(self):
     """After a dispatch: write when FLUSH_AT entries are new, or anything is (entries, heat, compiled regions) and the last write

@@ -145,15 +145,17 @@ def test_processes_writing_at_once_merge_their_entries_heat_and_compiled_regions
   tail = bytes(range(16))
   first.keep_compiled(spec, region, (3, None, "a" * 24, "cpu", tail, (4, 4, 4), False, "full"))
   second.keep_compiled(spec, other, (2, 0, "b" * 24, "cpu", None, (4, 4), False, "quick"))
-  assert first.compiled_at(spec, 32, 0, code[0]) == [(region, first.compiled_region(spec, region))]   # found in the writer at once
+  assert first.compiled_at(spec, 32, 0, b"".join(code) + tail) == (region, first.compiled_region(spec, region))   # found in the writer at once
   first.write(); second.write()
   third = step_cache.StepCache()
   for data in code: same(S.compile_step(D.decode(data, spec), spec, 0), third.load(data, spec))
   assert third.heat(spec, region) == 13 and third.heat(spec, other) == 0   # heat adds up, per region key
   assert third.compiled_region(spec, region)[2] == "a" * 24 and third.compiled_region(spec, other)[2] == "b" * 24
-  # found by the first 16 bytes of code and tail, per (lanes, MODE); a record without a tail cannot be found so
-  assert [k for k, _ in third.compiled_at(spec, 32, 0, code[0])] == [region]
-  assert third.compiled_at(spec, 32, 1, code[0]) == [] and third.compiled_at(spec, 64, 0, code[0]) == []
+  # found by its code and tail (what follows them does not matter), per (lanes, MODE); a record without a tail cannot be found so
+  assert third.compiled_at(spec, 32, 0, b"".join(code) + tail + b"more code")[0] == region
+  assert third.compiled_at(spec, 32, 1, b"".join(code) + tail) is None and third.compiled_at(spec, 64, 0, b"".join(code) + tail) is None
+  # the same head and length, other bytes after it; the code cut short by the end of its mapping
+  assert third.compiled_at(spec, 32, 0, b"".join(code) + bytes(16)) is None and third.compiled_at(spec, 32, 0, b"".join(code)) is None
 
 def test_a_full_file_keeps_the_writers_entries(cache_at, monkeypatch):
   spec, code = get_spec("gfx1100"), instructions(5)
