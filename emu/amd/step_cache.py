@@ -12,7 +12,7 @@ Each file also keeps, by (lanes, MODE, code bytes), the heat of native-region ca
 earlier processes ran in one; concurrent writers' heat adds up; by ("native", lanes, MODE, code bytes), the wave-instructions a
 region's QUICK code ran, towards compiling it FULL) and what those that were compiled became (the prefix that lowered,
 the MODE it needs, the native object's key and the CPU it was compiled for, its instructions' sizes, the 16 code bytes after
-the candidate run: `compiled_at` finds it by its first bytes, so a later process knows it from the code alone; and the object's
+the candidate run: `compiled_at` finds it by those bytes, so a later process knows it from the code alone; and the object's
 position-independent image where it has one, up to IMAGE_BUDGET bytes in all, so a later process places the code without reading
 a file per region: on the engine worker each file read waits for the GIL on its way back). Code a test suite
 runs again and again in short bursts becomes native over several processes, as a long kernel does within one, and once compiled

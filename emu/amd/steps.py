@@ -73,7 +73,7 @@ class Program:
     """The native region an earlier process compiled from the code at `pc`, found by its bytes and the TAIL after them (the same
     bytes make the same steps and the same candidate run), its steps not loaded; None when there is none or it cannot load."""
     if regions.CHECK or (m := self.mem.find(pc, TAIL)) is None: return None
-    if (hit := STEP_CACHE.compiled_at(self.spec, lanes, mode, m.view[pc - m.addr:])) is None: return None
+    if (hit := STEP_CACHE.compiled_at(self.spec, lanes, mode, m.as_bytes()[pc - m.addr:])) is None: return None
     key, record = hit
     code = key[2] + record[4]
     lazy = [regions.LazyStep(code[off:off + TAIL], self.spec, size) for off, size in zip(regions.offsets(record[5]), record[5])]
