@@ -41,7 +41,10 @@ class Engine:
   """A ring-buffer queue engine. Subclasses implement `step()`: execute one packet at the current position and advance past it.
 
   `packet` names the packet being executed and where it is (set by `step` before it executes anything) so that every error,
-  including a memory fault inside a packet, says which packet of which ring at which offset caused it."""
+  including a memory fault inside a packet, says which packet of which ring at which offset caused it. `step` sets `quiet` for a
+  packet that changes nothing a host waiter looks for besides the read pointer (register writes, NOPs, jumps, cache actions, a
+  poll that passed): waiters are then not woken for it, only for the next packet that is not quiet or when the worker's pass
+  ends, so a host polling for a signal is not handed the GIL after every packet of a submission."""
   name = "engine"
   unit = 4  # bytes per read/write-pointer unit
 
@@ -57,6 +60,7 @@ class Engine:
     self._abort: str | None = None
     self.stall_reason = ""                  # what the stalled packet waits for
     self.since = 0                          # when (doorbell order) the work it has pending was first rung in
+    self.quiet = False                      # the packet just executed is one the host need not hear of (class docstring)
 
   # ---- memory helpers ----
   def read32(self, addr:int) -> int: return struct.unpack("<I", self.gpu.memory.read(addr, 4))[0]
@@ -104,14 +108,15 @@ class Engine:
     self.gpu.cancel(reason)
 
   def run(self, after_packet:Callable[[], None]|None=None) -> bool:
-    """Execute packets until drained, stalled or dead; `after_packet` is called after each one. Returns whether any
-    progress was made (a packet executed, or the queue died)."""
+    """Execute packets until drained, stalled or dead; `after_packet` is called after each one that is not `quiet`. Returns
+    whether any progress was made (a packet executed, or the queue died)."""
     progress = False
     while self.pending():
       if self.packet_since is None: self.packet_since = time.monotonic()
       try:
         if self._abort is not None: raise PacketError(f"{self.name} queue reset: {self._abort}")
         t = time.perf_counter()
+        self.quiet = False
         try:
           self.step()
           self.publish()
@@ -126,7 +131,7 @@ class Engine:
       self.stalled, progress, self.packet_since = False, True, None
       self.last_progress = time.monotonic()
       self.gpu.clock.advance_packet()
-      if after_packet is not None: after_packet()
+      if after_packet is not None and not self.quiet: after_packet()
     return progress
 
   def fail(self, e:Exception):
@@ -246,7 +251,8 @@ class Scheduler:
         self._notify()
 
   def run_pending(self):
-    """Run every engine with work until none makes progress (the worker's pass); waiters hear of each packet."""
+    """Run every engine with work until none makes progress (the worker's pass); waiters hear of each packet that is not quiet
+    (Engine), and of the pass's end (`_loop`)."""
     with self.lock:
       progress = True
       while progress:

@@ -30,6 +30,10 @@ NAMES = {NOP: "NOP", DISPATCH_DIRECT: "DISPATCH_DIRECT", PRED_EXEC: "PRED_EXEC",
          COPY_DATA: "COPY_DATA", EVENT_WRITE: "EVENT_WRITE", RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG",
          SET_UCONFIG_REG: "SET_UCONFIG_REG"}
 MAX_IB_DEPTH = 4
+# packets that write no memory the host may wait on and raise no interrupt: register writes (one that starts a thread trace writes
+# only the trace buffer), jumps, NOPs, cache actions, EVENT_WRITE (its events here are flushes: no end-of-pipe write) and a
+# WAIT_REG_MEM that passed. The host is not woken after one (Engine.quiet)
+QUIET = frozenset({NOP, PRED_EXEC, INDIRECT_BUFFER, ACQUIRE_MEM, SET_SH_REG, SET_UCONFIG_REG, EVENT_WRITE, WAIT_REG_MEM})
 
 class PM4Engine(Engine):
   """A PM4 compute queue. `dispatch(Dispatch) -> DispatchStats` runs kernels (the emulator behind the GPU); `sqtt` is the GPU's
@@ -91,7 +95,9 @@ class PM4Engine(Engine):
     else: self.ib_packets = n
     hdr = self._fetch(0)
     kind = hdr >> 30
-    if kind == 2: return self._advance(1)  # type-2 filler
+    if kind == 2:   # type-2 filler
+      self.quiet = True
+      return self._advance(1)
     if kind != 3: raise PacketError(f"PM4: malformed packet header {hdr:#010x} (type {kind}) at {where}")
     op, count = (hdr >> 8) & 0xff, ((hdr >> 16) & 0x3fff) + 1
     if (handler:=self.handlers.get(op)) is None: raise PacketError(f"PM4: unsupported opcode {op:#x} (header {hdr:#010x}) at {where}")
@@ -102,6 +108,7 @@ class PM4Engine(Engine):
     skip = handler(body, where)  # may raise Stall: nothing has advanced yet, the packet is retried later
     self._advance(1 + count + (skip or 0))
     self.executed[NAMES[op]] += 1
+    self.quiet = op in QUIET
     if self._next_ib is not None: self.ibs.append(self._next_ib)
 
   # ---- packets ----

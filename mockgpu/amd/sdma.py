@@ -63,3 +63,4 @@ class SDMAEngine(Engine):
       # a register poll is the HDP flush handshake, which completes at once
     elif op == OP_TIMESTAMP: self.write64(dw(1) | (dw(2) << 32), self.gpu.clock.now())
     self.rptr += size * 4
+    self.quiet = op in (OP_NOP, OP_POLL_REGMEM)   # (no memory written: the host need not be woken, Engine.quiet)

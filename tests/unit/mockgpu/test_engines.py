@@ -227,3 +227,31 @@ def test_pm4_packet_bodies_read_across_the_ring_end_and_across_two_mappings():
   ib_addr = gpu.base + half - 8
   submit(gpu, eng, sched, pkt3(0x3F, ib_addr & 0xffffffff, ib_addr >> 32, len(ib) | 1 << 23))
   assert gpu.u32(0x404) == 0x5678 and not gpu.faults
+
+def _run_counting_wakes(eng, gpu:FakeGPU, dwords:list[int]) -> list[str]:
+  """Put `dwords` on eng's ring and run it on this thread: the packets after which host waiters would be woken."""
+  for i, d in enumerate(dwords): gpu.put(RING + i * 4, [d])
+  eng.doorbell(len(dwords) * 4 // eng.unit)
+  woken = []
+  assert eng.run(lambda: woken.append(eng.packet.split(" at ")[0])) and not gpu.faults
+  return woken
+
+def test_host_waiters_are_woken_only_after_packets_that_can_write_a_signal():
+  # a signal is written by RELEASE_MEM (and read back after a dispatch); register writes, NOPs, cache actions, flush events,
+  # passed waits and jumps write no memory, so a host polling its signal is not handed the GIL for them (they still end with
+  # the worker's pass)
+  gpu = FakeGPU()
+  eng = pm4(gpu)
+  ib = gpu.base + 0x3000
+  gpu.put(0x3000, pkt3(0x10, 0))
+  sh = pkt3(0x76, 0x2e40 - 0x2c00, 1, 2)
+  rel = pkt3(0x49, 0, 1 << 29, (gpu.base + 0x200) & 0xffffffff, (gpu.base + 0x200) >> 32, 5, 0, 0)
+  wait = pkt3(0x3C, 3 | 1 << 4, (gpu.base + 0x300) & 0xffffffff, (gpu.base + 0x300) >> 32, 0, 0xffffffff, 4)   # mem == 0: passes at once
+  woken = _run_counting_wakes(eng, gpu, sh + pkt3(0x10, 0) + pkt3(0x58, *[0] * 7) + pkt3(0x3F, ib & 0xffffffff, ib >> 32, 2) + sh + wait +
+                              pkt3(0x46, 7) + rel + sh + pkt3(0x15, 1, 1, 1, 1))
+  assert woken == ["RELEASE_MEM", "DISPATCH_DIRECT"] and gpu.u32(0x200) == 5 and len(gpu.dispatches) == 1
+  gpu = FakeGPU()
+  eng = SDMAEngine(gpu, gpu.base + RING, 0x1000, gpu.base + RPTR, gpu.base + WPTR)
+  lohi = lambda a: [a & 0xffffffff, a >> 32]
+  poll = [8 | 3 << 28 | 1 << 31, *lohi(gpu.base + 0x300), 0, 0xffffffff, 0]   # mem == 0: passes at once
+  assert _run_counting_wakes(eng, gpu, [0] + poll + [5, *lohi(gpu.base + 0x200), 11] + [0]) == ["FENCE"] and gpu.u32(0x200) == 11
