@@ -22,10 +22,14 @@ MXCSR_NON_DEFAULT = 0xE040   # MXCSR flush-to-zero (bit 15), rounding control (1
 ARENA_BYTES = 4 << 20   # executable memory mapped at a time (see _Native._place)
 NAN_RESULT = 1   # a kernel's return bit: some result is NaN (the MXCSR bits it reports never include bit 0)
 IMAGE_PROBE = 0x12340   # a second load address for _place's test (not a multiple of 2**32: relocations keep 32 bits)
-# how a module is compiled: FULL as tinygrad compiles CPU code (-O2 passes, the default code generator); QUICK with no IR passes
-# and LLVM's fast instruction selector (CodeGenLevelNone): on the suite workload's 383 region modules ~0.44x of FULL's time
-# (10 ms + 0.84 ms per instruction against 6.4 + 3.0), its code ~1.3-1.75x slower (emu.bench valu, matmul)
+# how a module is compiled: FULL as tinygrad compiles CPU code (-O2 passes, the default code generator); QUICK with one IR pass,
+# instcombine, and LLVM's unoptimised code generator (CodeGenLevelNone): ~0.43x of FULL's time on the dtype suite's 437 region
+# modules, its code ~1.3-1.75x slower (emu.bench valu, matmul). Nearly all of QUICK's time is the code generator combining the DAG
+# of the wave-wide <32 x i64> values split into AVX2's 4-lane pieces; instcombine narrows most zext/op/trunc chains first and costs
+# less than it saves (0.76x the time of no IR pass, the code as fast: docs/emulator.md "Native regions and chains"). Its fixpoint
+# check is off: where one more iteration would still change the module it aborts the process instead of reporting it.
 FULL, QUICK = "full", "quick"
+QUICK_PASSES = b"function(instcombine<no-verify-fixpoint>)"
 TRIPLE = b"x86_64-none-unknown-elf"   # tinygrad's CPU target triple
 
 # the first block of kernels and native regions: %bad holds the MXCSR bits that are not IEEE's default (returned; nothing computed
@@ -291,7 +295,7 @@ class _Native:
   def key(ir:str, tier:str=FULL) -> str:
     """The disk cache's name for the object of module `ir` compiled as `tier` on this CPU (its feature flags) and tinygrad version."""
     from emu.pcode.cache import tinygrad_version
-    mark = "" if tier == FULL else f"\0{tier}"   # (FULL objects keep the names they had before tiers)
+    mark = "" if tier == FULL else f"\0{tier}\0{QUICK_PASSES.decode()}"   # (FULL objects keep the names they had before tiers)
     return hashlib.sha256(f"{ir}\0{_cpu_flags()}\0{tinygrad_version()}{mark}".encode()).hexdigest()[:24]
 
   @staticmethod
@@ -342,14 +346,14 @@ class _Native:
     # compile() verifies the module once before the passes; verifying it again after each pass (tinygrad's setting, a check of
     # LLVM itself) costs ~15-20% of compiling a region
     llvm.LLVMPassBuilderOptionsSetVerifyEach(c.pbo, False)
-    if tier == QUICK:   # the same target, CPU and features, code generated without optimisation
+    if tier == QUICK:   # the same target, CPU and features, code generated without optimisation after QUICK_PASSES
       target, err = llvm.LLVMTargetRef(), ctypes.POINTER(ctypes.c_char)()
       if llvm.LLVMGetTargetFromTriple(TRIPLE, ctypes.pointer(target), ctypes.pointer(err)): raise RuntimeError("no x86-64 target in libLLVM")
       cpu, feats = ctypes.string_at(llvm.LLVMGetHostCPUName()), ctypes.string_at(llvm.LLVMGetHostCPUFeatures())
       full, c.target_machine = c.target_machine, llvm.LLVMCreateTargetMachine(target, TRIPLE, cpu, feats, llvm.LLVMCodeGenLevelNone,
                                                                                llvm.LLVMRelocPIC, llvm.LLVMCodeModelDefault)
       llvm.LLVMDisposeTargetMachine(full)
-      c.passes = b"default<O0>"
+      c.passes = QUICK_PASSES
     self._compilers[tier] = c
     return c
 
