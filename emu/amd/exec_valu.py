@@ -107,6 +107,11 @@ class ValuStep(Step):
     # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
     self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
     self.dpp = self._dpp(instr, spec)
+    # what every batch asks of the op, decided once: the lane masks it reads and writes, the sources it writes back, whether it
+    # reads and writes D0 as a value (not a lane mask)
+    self.mask_reads, self.mask_writes = tuple(op.lane_masks & op.reads), tuple(op.lane_masks & op.writes)
+    self.source_writes = tuple(SOURCE_WRITES & op.writes)
+    self.reads_d0, self.writes_d0 = ("D0" in op.reads and "D0" not in op.lane_masks), ("D0" in op.writes and "D0" not in op.lane_masks)
 
   def _sources(self, instr:Instr, spec:ArchSpec, own_mods:bool, opsel:int) -> dict[str, SrcSpec]:
     """The op's source operands with their encoding's modifiers (true16 halves, op_sel, SDWA selects, packed halves, neg/abs)."""
@@ -232,7 +237,7 @@ class ValuStep(Step):
     st, op = m.st, self.op
     wi, ln, wv, dense = lanes.wi, lanes.ln, lanes.wv, lanes.dense
     if len(wv) == 0:
-      for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], np.zeros(0, dtype=U64))
+      for name in self.mask_writes: store_lane_bits(st, ws, lanes, self.mask_write[name], np.zeros(0, dtype=U64))
       return
     o = OpState(n=len(wv), laneId=lanes.lane_id, WAVE32=st.lanes == 32, WAVE64=st.lanes == 64, **st.mode(int(ws[0])), **self.fields)
     for name, s in self.srcs.items():
@@ -240,20 +245,19 @@ class ValuStep(Step):
         v = s.read(st, wv, src_lane[ln])
         o.S0 = np.where(zero[wi, ln], U64(0), v)
       else: setattr(o, name, s.read(st, wv, ln, dense))
-    for name in op.lane_masks & op.reads: setattr(o, name, mask_lane_bits(st, ws, lanes, self.mask_read[name], self.instr.literal))
-    if "D0" in op.reads and "D0" not in op.lane_masks:
-      o.D0 = self.d0.read_lanes32(st, wv, ln, dense) if self.d0_narrow else self.d0.read_lanes(st, wv, ln, dense)
+    for name in self.mask_reads: setattr(o, name, mask_lane_bits(st, ws, lanes, self.mask_read[name], self.instr.literal))
+    if self.reads_d0: o.D0 = self.d0.read_lanes32(st, wv, ln, dense) if self.d0_narrow else self.d0.read_lanes(st, wv, ln, dense)
     if "M0" in op.reads: o.M0 = st.sgpr[wv, self.spec.m0_reg].astype(U64)
     if "SCC" in op.reads: o.SCC = st.scc[wv].astype(U64)
     if "EXEC" in op.reads and "EXEC" not in op.lane_masks: o.EXEC = mask_lane_bits(st, ws, lanes, self.spec.exec_lo)
     if self.per_wave: o.VGPR = VgprFile(st.vgpr[int(ws[0]), :, :AGPR_BASE])
-    carry_in = np.array(o.VCC, copy=True) if self.int_clamp is not None and "VCC" in op.lane_masks & op.reads else None
+    carry_in = np.array(o.VCC, copy=True) if self.int_clamp is not None and "VCC" in self.mask_reads else None
     op.fn(o)
-    for name in op.lane_masks & op.writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
-    for name in SOURCE_WRITES & op.writes:   # the pcode assigns a source operand (V_SWAP_B32/B16): its register is written back
+    for name in self.mask_writes: store_lane_bits(st, ws, lanes, self.mask_write[name], getattr(o, name))
+    for name in self.source_writes:   # the pcode assigns a source operand (V_SWAP_B32/B16): its register is written back
       src = self.srcs[name].src
       write_vgpr_lanes(st, wv, ln, src.reg, src.bits, np.asarray(getattr(o, name), dtype=U64), src.hi, dense)
-    if "D0" in op.writes and "D0" not in op.lane_masks:
+    if self.writes_d0:
       omod = self.omod if self.omod and omod_applies(st.mode(int(ws[0])), self.d_bits, self.spec.ieee_mode) else 0
       d = o.D0
       if self.d_float and (omod or self.clamp): d = apply_omod_clamp(np.asarray(d, dtype=U64), self.d_bits, omod, self.clamp, self.d_packed)

@@ -388,11 +388,11 @@ def _wave_inputs(code:_WaveCode, mode:dict) -> dict:
 
 def _inputs(step:ValuStep, code:_WaveCode, mode:dict) -> dict:
   """The op state of one ValuStep for one wave's lanes (exec_valu.ValuStep._batch's reads)."""
-  op, inputs = step.op, {**_wave_inputs(code, mode), **step.fields}
+  inputs = {**_wave_inputs(code, mode), **step.fields}
   for name, sp in step.srcs.items(): inputs[name] = code.read(sp.src, sp.fkind, sp.neg, sp.abs, sp.packed)
-  for name in op.lane_masks & op.reads:
+  for name in step.mask_reads:
     inputs[name] = code.mask_bits(step.mask_read[name] if name != "EXEC" else step.spec.exec_lo, step.instr.literal)
-  if "D0" in op.reads and "D0" not in op.lane_masks: inputs["D0"] = code.read(step.d0)
+  if step.reads_d0: inputs["D0"] = code.read(step.d0)
   return inputs
 
 def _lower_step(step, code:_WaveCode, mode:dict, off:int):
