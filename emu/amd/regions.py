@@ -23,12 +23,11 @@ from emu.amd.wave import HWREG_MODE, MODE_INPUTS
 
 # A region is compiled once running it on the numpy path has cost about what compiling it would (ski rental: whether the code runs
 # once more or a million times, never more than twice the better choice in hindsight). Both grow with its instructions (measured in
-# docs/emulator.md "Native regions and chains": LLVM's QUICK tier ~10 ms + ~0.84 ms per instruction without its instcombine pass,
-# ~0.57x that per instruction with it; the numpy path ~0.11-0.17 ms per instruction and batch), so a region of n instructions is
-# hot once it has run
+# docs/emulator.md "Native regions and chains": LLVM's QUICK tier ~10-27 ms + ~1 ms per instruction, the numpy path ~0.11-0.17 ms
+# per instruction and batch), so a region of n instructions is hot once it has run
 # REGION_HOT + REGION_HOT_PER_INSTR * n of them; but never later than REGION_HOT_MAX: its object then serves every later process
 # from the disk cache, and a test suite runs the same code in process after process. (All 0 under EAGER: native at once.)
-HOT = (90, 5, 400)          # instructions (per batch) that cost what compiling's fixed part does, per instruction, the most any waits
+HOT = (90, 8, 400)          # instructions (per batch) that cost what compiling's fixed part does, per instruction, the most any waits
 # A QUICK region is compiled again as FULL (emu.native) once it has run natively as many wave-instructions as that costs: FULL's
 # compile ~6.4 ms + ~3 ms per instruction, and its code runs a wave-instruction ~0.036 us sooner (emu.bench matmul: ~21 against
 # ~12 M wave-instructions/s); EAGER compiles FULL at once.
