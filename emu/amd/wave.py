@@ -8,7 +8,7 @@ it, and results are stored with one copy.
 """
 from __future__ import annotations
 import mmap, sys, threading, weakref
-from functools import cache, lru_cache
+from functools import cache
 import numpy as np
 from emu.amd.api import IllegalOperand
 from emu.amd.arch import ArchSpec
@@ -29,10 +29,9 @@ def mode_from_rsrc1(spec:ArchSpec, rsrc1:int) -> int:
   return fp | ((rsrc1 >> 21) & 1) << 8 | ((rsrc1 >> 23) & 1) << 9 if spec.ieee_mode else fp | MODE_IEEE
 
 @cache
-@lru_cache(maxsize=256)
 def mode_state(mode:int) -> dict:
   """The pcode ABI's mode inputs (emu/pcode/abi.py) for a MODE register value: one dict per value, shared (read it, never change
-  it; every VALU batch asks)."""
+  it)."""
   return {"MODE_ROUND32": mode & 3, "MODE_ROUND16": (mode >> 2) & 3, "MODE_DENORM32": (mode >> 4) & 3, "MODE_DENORM16": (mode >> 6) & 3,
           "MODE_IEEE": bool(mode & MODE_IEEE), "ROUND_MODE": mode & 3}
 
