@@ -42,8 +42,8 @@ class Engine:
 
   `packet` names the packet being executed and where it is (set by `step` before it executes anything) so that every error,
   including a memory fault inside a packet, says which packet of which ring at which offset caused it. `step` sets `quiet` for a
-  packet that changes nothing a host waiter looks for besides the read pointer (register writes, NOPs, jumps, cache actions, a
-  poll that passed): waiters are then not woken for it, only for the next packet that is not quiet or when the worker's pass
+  packet that changes nothing a host waiter looks for besides the read pointer (register writes, NOPs, jumps, cache actions,
+  flush events, a wait or poll that passed): waiters are then not woken for it, only for the next packet that is not quiet or when the worker's pass
   ends, so a host polling for a signal is not handed the GIL after every packet of a submission."""
   name = "engine"
   unit = 4  # bytes per read/write-pointer unit

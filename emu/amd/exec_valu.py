@@ -104,14 +104,14 @@ class ValuStep(Step):
     if op.kind == "wave" or "VGPR" in op.reads | op.writes: self._check_register_operands()
     self.per_wave = "VGPR" in op.reads or "VGPR" in op.writes
     self.mode_dep = bool(op.reads & MODE_INPUTS) or bool(self.omod and self.d_float)   # omod_applies reads the MODE
-    # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
-    self.scalar_dst = instr.sdst_dest and op.kind == "vector" and "D0" in op.writes and "D0" not in op.lane_masks
-    self.dpp = self._dpp(instr, spec)
     # what every batch asks of the op, decided once: the lane masks it reads and writes, the sources it writes back, whether it
     # reads and writes D0 as a value (not a lane mask)
     self.mask_reads, self.mask_writes = tuple(op.lane_masks & op.reads), tuple(op.lane_masks & op.writes)
     self.source_writes = tuple(SOURCE_WRITES & op.writes)
     self.reads_d0, self.writes_d0 = ("D0" in op.reads and "D0" not in op.lane_masks), ("D0" in op.writes and "D0" not in op.lane_masks)
+    # rdna4 V_S_EXP_F32 & co.: VALU ops with scalar sources and an SGPR destination, computed once per wave (on lane 0, whatever EXEC)
+    self.scalar_dst = instr.sdst_dest and op.kind == "vector" and self.writes_d0
+    self.dpp = self._dpp(instr, spec)
 
   def _sources(self, instr:Instr, spec:ArchSpec, own_mods:bool, opsel:int) -> dict[str, SrcSpec]:
     """The op's source operands with their encoding's modifiers (true16 halves, op_sel, SDWA selects, packed halves, neg/abs)."""

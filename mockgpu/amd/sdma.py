@@ -14,6 +14,7 @@ NAMES = {OP_NOP: "NOP", OP_COPY: "COPY", OP_WRITE: "WRITE", OP_FENCE: "FENCE", O
 # dwords of each fixed-size packet (op, sub-opcode) the engine executes; NOP and WRITE carry their length
 SIZES = {(OP_COPY, SUBOP_COPY_LINEAR): 7, (OP_FENCE, 0): 4, (OP_TRAP, 0): 2, (OP_POLL_REGMEM, 0): 6, (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET): 3,
          (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL): 3}
+QUIET = (OP_NOP, OP_POLL_REGMEM)   # packets that write no memory and raise no interrupt: the host is not woken after one (Engine.quiet)
 COPY_CHUNK = 64 << 20  # copies are moved in chunks so a huge copy does not need one huge temporary
 
 def count_mask(sdma_version:tuple[int, int, int]) -> int:
@@ -63,4 +64,4 @@ class SDMAEngine(Engine):
       # a register poll is the HDP flush handshake, which completes at once
     elif op == OP_TIMESTAMP: self.write64(dw(1) | (dw(2) << 32), self.gpu.clock.now())
     self.rptr += size * 4
-    self.quiet = op in (OP_NOP, OP_POLL_REGMEM)   # (no memory written: the host need not be woken, Engine.quiet)
+    self.quiet = op in QUIET
